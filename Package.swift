@@ -1,0 +1,62 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Every Swift target builds in the Swift 6 language mode.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "ATSProxy",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "atsproxy", targets: ["atsproxy"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+    ],
+    targets: [
+        // C libraries, reached only through these three header-only system-library targets.
+        .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+
+        // Pure cores: bytes and values in, values out. No file descriptors, no clocks.
+        .target(name: "ATSPolicy", swiftSettings: strict),
+        .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        .target(name: "HTTP1Core", swiftSettings: strict),
+        .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
+        .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
+
+        // Edges: files and sockets.
+        .target(
+            name: "PolicyLoader",
+            dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: strict),
+        .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
+        .target(
+            name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
+            swiftSettings: strict),
+
+        .executableTarget(
+            name: "atsproxy",
+            dependencies: [
+                "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+
+        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader"], swiftSettings: strict),
+        .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader"], swiftSettings: strict),
+        .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore"], swiftSettings: strict),
+        .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
+        // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
+        .testTarget(name: "CLITests", dependencies: ["atsproxy"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,1 @@
+// ATSDiagnose: placeholder until the module lands.

@@ -1,0 +1,1 @@
+// ATSLint: placeholder until the module lands.

@@ -1,0 +1,1 @@
+// HTTP1Core: placeholder until the module lands.

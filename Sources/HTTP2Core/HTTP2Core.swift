@@ -1,0 +1,1 @@
+// HTTP2Core: placeholder until the module lands.

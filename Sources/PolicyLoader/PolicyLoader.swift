@@ -1,0 +1,1 @@
+// PolicyLoader: placeholder until the module lands.

@@ -1,0 +1,1 @@
+// ProxyEventLoop: placeholder until the module lands.

@@ -1,0 +1,1 @@
+// TLSCore: placeholder until the module lands.

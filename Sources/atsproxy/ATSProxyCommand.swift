@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `atsproxy`: an HTTPS debugging proxy that applies an app's App Transport Security policy on the wire.
+@main
+struct ATSProxyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "atsproxy",
+        abstract: "An intercepting HTTPS proxy that simulates Apple's App Transport Security.",
+        version: "0.1.0",
+        subcommands: []
+    )
+}

@@ -1,0 +1,1 @@
+// ATSLintTests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// ATSPolicyTests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// CLITests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// HTTP1CoreTests: placeholder until the suite lands.

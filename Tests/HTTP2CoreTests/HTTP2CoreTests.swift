@@ -1,0 +1,1 @@
+// HTTP2CoreTests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// PolicyLoaderTests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// ProxyEventLoopTests: placeholder until the suite lands.

@@ -1,0 +1,1 @@
+// TLSCoreTests: placeholder until the suite lands.
