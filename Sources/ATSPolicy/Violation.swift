@@ -12,6 +12,7 @@ public enum ViolationKind: String, Sendable, Hashable, Codable, CaseIterable {
     case hostnameMismatch
     case expired
     case notYetValid
+    case invalidChain  // bad signature, broken or revoked chain
     case missingServerAuthEKU
     case validityTooLong
     case pinMismatch
@@ -83,16 +84,22 @@ public struct ATSViolation: Sendable, Hashable, Codable {
     public var fix: ExceptionFix
     /// The certificate concerned (0 = leaf), for certificate violations.
     public var certificateIndex: Int?
+    /// Where an error code or rule is inferred or unconfirmed: which reading was taken and its reference row.
+    public var notes: [String]
+    /// For a pre-connect block: the entry or key that decided the host needs TLS.
+    public var decidedBy: PolicyDecision?
 
     public init(
         kind: ViolationKind, urlError: URLErrorCode, sslError: SSLErrorCode?, explanation: String, fix: ExceptionFix,
-        certificateIndex: Int? = nil
+        certificateIndex: Int? = nil, notes: [String] = [], decidedBy: PolicyDecision? = nil
     ) {
+        self.decidedBy = decidedBy
         self.kind = kind
         self.urlError = urlError
         self.sslError = sslError
         self.explanation = explanation
         self.fix = fix
         self.certificateIndex = certificateIndex
+        self.notes = notes
     }
 }
