@@ -30,6 +30,7 @@ let package = Package(
         .target(name: "HTTP1Core", swiftSettings: strict),
         .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
+        .target(name: "ProxyTrace", dependencies: ["ATSPolicy"], swiftSettings: strict),
 
         // Edges: files and sockets.
         .target(
@@ -55,6 +56,7 @@ let package = Package(
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(name: "CLITests", dependencies: ["atsproxy"], swiftSettings: strict),
