@@ -173,11 +173,12 @@ public final class Connection {
         if state == .open && bufferedWriteBytes == 0 { performWriteShutdown() }
     }
 
-    /// Closes after every queued byte is written. Reading stops now. `connectionClosed(error: nil)` follows.
+    /// Closes after every queued byte is written (for a connection still connecting: once it is established and
+    /// the bytes are out). Reading stops now. `connectionClosed(error: nil)` follows.
     public func close() {
         loop.preconditionInEventLoop()
         guard state != .closed else { return }
-        if state == .open && bufferedWriteBytes > 0 {
+        if bufferedWriteBytes > 0 {
             closeRequested = true
             readingPaused = true
             updateInterest()
