@@ -99,3 +99,4 @@ static inline void copenssl_SSL_CTX_set_alpn_select_cb(SSL_CTX *ctx, copenssl_al
 
 static inline unsigned long copenssl_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 static inline uint64_t copenssl_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+static inline int copenssl_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }
