@@ -35,7 +35,7 @@ extension Linter {
                 fix: "use the host alone: \(Self.bareHost(key))")
             return nil
         case .wildcard:
-            let parent = key.split(separator: ".").filter { !$0.contains("*") }.joined(separator: ".")
+            let parent = key.split(separator: ".").filter { !$0.contains("*") }.joined(separator: ".").lowercased()
             add(
                 .domainWildcard, path,
                 "\(section) keys take no wildcards; \"\(key)\" is looked up literally and never matches",
