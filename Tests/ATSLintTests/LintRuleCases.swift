@@ -188,6 +188,14 @@ let positiveCases: [RuleCase] = [
             </dict></dict>
             """, path: "\(exc)/Example.com", severity: .warning),
     RuleCase(
+        rule: .duplicateKeyCase, fires: true, name: "pinned API.example.com and api.example.com",
+        body: """
+            <dict><key>NSPinnedDomains</key><dict>
+            <key>api.example.com</key><dict>\(F.leafPins([F.goodPin]))</dict>
+            <key>API.example.com</key><dict>\(F.leafPins([F.goodPin]))</dict>
+            </dict></dict>
+            """, path: "\(pins)/API.example.com", messageContains: "case-insensitively"),
+    RuleCase(
         rule: .reenableIncomplete, fires: true, name: "insecure YES under arbitrary loads",
         body: F.domain("api.example.com", "<key>NSExceptionAllowsInsecureHTTPLoads</key><true/>", extra: arbitrary),
         path: "\(exc)/api.example.com", severity: .warning),
