@@ -194,7 +194,8 @@ extension Linter {
             add(
                 .reenableIncomplete, path,
                 "under NSAllowsArbitraryLoads an exception entry is how a host gets ATS back, but this one keeps "
-                    + "NSExceptionAllowsInsecureHTTPLoads = YES, so \(scope) is no more protected than any other host",
+                    + "NSExceptionAllowsInsecureHTTPLoads = YES, so plain HTTP to \(scope) stays allowed, as for "
+                    + "every host without an entry",
                 fix: "set NSExceptionAllowsInsecureHTTPLoads to NO (or remove it) to re-secure \(host); if it needs "
                     + "plain HTTP, remove the entry")
         } else if s.minimumTLS < .tls12 || !s.requiresForwardSecrecy {
