@@ -1,6 +1,6 @@
 /// A JSON document with object keys in insertion order, so reports come out byte-for-byte stable.
 /// (Kept here instead of using JSONEncoder so `$schema` and field order follow the SARIF examples exactly.)
-public indirect enum JSONValue: Sendable, Equatable {
+indirect enum JSONValue: Sendable, Equatable {
     case string(String)
     case number(Int)
     case bool(Bool)
@@ -8,7 +8,7 @@ public indirect enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.string(let x), .string(let y)): x == y
         case (.number(let x), .number(let y)): x == y
@@ -22,7 +22,7 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 
     /// Pretty-printed with two-space indentation and a trailing newline.
-    public func rendered() -> String {
+    func rendered() -> String {
         var out = ""
         write(into: &out, indent: 0)
         out += "\n"

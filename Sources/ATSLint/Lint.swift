@@ -4,7 +4,7 @@ import ATSPolicy
 /// would read it, and returns findings in a stable order (by key path, then rule).
 ///
 /// `nil` means the app has no `NSAppTransportSecurity`: Apple's defaults apply and there is nothing to lint.
-/// Key semantics follow /work/shared/ats-reference.md §1–§2 (the project's ATS fact sheet); each rule cites it.
+/// Key semantics follow the project's ATS fact sheet (ats-reference.md §1–§2); rules cite its sections.
 public func lint(_ ats: PlistValue?, profile: IOSProfile) -> [LintFinding] {
     guard let ats else { return [] }
     var linter = Linter(profile: profile)

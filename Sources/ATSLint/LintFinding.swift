@@ -15,11 +15,13 @@ public enum LintSeverity: String, Sendable, Codable, CaseIterable, Comparable {
         }
     }
 
+    /// Orders by seriousness.
     public static func < (a: LintSeverity, b: LintSeverity) -> Bool { a.rank < b.rank }
 }
 
 /// One problem found in an ATS dictionary.
 public struct LintFinding: Sendable, Equatable, Codable {
+    /// How serious the finding is (usually the rule's default).
     public let severity: LintSeverity
     /// Stable rule identifier (`ATS001` …), see `LintRule`.
     public let ruleID: String
@@ -31,6 +33,7 @@ public struct LintFinding: Sendable, Equatable, Codable {
     /// A concrete change that resolves the finding.
     public let fix: String
 
+    /// A finding; `keyPath` starts at the Info.plist root.
     public init(severity: LintSeverity, ruleID: String, keyPath: [String], message: String, fix: String) {
         self.severity = severity
         self.ruleID = ruleID

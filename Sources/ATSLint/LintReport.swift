@@ -6,11 +6,14 @@ public struct LintReport: Sendable {
     public let artifactPath: String
     /// Where the policy was read from, e.g. `MyApp.ipa › Payload/MyApp.app/Info.plist`.
     public let sourceDescription: String
+    /// The iOS behaviour band the policy was checked against.
     public let profile: IOSProfile
+    /// Findings in report order.
     public let findings: [LintFinding]
     /// How the file was interpreted (from `LoadedPolicy.notes`).
     public let notes: [String]
 
+    /// A report for `findings` on `profile` about the file at `artifactPath`.
     public init(
         artifactPath: String, sourceDescription: String, profile: IOSProfile, findings: [LintFinding],
         notes: [String] = []

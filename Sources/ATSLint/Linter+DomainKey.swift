@@ -35,7 +35,7 @@ extension Linter {
                 fix: "use the host alone: \(Self.bareHost(key))")
             return nil
         case .wildcard:
-            let parent = key.split(separator: ".").filter { !$0.contains("*") }.joined(separator: ".")
+            let parent = key.split(separator: ".").filter { !$0.contains("*") }.joined(separator: ".").lowercased()
             add(
                 .domainWildcard, path,
                 "\(section) keys take no wildcards; \"\(key)\" is looked up literally and never matches",
@@ -99,8 +99,9 @@ extension Linter {
         return s.lowercased()
     }
 
-    /// Reports keys that differ only by letter case (ATS treats them as different hosts; at most one is lowercase).
-    mutating func checkCaseDuplicates(_ keys: [String], _ base: [String]) {
+    /// Reports keys that differ only by letter case. Exception keys are looked up exactly, so only an all-lowercase
+    /// one can match; pinned keys are compared case-insensitively (src S7), so they collide.
+    mutating func checkCaseDuplicates(_ keys: [String], _ base: [String], pinned: Bool = false) {
         var groups: [String: [String]] = [:]
         for key in keys { groups[key.lowercased(), default: []].append(key) }
         for key in keys {
@@ -108,10 +109,14 @@ extension Linter {
             let representative = group.first(where: { $0 == $0.lowercased() }) ?? group[0]
             guard key != representative else { continue }
             let others = group.filter { $0 != key }.map { "\"\($0)\"" }.joined(separator: ", ")
+            let consequence =
+                pinned
+                ? "Apple compares pinned hosts case-insensitively, so they pin the same host and which one applies is "
+                    + "undefined"
+                : "they are separate entries, and only an all-lowercase one can match"
             add(
                 .duplicateKeyCase, base + [key],
-                "\"\(key)\" differs from \(others) only by letter case; they are separate entries, and only an "
-                    + "all-lowercase one can match",
+                "\"\(key)\" differs from \(others) only by letter case; \(consequence)",
                 fix: "merge them into one lowercase entry")
         }
     }

@@ -35,6 +35,8 @@ extension Linter {
     ) {
         checkCaseDuplicates(domains.keys, base)
         var usable: [String: (settings: EntrySettings, includesSubdomains: Bool)] = [:]
+        // Entries with findings of their own are left out of the "no effect" check: those findings explain them.
+        var explained: Set<String> = []
         for (host, value) in domains {
             let path = base + [host]
             let kind = checkDomainKey(host, path, pinned: false)
@@ -46,7 +48,9 @@ extension Linter {
                     fix: "make the \(host) entry a <dict> of NSException* keys (an empty <dict/> means full ATS)")
                 continue
             }
+            let before = findings.count
             let (settings, includes) = lintExceptionEntry(entry, path, host: host, arbitraryLoads: arbitraryLoads)
+            if findings.count > before { explained.insert(host) }
             if kind == .name { usable[host] = (settings, includes) }
         }
 
@@ -61,7 +65,8 @@ extension Linter {
                         + "NSIncludesSubdomains already gives it, so it changes nothing",
                     fix: "remove the \(host) entry, or give it the settings that should differ from \(parent)")
             } else if Self.governingParent(of: host, in: usable) == nil, !globallyRelaxed,
-                entry.settings == .defaults, !Self.isLocalName(host), !Self.isBuiltInException(host)
+                entry.settings == .defaults, !explained.contains(host), !Self.isLocalName(host),
+                !Self.isBuiltInException(host)
             {
                 add(
                     .entryHasNoEffect, path,
@@ -189,7 +194,8 @@ extension Linter {
             add(
                 .reenableIncomplete, path,
                 "under NSAllowsArbitraryLoads an exception entry is how a host gets ATS back, but this one keeps "
-                    + "NSExceptionAllowsInsecureHTTPLoads = YES, so \(scope) is no more protected than any other host",
+                    + "NSExceptionAllowsInsecureHTTPLoads = YES, so plain HTTP to \(scope) stays allowed, as for "
+                    + "every host without an entry",
                 fix: "set NSExceptionAllowsInsecureHTTPLoads to NO (or remove it) to re-secure \(host); if it needs "
                     + "plain HTTP, remove the entry")
         } else if s.minimumTLS < .tls12 || !s.requiresForwardSecrecy {

@@ -3,6 +3,7 @@ import ATSPolicy
 /// `NSPinnedDomains` (reference §1.3).
 extension Linter {
     mutating func lintPinnedDomains(_ pins: PlistDictionary, _ base: [String]) {
+        checkCaseDuplicates(pins.keys, base, pinned: true)
         for (host, value) in pins {
             let path = base + [host]
             _ = checkDomainKey(host, path, pinned: true)

@@ -28,6 +28,7 @@ public struct LoadedPolicy: Sendable, Equatable {
     /// defaults apply").
     public let notes: [String]
 
+    /// Memberwise initialiser (tests and callers that build policies in memory).
     public init(
         sourceDescription: String, format: Format, isWholeInfoPlist: Bool, atsDictionary: PlistValue?,
         bundleIdentifier: String?, misplacedATSKeys: [String] = [], notes: [String] = []

@@ -27,14 +27,17 @@ public struct PolicyLoadError: Error, Sendable, Equatable, CustomStringConvertib
     public let file: String
     /// Key path inside the plist, empty for file-level problems.
     public let keyPath: [String]
+    /// What went wrong.
     public let kind: Kind
 
+    /// An error about `file`, at `keyPath` inside it (empty for the file as a whole).
     public init(file: String, keyPath: [String] = [], kind: Kind) {
         self.file = file
         self.keyPath = keyPath
         self.kind = kind
     }
 
+    /// `<file> › <key/path>: <problem>`, one line for the user.
     public var description: String {
         let location = keyPath.isEmpty ? file : "\(file) › \(keyPath.joined(separator: "/"))"
         return "\(location): \(problem)"

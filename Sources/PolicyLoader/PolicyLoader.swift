@@ -33,10 +33,18 @@ public enum PolicyLoader {
         if isDirectory.boolValue {
             return try loadBundle(folder: path)
         }
-        let bytes = try PolicySource.readFile(path: path, display: display, limit: maximumPlistBytes)
-        if path.lowercased().hasSuffix(".ipa") || bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
+        // An .ipa is usually far larger than the plist cap, so it is recognised (by name or zip signature) before
+        // the capped read; only its Info.plist member is then inflated, under the same cap.
+        let zipSignature: [UInt8] = [0x50, 0x4B, 0x03, 0x04]
+        var isArchive = path.lowercased().hasSuffix(".ipa")
+        if !isArchive {
+            let prefix = try PolicySource.readFile(path: path, display: display, limit: 4, prefixOnly: true)
+            isArchive = prefix == zipSignature
+        }
+        if isArchive {
             return try loadIPA(path: path)
         }
+        let bytes = try PolicySource.readFile(path: path, display: display, limit: maximumPlistBytes)
         return try decode(bytes, source: display, forceWholeInfoPlist: false)
     }
 

@@ -4,22 +4,25 @@ import ZIPFoundation
 /// Bounded reads of plist bytes from a file or from an `.ipa` member.
 enum PolicySource {
     /// Reads at most `limit` bytes; refuses larger files from their size before reading, and special files
-    /// (pipes, devices) that turn out larger while reading.
-    static func readFile(path: String, display: String, limit: Int) throws(PolicyLoadError) -> [UInt8] {
+    /// (pipes, devices) that turn out larger while reading. With `prefixOnly`, returns the first `limit` bytes of
+    /// a file of any size instead.
+    static func readFile(path: String, display: String, limit: Int, prefixOnly: Bool = false)
+        throws(PolicyLoadError) -> [UInt8]
+    {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
         } catch {
             throw PolicyLoadError(file: display, kind: .notReadable(detail: reason(error)))
         }
-        if let size = (attributes[.size] as? NSNumber)?.uint64Value, size > UInt64(limit) {
+        if !prefixOnly, let size = (attributes[.size] as? NSNumber)?.uint64Value, size > UInt64(limit) {
             throw PolicyLoadError(file: display, kind: .tooLarge(size: size, limit: limit))
         }
         let data: Data
         do {
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
             defer { try? handle.close() }  // read-only handle: a failed close loses nothing
-            data = try handle.read(upToCount: limit + 1) ?? Data()
+            data = try handle.read(upToCount: prefixOnly ? limit : limit + 1) ?? Data()
         } catch {
             throw PolicyLoadError(file: display, kind: .notReadable(detail: reason(error)))
         }

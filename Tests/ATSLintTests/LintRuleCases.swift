@@ -90,6 +90,9 @@ let positiveCases: [RuleCase] = [
         rule: .domainWildcard, fires: true, name: "*.example.com", body: F.domain("*.example.com", ""),
         path: "\(exc)/*.example.com", fixContains: "\"example.com\" with NSIncludesSubdomains"),
     RuleCase(
+        rule: .domainWildcard, fires: true, name: "*.Example.com", body: F.domain("*.Example.com", ""),
+        fixContains: "use \"example.com\""),
+    RuleCase(
         rule: .domainSchemeOrPath, fires: true, name: "scheme", body: F.domain("https://example.com", ""),
         fixContains: "example.com"),
     RuleCase(
@@ -185,6 +188,14 @@ let positiveCases: [RuleCase] = [
             </dict></dict>
             """, path: "\(exc)/Example.com", severity: .warning),
     RuleCase(
+        rule: .duplicateKeyCase, fires: true, name: "pinned API.example.com and api.example.com",
+        body: """
+            <dict><key>NSPinnedDomains</key><dict>
+            <key>api.example.com</key><dict>\(F.leafPins([F.goodPin]))</dict>
+            <key>API.example.com</key><dict>\(F.leafPins([F.goodPin]))</dict>
+            </dict></dict>
+            """, path: "\(pins)/API.example.com", messageContains: "case-insensitively"),
+    RuleCase(
         rule: .reenableIncomplete, fires: true, name: "insecure YES under arbitrary loads",
         body: F.domain("api.example.com", "<key>NSExceptionAllowsInsecureHTTPLoads</key><true/>", extra: arbitrary),
         path: "\(exc)/api.example.com", severity: .warning),
@@ -253,7 +264,8 @@ let positiveCases: [RuleCase] = [
 
 let negativeCases: [RuleCase] = [
     RuleCase(
-        rule: .arbitraryLoads, fires: false, name: "NO", body: "<dict><key>NSAllowsArbitraryLoads</key><false/></dict>"),
+        rule: .arbitraryLoads, fires: false, name: "NO",
+        body: "<dict><key>NSAllowsArbitraryLoads</key><false/></dict>"),
     RuleCase(
         rule: .arbitraryLoads, fires: false, name: "string YES is not YES",
         body: "<dict><key>NSAllowsArbitraryLoads</key><string>YES</string></dict>"),
@@ -360,6 +372,9 @@ let negativeCases: [RuleCase] = [
         rule: .entryHasNoEffect, fires: false, name: "under arbitrary loads",
         body: F.domain("api.example.com", "", extra: arbitrary)),
     RuleCase(rule: .entryHasNoEffect, fires: false, name: "local host", body: F.domain("printer.local", "")),
+    RuleCase(
+        rule: .entryHasNoEffect, fires: false, name: "entry already explained by another finding",
+        body: F.domain("api.example.com", "<key>NSExceptionMinimumTLSVersion</key><string>TLSv1.4</string>")),
     RuleCase(rule: .entryHasNoEffect, fires: false, name: "built-in exception", body: F.domain("apple.com", "")),
     RuleCase(
         rule: .pinSubdomainDepth, fires: false, name: "NSIncludesSubdomains NO",

@@ -84,6 +84,18 @@ enum Fixture {
         return [type << 4 | 0x0F, 0x11, UInt8(count >> 8), UInt8(count & 0xFF)]
     }
 
+    /// SplitMix64: deterministic incompressible bytes for archive fixtures.
+    struct SplitMix {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
     /// Runs python3 with `script` and `args`; used to build .ipa (zip) fixtures independently of the loader.
     static func python(_ script: String, _ args: [String]) throws {
         let p = Process()

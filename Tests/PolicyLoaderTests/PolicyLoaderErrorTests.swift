@@ -41,6 +41,32 @@ import Testing
         #expect(error?.description.contains("p.plist: malformed property list at line") == true)
     }
 
+    /// Foundation's XML plist parser rejects internal DTD subsets, so entity-expansion bombs never expand.
+    @Test func xmlEntityBombIsRefused() throws {
+        let bomb = """
+            <?xml version="1.0"?>
+            <!DOCTYPE plist [
+            <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
+            <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+            <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
+            ]>
+            <plist version="1.0"><dict><key>k</key><string>&c;&c;&c;&c;</string></dict></plist>
+            """
+        let error = try loadError(Array(bomb.utf8))
+        guard case .malformed(let line, _)? = error?.kind else {
+            Issue.record("expected malformed, got \(String(describing: error))")
+            return
+        }
+        #expect(line == 2)
+    }
+
+    /// UTF-16 XML is refused up front: the depth pre-scan reads bytes as UTF-8/ASCII.
+    @Test func utf16XMLIsRefused() throws {
+        var bytes: [UInt8] = [0xFF, 0xFE]
+        for unit in "<plist><dict/></plist>".utf16 { bytes += [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+        #expect(try loadError(bytes)?.kind == .notAPropertyList)
+    }
+
     @Test func rootNotADictionary() throws {
         for (format, bytes) in try Fixture.both("<array><true/></array>") {
             let error = try loadError(bytes)

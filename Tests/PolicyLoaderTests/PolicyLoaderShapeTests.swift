@@ -119,6 +119,27 @@ import Testing
         }
     }
 
+    /// Real .ipa files are far above the plist cap; only the Info.plist member counts against it. The archive is
+    /// named .zip so it is recognised by its signature, not its name.
+    @Test func largeArchiveIsReadByItsInfoPlistOnly() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let archive = dir.path("Big.zip")
+        var noise = Fixture.SplitMix(state: 1)
+        let binary = (0..<(9 * 1_048_576)).map { _ in UInt8(truncatingIfNeeded: noise.next()) }
+        try Fixture.zip(
+            at: archive,
+            members: [
+                ("Payload/Big.app/Big", binary),
+                ("Payload/Big.app/Info.plist", Fixture.xml("<dict><key>NSAppTransportSecurity</key><dict/></dict>")),
+            ], in: dir)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: archive)[.size] as? NSNumber)
+        #expect(size.intValue > PolicyLoader.maximumPlistBytes)
+        let loaded = try PolicyLoader.load(path: archive)
+        #expect(loaded.sourceDescription == "Big.zip › Payload/Big.app/Info.plist")
+        #expect(loaded.atsDictionary == .dictionary(PlistDictionary()))
+    }
+
     @Test func ipaWithoutAppInfoPlistIsAnError() throws {
         let dir = try TempDir()
         defer { dir.remove() }

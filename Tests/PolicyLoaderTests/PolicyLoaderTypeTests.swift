@@ -67,4 +67,35 @@ import Testing
                 == ["NSExceptionAllowsInsecureHTTPLoads", "NSExceptionMinimumTLSVersion"])
         #expect(domains["alpha.example.com"]?.dictionaryValue?["NSExceptionAllowsInsecureHTTPLoads"] == .integer(1))
     }
+
+    /// A binary plist from an independent encoder (Python's plistlib) loads to the same tree as the XML it came
+    /// from, so the binary path is not only checked against Foundation's own output.
+    @Test func pythonBinaryPlistMatchesXML() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let xml = Fixture.xml(
+            """
+            <dict><key>NSAllowsArbitraryLoads</key><integer>1</integer>
+            <key>NSExceptionDomains</key><dict><key>a.example.com</key><dict>
+            <key>NSIncludesSubdomains</key><true/><key>NSExceptionMinimumTLSVersion</key><string>TLSv1.1</string>
+            <key>big</key><integer>4294967296</integer><key>neg</key><integer>-1</integer>
+            <key>r</key><real>2.5</real><key>d</key><data>AAECAw==</data></dict></dict></dict>
+            """)
+        let xmlPath = try dir.write("in.plist", xml)
+        let binPath = dir.path("out.bplist")
+        try Fixture.python(
+            """
+            import plistlib, sys
+            with open(sys.argv[1], 'rb') as f: v = plistlib.load(f)
+            with open(sys.argv[2], 'wb') as f: plistlib.dump(v, f, fmt=plistlib.FMT_BINARY)
+            """, [xmlPath, binPath])
+        let fromXML = try PolicyLoader.load(path: xmlPath)
+        let fromBinary = try PolicyLoader.load(path: binPath)
+        #expect(fromBinary.format == .binary)
+        #expect(fromBinary.atsDictionary == fromXML.atsDictionary)
+        let entry = fromBinary.atsDictionary?.dictionaryValue?["NSExceptionDomains"]?.dictionaryValue?["a.example.com"]
+        #expect(entry?.dictionaryValue?["big"] == .integer(4_294_967_296))
+        #expect(entry?.dictionaryValue?["neg"] == .integer(-1))
+        #expect(fromBinary.atsDictionary?.dictionaryValue?["NSAllowsArbitraryLoads"] == .integer(1))
+    }
 }
