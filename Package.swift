@@ -42,6 +42,7 @@ let package = Package(
             dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
+        .target(name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
             swiftSettings: strict),
@@ -49,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "atsproxy",
             dependencies: [
-                "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore",
+                "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
