@@ -40,6 +40,11 @@ final class Interception {
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var raw = false
     var upstreamFinished = false
+    /// What the upstream chose by ALPN; the client is answered with the same (ALPN mirroring).
+    var upstreamALPN: String?
+
+    /// The client's ALPN offer, less what the proxy cannot relay, in the client's order.
+    var mirroredALPN: [String] { hello.alpnProtocols.filter { $0 == "h2" || $0 == "http/1.1" } }
 
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
          decision: PolicyDecision) {
@@ -93,14 +98,15 @@ extension ProxySession {
         switch i.attempt {
         case .iOSLike:
             guard let req = i.requirements else { return }
-            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: ["http/1.1"])
+            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: i.mirroredALPN)
             key = "ios|\(configuration.minimumVersion.map(\.plistName) ?? "")|\(configuration.maximumVersion.map(\.plistName) ?? "")|"
-                + "\(configuration.cipherList ?? "default")|\(configuration.tls13CipherSuites ?? "default")"
+                + "\(configuration.cipherList ?? "default")|\(configuration.tls13CipherSuites ?? "default")|"
+                + i.mirroredALPN.joined(separator: ",")
         case .permissive:
             var c = UpstreamTLS.permissiveProbeConfiguration()
-            c.alpnProtocols = ["http/1.1"]
+            c.alpnProtocols = i.mirroredALPN
             configuration = c
-            key = "permissive"
+            key = "permissive|" + i.mirroredALPN.joined(separator: ",")
         }
         do {
             let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
@@ -232,6 +238,7 @@ extension ProxySession {
     }
 
     private func upstreamHandshakeCompleted(_ i: Interception, _ engine: TLSEngine) {
+        i.upstreamALPN = engine.negotiated?.alpn
         var facts = env.factsCollector.facts(from: engine, host: i.host)
         if let failure = i.iOSLikeFailure, let negotiated = engine.negotiated {
             // The permissive probe succeeded after the iOS-like attempt failed: judge the failure, explained by
@@ -343,13 +350,15 @@ extension ProxySession {
             do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
                 throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
             }
-            return try TLSContext(.server(identity: identity, alpn: ["http/1.1"]))
+            return try TLSContext(.server(identity: identity, alpn: ["h2", "http/1.1"]))
         }
     }
 
     private func startClientHandshake(_ i: Interception, leaf: LeafOptions) {
         do {
-            let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf))
+            // ALPN mirroring: h2 for the client exactly when the upstream chose h2 (never while blocking).
+            let preference = i.upstreamALPN == "h2" && i.blockAnswer == nil ? ["h2", "http/1.1"] : ["http/1.1"]
+            let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
             engine.feed(i.pendingClientBytes)
@@ -408,10 +417,20 @@ extension ProxySession {
             clientHandshakeFailed(i, error)
         case .complete:
             i.stage = .relaying
-            let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now) {
-                [unowned self, unowned i] head in self.decideIntercepted(head, i)
+            let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
+                self.decideIntercepted(head, i)
             }
-            self.relay = relay
+            if engine.negotiated?.alpn == "h2" {
+                do { relay = try H2Relay(now: now, decide: decide) } catch {
+                    notice("\(i.host): cannot start HTTP/2: \(error)")
+                    closeAll()
+                    return
+                }
+                // The HTTP/2 connection preface and SETTINGS of both sessions.
+                if let h2 = relay { apply(h2.upstreamBytes([]), tls: true) }
+            } else {
+                relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+            }
             readClient(i)
             // Bytes the upstream sent before the client was ready (rare for HTTP/1.1).
             if i.upstream != nil { readUpstream(i) }
@@ -447,7 +466,8 @@ extension ProxySession {
 
     private func decideIntercepted(_ head: HTTPRequestHead, _ i: Interception) -> RequestDecision {
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
-        traceRequestStart(method: head.method, url: url, head: head)
+        let version = i.client?.negotiated?.alpn == "h2" ? "HTTP/2.0" : "HTTP/1.1"
+        traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         let codes = i.violations.map(ExchangeSummary.shortCode)
         if let answer = i.blockAnswer {
             var response = HTTPResponseHead(status: answer.blockStatus, reason: answer.blockStatus == 403 ? "Forbidden" : "Bad Gateway")
@@ -467,6 +487,10 @@ extension ProxySession {
             case .data(let bytes): plaintext += bytes
             case .needsMoreInput: break loop
             case .closed:
+                closed = true
+                break loop
+            case .failed(.closedByPeer):
+                // A TCP close without close_notify: how most clients end a connection.
                 closed = true
                 break loop
             case .failed(let error):
@@ -501,6 +525,9 @@ extension ProxySession {
             case .data(let bytes): plaintext += bytes
             case .needsMoreInput: break loop
             case .closed:
+                closed = true
+                break loop
+            case .failed(.closedByPeer):
                 closed = true
                 break loop
             case .failed(let error):

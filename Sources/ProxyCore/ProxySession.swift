@@ -37,7 +37,9 @@ public final class ProxySession {
     /// Raw client bytes of the front phase, replayed into the relay when the first request is plain HTTP.
     private var frontBytes: [UInt8] = []
     private var front = HTTP1Parser(role: .requests)
-    var relay: HTTP1Relay?
+    var relay: (any ExchangeRelay)?
+    /// The relay of plain-HTTP forwarding (the only one that reconnects upstreams).
+    var plainRelay: HTTP1Relay? { relay as? HTTP1Relay }
     var interception: Interception?
     var upstreamOpen = false
     var clientClosed = false
@@ -123,7 +125,7 @@ public final class ProxySession {
             commands.append(.startTunnel)
             phase = .done
         case .plain:
-            if let relay, let target = pendingPlainTarget {
+            if let relay = plainRelay, let target = pendingPlainTarget {
                 pendingPlainTarget = nil
                 trace(.tcpConnectionConnected(connectionID: id))
                 apply(relay.upstreamConnected(target), tls: false)
@@ -144,7 +146,7 @@ public final class ProxySession {
         case .plain:
             pendingPlainTarget = nil
             trace(.tcpConnectionConnected(connectionID: id, error: error))
-            if let relay { apply(relay.upstreamFailed("cannot connect to the upstream: \(error)"), tls: false) }
+            if let relay = plainRelay { apply(relay.upstreamFailed("cannot connect to the upstream: \(error)"), tls: false) }
         case .intercepting:
             interceptUpstreamFailed(error)
         default:
@@ -368,7 +370,7 @@ public final class ProxySession {
     }
 
     private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int) {
-        guard relay?.connectedUpstream != upstream else { return }
+        guard plainRelay?.connectedUpstream != upstream else { return }
         pendingPlainTarget = upstream
         trace(.tcpConnectionStart(connectionID: id, host: host, port: port))
     }
@@ -427,10 +429,10 @@ public final class ProxySession {
         commands.append(.log(.diagnostics(record())))
     }
 
-    func traceRequestStart(method: String, url: String, head: HTTPRequestHead) {
+    func traceRequestStart(method: String, url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
         trace(.loaderWhatToDo(method: method, url: url))
         trace(.protocolEnqueue(
-            method: method, url: url, httpVersion: "HTTP/1.1", headers: head.headers.fields.map { ($0.name, $0.value) }))
+            method: method, url: url, httpVersion: httpVersion, headers: head.headers.fields.map { ($0.name, $0.value) }))
     }
 
     func traceDecision(url: String, decision: PolicyDecision, violations: [ATSViolation], action: String) {
