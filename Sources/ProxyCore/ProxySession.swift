@@ -377,8 +377,17 @@ public final class ProxySession {
 
     // MARK: - Applying relay output
 
+    /// Level 3 diagnostics: the plaintext each side sent, as CFNetwork's `SSL-READ`/`SSL-WRITE` dumps.
+    func dumpPlaintext(_ bytes: [UInt8], toClient: Bool) {
+        guard env.diagnosticsLevel >= 3, !bytes.isEmpty else { return }
+        // From the app's point of view, bytes to the client were read from the server, and vice versa.
+        trace(.hexDump(connectionID: id, read: toClient, bytes: bytes))
+    }
+
     /// Carries out a relay step. With `tls`, plaintext goes through the interception's TLS engines.
     func apply(_ o: RelayOutput, tls: Bool) {
+        dumpPlaintext(o.toUpstream, toClient: false)
+        dumpPlaintext(o.toClient, toClient: true)
         if let target = o.connect {
             if upstreamOpen { commands.append(.closeUpstream) }
             upstreamOpen = false
