@@ -84,10 +84,10 @@ final class H2Relay: ExchangeRelay {
     func upstreamEOF() -> RelayOutput {
         // Streams still open upstream are lost: reset them towards the client, then let the client go.
         for (id, s) in streams where !s.local {
-            try? client.submitRSTStream(streamID: id, errorCode: .internalError)
+            reset(client, id, .internalError)
         }
         streams.removeAll()
-        try? client.submitGoAway(lastStreamID: 0, errorCode: .noError)
+        goAway(client, last: 0, .noError)
         pump()
         out.closeUpstream = true
         out.closeClient = true
@@ -125,7 +125,7 @@ final class H2Relay: ExchangeRelay {
                 client.consume(streamID: id, count: bytes.count)
             }
         case .rstStream(let id, let code):
-            if let up = streams[id]?.upstreamID { try? upstream.submitRSTStream(streamID: up, errorCode: code) }
+            if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
             finish(clientID: id)
         case .streamClosed(let id, _):
             finish(clientID: id)
@@ -145,7 +145,7 @@ final class H2Relay: ExchangeRelay {
                 method: h1.method, target: h1.target, version: .http1_1,
                 headers: HTTPHeaders(h1.headers.map { ($0.name, $0.value) }))
         } catch {
-            try? client.submitRSTStream(streamID: id, errorCode: .protocolError)
+            reset(client, id, .protocolError)
             return
         }
         switch decide(head) {
@@ -182,7 +182,7 @@ final class H2Relay: ExchangeRelay {
             try client.submitResponse(streamID: id, headers: fields, body: body.isEmpty ? .none : .streaming)
             if !body.isEmpty { try client.sendData(streamID: id, body, endStream: true) }
         } catch {
-            try? client.submitRSTStream(streamID: id, errorCode: .internalError)
+            reset(client, id, .internalError)
         }
     }
 
@@ -218,28 +218,44 @@ final class H2Relay: ExchangeRelay {
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
             if let id = byUpstream[up] {
-                try? client.submitRSTStream(streamID: id, errorCode: code)
+                reset(client, id, code)
                 finish(clientID: id)
             }
         case .streamClosed(let up, let code):
             if let id = byUpstream[up], code != .noError {
-                try? client.submitRSTStream(streamID: id, errorCode: code)
+                reset(client, id, code)
                 finish(clientID: id)
             }
         case .goAway(let last, _, _):
             // Streams the upstream never processed are refused, so the client may retry them elsewhere.
             for (up, id) in byUpstream where up > last {
-                try? client.submitRSTStream(streamID: id, errorCode: .refusedStream)
+                reset(client, id, .refusedStream)
                 finish(clientID: id)
             }
             let highest = streams.keys.max() ?? 0
-            try? client.submitGoAway(lastStreamID: highest, errorCode: .noError)
+            goAway(client, last: highest, .noError)
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
     }
 
     // MARK: - Bookkeeping
+
+    /// Queues RST_STREAM. A session that cannot even queue a reset is beyond saving: the connection ends.
+    private func reset(_ session: H2Session, _ id: Int32, _ code: H2ErrorCode) {
+        do { try session.submitRSTStream(streamID: id, errorCode: code) } catch { abandon() }
+    }
+
+    /// Queues GOAWAY, or ends the connection when even that is impossible.
+    private func goAway(_ session: H2Session, last: Int32, _ code: H2ErrorCode) {
+        do { try session.submitGoAway(lastStreamID: last, errorCode: code) } catch { abandon() }
+    }
+
+    private func abandon() {
+        failed = true
+        out.closeClient = true
+        out.closeUpstream = true
+    }
 
     private func finish(clientID id: Int32) {
         guard let s = streams.removeValue(forKey: id) else { return }
@@ -256,8 +272,8 @@ final class H2Relay: ExchangeRelay {
     }
 
     private func resetBoth(clientID id: Int32) {
-        if let up = streams[id]?.upstreamID { try? upstream.submitRSTStream(streamID: up, errorCode: .internalError) }
-        try? client.submitRSTStream(streamID: id, errorCode: .internalError)
+        if let up = streams[id]?.upstreamID { reset(upstream, up, .internalError) }
+        reset(client, id, .internalError)
         finish(clientID: id)
     }
 
@@ -265,9 +281,9 @@ final class H2Relay: ExchangeRelay {
         failed = true
         if clientSide {
             // The client's GOAWAY is already queued by the session; the upstream is told we are going away.
-            try? upstream.submitGoAway(lastStreamID: 0, errorCode: .noError)
+            goAway(upstream, last: 0, .noError)
         } else {
-            try? client.submitGoAway(lastStreamID: streams.keys.max() ?? 0, errorCode: .internalError)
+            goAway(client, last: streams.keys.max() ?? 0, .internalError)
         }
         out.closeClient = true
         out.closeUpstream = true

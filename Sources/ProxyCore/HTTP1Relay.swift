@@ -249,7 +249,7 @@ final class HTTP1Relay {
             ex.responseHeadSent = true
             // The body of a request answered locally is read and dropped; a body we cannot frame ends the
             // connection after the answer.
-            if (try? HTTP1Framing.forRequest(head)) == nil { ex.requestKeepAlive = false }
+            do { _ = try HTTP1Framing.forRequest(head) } catch { ex.requestKeepAlive = false }
             exchange = ex
         }
     }
@@ -318,7 +318,11 @@ final class HTTP1Relay {
             case .switchedProtocols(let leftover):
                 guard exchange != nil else { return }
                 out.toClient += leftover
-                if let pending = try? requests.switchProtocols() { out.toUpstream += pending }
+                do { out.toUpstream += try requests.switchProtocols() } catch {
+                    // The request was not an Upgrade: the upstream switched protocols on its own.
+                    protocolError(error, fromClient: false)
+                    return
+                }
                 complete(keepParsing: false)
                 out.switchedToRaw = true
                 finished = true
@@ -383,8 +387,12 @@ final class HTTP1Relay {
             status: status, reason: status == 502 ? "Bad Gateway" : "Bad Request",
             headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
                       ("Connection", "close")])
-        _ = try? HTTP1Serializer.write(head, into: &bytes)
-        out.toClient += bytes + body
+        do {
+            try HTTP1Serializer.write(head, into: &bytes)
+            out.toClient += bytes + body
+        } catch {
+            // Our own head cannot be invalid; if it ever is, closing is the only honest answer left.
+        }
         exchange?.status = status
         exchange?.responseHeadSent = true
         complete(keepParsing: false)

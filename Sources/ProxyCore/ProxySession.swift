@@ -216,7 +216,12 @@ public final class ProxySession {
         switch target {
         case .authority(let host, let port):
             // CONNECT carries no body: what follows the head belongs to the tunnel.
-            guard case .end = (try? front.nextEvent()) ?? .needMoreData else {
+            let afterHead: HTTP1Event
+            do { afterHead = try front.nextEvent() } catch {
+                answerFront(status: error.suggestedStatus, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                return
+            }
+            guard case .end = afterHead else {
                 answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: CONNECT must not have a body\n")
                 return
             }
@@ -315,13 +320,14 @@ public final class ProxySession {
     }
 
     private func decidePlain(_ head: HTTPRequestHead) -> RequestDecision {
-        guard case .absolute(let scheme, let host, let port, let path)? = try? HTTPRequestTarget(parsing: head.target, method: head.method),
-            scheme == "http"
-        else {
-            return .answer(
-                head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
-                body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
-                url: head.target, outcome: .notEvaluated, codes: [])
+        let notAbsolute = RequestDecision.answer(
+            head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
+            body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
+            url: head.target, outcome: .notEvaluated, codes: [])
+        let parsed: HTTPRequestTarget
+        do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
+        guard case .absolute(let scheme, let host, let port, let path) = parsed, scheme == "http" else {
+            return notAbsolute
         }
         let url = head.target
         var forwarded = head

@@ -103,8 +103,9 @@ struct RunCommand: ParsableCommand {
         let caURL = URL(fileURLWithPath: caDir)
         let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
         let roots = try trustCA.flatMap { path -> [Certificate] in
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ValidationError("--trust-ca \(path): cannot read the file")
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("--trust-ca \(path): cannot read the file (\(error.localizedDescription))")
             }
             return try Certificate.chain(pem: text)
         }
