@@ -22,12 +22,15 @@ public struct ExplainReport: Sendable, Codable {
     public var profile: IOSProfile
     /// Where the policy came from (a file path), for the heading.
     public var source: String
+    /// How the source was read (e.g. "whole Info.plist without NSAppTransportSecurity: full ATS defaults").
+    public var sourceNotes: [String]
     public var items: [Item]
     public var diagnostics: [PolicyDiagnostic]
 
-    public init(policy: ATSPolicy, urls: [String], source: String) {
+    public init(policy: ATSPolicy, urls: [String], source: String, sourceNotes: [String] = []) {
         profile = policy.profile
         self.source = source
+        self.sourceNotes = sourceNotes
         diagnostics = policy.diagnostics
         items = urls.map { url in
             let target: ConnectionTarget
@@ -59,6 +62,7 @@ public struct ExplainReport: Sendable, Codable {
     /// Human-readable text, one block per URL.
     public func renderText() -> String {
         var out = ["ATS policy from \(source), simulated on \(profile)"]
+        out += sourceNotes.map { "  \($0)" }
         let shown = diagnostics.filter { $0.severity >= .warning }
         if !shown.isEmpty {
             out.append("")
