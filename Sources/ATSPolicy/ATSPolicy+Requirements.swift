@@ -199,8 +199,6 @@ extension ATSPolicy {
             forwardSecrecy = false
             suites = nil
         }
-        notes.append("Cipher list: \(era.label) (reference §3.2)"
-            + (era == .current ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
         if profile.hasIOS13TrustRules {
             notes.append(options.userRootEKU == .sourceLenient
                 ? "Missing serverAuth EKU under a user-installed root is accepted when the leaf has no EKU "
@@ -211,6 +209,10 @@ extension ATSPolicy {
         if entry?.requiresCertificateTransparency == true {
             notes.append("NSRequiresCertificateTransparency is obsolete; it is simulated as \"at least 2 embedded "
                 + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed (open question 8).")
+        }
+        if suites != nil {
+            notes.append("Cipher list: \(era.label) (reference §3.2)"
+                + (era == .current ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
         }
         let rules = CertificateRules.forConnection(
             profile: profile, atsEnforced: atsEnforced, requiresCT: entry?.requiresCertificateTransparency ?? false,
