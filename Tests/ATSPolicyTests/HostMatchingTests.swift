@@ -40,6 +40,7 @@ struct HostMatchingTests {
         ("example.com.", "example.com.", true),
         ("example.com", "example.com.", false),
         ("example.com:443", "example.com", false),
+        ("*.example.com", "a.example.com", false),  // no wildcards
     ]
 
     @Test("§2.2: lookup is by exact string (case, trailing dot, port)", arguments: exactness)
