@@ -1,1 +1,0 @@
-// TLSCore: placeholder until the module lands.

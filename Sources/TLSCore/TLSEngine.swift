@@ -1,0 +1,302 @@
+internal import COpenSSL
+import ATSPolicy
+
+/// One TLS connection as a sans-io state machine over memory BIOs: feed it the peer's ciphertext, step it, and
+/// send whatever `takeOutput()` returns. It never touches a socket.
+///
+/// Theory of operation:
+/// 1. `feed(_:)` appends received ciphertext; `feedEndOfInput()` says the transport closed.
+/// 2. `handshake()` advances the handshake as far as the input allows and returns `.needsMoreInput`, `.complete`
+///    or `.failed(TLSError)`. After every step, send `takeOutput()` to the peer (even on failure: it may hold the
+///    alert that tells the peer why).
+/// 3. After `.complete`: `read()` for plaintext, `write(_:)` to encrypt, `close()` for close_notify.
+///
+/// Confined to one thread at a time (the loop thread that owns the connection); explicitly not `Sendable`.
+public final class TLSEngine {
+    /// The context this engine was made from (kept alive: the C callbacks read its configuration).
+    public let context: TLSContext
+    let ssl: OpaquePointer
+    private let readBIO: OpaquePointer
+    private let writeBIO: OpaquePointer
+
+    /// Result of one handshake step.
+    public enum HandshakeStep: Hashable, Sendable {
+        /// Feed more bytes from the peer (after sending `takeOutput()`).
+        case needsMoreInput
+        case complete
+        case failed(TLSError)
+    }
+
+    /// Result of one read of plaintext.
+    public enum ReadResult: Hashable, Sendable {
+        case data([UInt8])
+        case needsMoreInput
+        /// The peer sent close_notify.
+        case closed
+        case failed(TLSError)
+    }
+
+    /// Server role: ALPN preference for this connection (defaults to the configuration's list). Set it before the
+    /// ClientHello is processed, e.g. to the protocol the upstream chose.
+    public var alpnPreference: [String]
+    /// Server role: the ALPN list the client offered (known once the ClientHello is processed).
+    public private(set) var offeredALPN: [String] = []
+    /// Last alert the peer sent (warning or fatal) and whether it was fatal.
+    public private(set) var lastAlertReceived: (alert: TLSAlert, fatal: Bool)?
+    /// Last alert we sent (warning or fatal) and whether it was fatal.
+    public private(set) var lastAlertSent: (alert: TLSAlert, fatal: Bool)?
+    /// The alert a server aborts the handshake with (`abortHandshake(with:)`).
+    private(set) var pendingAbortAlert: TLSAlert?
+    private var firstInputByte: UInt8?
+    private var endOfInput = false
+    private var failure: TLSError?
+
+    /// Creates an engine. Clients pass the SNI `serverName` (omit it for IP literals, as iOS does) and may
+    /// override the configuration's ALPN offer with `alpn`.
+    public init(context: TLSContext, serverName: String? = nil, alpn: [String]? = nil) throws(OpenSSLError) {
+        self.context = context
+        self.alpnPreference = alpn ?? context.configuration.alpnProtocols
+        let ssl = try checkNotNull("SSL_new") { SSL_new(context.ctx) }
+        guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw OpenSSLError.drain("BIO_new")
+        }
+        // Empty memory BIO reads report "retry" (-1) until feedEndOfInput() switches them to EOF (0).
+        _ = copenssl_BIO_set_mem_eof_return(rbio, -1)
+        SSL_set_bio(ssl, rbio, wbio)  // the SSL now owns both BIOs
+        self.ssl = ssl
+        self.readBIO = rbio
+        self.writeBIO = wbio
+        do throws(OpenSSLError) {
+            if context.configuration.role == .client {
+                SSL_set_connect_state(ssl)
+                if let serverName, !serverName.isEmpty {
+                    try checkPositive("SSL_set_tlsext_host_name") {
+                        copenssl_SSL_set_tlsext_host_name(ssl, serverName)
+                    }
+                }
+                let wire = ALPNWire.encode(alpn ?? context.configuration.alpnProtocols)
+                if !wire.isEmpty {
+                    // SSL_set_alpn_protos copies the list and returns 0 on success.
+                    OpenSSLError.clear()
+                    let rc = wire.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+                    if rc != 0 { throw OpenSSLError.drain("SSL_set_alpn_protos") }
+                }
+            } else {
+                SSL_set_accept_state(ssl)
+            }
+        } catch {
+            SSL_free(ssl)
+            throw error
+        }
+        _ = copenssl_SSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit { SSL_free(ssl) }
+
+    // MARK: Ciphertext in and out
+
+    /// Appends ciphertext received from the peer.
+    public func feed(_ bytes: some Collection<UInt8>) {
+        guard !bytes.isEmpty else { return }
+        if firstInputByte == nil { firstInputByte = bytes.first }
+        let array = Array(bytes)
+        _ = array.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
+    }
+
+    /// The transport reached end of file: further reads that need data fail instead of waiting.
+    public func feedEndOfInput() {
+        endOfInput = true
+        _ = copenssl_BIO_set_mem_eof_return(readBIO, 0)
+    }
+
+    /// Ciphertext to send to the peer (empty when there is none).
+    public func takeOutput() -> [UInt8] { MemoryBIO.drain(writeBIO) }
+
+    /// True when `takeOutput()` would return bytes.
+    public var hasOutput: Bool { BIO_ctrl_pending(writeBIO) > 0 }
+
+    // MARK: Handshake
+
+    /// Advances the handshake with the input fed so far.
+    public func handshake() -> HandshakeStep {
+        if let failure { return .failed(failure) }
+        if SSL_is_init_finished(ssl) == 1 { return .complete }
+        OpenSSLError.clear()
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 { return .complete }
+        switch classify(rc, context: "SSL_do_handshake") {
+        case .none: return .needsMoreInput
+        case .some(let error):
+            failure = error
+            return .failed(error)
+        }
+    }
+
+    /// True once the handshake has completed.
+    public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
+
+    /// Server role: makes the handshake fail with `alert` as soon as the ClientHello is processed (the next
+    /// `handshake()` with the ClientHello fed returns `.failed(.aborted(alert))` and `takeOutput()` holds the
+    /// alert record). Returns false when it is too late (not a server, or the ClientHello was already processed).
+    @discardableResult
+    public func abortHandshake(with alert: TLSAlert) -> Bool {
+        guard context.configuration.role == .server, SSL_in_before(ssl) == 1 else { return false }
+        pendingAbortAlert = alert
+        return true
+    }
+
+    // MARK: Application data
+
+    /// Reads decrypted application data (up to 16 KiB per call).
+    public func read() -> ReadResult {
+        if let failure { return .failed(failure) }
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        OpenSSLError.clear()
+        let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+        if n > 0 { return .data(Array(buffer[0..<Int(n)])) }
+        let code = SSL_get_error(ssl, n)
+        if code == SSL_ERROR_ZERO_RETURN { return .closed }
+        switch classify(n, context: "SSL_read") {
+        case .none: return .needsMoreInput
+        case .some(let error):
+            failure = error
+            return .failed(error)
+        }
+    }
+
+    /// Encrypts `bytes`; the ciphertext is then in `takeOutput()`.
+    public func write(_ bytes: [UInt8]) throws(TLSError) {
+        if let failure { throw failure }
+        var offset = 0
+        // Memory BIOs grow without bound, so every SSL_write makes progress; bounded by the byte count.
+        while offset < bytes.count {
+            OpenSSLError.clear()
+            let n = bytes[offset...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+            if n > 0 {
+                offset += Int(n)
+                continue
+            }
+            let error = classify(n, context: "SSL_write") ?? .localFailure(
+                alertSent: nil, error: OpenSSLError(context: "SSL_write needs input before writing", entries: []))
+            failure = error
+            throw error
+        }
+    }
+
+    /// Sends close_notify (the bytes are then in `takeOutput()`).
+    public func close() {
+        OpenSSLError.clear()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
+    // MARK: What was negotiated
+
+    /// Client: the SNI sent; server: the SNI the client sent (nil when none).
+    public var serverName: String? {
+        SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
+    }
+
+    /// Negotiated version, suite, group and ALPN; nil before the handshake has chosen a suite.
+    public var negotiated: TLSNegotiatedParameters? {
+        guard let cipher = SSL_get_current_cipher(ssl) else { return nil }
+        let versionCode = Int(SSL_version(ssl))
+        let code = UInt16(truncatingIfNeeded: SSL_CIPHER_get_protocol_id(cipher))
+        let openSSLName = SSL_CIPHER_get_name(cipher).map { String(cString: $0) } ?? ""
+        let standard = SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? openSSLName
+        let kx = SSL_CIPHER_get_kx_nid(cipher)
+        let forwardSecret = kx == NID_kx_ecdhe || kx == NID_kx_dhe || kx == NID_kx_any
+        var group: String?
+        if forwardSecret {
+            let nid = copenssl_SSL_get_negotiated_group(ssl)
+            if nid != 0 { group = SSL_group_to_name(ssl, nid).map { String(cString: $0) } }
+        }
+        var alpnPointer: UnsafePointer<UInt8>?
+        var alpnLength: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &alpnPointer, &alpnLength)
+        let alpn = alpnPointer.flatMap { p in
+            alpnLength > 0 ? String(decoding: UnsafeBufferPointer(start: p, count: Int(alpnLength)), as: UTF8.self) : nil
+        }
+        return TLSNegotiatedParameters(
+            version: TLSVersion(wireCode: versionCode),
+            versionName: SSL_get_version(ssl).map { String(cString: $0) } ?? "unknown",
+            cipherSuiteCode: code, cipherSuiteName: standard, cipherSuiteOpenSSLName: openSSLName,
+            isForwardSecret: forwardSecret, keyExchangeGroup: group, alpn: alpn, serverName: serverName)
+    }
+
+    /// The chain the peer sent, leaf first (empty before the peer's Certificate message).
+    public var peerCertificateChain: [Certificate] {
+        // On the client side SSL_get_peer_cert_chain includes the leaf; on the server it does not.
+        var result: [Certificate] = []
+        if context.configuration.role == .server, let leaf = SSL_get1_peer_certificate(ssl) {
+            result.append(Certificate(taking: leaf))
+        }
+        if let stack = SSL_get_peer_cert_chain(ssl) {
+            for i in 0..<copenssl_sk_X509_num(stack) {
+                if let x = copenssl_sk_X509_value(stack, i) { result.append(Certificate(retaining: x)) }
+            }
+        }
+        return result
+    }
+
+    /// The chain verification result OpenSSL computed during the handshake (`X509_V_OK` = 0).
+    public var verifyResult: Int { Int(SSL_get_verify_result(ssl)) }
+
+    // MARK: Callback hooks (called from the C callbacks in TLSContext.swift)
+
+    func recordAlert(received alert: TLSAlert, fatal: Bool) { lastAlertReceived = (alert, fatal) }
+    func recordAlert(sent alert: TLSAlert, fatal: Bool) { lastAlertSent = (alert, fatal) }
+    func recordOfferedALPN(_ list: [String]) { offeredALPN = list }
+
+    // MARK: Error classification
+
+    /// nil when the call only needs more I/O; otherwise the typed failure.
+    private func classify(_ rc: Int32, context label: String) -> TLSError? {
+        let code = SSL_get_error(ssl, rc)
+        switch code {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            if endOfInput && code == SSL_ERROR_WANT_READ {
+                ERR_clear_error()
+                return .closedByPeer
+            }
+            return nil
+        case SSL_ERROR_ZERO_RETURN:
+            return .closedByPeer
+        default:
+            let error = OpenSSLError.drain(label)
+            if let first = firstInputByte, !(0x14...0x17).contains(first) { return .notTLS }
+            if let abort = pendingAbortAlert { return .aborted(abort) }
+            if let received = lastAlertReceived, received.fatal { return .peerAlert(received.alert) }
+            if error.entries.contains(where: { $0.reason.contains("unexpected eof") }) || (error.entries.isEmpty
+                && endOfInput)
+            {
+                return .closedByPeer
+            }
+            return .localFailure(alertSent: lastAlertSent.flatMap { $0.fatal ? $0.alert : nil }, error: error)
+        }
+    }
+}
+
+@available(*, unavailable, message: "A TLSEngine is confined to the thread that drives its connection.")
+extension TLSEngine: Sendable {}
+
+/// What a finished (or far enough advanced) handshake negotiated.
+public struct TLSNegotiatedParameters: Sendable, Hashable {
+    /// nil for versions ATS has no name for (SSL 3).
+    public var version: TLSVersion?
+    /// OpenSSL's spelling: `TLSv1.2`.
+    public var versionName: String
+    /// The IANA code point (`SSL_CIPHER_get_protocol_id`), e.g. 0xC02F.
+    public var cipherSuiteCode: UInt16
+    /// IANA name (`TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`).
+    public var cipherSuiteName: String
+    /// OpenSSL's name (`ECDHE-RSA-AES128-GCM-SHA256`).
+    public var cipherSuiteOpenSSLName: String
+    /// ECDHE/DHE key exchange, or TLS 1.3.
+    public var isForwardSecret: Bool
+    /// Key-exchange group as OpenSSL names it (`x25519`, `secp256r1`); nil for static RSA.
+    public var keyExchangeGroup: String?
+    public var alpn: String?
+    public var serverName: String?
+}

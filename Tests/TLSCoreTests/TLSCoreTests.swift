@@ -1,1 +1,0 @@
-// TLSCoreTests: placeholder until the suite lands.

@@ -1,0 +1,192 @@
+import ATSPolicy
+import Foundation
+import Testing
+import TLSCore
+
+@Suite("TLSEngine in memory")
+struct TLSEngineTests {
+    let dir: TempDirectory
+    let identity: TLSConfiguration.ServerIdentity
+
+    init() throws {
+        dir = try TempDirectory()
+        identity = try makeServerIdentity(in: dir)
+    }
+
+    func pair(
+        client: TLSConfiguration = .client(), server: TLSConfiguration? = nil, sni: String? = "localhost",
+        alpn: [String]? = nil
+    ) throws -> EnginePair {
+        let serverConfig = server ?? .server(identity: identity)
+        return EnginePair(
+            client: try TLSEngine(context: TLSContext(client), serverName: sni, alpn: alpn),
+            server: try TLSEngine(context: TLSContext(serverConfig)))
+    }
+
+    @Test func handshakeNegotiatesTLS13AndServerLearnsSNI() throws {
+        let p = try pair()
+        let (c, s) = p.handshake()
+        #expect(c == .complete)
+        #expect(s == .complete)
+        #expect(p.server.serverName == "localhost")
+        let n = try #require(p.client.negotiated)
+        #expect(n.version == .tls13)
+        #expect(n.cipherSuiteName == "TLS_AES_256_GCM_SHA384")
+        #expect(n.cipherSuiteCode == 0x1302)
+        #expect(n.isForwardSecret)
+        #expect(n.keyExchangeGroup == "x25519")
+        #expect(p.client.peerCertificateChain.first?.subject == "CN=localhost")
+    }
+
+    @Test func serverPicksALPNByItsOwnPreference() throws {
+        let p = try pair(
+            client: .client(alpn: ["http/1.1", "h2"]), server: .server(identity: identity, alpn: ["h2", "http/1.1"]))
+        p.handshake()
+        #expect(p.client.negotiated?.alpn == "h2")
+        #expect(p.server.negotiated?.alpn == "h2")
+        #expect(p.server.offeredALPN == ["http/1.1", "h2"])
+    }
+
+    @Test func perConnectionALPNPreferenceOverridesTheContext() throws {
+        let p = try pair(
+            client: .client(alpn: ["h2", "http/1.1"]), server: .server(identity: identity, alpn: ["h2", "http/1.1"]))
+        p.server.alpnPreference = ["http/1.1"]
+        p.handshake()
+        #expect(p.client.negotiated?.alpn == "http/1.1")
+    }
+
+    @Test func noCommonALPNMeansNoProtocol() throws {
+        let p = try pair(client: .client(alpn: ["spdy/3"]), server: .server(identity: identity, alpn: ["h2"]))
+        let (c, _) = p.handshake()
+        #expect(c == .complete)
+        #expect(p.client.negotiated?.alpn == nil)
+    }
+
+    @Test func tls12WithChosenSuite() throws {
+        var client = TLSConfiguration.client()
+        client.maximumVersion = .tls12
+        client.cipherList = "ECDHE-ECDSA-AES128-GCM-SHA256"
+        let p = try pair(client: client)
+        #expect(p.handshake().client == .complete)
+        let n = try #require(p.client.negotiated)
+        #expect(n.version == .tls12)
+        #expect(n.cipherSuiteCode == 0xC02B)
+        #expect(n.cipherSuiteName == "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")
+        #expect(n.cipherSuiteOpenSSLName == "ECDHE-ECDSA-AES128-GCM-SHA256")
+    }
+
+    @Test func versionMismatchReportsProtocolVersionAlertOnBothSides() throws {
+        var client = TLSConfiguration.client()
+        client.maximumVersion = .tls12
+        var server = TLSConfiguration.server(identity: identity)
+        server.minimumVersion = .tls13
+        let p = try pair(client: client, server: server)
+        let (c, s) = p.handshake()
+        #expect(c == .failed(.peerAlert(.protocolVersion)))
+        guard case .failed(.localFailure(let sent, _)) = s else {
+            Issue.record("server step was \(s)")
+            return
+        }
+        #expect(sent == .protocolVersion)
+    }
+
+    @Test(arguments: [TLSAlert.protocolVersion, .handshakeFailure])
+    func serverAbortsWithChosenAlert(alert: TLSAlert) throws {
+        let p = try pair()
+        #expect(p.server.abortHandshake(with: alert))
+        let (c, s) = p.handshake()
+        #expect(s == .failed(.aborted(alert)))
+        #expect(c == .failed(.peerAlert(alert)))
+    }
+
+    @Test func applicationDataAndCloseNotify() throws {
+        let p = try pair()
+        p.handshake()
+        try p.client.write(Array("GET / HTTP/1.1\r\n\r\n".utf8))
+        p.server.feed(p.client.takeOutput())
+        #expect(p.server.read() == .data(Array("GET / HTTP/1.1\r\n\r\n".utf8)))
+        #expect(p.server.read() == .needsMoreInput)
+        p.server.close()
+        p.client.feed(p.server.takeOutput())
+        #expect(p.client.read() == .closed)
+    }
+
+    @Test func endOfInputDuringHandshakeIsClosedByPeer() throws {
+        let p = try pair()
+        _ = p.client.handshake()
+        p.client.feedEndOfInput()
+        #expect(p.client.handshake() == .failed(.closedByPeer))
+    }
+
+    @Test func nonTLSAnswerIsReportedAsNotTLS() throws {
+        let client = try TLSEngine(context: TLSContext(.client()), serverName: "localhost")
+        _ = client.handshake()
+        client.feed(Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
+        #expect(client.handshake() == .failed(.notTLS))
+    }
+
+    @Test func clientHelloFedOneByteAtATime() throws {
+        let p = try pair(client: .client(alpn: ["h2"]), server: .server(identity: identity, alpn: ["h2"]))
+        _ = p.client.handshake()
+        let hello = p.client.takeOutput()
+        #expect(hello.count > 100)
+        for (i, byte) in hello.enumerated() {
+            p.server.feed([byte])
+            let step = p.server.handshake()
+            if i < hello.count - 1 { #expect(step == .needsMoreInput) }
+        }
+        #expect(p.server.hasOutput)
+        p.client.feed(p.server.takeOutput())
+        #expect(p.handshake().client == .complete)
+        #expect(p.server.negotiated?.alpn == "h2")
+    }
+
+    @Test func certificateSelectorPicksPerSNI() throws {
+        let other = try makeServerIdentity(in: dir, cn: "other.test", san: "DNS:other.test")
+        var server = TLSConfiguration.server(identity: identity)
+        server.certificateSelector = { name in name == "other.test" ? other : nil }
+        let p1 = try pair(server: server, sni: "other.test")
+        p1.handshake()
+        #expect(p1.client.peerCertificateChain.first?.subject == "CN=other.test")
+        let p2 = try pair(server: server, sni: "localhost")
+        p2.handshake()
+        #expect(p2.client.peerCertificateChain.first?.subject == "CN=localhost")
+    }
+
+    @Test func verifyingClientRejectsUntrustedServer() throws {
+        var client = TLSConfiguration.client()
+        client.verifyPeer = true
+        let p = try pair(client: client)
+        let (c, _) = p.handshake()
+        guard case .failed(.localFailure(let sent, let error)) = c else {
+            Issue.record("client step was \(c)")
+            return
+        }
+        #expect(sent == .unknownCA || sent == .badCertificate)
+        #expect(error.entries.contains { $0.reason.contains("certificate verify failed") })
+    }
+
+    @Test func verifyingClientAcceptsExtraRoot() throws {
+        var client = TLSConfiguration.client()
+        client.verifyPeer = true
+        client.additionalTrustRoots = identity.chain
+        let p = try pair(client: client)
+        #expect(p.handshake().client == .complete)
+        #expect(p.client.verifyResult == 0)
+    }
+
+    @Test func badPEMThrowsTypedError() {
+        #expect(throws: OpenSSLError.self) { try PrivateKey(pem: "not a key") }
+        #expect(throws: OpenSSLError.self) { try Certificate(pem: "-----BEGIN CERTIFICATE-----\nAAAA\n") }
+    }
+
+    @Test func unknownCipherNameIsRejectedWithOpenSSLReason() {
+        var config = TLSConfiguration.client()
+        config.cipherList = "NOT-A-CIPHER"
+        #expect {
+            try TLSContext(config)
+        } throws: { error in
+            (error as? OpenSSLError)?.entries.contains { $0.reason.contains("no cipher match") } == true
+        }
+    }
+}
