@@ -99,6 +99,9 @@ extension ATSPolicy {
             }
             removedLocal = "\(hostName) is \(why), but NSAllowsLocalNetworking = NO removes the local exemption; "
         }
+        if profile < .ios10, IPAddress(hostName) != nil || !hostName.contains(".") || hostName.lowercased().hasSuffix(".local") {
+            removedLocal = "on iOS 9 ATS applies to local hosts too (IP literals, .local and unqualified names; §2.4); "
+        }
 
         // Rows 6–7: the global keys.
         let global = globalDecision()
@@ -199,18 +202,18 @@ extension ATSPolicy {
             forwardSecrecy = false
             suites = nil
         }
-        if profile.hasIOS13TrustRules {
+        if profile.hasIOS13TrustRules && target.isSecure {
             notes.append(options.userRootEKU == .sourceLenient
                 ? "Missing serverAuth EKU under a user-installed root is accepted when the leaf has no EKU "
                     + "extension (Apple's trust source, src S8); Apple's support note would reject it (open question 7)."
                 : "serverAuth EKU is required even under a user-installed root (Apple's support note, doc A16); "
                     + "Apple's trust source skips that check (open question 7).")
         }
-        if entry?.requiresCertificateTransparency == true {
+        if entry?.requiresCertificateTransparency == true && target.isSecure {
             notes.append("NSRequiresCertificateTransparency is obsolete; it is simulated as \"at least 2 embedded "
                 + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed (open question 8).")
         }
-        if suites != nil {
+        if suites != nil && target.isSecure {
             notes.append("Cipher list: \(era.label) (reference §3.2)"
                 + (era == .current ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
         }

@@ -134,6 +134,13 @@ struct DecisionOrderTests {
         let web = policy(dict(["NSAllowsArbitraryLoadsInWebContent": yes]), .ios17)
         let webReason = try #require(web.requirements(for: http("example.com")).decision?.reason)
         #expect(webReason.contains("WKWebView only, not to URLSession"))
+        let ios9 = try #require(policy(nil, .ios9).requirements(for: http("printer.local")).decision?.reason)
+        #expect(ios9.contains("on iOS 9 ATS applies to local hosts too"))
+        let local = try #require(policy(dict(["NSAllowsLocalNetworking": no]), .ios17).requirements(for: http("nas.local")).decision?.reason)
+        #expect(local.contains("NSAllowsLocalNetworking = NO removes the local exemption"))
+        // TLS-only notes are not attached to a cleartext load.
+        let media = try #require(req(policy(ConfigExample.mediaServer, .ios17), http("media-server.example.com")))
+        #expect(!media.decidedBy.notes.contains { $0.contains("Cipher list") })
     }
 
     @Test("a fix for a host under a parent entry carries the parent's settings (a new entry replaces it)")
