@@ -67,17 +67,19 @@ struct EvaluationContext {
             let suite = CipherSuite.lookup(code: code)
             let name = suite?.ianaName ?? facts.cipherSuiteName ?? String(code, radix: 16)
             if let suite, !suite.isForwardSecret, req.requiresForwardSecrecy {
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server negotiated \(name), which has no forward secrecy; ATS requires an ECDHE suite",
-                    fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server negotiated \(name), which has no forward secrecy; ATS requires an ECDHE suite",
+                        fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
             } else {
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server negotiated \(name), which \(profile) never offers under ATS",
-                    fix: .noExceptionCanHelp(
-                        reason: "no ATS key adds \(name) to the offered list; the server must support one of the "
-                            + "ATS suites (ECDHE with AES-GCM, ChaCha20 or AES-CBC)")))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server negotiated \(name), which \(profile) never offers under ATS",
+                        fix: .noExceptionCanHelp(
+                            reason: "no ATS key adds \(name) to the offered list; the server must support one of the "
+                                + "ATS suites (ECDHE with AES-GCM, ChaCha20 or AES-CBC)")))
             }
         }
         return out
@@ -113,49 +115,62 @@ struct EvaluationContext {
                 if let v = versionViolation(best, subject: "server supports only \(list)") {
                     out.append(v)
                 } else {
-                    out.append(violation(
-                        .noSharedCipherOrVersion,
-                        "server supports only \(list); \(profile) offers "
-                            + req.offeredVersions.map(\.plistName).joined(separator: ", "),
-                        fix: .noExceptionCanHelp(reason: "\(profile) cannot speak \(list)")))
+                    out.append(
+                        violation(
+                            .noSharedCipherOrVersion,
+                            "server supports only \(list); \(profile) offers "
+                                + req.offeredVersions.map(\.plistName).joined(separator: ", "),
+                            fix: .noExceptionCanHelp(reason: "\(profile) cannot speak \(list)")))
                 }
             }
             if req.requiresForwardSecrecy && !caps.supportsForwardSecrecy {
                 let preferred = caps.preferredCipherName.map { " (it chose \($0))" } ?? ""
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server offers only suites without forward secrecy\(preferred); ATS requires ECDHE key exchange",
-                    fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server offers only suites without forward secrecy\(preferred); ATS requires ECDHE key "
+                            + "exchange",
+                        fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
             } else if out.isEmpty, let code = caps.preferredCipherCode, let offered = req.offeredCipherSuites,
                 !offered.contains(where: { $0.code == code })
             {
                 let name = CipherSuite.lookup(code: code)?.ianaName ?? caps.preferredCipherName ?? "0x\(code)"
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server's preferred suite \(name) is not among the suites \(profile) offers under ATS",
-                    fix: .noExceptionCanHelp(
-                        reason: "no ATS key makes iOS offer \(name); the server must enable an ATS suite")))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server's preferred suite \(name) is not among the suites \(profile) offers under ATS",
+                        fix: .noExceptionCanHelp(
+                            reason: "no ATS key makes iOS offer \(name); the server must enable an ATS suite")))
             }
             if !out.isEmpty { return out }
         }
         switch failure {
         case .notTLS:
-            return [violation(
-                .notTLS, "the server did not answer with TLS",
-                fix: .noExceptionCanHelp(
-                    reason: "the service does not speak TLS on this port; use http:// (with "
-                        + "NSExceptionAllowsInsecureHTTPLoads) or the right port"))]
+            return [
+                violation(
+                    .notTLS, "the server did not answer with TLS",
+                    fix: .noExceptionCanHelp(
+                        reason: "the service does not speak TLS on this port; use http:// (with "
+                            + "NSExceptionAllowsInsecureHTTPLoads) or the right port"))
+            ]
         case .closedDuringHandshake:
-            return [violation(
-                .connectionFailed, "the server closed the connection during the TLS handshake",
-                fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))]
+            return [
+                violation(
+                    .connectionFailed, "the server closed the connection during the TLS handshake",
+                    fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))
+            ]
         case .alertReceived(let alert):
             return [alertViolation(alert)]
         case .localError(let message):
-            return [violation(
-                .noSharedCipherOrVersion, "the handshake failed on the client side: \(message)",
-                fix: broadTLSFix(), notes: ["No probe of the server ran; the fix is the broadest TLS relaxation and "
-                    + "may be more than needed."])]
+            return [
+                violation(
+                    .noSharedCipherOrVersion, "the handshake failed on the client side: \(message)",
+                    fix: broadTLSFix(),
+                    notes: [
+                        "No probe of the server ran; the fix is the broadest TLS relaxation and "
+                            + "may be more than needed."
+                    ])
+            ]
         }
     }
 
@@ -164,12 +179,15 @@ struct EvaluationContext {
         let name = tlsAlertName(alert)
         let ssl: SSLErrorCode? =
             profile >= .ios14
-            ? (alert == 70 ? SSLErrorCode(-9836) : alert == 40 ? SSLErrorCode(-9824) : alert == 71 ? SSLErrorCode(-9837) : nil)
+            ? (alert == 70
+                ? SSLErrorCode(-9836) : alert == 40 ? SSLErrorCode(-9824) : alert == 71 ? SSLErrorCode(-9837) : nil)
             : nil
         let hint: String
         switch alert {
-        case 70: hint = "the server does not accept the offered TLS versions ("
-            + req.offeredVersions.map(\.plistName).joined(separator: ", ") + ")"
+        case 70:
+            hint =
+                "the server does not accept the offered TLS versions ("
+                + req.offeredVersions.map(\.plistName).joined(separator: ", ") + ")"
         case 40, 71: hint = "the server shares no acceptable cipher suite or version with the client"
         default: hint = "the handshake was refused"
         }

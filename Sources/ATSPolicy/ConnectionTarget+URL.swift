@@ -27,7 +27,9 @@ extension ConnectionTarget {
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw URLTargetError(url: url, problem: "unexpected text after the [IPv6] host")
             }
         } else if let colon = rest.lastIndex(of: ":") {

@@ -39,7 +39,8 @@ public struct ExplainReport: Sendable, Codable {
             }
             switch policy.requirements(for: target) {
             case .blocked(let v):
-                return Item(url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: v.fix.plistSnippet)
+                return Item(
+                    url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: v.fix.plistSnippet)
             case .proceed(let r):
                 let verdict =
                     policy.exceptionMatch(for: target.host) != nil ? "exception" : r.atsEnforced ? "full-ats" : "no-ats"
@@ -113,10 +114,12 @@ public struct ExplainReport: Sendable, Codable {
     private func requirementLines(_ r: ConnectionRequirements) -> [String] {
         guard r.target.isSecure else { return [] }
         var lines: [String] = []
-        lines.append("  TLS: minimum \(r.minimumTLSVersion.plistName); offers "
-            + (r.offeredVersions.isEmpty ? "nothing" : r.offeredVersions.map(\.plistName).joined(separator: ", ")))
+        lines.append(
+            "  TLS: minimum \(r.minimumTLSVersion.plistName); offers "
+                + (r.offeredVersions.isEmpty ? "nothing" : r.offeredVersions.map(\.plistName).joined(separator: ", ")))
         lines.append("  Forward secrecy: " + (r.requiresForwardSecrecy ? "required (ECDHE)" : "not required"))
-        lines.append("  ATS certificate minimums: " + (r.atsEnforced ? "enforced" : "not enforced (default trust only)"))
+        lines.append(
+            "  ATS certificate minimums: " + (r.atsEnforced ? "enforced" : "not enforced (default trust only)"))
         if let suites = r.offeredCipherSuites {
             lines.append("  Cipher suites offered (\(suites.count), in order):")
             lines += suites.map { "    \($0.hexCode) \($0.ianaName)" }
@@ -130,13 +133,17 @@ public struct ExplainReport: Sendable, Codable {
         if c.requiresSANMatch { rules.append("host named in subjectAltName") } else { rules.append("host name match") }
         if c.requiresServerAuthEKU { rules.append("serverAuth EKU") }
         if c.enforcesValidityLimits {
-            rules.append("≤ \(c.maximumValidityDaysSystemRoot) days (system roots) / ≤ \(c.maximumValidityDaysUserRoot) days (user roots)")
+            rules.append(
+                "≤ \(c.maximumValidityDaysSystemRoot) days (system roots) / "
+                    + "≤ \(c.maximumValidityDaysUserRoot) days (user roots)"
+            )
         }
         if c.requiresCertificateTransparency { rules.append("≥ 2 SCTs") }
         lines.append("  Certificates: trusted chain, " + rules.joined(separator: ", "))
         if let pins = r.pins {
-            lines.append("  Pins: NSPinnedDomains › \(pins.domain) (\(pins.leafSPKISHA256.count) leaf, "
-                + "\(pins.caSPKISHA256.count) CA SPKI-SHA256)")
+            lines.append(
+                "  Pins: NSPinnedDomains › \(pins.domain) (\(pins.leafSPKISHA256.count) leaf, "
+                    + "\(pins.caSPKISHA256.count) CA SPKI-SHA256)")
         }
         return lines
     }

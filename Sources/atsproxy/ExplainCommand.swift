@@ -7,7 +7,8 @@ import PolicyLoader
 struct ExplainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explain",
-        abstract: "Show how an app's ATS policy treats each URL: refused (-1022) or the rules its connection must meet.",
+        abstract:
+            "Show how an app's ATS policy treats each URL: refused (-1022) or the rules its connection must meet.",
         discussion: """
             For each URL: the verdict, the Info.plist entry that decides it and why, the TLS versions and cipher \
             suites the simulated iOS would offer, the certificate rules, and notes where ATS behaviour is \
@@ -17,7 +18,8 @@ struct ExplainCommand: ParsableCommand {
             2 when the policy or a URL cannot be read.
             """)
 
-    @Option(name: .long, help: "The policy: an Info.plist, a bare NSAppTransportSecurity plist, an .app folder or an .ipa.")
+    @Option(
+        name: .long, help: "The policy: an Info.plist, a bare NSAppTransportSecurity plist, an .app folder or an .ipa.")
     var plist: String
 
     @Option(name: .long, help: "The iOS release to simulate: 9, 10, 14, 17 or 26.")
@@ -26,13 +28,19 @@ struct ExplainCommand: ParsableCommand {
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
 
-    @Option(name: .customLong("legacy-keys"), help: "NSThirdParty*/NSTemporary* keys: byProfile (iOS 9/10 only), always or never.")
+    @Option(
+        name: .customLong("legacy-keys"),
+        help: "NSThirdParty*/NSTemporary* keys: byProfile (iOS 9/10 only), always or never.")
     var legacyKeys: LegacyKeyReading = .byProfile
 
-    @Option(name: .customLong("user-root-eku"), help: "serverAuth EKU under a user-installed root: sourceLenient or documentedStrict.")
+    @Option(
+        name: .customLong("user-root-eku"),
+        help: "serverAuth EKU under a user-installed root: sourceLenient or documentedStrict.")
     var userRootEKU: UserRootEKUReading = .sourceLenient
 
-    @Flag(name: .customLong("private-ips-local"), help: "iOS 17+: count RFC 1918 / unique-local IP literals as local (exempt).")
+    @Flag(
+        name: .customLong("private-ips-local"),
+        help: "iOS 17+: count RFC 1918 / unique-local IP literals as local (exempt).")
     var privateAddressesAreLocal = false
 
     @Argument(help: "URLs to explain, e.g. http://media-server.example.com/feed https://api.example.com.")
@@ -40,7 +48,8 @@ struct ExplainCommand: ParsableCommand {
 
     func validate() throws {
         guard IOSProfile(rawValue: ios) != nil else {
-            throw ValidationError("--ios must be one of \(IOSProfile.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
+            throw ValidationError(
+                "--ios must be one of \(IOSProfile.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
         }
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to explain") }
     }
@@ -60,8 +69,9 @@ struct ExplainCommand: ParsableCommand {
         let policy = ATSPolicy(atsDictionary: loaded.atsDictionary, options: options)
         var notes = loaded.notes
         if !loaded.misplacedATSKeys.isEmpty {
-            notes.append("ATS keys outside NSAppTransportSecurity are never read: "
-                + loaded.misplacedATSKeys.joined(separator: ", "))
+            notes.append(
+                "ATS keys outside NSAppTransportSecurity are never read: "
+                    + loaded.misplacedATSKeys.joined(separator: ", "))
         }
         let report = ExplainReport(policy: policy, urls: urls, source: loaded.sourceDescription, sourceNotes: notes)
         if json {

@@ -16,19 +16,25 @@ private func all(_ url: Int, _ ssl: Int?) -> [IOSProfile: (Int, Int?)] {
 
 let errorCodeRows: [ErrorCodeRow] = [
     ErrorCodeRow(kind: .cleartextNotAllowed, codes: all(-1022, nil), inferredSomewhere: false),  // §4.4 row 1
-    ErrorCodeRow(kind: .tlsVersionTooLow, codes: [  // §4.4 row 2
-        .ios9: (-1200, -9824), .ios10: (-1200, -9801), .ios14: (-1200, -9836), .ios17: (-1200, -9836),
-        .ios26: (-1200, -9836),
-    ], inferredSomewhere: true),
+    ErrorCodeRow(
+        kind: .tlsVersionTooLow,
+        codes: [  // §4.4 row 2
+            .ios9: (-1200, -9824), .ios10: (-1200, -9801), .ios14: (-1200, -9836), .ios17: (-1200, -9836),
+            .ios26: (-1200, -9836),
+        ], inferredSomewhere: true),
     ErrorCodeRow(kind: .tlsVersionRefusedByOS, codes: all(-1200, -9836), inferredSomewhere: true),  // §4.4 last row
-    ErrorCodeRow(kind: .cipherSuiteNotAllowed, codes: [  // §4.4 row 3
-        .ios9: (-1200, -9824), .ios10: (-1200, -9801), .ios14: (-1200, -9824), .ios17: (-1200, -9824),
-        .ios26: (-1200, -9824),
-    ], inferredSomewhere: true),
-    ErrorCodeRow(kind: .weakSignatureHash, codes: [  // §4.4 rows 4–5
-        .ios9: (-1200, -9802), .ios10: (-1200, -9802), .ios14: (-1202, -9802), .ios17: (-1202, -9802),
-        .ios26: (-1202, -9802),
-    ], inferredSomewhere: true),
+    ErrorCodeRow(
+        kind: .cipherSuiteNotAllowed,
+        codes: [  // §4.4 row 3
+            .ios9: (-1200, -9824), .ios10: (-1200, -9801), .ios14: (-1200, -9824), .ios17: (-1200, -9824),
+            .ios26: (-1200, -9824),
+        ], inferredSomewhere: true),
+    ErrorCodeRow(
+        kind: .weakSignatureHash,
+        codes: [  // §4.4 rows 4–5
+            .ios9: (-1200, -9802), .ios10: (-1200, -9802), .ios14: (-1202, -9802), .ios17: (-1202, -9802),
+            .ios26: (-1202, -9802),
+        ], inferredSomewhere: true),
     ErrorCodeRow(kind: .selfSigned, codes: all(-1202, -9813), inferredSomewhere: false),  // §4.4 row 6
     ErrorCodeRow(kind: .untrustedRoot, codes: all(-1202, -9813), inferredSomewhere: false),  // §4.4 row 6
     ErrorCodeRow(kind: .hostnameMismatch, codes: all(-1202, -9843), inferredSomewhere: true),  // §4.4 row 7
@@ -68,9 +74,11 @@ struct ErrorCodeTableTests {
 
     @Test("no combined fix when any violation has none")
     func combinedFixNeedsAllFixable() {
-        let fixable = ATSViolation(kind: .tlsVersionTooLow, urlError: .secureConnectionFailed, sslError: nil,
+        let fixable = ATSViolation(
+            kind: .tlsVersionTooLow, urlError: .secureConnectionFailed, sslError: nil,
             explanation: "", fix: .setKeys(domain: "a", keys: [FixKey(key: "K", value: yes)]))
-        let hopeless = ATSViolation(kind: .hostnameMismatch, urlError: .serverCertificateUntrusted, sslError: nil,
+        let hopeless = ATSViolation(
+            kind: .hostnameMismatch, urlError: .serverCertificateUntrusted, sslError: nil,
             explanation: "", fix: .noExceptionCanHelp(reason: "r"))
         #expect(ATSVerdict.blocked([fixable]).combinedFix != nil)
         #expect(ATSVerdict.blocked([fixable, hopeless]).combinedFix == nil)

@@ -26,24 +26,34 @@ struct FixScenario: CustomTestStringConvertible, Sendable {
     var testDescription: String { "\(name) on \(profile)" }
 }
 
-let parentPolicy = dict(["NSExceptionDomains": domains([
-    "example.com": dict(["NSIncludesSubdomains": yes, "NSExceptionAllowsInsecureHTTPLoads": yes]),
-])])
+let parentPolicy = dict([
+    "NSExceptionDomains": domains([
+        "example.com": dict(["NSIncludesSubdomains": yes, "NSExceptionAllowsInsecureHTTPLoads": yes])
+    ])
+])
 
-let fixScenarios: [FixScenario] = IOSProfile.allCases.filter { $0 < .ios26 }.flatMap { profile in
-    [
-        FixScenario(name: "TLS 1.0-only server", ats: dict([:]), profile: profile, host: "old.example.net",
-            facts: failedHandshake(.alertReceived(70), versions: [.tls10], preferred: 0xC013, forwardSecret: true)),
-        FixScenario(name: "static-RSA-only server", ats: dict([:]), profile: profile, host: "rsa.example.net",
-            facts: failedHandshake(.alertReceived(40), versions: [.tls12], preferred: 0x009C, forwardSecret: false)),
-        FixScenario(name: "TLS 1.1 + static RSA under a parent entry", ats: parentPolicy, profile: profile,
-            host: "legacy.example.com",
-            facts: failedHandshake(.alertReceived(40), versions: [.tls10, .tls11], preferred: 0x002F, forwardSecret: false)),
-    ]
-} + [IOSProfile.ios9, .ios10].map { profile in
-    FixScenario(name: "SHA-1 leaf under ATS", ats: dict([:]), profile: profile, host: "api.example.com",
-        facts: handshake(version: .tls12, suite: 0xC02F, chain: [cert(hash: .sha1), caCert()]))
-}
+let fixScenarios: [FixScenario] =
+    IOSProfile.allCases.filter { $0 < .ios26 }.flatMap { profile in
+        [
+            FixScenario(
+                name: "TLS 1.0-only server", ats: dict([:]), profile: profile, host: "old.example.net",
+                facts: failedHandshake(.alertReceived(70), versions: [.tls10], preferred: 0xC013, forwardSecret: true)),
+            FixScenario(
+                name: "static-RSA-only server", ats: dict([:]), profile: profile, host: "rsa.example.net",
+                facts: failedHandshake(
+                    .alertReceived(40), versions: [.tls12], preferred: 0x009C, forwardSecret: false)),
+            FixScenario(
+                name: "TLS 1.1 + static RSA under a parent entry", ats: parentPolicy, profile: profile,
+                host: "legacy.example.com",
+                facts: failedHandshake(
+                    .alertReceived(40), versions: [.tls10, .tls11], preferred: 0x002F, forwardSecret: false)),
+        ]
+    }
+    + [IOSProfile.ios9, .ios10].map { profile in
+        FixScenario(
+            name: "SHA-1 leaf under ATS", ats: dict([:]), profile: profile, host: "api.example.com",
+            facts: handshake(version: .tls12, suite: 0xC02F, chain: [cert(hash: .sha1), caCert()]))
+    }
 
 struct FixRoundTripTests {
     @Test("applying the suggested fix makes the connection pass", arguments: fixScenarios)
@@ -52,7 +62,8 @@ struct FixRoundTripTests {
         let verdict = before.evaluate(s.facts, against: try #require(req(before, https(s.host))))
         let fix = try #require(verdict.combinedFix)
         #expect(fix.domain == s.host)
-        let after = policy(try #require(s.ats.applying(fix)), s.profile)
+        let applied: PlistValue = try #require(s.ats.applying(fix))
+        let after = policy(applied, s.profile)
         let r = try #require(req(after, https(s.host)))
         // The server now gets a version and suite it supports: replay the handshake as it would then complete.
         let caps = s.facts.serverCapabilities
@@ -74,9 +85,11 @@ struct FixRoundTripTests {
     func cleartextRoundTrip(profile: IOSProfile) throws {
         for ats in [dict([:]), parentPolicy, ConfigExample.chat] {
             let before = policy(ats, profile)
-            for host in ["api.example.org", "x.hosted-chat.example", "update.hosted-chat.example"] where cleartextBlocked(before, host) {
+            for host in ["api.example.org", "x.hosted-chat.example", "update.hosted-chat.example"]
+            where cleartextBlocked(before, host) {
                 let v = try #require(before.requirements(for: http(host)).violation)
-                let after = policy(try #require(ats.applying(v.fix)), profile)
+                let applied: PlistValue = try #require(ats.applying(v.fix))
+                let after = policy(applied, profile)
                 #expect(!cleartextBlocked(after, host), "\(host)")
             }
         }
