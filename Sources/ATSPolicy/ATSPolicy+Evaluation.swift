@@ -8,16 +8,16 @@ extension ATSPolicy {
     /// ran (server speaks only TLS 1.0 → version violation; only static RSA → cipher violation).
     public func evaluate(_ facts: HandshakeFacts, against req: ConnectionRequirements) -> ATSVerdict {
         let context = EvaluationContext(policy: self, req: req)
+        let certificateIssues = context.certificateViolations(facts)
         var protocolIssues: [ATSViolation] = []
         if let failure = facts.failure {
-            protocolIssues = context.explainFailure(failure, capabilities: facts.serverCapabilities)
+            protocolIssues = facts.serverCapabilities.map(context.probeViolations) ?? []
+            // A handshake our own verifier aborted is fully explained by its certificate findings.
+            if protocolIssues.isEmpty && certificateIssues.isEmpty {
+                protocolIssues = context.failureViolations(failure)
+            }
         } else {
             protocolIssues = context.negotiatedViolations(facts)
-        }
-        let certificateIssues = context.certificateViolations(facts)
-        // A handshake our own verifier aborted is fully explained by its certificate findings.
-        if facts.failure != nil, facts.serverCapabilities == nil, !certificateIssues.isEmpty {
-            protocolIssues.removeAll { $0.kind == .noSharedCipherOrVersion || $0.kind == .connectionFailed }
         }
         let all = protocolIssues + certificateIssues
         return all.isEmpty ? .allowed : .blocked(all)
@@ -65,7 +65,7 @@ struct EvaluationContext {
             !offered.contains(where: { $0.code == code })
         {
             let suite = CipherSuite.lookup(code: code)
-            let name = suite?.ianaName ?? facts.cipherSuiteName ?? String(code, radix: 16)
+            let name = suite?.ianaName ?? facts.cipherSuiteName ?? hex(code)
             if let suite, !suite.isForwardSecret, req.requiresForwardSecrecy {
                 out.append(
                     violation(
@@ -105,10 +105,11 @@ struct EvaluationContext {
         return nil
     }
 
-    /// Why a handshake failed, from the failure and the permissive probe.
-    func explainFailure(_ failure: HandshakeFailure, capabilities: ServerCapabilities?) -> [ATSViolation] {
+    /// Why a handshake failed, from what the permissive probe found the server supports; empty when the probe
+    /// does not explain it.
+    func probeViolations(_ caps: ServerCapabilities) -> [ATSViolation] {
         var out: [ATSViolation] = []
-        if let caps = capabilities, let best = caps.supportedVersions.max() {
+        if let best = caps.supportedVersions.max() {
             let usable = caps.supportedVersions.filter { req.offeredVersions.contains($0) }
             if usable.isEmpty {
                 let list = caps.supportedVersions.sorted().map(\.plistName).joined(separator: ", ")
@@ -134,16 +135,21 @@ struct EvaluationContext {
             } else if out.isEmpty, let code = caps.preferredCipherCode, let offered = req.offeredCipherSuites,
                 !offered.contains(where: { $0.code == code })
             {
-                let name = CipherSuite.lookup(code: code)?.ianaName ?? caps.preferredCipherName ?? "0x\(code)"
+                let name = CipherSuite.lookup(code: code)?.ianaName ?? caps.preferredCipherName ?? hex(code)
                 out.append(
                     violation(
                         .cipherSuiteNotAllowed,
-                        "server's preferred suite \(name) is not among the suites \(profile) offers under ATS",
+                        "server's preferred suite \(name) is not among the suites \(profile) offers under ATS "
+                            + "(the likely cause)",
                         fix: .noExceptionCanHelp(
                             reason: "no ATS key makes iOS offer \(name); the server must enable an ATS suite")))
             }
-            if !out.isEmpty { return out }
         }
+        return out
+    }
+
+    /// A failed handshake the probe could not explain: what the failure itself says.
+    func failureViolations(_ failure: HandshakeFailure) -> [ATSViolation] {
         switch failure {
         case .notTLS:
             return [
@@ -225,4 +231,10 @@ struct EvaluationContext {
         default: "alert"
         }
     }
+}
+
+/// `0x00FF`-style code for a suite no table names.
+private func hex(_ code: UInt16) -> String {
+    let digits = String(code, radix: 16, uppercase: true)
+    return "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
 }

@@ -313,4 +313,29 @@ struct EvaluationTests {
             observedAt: now)
         #expect(p.evaluate(facts, against: r).primaryViolation?.kind == .notTLS)
     }
+
+    @Test("a handshake our verifier aborted is explained by the certificate, not by a guess at TLS settings")
+    func abortedByVerifier() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        var facts = handshake(trust: .untrusted(.unknownRoot))
+        facts.failure = .localError("certificate verify failed")
+        facts.serverCapabilities = ServerCapabilities(
+            supportedVersions: [.tls12, .tls13], preferredCipherCode: 0x1301, preferredCipherName: nil,
+            supportsForwardSecrecy: true)
+        #expect(p.evaluate(facts, against: r).violations.map(\.kind) == [.untrustedRoot])
+        facts.serverCapabilities = nil
+        #expect(p.evaluate(facts, against: r).violations.map(\.kind) == [.untrustedRoot])
+    }
+
+    @Test("a DHE-only server (forward secret, but never offered by iOS): no exception can help")
+    func dheOnly() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        let facts = failedHandshake(.alertReceived(40), versions: [.tls12], preferred: 0x009F, forwardSecret: true)
+        let v = try #require(p.evaluate(facts, against: r).primaryViolation)
+        #expect(v.kind == .cipherSuiteNotAllowed)
+        #expect(v.explanation.contains("0x009F"))
+        #expect(v.fix.isNoExceptionCanHelp)
+    }
 }
