@@ -252,6 +252,12 @@ struct PolicyDecoder {
             }
         }
         entry.requiresNIAPTLSPackageVersion = string(dict, .exceptionRequiresNIAPTLSPackageVersion, path: path)
+        if entry.requiresNIAPTLSPackageVersion != nil {
+            report(
+                path + [ATSKey.exceptionRequiresNIAPTLSPackageVersion.rawValue], .warning,
+                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed "
+                    + "(reference §1.2)")
+        }
         entry.effectiveKeys = fixKeys
         entry.honouredLegacyKeys = honouredLegacy
         return entry

@@ -153,4 +153,17 @@ struct DecodingTests {
         #expect(p.diagnostics.contains { $0.keyPath.last == "SPKI-SHA256-BASE64" && $0.severity == .warning })
         #expect(policy(dict(["NSPinnedDomains": dict([:])]), .ios10).diagnostics.contains { $0.severity == .info })
     }
+
+    @Test("§1.1/§1.2 NIAP keys are read but flagged as not simulated")
+    func niap() {
+        let p = policy(
+            dict([
+                "NSRequiresNIAPTLSPackageVersion": str("2.1"),
+                "NSExceptionDomains": domains([
+                    "h.example": dict(["NSExceptionRequiresNIAPTLSPackageVersion": str("2.1")])
+                ]),
+            ]), .ios26)
+        #expect(p.requiresNIAPTLSPackageVersion == "2.1")
+        #expect(p.diagnostics.filter { $0.problem.contains("NIAP") }.count == 2)
+    }
 }
