@@ -64,10 +64,13 @@ public struct ExplainReport: Sendable, Codable {
     public func renderText() -> String {
         var out = ["ATS policy from \(source), simulated on \(profile)"]
         out += sourceNotes.map { "  \($0)" }
-        let shown = diagnostics.filter { $0.severity >= .warning }
+        // Most severe first; within a severity, file order.
+        let shown = diagnostics.enumerated().sorted { a, b in
+            a.element.severity != b.element.severity ? a.element.severity > b.element.severity : a.offset < b.offset
+        }.map(\.element)
         if !shown.isEmpty {
             out.append("")
-            out.append("Policy problems (\(shown.count)):")
+            out.append("Policy findings (\(shown.count)):")
             for d in shown { out.append("  \(d.severity): \(d.keyPathString): \(d.problem)") }
         }
         for item in items {

@@ -62,7 +62,7 @@ struct ExplainReportTests {
         let report = ExplainReport(policy: policy(dict(["NSAllowsArbitraryLoads": str("YES")])), urls: [], source: "p")
         #expect(
             report.renderText().contains(
-                "Policy problems (1):\n  error: NSAppTransportSecurity › NSAllowsArbitraryLoads: must be a Boolean"))
+                "Policy findings (1):\n  error: NSAppTransportSecurity › NSAllowsArbitraryLoads: must be a Boolean"))
     }
 
     @Test("JSON carries the verdict, the violation codes and the requirements")
@@ -77,5 +77,18 @@ struct ExplainReportTests {
         #expect((violation["urlError"] as? [String: Any])?["code"] as? Int == -1022)
         let req = try #require(items[1]["requirements"] as? [String: Any])
         #expect((req["offeredCipherSuites"] as? [Any])?.count == 13)
+    }
+
+    @Test("findings are listed most severe first")
+    func findingsOrder() {
+        let ats = dict([
+            "NSExceptionDomains": domains(["h.example": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.0")])]),
+            "NSAllowsArbitraryLoads": str("YES"),
+        ])
+        let text = ExplainReport(policy: policy(ats, .ios17), urls: [], source: "p").renderText()
+        let error = text.range(of: "error: NSAppTransportSecurity › NSAllowsArbitraryLoads")
+        let info = text.range(of: "info: NSAppTransportSecurity › NSExceptionDomains › h.example")
+        #expect(error != nil && info != nil)
+        if let error, let info { #expect(error.lowerBound < info.lowerBound) }
     }
 }
