@@ -5,10 +5,12 @@ public enum PreConnectVerdict: Sendable, Hashable, Codable {
     /// Refused before any traffic: an `http://`/`ws://` load to a host that needs TLS (-1022).
     case blocked(ATSViolation)
 
+    /// The requirements when the load may proceed.
     public var requirements: ConnectionRequirements? {
         if case .proceed(let r) = self { r } else { nil }
     }
 
+    /// The -1022 violation when the load is refused.
     public var violation: ATSViolation? {
         if case .blocked(let v) = self { v } else { nil }
     }

@@ -1,6 +1,8 @@
 /// Why a string could not be read as a URL for `explain`.
 public struct URLTargetError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text that was given.
     public let url: String
+    /// What is wrong with it.
     public let problem: String
     public var description: String { "\(url): \(problem)" }
 }

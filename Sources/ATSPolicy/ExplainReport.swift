@@ -6,12 +6,16 @@ import FoundationEssentials
 public struct ExplainReport: Sendable, Codable {
     /// One URL's answer.
     public struct Item: Sendable, Codable {
+        /// The URL as given.
         public var url: String
         /// `blocked` (refused with -1022), `full-ats` (no key relaxes ATS), `exception` (an exception entry
         /// governs), `no-ats` (ATS off for the host: default trust only), or `invalid` (the URL could not be read).
         public var verdict: String
+        /// The entry or key that decided, and why.
         public var decision: PolicyDecision?
+        /// The -1022 refusal, for a blocked URL.
         public var violation: ATSViolation?
+        /// What the connection is held to, for a URL that may proceed.
         public var requirements: ConnectionRequirements?
         /// The violation's fix as an XML plist snippet, when there is one.
         public var fixPlist: String?
@@ -19,14 +23,18 @@ public struct ExplainReport: Sendable, Codable {
         public var error: String?
     }
 
+    /// The simulated OS release.
     public var profile: IOSProfile
     /// Where the policy came from (a file path), for the heading.
     public var source: String
     /// How the source was read (e.g. "whole Info.plist without NSAppTransportSecurity: full ATS defaults").
     public var sourceNotes: [String]
+    /// One answer per URL, in the order given.
     public var items: [Item]
+    /// What the decoder found in the policy.
     public var diagnostics: [PolicyDiagnostic]
 
+    /// Evaluates every URL against `policy` before any connection.
     public init(policy: ATSPolicy, urls: [String], source: String, sourceNotes: [String] = []) {
         profile = policy.profile
         self.source = source
