@@ -22,7 +22,7 @@ struct ExplainCommand: ParsableCommand {
         name: .long, help: "The policy: an Info.plist, a bare NSAppTransportSecurity plist, an .app folder or an .ipa.")
     var plist: String
 
-    @Option(name: .long, help: "The iOS release to simulate: 9, 10, 14, 17 or 26.")
+    @Option(name: .long, help: "iOS version to simulate (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
     var ios: Int = IOSProfile.newest.rawValue
 
     @Flag(name: .long, help: "Print JSON instead of text.")
@@ -47,11 +47,13 @@ struct ExplainCommand: ParsableCommand {
     var urls: [String]
 
     func validate() throws {
-        guard IOSProfile(rawValue: ios) != nil else {
-            throw ValidationError(
-                "--ios must be one of \(IOSProfile.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
-        }
+        guard Self.profile(for: ios) != nil else { throw ValidationError("--ios must be 9 or later (got \(ios))") }
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to explain") }
+    }
+
+    /// The behaviour band an iOS version falls in: the newest profile not after it (`--ios 16` → iOS 14).
+    static func profile(for version: Int) -> IOSProfile? {
+        IOSProfile.allCases.last { $0.rawValue <= version }
     }
 
     func run() throws {
@@ -62,12 +64,13 @@ struct ExplainCommand: ParsableCommand {
             FileHandle.standardError.write(Data("atsproxy explain: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        let profile = IOSProfile(rawValue: ios) ?? .newest
+        guard let profile = Self.profile(for: ios) else { throw ExitCode.validationFailure }
         let options = PolicyOptions(
             profile: profile, legacyKeys: legacyKeys, userRootEKU: userRootEKU,
             privateAddressesAreLocal: privateAddressesAreLocal)
         let policy = ATSPolicy(atsDictionary: loaded.atsDictionary, options: options)
         var notes = loaded.notes
+        if profile.rawValue != ios { notes.append("iOS \(ios) is simulated with the \(profile) behaviour band") }
         if !loaded.misplacedATSKeys.isEmpty {
             notes.append(
                 "ATS keys outside NSAppTransportSecurity are never read: "

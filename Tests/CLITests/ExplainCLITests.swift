@@ -105,10 +105,14 @@ struct ExplainCLITests {
         #expect(r.stdout.contains("Error: not a URL"))
     }
 
-    @Test("an unknown --ios value is a usage error")
-    func badProfile() throws {
-        let r = try explain(["--ios", "15", "https://a.example"])
+    @Test("--ios maps any version to its behaviour band; before iOS 9 is a usage error")
+    func profiles() throws {
+        let banded = try explain(["--ios", "16", "https://old.example.com"])
+        #expect(banded.status == 0)
+        #expect(banded.stdout.contains("simulated on iOS 14"))
+        #expect(banded.stdout.contains("iOS 16 is simulated with the iOS 14 behaviour band"))
+        let r = try explain(["--ios", "8", "https://a.example"])
         #expect(r.status == 64)
-        #expect(r.stderr.contains("--ios must be one of 9, 10, 14, 17, 26"))
+        #expect(r.stderr.contains("--ios must be 9 or later"))
     }
 }
