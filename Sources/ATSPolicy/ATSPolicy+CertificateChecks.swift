@@ -26,26 +26,30 @@ extension EvaluationContext {
             let leaf = facts.chain[0]
             let names = (leaf.dnsNames + leaf.ipAddresses)
             let san = names.isEmpty ? "has no subjectAltName" : "names " + names.joined(separator: ", ")
-            out.append(violation(
-                .hostnameMismatch, "certificate \(san), not \(host) (the CN is not used)",
-                fix: .noExceptionCanHelp(
-                    reason: "a name mismatch fails default trust, even under NSAllowsArbitraryLoads; the certificate "
-                        + "must list \(host) in its subjectAltName"), certificate: 0))
+            out.append(
+                violation(
+                    .hostnameMismatch, "certificate \(san), not \(host) (the CN is not used)",
+                    fix: .noExceptionCanHelp(
+                        reason:
+                            "a name mismatch fails default trust, even under NSAllowsArbitraryLoads; the certificate "
+                            + "must list \(host) in its subjectAltName"), certificate: 0))
         }
 
         for (i, cert) in facts.chain.enumerated() {
             // A self-signed certificate the user trusts is an anchor: key size and hash are not judged (src S8).
             let isAnchor = cert.isSelfSigned
             if !(isAnchor && userAnchored), let problem = weakKeyProblem(cert, rules: rules) {
-                out.append(violation(
-                    .weakKey, "\(position(i)) has \(problem)", fix: weakCertificateFix(), certificate: i,
-                    notes: weakCertificateNotes()))
+                out.append(
+                    violation(
+                        .weakKey, "\(position(i)) has \(problem)", fix: weakCertificateFix(), certificate: i,
+                        notes: weakCertificateNotes()))
             }
             if !isAnchor && rules.requiresSHA2 && !cert.signatureHash.isSHA2OrBetter && cert.signatureHash != .unknown {
-                out.append(violation(
-                    .weakSignatureHash,
-                    "\(position(i)) is signed with \(cert.signatureHash.rawValue.uppercased()); SHA-2 is required",
-                    fix: weakCertificateFix(), certificate: i, notes: weakCertificateNotes()))
+                out.append(
+                    violation(
+                        .weakSignatureHash,
+                        "\(position(i)) is signed with \(cert.signatureHash.rawValue.uppercased()); SHA-2 is required",
+                        fix: weakCertificateFix(), certificate: i, notes: weakCertificateNotes()))
             }
         }
 
@@ -53,17 +57,21 @@ extension EvaluationContext {
             if rules.requiresServerAuthEKU, let v = ekuViolation(leaf, trust: facts.trust, rules: rules) {
                 out.append(v)
             }
-            if rules.enforcesValidityLimits, let v = lifetimeViolation(leaf, systemTrusted: facts.trust == .trustedBySystemRoot) {
+            if rules.enforcesValidityLimits,
+                let v = lifetimeViolation(leaf, systemTrusted: facts.trust == .trustedBySystemRoot)
+            {
                 out.append(v)
             }
-            if rules.requiresCertificateTransparency && facts.trust == .trustedBySystemRoot && leaf.embeddedSCTCount < 2 {
-                out.append(violation(
-                    .certificateTransparencyMissing,
-                    "NSRequiresCertificateTransparency is set but the leaf embeds \(leaf.embeddedSCTCount) SCT(s); "
-                        + "at least 2 are required",
-                    fix: .noExceptionCanHelp(
-                        reason: "remove the obsolete NSRequiresCertificateTransparency key, or serve a CT-logged "
-                            + "certificate"), certificate: 0))
+            if rules.requiresCertificateTransparency && facts.trust == .trustedBySystemRoot && leaf.embeddedSCTCount < 2
+            {
+                out.append(
+                    violation(
+                        .certificateTransparencyMissing,
+                        "NSRequiresCertificateTransparency is set but the leaf embeds \(leaf.embeddedSCTCount) SCT(s); "
+                            + "at least 2 are required",
+                        fix: .noExceptionCanHelp(
+                            reason: "remove the obsolete NSRequiresCertificateTransparency key, or serve a CT-logged "
+                                + "certificate"), certificate: 0))
             }
         }
 
@@ -76,7 +84,8 @@ extension EvaluationContext {
     private func position(_ i: Int) -> String { i == 0 ? "the leaf certificate" : "chain certificate #\(i)" }
 
     private func trustViolation(_ failure: TrustFailure, facts: HandshakeFacts) -> ATSViolation {
-        let delegate = req.allowsCleartext
+        let delegate =
+            req.allowsCleartext
             ? " Only the app's own auth-challenge delegate could accept it (NSExceptionAllowsInsecureHTTPLoads lets "
                 + "it loosen trust)."
             : ""
@@ -97,11 +106,13 @@ extension EvaluationContext {
         case .expired:
             return violation(
                 .expired, "a certificate in the chain has expired",
-                fix: .noExceptionCanHelp(reason: "renew the certificate; ATS keys cannot accept an expired one.\(delegate)"))
+                fix: .noExceptionCanHelp(
+                    reason: "renew the certificate; ATS keys cannot accept an expired one.\(delegate)"))
         case .notYetValid:
             return violation(
                 .notYetValid, "a certificate in the chain is not valid yet",
-                fix: .noExceptionCanHelp(reason: "check the server's certificate dates and the device clock.\(delegate)"))
+                fix: .noExceptionCanHelp(
+                    reason: "check the server's certificate dates and the device clock.\(delegate)"))
         case .badSignature, .invalidChain, .revoked, .other:
             return violation(
                 .invalidChain, "the certificate chain failed verification (\(failure.rawValue))",
@@ -133,9 +144,11 @@ extension EvaluationContext {
     private func weakCertificateNotes() -> [String] {
         profile.hasIOS13TrustRules
             ? []
-            : ["Fix chosen from Apple's source (NSExceptionAllowsInsecureHTTPLoads clears the ATS certificate minimums, "
-                + "src S1); Apple's page says NSExceptionRequiresForwardSecrecy = NO also lifts the key-length check "
-                + "(doc A11) — which one iOS 9/10 honoured is unconfirmed."]
+            : [
+                "Fix chosen from Apple's source (NSExceptionAllowsInsecureHTTPLoads clears the ATS certificate "
+                    + "minimums, src S1); Apple's page says NSExceptionRequiresForwardSecrecy = NO also lifts the "
+                    + "key-length check (doc A11) — which one iOS 9/10 honoured is unconfirmed."
+            ]
     }
 
     private func ekuViolation(_ leaf: CertificateFacts, trust: TrustResult, rules: CertificateRules) -> ATSViolation? {
@@ -150,9 +163,11 @@ extension EvaluationContext {
             strict = true
         case .trustedByUserRoot:
             strict = rules.requiresServerAuthEKUUnderUserRoot && leaf.notBefore >= CertificateRuleDates.july2019
-            notes.append(rules.requiresServerAuthEKUUnderUserRoot
-                ? "Reading: serverAuth required under user roots (doc A16); Apple's source skips it (open question 7)."
-                : "Reading: under a user root only a present EKU must allow serverAuth (src S8; open question 7).")
+            notes.append(
+                rules.requiresServerAuthEKUUnderUserRoot
+                    ? "Reading: serverAuth required under user roots (doc A16); Apple's source skips it "
+                        + "(open question 7)."
+                    : "Reading: under a user root only a present EKU must allow serverAuth (src S8; open question 7).")
         case .untrusted:
             strict = leaf.notBefore >= CertificateRuleDates.july2019
         }
@@ -193,26 +208,32 @@ extension EvaluationContext {
         var out: [ATSViolation] = []
         let path = "NSPinnedDomains › \(pins.domain)"
         if !pins.leafSPKISHA256.isEmpty && !pins.leafSPKISHA256.contains(chain[0].spkiSHA256Base64) {
-            out.append(violation(
-                .pinMismatch,
-                "the leaf's SPKI-SHA256 \(chain[0].spkiSHA256Base64) is not in \(path) › NSPinnedLeafIdentities",
-                fix: .noExceptionCanHelp(
-                    reason: "pins only tighten trust and no exception loosens them; add the served key's "
-                        + "SPKI-SHA256-BASE64 (\(chain[0].spkiSHA256Base64)) to NSPinnedLeafIdentities or remove the pin"),
-                certificate: 0))
+            out.append(
+                violation(
+                    .pinMismatch,
+                    "the leaf's SPKI-SHA256 \(chain[0].spkiSHA256Base64) is not in \(path) › NSPinnedLeafIdentities",
+                    fix: .noExceptionCanHelp(
+                        reason: "pins only tighten trust and no exception loosens them; add the served key's "
+                            + "SPKI-SHA256-BASE64 (\(chain[0].spkiSHA256Base64)) to NSPinnedLeafIdentities or "
+                            + "remove the pin"
+                    ),
+                    certificate: 0))
         }
         let cas = chain.dropFirst()
         if !pins.caSPKISHA256.isEmpty && !cas.contains(where: { pins.caSPKISHA256.contains($0.spkiSHA256Base64) }) {
             let served = cas.map(\.spkiSHA256Base64)
-            out.append(violation(
-                .pinMismatch,
-                "no CA certificate in the served chain has an SPKI-SHA256 listed in \(path) › NSPinnedCAIdentities",
-                fix: .noExceptionCanHelp(
-                    reason: "pins only tighten trust; add the issuing CA's SPKI-SHA256-BASE64"
-                        + (served.isEmpty ? "" : " (served: \(served.joined(separator: ", ")))")
-                        + " to NSPinnedCAIdentities or remove the pin"),
-                notes: ["Only CA certificates the server sends are compared; a root taken from the device store is not "
-                    + "seen here."]))
+            out.append(
+                violation(
+                    .pinMismatch,
+                    "no CA certificate in the served chain has an SPKI-SHA256 listed in \(path) › NSPinnedCAIdentities",
+                    fix: .noExceptionCanHelp(
+                        reason: "pins only tighten trust; add the issuing CA's SPKI-SHA256-BASE64"
+                            + (served.isEmpty ? "" : " (served: \(served.joined(separator: ", ")))")
+                            + " to NSPinnedCAIdentities or remove the pin"),
+                    notes: [
+                        "Only CA certificates the server sends are compared; a root taken from the device store is not "
+                            + "seen here."
+                    ]))
         }
         return out
     }
@@ -229,10 +250,11 @@ extension ATSPolicy {
         var out: [ATSViolation] = []
         func add(_ kind: ViolationKind, _ text: String) {
             let codes = kind.errorCodes(on: profile)
-            out.append(ATSViolation(
-                kind: kind, urlError: codes.urlError, sslError: codes.sslError, explanation: text,
-                fix: .noExceptionCanHelp(reason: "re-mint the leaf certificate; an app cannot relax these rules"),
-                certificateIndex: 0, notes: codes.note.map { [$0] } ?? []))
+            out.append(
+                ATSViolation(
+                    kind: kind, urlError: codes.urlError, sslError: codes.sslError, explanation: text,
+                    fix: .noExceptionCanHelp(reason: "re-mint the leaf certificate; an app cannot relax these rules"),
+                    certificateIndex: 0, notes: codes.note.map { [$0] } ?? []))
         }
         if leaf.dnsNames.isEmpty && leaf.ipAddresses.isEmpty {
             add(.hostnameMismatch, "the leaf has no subjectAltName; iOS 13+ ignores the CN")
@@ -248,8 +270,10 @@ extension ATSPolicy {
         if lifetime > 825 * CertificateRuleDates.day + CertificateRuleDates.hour {
             add(.validityTooLong, "the leaf is valid for more than 825 days, the limit under a user-installed root")
         } else if lifetime > 398 * CertificateRuleDates.day {
-            add(.validityTooLong, "the leaf is valid for more than 398 days, the limit should the root ever count as "
-                + "system-trusted")
+            add(
+                .validityTooLong,
+                "the leaf is valid for more than 398 days, the limit should the root ever count as "
+                    + "system-trusted")
         }
         switch leaf.keyType {
         case .rsa where leaf.keyBits < 2048: add(.weakKey, "the leaf has an RSA-\(leaf.keyBits) key; RSA-2048+ needed")

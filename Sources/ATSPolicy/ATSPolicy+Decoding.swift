@@ -126,16 +126,22 @@ struct PolicyDecoder {
         switch value {
         case .bool(let b): return b
         case .integer(let i):
-            report(p, .warning, "an Integer, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
-                + "write <\(i == 1)/>")
+            report(
+                p, .warning,
+                "an Integer, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
+                    + "write <\(i == 1)/>")
             return i == 1
         case .real(let r):
-            report(p, .warning, "a Real, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
-                + "write <\(r == 1)/>")
+            report(
+                p, .warning,
+                "a Real, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
+                    + "write <\(r == 1)/>")
             return r == 1
         default:
-            report(p, .error, "must be a Boolean but is a \(value.typeName) (\(display(value))); iOS ignores it and "
-                + "the default applies")
+            report(
+                p, .error,
+                "must be a Boolean but is a \(value.typeName) (\(display(value))); iOS ignores it and "
+                    + "the default applies")
             return nil
         }
     }
@@ -162,20 +168,26 @@ struct PolicyDecoder {
             return nil
         }
         guard let v = TLSVersion(plistName: text) else {
-            report(path, .error, "\"\(text)\" is not one of TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3 (exact spelling); "
-                + "iOS ignores it and the default TLSv1.2 applies")
+            report(
+                path, .error,
+                "\"\(text)\" is not one of TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3 (exact spelling); "
+                    + "iOS ignores it and the default TLSv1.2 applies")
             return nil
         }
         if v == .tls13 && options.profile < .ios14 {
             // TLS 1.3 reached URLSession in iOS 12.2 (doc A17); the iOS 9/10 parsers had no such value.
-            report(path, .error, "TLSv1.3 is unknown on \(options.profile) (TLS 1.3 arrived in iOS 12.2); the default "
-                + "TLSv1.2 applies")
+            report(
+                path, .error,
+                "TLSv1.3 is unknown on \(options.profile) (TLS 1.3 arrived in iOS 12.2); the default "
+                    + "TLSv1.2 applies")
             return nil
         }
         if v < .tls12 {
             if options.profile >= .ios26 {
-                report(path, .warning, "\(options.profile) refuses TLS 1.0/1.1 even with this exception (reference "
-                    + "§1.2, X2: secondary source)")
+                report(
+                    path, .warning,
+                    "\(options.profile) refuses TLS 1.0/1.1 even with this exception (reference "
+                        + "§1.2, X2: secondary source)")
             } else {
                 report(path, .info, "lowering the minimum below TLSv1.2 needs an App Review justification")
             }
@@ -205,8 +217,10 @@ struct PolicyDecoder {
             checkDomainKey(key, path: path)
         }
         if kind != .dnsName && options.profile < .ios17 {
-            report(path, .warning, "IP address and CIDR keys work only from iOS 17; on \(options.profile) this entry "
-                + "never matches (reference §2.3)")
+            report(
+                path, .warning,
+                "IP address and CIDR keys work only from iOS 17; on \(options.profile) this entry "
+                    + "never matches (reference §2.3)")
         }
 
         var entry = ExceptionDomainEntry(key: key, kind: kind, origin: .app)
@@ -230,13 +244,20 @@ struct PolicyDecoder {
         }
         if let b = bool(dict, .requiresCertificateTransparency, path: path) {
             entry.requiresCertificateTransparency = b
-            report(path + [ATSKey.requiresCertificateTransparency.rawValue], .warning,
+            report(
+                path + [ATSKey.requiresCertificateTransparency.rawValue], .warning,
                 "obsolete: the system enforces CT for publicly trusted certificates anyway (reference §1.2, §3.5)")
             if b {
                 fixKeys.append(FixKey(key: ATSKey.requiresCertificateTransparency.rawValue, value: .bool(true)))
             }
         }
         entry.requiresNIAPTLSPackageVersion = string(dict, .exceptionRequiresNIAPTLSPackageVersion, path: path)
+        if entry.requiresNIAPTLSPackageVersion != nil {
+            report(
+                path + [ATSKey.exceptionRequiresNIAPTLSPackageVersion.rawValue], .warning,
+                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed "
+                    + "(reference §1.2)")
+        }
         entry.effectiveKeys = fixKeys
         entry.honouredLegacyKeys = honouredLegacy
         return entry
@@ -282,14 +303,16 @@ struct PolicyDecoder {
         let counterpart = key.legacyCounterpart?.rawValue ?? ""
         let reading = "legacy iOS 9-era key; whether iOS still honours it is unconfirmed (reference §1.2)"
         if !honoured {
-            report(path + [key.rawValue], .warning,
+            report(
+                path + [key.rawValue], .warning,
                 "\(reading): ignored under the current reading (legacy keys: \(options.legacyKeys.rawValue)); "
                     + "use \(counterpart)")
         } else if shadowed {
             report(path + [key.rawValue], .info, "\(reading): \(counterpart) on the same entry takes precedence")
         } else {
             honouredLegacy.append(key.rawValue)
-            report(path + [key.rawValue], .info,
+            report(
+                path + [key.rawValue], .info,
                 "\(reading): honoured as \(counterpart) (legacy keys: \(options.legacyKeys.rawValue))")
         }
     }
@@ -297,8 +320,10 @@ struct PolicyDecoder {
     /// Spelling mistakes in a DNS exception key (reference §2.2).
     private mutating func checkDomainKey(_ key: String, path: [String]) {
         if key != key.lowercased() {
-            report(path, .warning, "contains uppercase letters: keys are looked up by exact string and hosts are "
-                + "lowercase, so this entry will not match \(key.lowercased())")
+            report(
+                path, .warning,
+                "contains uppercase letters: keys are looked up by exact string and hosts are "
+                    + "lowercase, so this entry will not match \(key.lowercased())")
         }
         if key.contains("*") {
             report(path, .warning, "wildcards are not supported; use the parent domain with NSIncludesSubdomains")
@@ -324,8 +349,10 @@ struct PolicyDecoder {
         let leaf = identities(dict, .pinnedLeafIdentities, path: path)
         let ca = identities(dict, .pinnedCAIdentities, path: path)
         if leaf.isEmpty && ca.isEmpty {
-            report(path, .error, "needs NSPinnedCAIdentities or NSPinnedLeafIdentities with at least one "
-                + "SPKI-SHA256-BASE64; entry ignored (doc A14)")
+            report(
+                path, .error,
+                "needs NSPinnedCAIdentities or NSPinnedLeafIdentities with at least one "
+                    + "SPKI-SHA256-BASE64; entry ignored (doc A14)")
             return nil
         }
         var domain = key.lowercased()
@@ -352,7 +379,8 @@ struct PolicyDecoder {
                 continue
             }
             if !Self.looksLikeSHA256Base64(s) {
-                report(ip + [ATSKey.spkiSHA256Base64.rawValue], .warning,
+                report(
+                    ip + [ATSKey.spkiSHA256Base64.rawValue], .warning,
                     "\"\(s)\" is not a base64 SHA-256 digest (44 characters ending in '='); it can never match")
             }
             out.append(s)

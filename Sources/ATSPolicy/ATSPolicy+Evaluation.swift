@@ -8,16 +8,16 @@ extension ATSPolicy {
     /// ran (server speaks only TLS 1.0 → version violation; only static RSA → cipher violation).
     public func evaluate(_ facts: HandshakeFacts, against req: ConnectionRequirements) -> ATSVerdict {
         let context = EvaluationContext(policy: self, req: req)
+        let certificateIssues = context.certificateViolations(facts)
         var protocolIssues: [ATSViolation] = []
         if let failure = facts.failure {
-            protocolIssues = context.explainFailure(failure, capabilities: facts.serverCapabilities)
+            protocolIssues = facts.serverCapabilities.map(context.probeViolations) ?? []
+            // A handshake our own verifier aborted is fully explained by its certificate findings.
+            if protocolIssues.isEmpty && certificateIssues.isEmpty {
+                protocolIssues = context.failureViolations(failure)
+            }
         } else {
             protocolIssues = context.negotiatedViolations(facts)
-        }
-        let certificateIssues = context.certificateViolations(facts)
-        // A handshake our own verifier aborted is fully explained by its certificate findings.
-        if facts.failure != nil, facts.serverCapabilities == nil, !certificateIssues.isEmpty {
-            protocolIssues.removeAll { $0.kind == .noSharedCipherOrVersion || $0.kind == .connectionFailed }
         }
         let all = protocolIssues + certificateIssues
         return all.isEmpty ? .allowed : .blocked(all)
@@ -65,19 +65,21 @@ struct EvaluationContext {
             !offered.contains(where: { $0.code == code })
         {
             let suite = CipherSuite.lookup(code: code)
-            let name = suite?.ianaName ?? facts.cipherSuiteName ?? String(code, radix: 16)
+            let name = suite?.ianaName ?? facts.cipherSuiteName ?? hex(code)
             if let suite, !suite.isForwardSecret, req.requiresForwardSecrecy {
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server negotiated \(name), which has no forward secrecy; ATS requires an ECDHE suite",
-                    fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server negotiated \(name), which has no forward secrecy; ATS requires an ECDHE suite",
+                        fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
             } else {
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server negotiated \(name), which \(profile) never offers under ATS",
-                    fix: .noExceptionCanHelp(
-                        reason: "no ATS key adds \(name) to the offered list; the server must support one of the "
-                            + "ATS suites (ECDHE with AES-GCM, ChaCha20 or AES-CBC)")))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server negotiated \(name), which \(profile) never offers under ATS",
+                        fix: .noExceptionCanHelp(
+                            reason: "no ATS key adds \(name) to the offered list; the server must support one of the "
+                                + "ATS suites (ECDHE with AES-GCM, ChaCha20 or AES-CBC)")))
             }
         }
         return out
@@ -103,59 +105,78 @@ struct EvaluationContext {
         return nil
     }
 
-    /// Why a handshake failed, from the failure and the permissive probe.
-    func explainFailure(_ failure: HandshakeFailure, capabilities: ServerCapabilities?) -> [ATSViolation] {
+    /// Why a handshake failed, from what the permissive probe found the server supports; empty when the probe
+    /// does not explain it.
+    func probeViolations(_ caps: ServerCapabilities) -> [ATSViolation] {
         var out: [ATSViolation] = []
-        if let caps = capabilities, let best = caps.supportedVersions.max() {
+        if let best = caps.supportedVersions.max() {
             let usable = caps.supportedVersions.filter { req.offeredVersions.contains($0) }
             if usable.isEmpty {
                 let list = caps.supportedVersions.sorted().map(\.plistName).joined(separator: ", ")
                 if let v = versionViolation(best, subject: "server supports only \(list)") {
                     out.append(v)
                 } else {
-                    out.append(violation(
-                        .noSharedCipherOrVersion,
-                        "server supports only \(list); \(profile) offers "
-                            + req.offeredVersions.map(\.plistName).joined(separator: ", "),
-                        fix: .noExceptionCanHelp(reason: "\(profile) cannot speak \(list)")))
+                    out.append(
+                        violation(
+                            .noSharedCipherOrVersion,
+                            "server supports only \(list); \(profile) offers "
+                                + req.offeredVersions.map(\.plistName).joined(separator: ", "),
+                            fix: .noExceptionCanHelp(reason: "\(profile) cannot speak \(list)")))
                 }
             }
             if req.requiresForwardSecrecy && !caps.supportsForwardSecrecy {
                 let preferred = caps.preferredCipherName.map { " (it chose \($0))" } ?? ""
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server offers only suites without forward secrecy\(preferred); ATS requires ECDHE key exchange",
-                    fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server offers only suites without forward secrecy\(preferred); ATS requires ECDHE key "
+                            + "exchange",
+                        fix: fix(.exceptionRequiresForwardSecrecy, .bool(false))))
             } else if out.isEmpty, let code = caps.preferredCipherCode, let offered = req.offeredCipherSuites,
                 !offered.contains(where: { $0.code == code })
             {
-                let name = CipherSuite.lookup(code: code)?.ianaName ?? caps.preferredCipherName ?? "0x\(code)"
-                out.append(violation(
-                    .cipherSuiteNotAllowed,
-                    "server's preferred suite \(name) is not among the suites \(profile) offers under ATS",
-                    fix: .noExceptionCanHelp(
-                        reason: "no ATS key makes iOS offer \(name); the server must enable an ATS suite")))
+                let name = CipherSuite.lookup(code: code)?.ianaName ?? caps.preferredCipherName ?? hex(code)
+                out.append(
+                    violation(
+                        .cipherSuiteNotAllowed,
+                        "server's preferred suite \(name) is not among the suites \(profile) offers under ATS "
+                            + "(the likely cause)",
+                        fix: .noExceptionCanHelp(
+                            reason: "no ATS key makes iOS offer \(name); the server must enable an ATS suite")))
             }
-            if !out.isEmpty { return out }
         }
+        return out
+    }
+
+    /// A failed handshake the probe could not explain: what the failure itself says.
+    func failureViolations(_ failure: HandshakeFailure) -> [ATSViolation] {
         switch failure {
         case .notTLS:
-            return [violation(
-                .notTLS, "the server did not answer with TLS",
-                fix: .noExceptionCanHelp(
-                    reason: "the service does not speak TLS on this port; use http:// (with "
-                        + "NSExceptionAllowsInsecureHTTPLoads) or the right port"))]
+            return [
+                violation(
+                    .notTLS, "the server did not answer with TLS",
+                    fix: .noExceptionCanHelp(
+                        reason: "the service does not speak TLS on this port; use http:// (with "
+                            + "NSExceptionAllowsInsecureHTTPLoads) or the right port"))
+            ]
         case .closedDuringHandshake:
-            return [violation(
-                .connectionFailed, "the server closed the connection during the TLS handshake",
-                fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))]
+            return [
+                violation(
+                    .connectionFailed, "the server closed the connection during the TLS handshake",
+                    fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))
+            ]
         case .alertReceived(let alert):
             return [alertViolation(alert)]
         case .localError(let message):
-            return [violation(
-                .noSharedCipherOrVersion, "the handshake failed on the client side: \(message)",
-                fix: broadTLSFix(), notes: ["No probe of the server ran; the fix is the broadest TLS relaxation and "
-                    + "may be more than needed."])]
+            return [
+                violation(
+                    .noSharedCipherOrVersion, "the handshake failed on the client side: \(message)",
+                    fix: broadTLSFix(),
+                    notes: [
+                        "No probe of the server ran; the fix is the broadest TLS relaxation and "
+                            + "may be more than needed."
+                    ])
+            ]
         }
     }
 
@@ -164,12 +185,15 @@ struct EvaluationContext {
         let name = tlsAlertName(alert)
         let ssl: SSLErrorCode? =
             profile >= .ios14
-            ? (alert == 70 ? SSLErrorCode(-9836) : alert == 40 ? SSLErrorCode(-9824) : alert == 71 ? SSLErrorCode(-9837) : nil)
+            ? (alert == 70
+                ? SSLErrorCode(-9836) : alert == 40 ? SSLErrorCode(-9824) : alert == 71 ? SSLErrorCode(-9837) : nil)
             : nil
         let hint: String
         switch alert {
-        case 70: hint = "the server does not accept the offered TLS versions ("
-            + req.offeredVersions.map(\.plistName).joined(separator: ", ") + ")"
+        case 70:
+            hint =
+                "the server does not accept the offered TLS versions ("
+                + req.offeredVersions.map(\.plistName).joined(separator: ", ") + ")"
         case 40, 71: hint = "the server shares no acceptable cipher suite or version with the client"
         default: hint = "the handshake was refused"
         }
@@ -207,4 +231,10 @@ struct EvaluationContext {
         default: "alert"
         }
     }
+}
+
+/// `0x00FF`-style code for a suite no table names.
+private func hex(_ code: UInt16) -> String {
+    let digits = String(code, radix: 16, uppercase: true)
+    return "0x" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
 }

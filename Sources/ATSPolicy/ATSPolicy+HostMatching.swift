@@ -1,5 +1,6 @@
 /// How an exception entry was found for a host.
 public struct ExceptionMatch: Sendable, Hashable, Codable {
+    /// The matching rule that found the entry.
     public enum How: Sendable, Hashable, Codable {
         /// The key is exactly the host (or IP literal) string.
         case exact
@@ -9,7 +10,9 @@ public struct ExceptionMatch: Sendable, Hashable, Codable {
         case cidr(prefixLength: Int)
     }
 
+    /// The governing entry.
     public var entry: ExceptionDomainEntry
+    /// Whether it matched exactly, as a parent with subdomains, or as a CIDR range.
     public var how: How
     /// Entries on the way up that were passed over because they lack `NSIncludesSubdomains = YES`.
     public var passedOver: [String]

@@ -5,10 +5,12 @@ public enum PreConnectVerdict: Sendable, Hashable, Codable {
     /// Refused before any traffic: an `http://`/`ws://` load to a host that needs TLS (-1022).
     case blocked(ATSViolation)
 
+    /// The requirements when the load may proceed.
     public var requirements: ConnectionRequirements? {
         if case .proceed(let r) = self { r } else { nil }
     }
 
+    /// The -1022 violation when the load is refused.
     public var violation: ATSViolation? {
         if case .blocked(let v) = self { v } else { nil }
     }
@@ -60,24 +62,28 @@ extension ATSPolicy {
                 reason = "CIDR exception \(quote(entry.key)) covers \(hostName) (longest matching prefix, /\(p))"
             }
             if !match.passedOver.isEmpty {
-                reason += "; \(match.passedOver.map(quote).joined(separator: ", ")) passed over (no "
+                reason +=
+                    "; \(match.passedOver.map(quote).joined(separator: ", ")) passed over (no "
                     + "NSIncludesSubdomains)"
             }
             if entry.origin == .builtIn {
                 reason = "Apple's built-in " + reason
-                notes.append("Built-in exceptions are read from Apple's open-source Security (src S1 "
-                    + "register_builtin_exceptions); whether CFNetwork registers the same list is unconfirmed.")
+                notes.append(
+                    "Built-in exceptions are read from Apple's open-source Security (src S1 "
+                        + "register_builtin_exceptions); whether CFNetwork registers the same list is unconfirmed.")
             }
             reason += ". It replaces every global key for this host: \(entry.settingsSummary)"
             if !entry.allowsInsecureHTTPLoads {
-                reason += localNetworkReason(for: hostName) != nil
+                reason +=
+                    localNetworkReason(for: hostName) != nil
                     ? "; TLS required even though the host is local (§2.1 rows 2–3)" : "; TLS required (§2.1 row 2)"
             } else {
                 reason += "; cleartext allowed (§2.1 row 2)"
             }
             if entry.minimumTLSVersion.map({ $0 < .tls12 }) == true && profile >= .ios26 {
-                notes.append("iOS 26 refuses TLS 1.0/1.1 even with NSExceptionMinimumTLSVersion (reference §1.2, "
-                    + "X2: secondary source); offered versions start at TLS 1.2.")
+                notes.append(
+                    "iOS 26 refuses TLS 1.0/1.1 even with NSExceptionMinimumTLSVersion (reference §1.2, "
+                        + "X2: secondary source); offered versions start at TLS 1.2.")
             }
             return HostDecision(
                 match: match, tlsRequired: !entry.allowsInsecureHTTPLoads,
@@ -93,11 +99,17 @@ extension ATSPolicy {
                     match: nil, tlsRequired: false,
                     decision: PolicyDecision(
                         keyPath: byKey ? ats + [ATSKey.allowsLocalNetworking.rawValue] : [],
-                        reason: "\(hostName) is \(why), which ATS exempts \(byKey ? "(NSAllowsLocalNetworking = YES)" : "by default") "
+                        reason: "\(hostName) is \(why), which ATS exempts "
+                            + (byKey ? "(NSAllowsLocalNetworking = YES) " : "by default ")
                             + "on \(profile) (§2.1 row 5, §2.4); no exception entry matches, so ATS does not apply.",
                         notes: notes))
             }
             removedLocal = "\(hostName) is \(why), but NSAllowsLocalNetworking = NO removes the local exemption; "
+        }
+        if profile < .ios10,
+            IPAddress(hostName) != nil || !hostName.contains(".") || hostName.lowercased().hasSuffix(".local")
+        {
+            removedLocal = "on iOS 9 ATS applies to local hosts too (IP literals, .local and unqualified names; §2.4); "
         }
 
         // Rows 6–7: the global keys.
@@ -105,7 +117,8 @@ extension ATSPolicy {
         return HostDecision(
             match: nil, tlsRequired: global.tlsRequired,
             decision: PolicyDecision(
-                keyPath: global.keyPath, reason: removedLocal + "no exception entry matches \(hostName); "
+                keyPath: global.keyPath,
+                reason: removedLocal + "no exception entry matches \(hostName); "
                     + global.reason, notes: notes))
     }
 
@@ -114,39 +127,50 @@ extension ATSPolicy {
         let ats = ["NSAppTransportSecurity"]
         // Row 6: the web/media relaxations exist only for WebKit and AVFoundation loads.
         if allowsArbitraryLoadsForMedia == true && options.client == .media {
-            return (false, ats + [ATSKey.allowsArbitraryLoadsForMedia.rawValue],
-                "NSAllowsArbitraryLoadsForMedia = YES exempts AVFoundation media loads (§2.1 row 6).")
+            return (
+                false, ats + [ATSKey.allowsArbitraryLoadsForMedia.rawValue],
+                "NSAllowsArbitraryLoadsForMedia = YES exempts AVFoundation media loads (§2.1 row 6)."
+            )
         }
         if allowsArbitraryLoadsInWebContent == true && options.client == .webView {
-            return (false, ats + [ATSKey.allowsArbitraryLoadsInWebContent.rawValue],
-                "NSAllowsArbitraryLoadsInWebContent = YES exempts WKWebView loads (§2.1 row 6).")
+            return (
+                false, ats + [ATSKey.allowsArbitraryLoadsInWebContent.rawValue],
+                "NSAllowsArbitraryLoadsInWebContent = YES exempts WKWebView loads (§2.1 row 6)."
+            )
         }
         var clientNote = ""
         if allowsArbitraryLoadsInWebContent == true && options.client != .webView {
-            clientNote += " NSAllowsArbitraryLoadsInWebContent applies to WKWebView only, not to \(options.client.label)."
+            clientNote +=
+                " NSAllowsArbitraryLoadsInWebContent applies to WKWebView only, not to \(options.client.label)."
         }
         if allowsArbitraryLoadsForMedia == true && options.client != .media {
-            clientNote += " NSAllowsArbitraryLoadsForMedia applies to AVFoundation media only, not to \(options.client.label)."
+            clientNote +=
+                " NSAllowsArbitraryLoadsForMedia applies to AVFoundation media only, not to \(options.client.label)."
         }
         // Row 7 (iOS 10+): any of these keys present, YES or NO, silences NSAllowsArbitraryLoads.
         let silencers: [(ATSKey, Bool?)] = [
-            (.allowsLocalNetworking, allowsLocalNetworking), (.allowsArbitraryLoadsInWebContent, allowsArbitraryLoadsInWebContent),
+            (.allowsLocalNetworking, allowsLocalNetworking),
+            (.allowsArbitraryLoadsInWebContent, allowsArbitraryLoadsInWebContent),
             (.allowsArbitraryLoadsForMedia, allowsArbitraryLoadsForMedia),
         ]
         let present = silencers.filter { $0.1 != nil }.map(\.0)
         if !present.isEmpty {
             let names = present.map(\.rawValue).joined(separator: ", ")
-            let ignored = allowsArbitraryLoads == true
+            let ignored =
+                allowsArbitraryLoads == true
                 ? "NSAllowsArbitraryLoads = YES is ignored because \(names) is present (iOS 10+, §2.1 row 7), so "
                 : "\(names) is present, so "
             return (true, ats + [present[0].rawValue], ignored + "full ATS applies." + clientNote)
         }
         if allowsArbitraryLoads == true {
-            return (false, ats + [ATSKey.allowsArbitraryLoads.rawValue],
+            return (
+                false, ats + [ATSKey.allowsArbitraryLoads.rawValue],
                 "NSAllowsArbitraryLoads = YES turns ATS off for hosts without an entry (§2.1 row 7); default trust "
-                    + "still applies to HTTPS." + clientNote)
+                    + "still applies to HTTPS." + clientNote
+            )
         }
-        let base = isDeclared
+        let base =
+            isDeclared
             ? "no global key relaxes ATS, so full ATS applies (TLS 1.2+, forward secrecy, ATS certificate rules)."
             : "the app declares no NSAppTransportSecurity, so full ATS applies (TLS 1.2+, forward secrecy, ATS "
                 + "certificate rules)."
@@ -157,15 +181,17 @@ extension ATSPolicy {
     private func commonNotes(host: String) -> [String] {
         var notes: [String] = []
         if let address = IPAddress(host), profile >= .ios17, address.isPrivate {
-            notes.append(options.privateAddressesAreLocal
-                ? "Private addresses count as local on \(profile) by the chosen reading; Apple's exact rule "
-                    + "(libnetwork's \"direct\" flag) is unconfirmed (reference §2.4)."
-                : "Private (RFC 1918 / unique-local) addresses are not counted as local on \(profile); Apple's exact "
-                    + "rule (libnetwork's \"direct\" flag) is unconfirmed (reference §2.4).")
+            notes.append(
+                options.privateAddressesAreLocal
+                    ? "Private addresses count as local on \(profile) by the chosen reading; Apple's exact rule "
+                        + "(libnetwork's \"direct\" flag) is unconfirmed (reference §2.4)."
+                    : "Private (RFC 1918 / unique-local) addresses are not counted as local on \(profile); "
+                        + "Apple's exact rule (libnetwork's \"direct\" flag) is unconfirmed (reference §2.4).")
         }
         if let entry = exceptionMatch(for: host)?.entry, !entry.honouredLegacyKeys.isEmpty {
-            notes.append("Legacy keys \(entry.honouredLegacyKeys.joined(separator: ", ")) honoured (reading: "
-                + "\(options.legacyKeys.rawValue)); whether iOS still reads them is unconfirmed (reference §1.2).")
+            notes.append(
+                "Legacy keys \(entry.honouredLegacyKeys.joined(separator: ", ")) honoured (reading: "
+                    + "\(options.legacyKeys.rawValue)); whether iOS still reads them is unconfirmed (reference §1.2).")
         }
         return notes
     }
@@ -199,18 +225,27 @@ extension ATSPolicy {
             forwardSecrecy = false
             suites = nil
         }
-        notes.append("Cipher list: \(era.label) (reference §3.2)"
-            + (era == .current ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
-        if profile.hasIOS13TrustRules {
-            notes.append(options.userRootEKU == .sourceLenient
-                ? "Missing serverAuth EKU under a user-installed root is accepted when the leaf has no EKU "
-                    + "extension (Apple's trust source, src S8); Apple's support note would reject it (open question 7)."
-                : "serverAuth EKU is required even under a user-installed root (Apple's support note, doc A16); "
-                    + "Apple's trust source skips that check (open question 7).")
+        if profile.hasIOS13TrustRules && target.isSecure {
+            notes.append(
+                options.userRootEKU == .sourceLenient
+                    ? "Missing serverAuth EKU under a user-installed root is accepted when the leaf has no EKU "
+                        + "extension (Apple's trust source, src S8); Apple's support note would reject it "
+                        + "(open question 7)."
+                    : "serverAuth EKU is required even under a user-installed root (Apple's support note, doc A16); "
+                        + "Apple's trust source skips that check (open question 7).")
         }
-        if entry?.requiresCertificateTransparency == true {
-            notes.append("NSRequiresCertificateTransparency is obsolete; it is simulated as \"at least 2 embedded "
-                + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed (open question 8).")
+        if entry?.requiresCertificateTransparency == true && target.isSecure {
+            notes.append(
+                "NSRequiresCertificateTransparency is obsolete; it is simulated as \"at least 2 embedded "
+                    + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed "
+                    + "(open question 8)."
+            )
+        }
+        if suites != nil && target.isSecure {
+            notes.append(
+                "Cipher list: \(era.label) (reference §3.2)"
+                    + (era == .current
+                        ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
         }
         let rules = CertificateRules.forConnection(
             profile: profile, atsEnforced: atsEnforced, requiresCT: entry?.requiresCertificateTransparency ?? false,
@@ -246,7 +281,8 @@ extension ATSPolicy {
         }
         var merged: [FixKey] = []
         if let m = match {
-            merged = m.how == .exact
+            merged =
+                m.how == .exact
                 ? m.entry.effectiveKeys
                 : m.entry.effectiveKeys.filter { $0.key != ATSKey.includesSubdomains.rawValue }
         }

@@ -4,15 +4,20 @@
 /// Build it once per app and profile, then ask `requirements(for:)` before a connection and
 /// `evaluate(_:against:)` after the handshake.
 public struct ATSPolicy: Sendable, Hashable {
+    /// The profile and readings the policy was decoded with.
     public let options: PolicyOptions
     /// False when the Info.plist had no `NSAppTransportSecurity` at all (full ATS).
     public let isDeclared: Bool
 
     /// Global keys, after type checks; nil = absent (or ignored for a wrong type, or unknown to the profile).
     public let allowsArbitraryLoads: Bool?
+    /// `NSAllowsArbitraryLoadsForMedia` (iOS 10+).
     public let allowsArbitraryLoadsForMedia: Bool?
+    /// `NSAllowsArbitraryLoadsInWebContent` (iOS 10+).
     public let allowsArbitraryLoadsInWebContent: Bool?
+    /// `NSAllowsLocalNetworking` (iOS 10+); present YES or NO silences NSAllowsArbitraryLoads.
     public let allowsLocalNetworking: Bool?
+    /// `NSRequiresNIAPTLSPackageVersion`, read but not simulated.
     public let requiresNIAPTLSPackageVersion: String?
 
     /// Usable exception entries: built-ins first (unless an app entry replaced them), then the app's, in file
@@ -40,6 +45,7 @@ public struct ATSPolicy: Sendable, Hashable {
         self.diagnostics = diagnostics
     }
 
+    /// The simulated OS release.
     public var profile: IOSProfile { options.profile }
 }
 
@@ -54,6 +60,7 @@ public struct ExceptionDomainEntry: Sendable, Hashable, Codable {
         case invalidCIDR
     }
 
+    /// Whether the entry came from the app or from Apple.
     public enum Origin: String, Sendable, Hashable, Codable {
         /// From the app's Info.plist.
         case app
@@ -63,14 +70,21 @@ public struct ExceptionDomainEntry: Sendable, Hashable, Codable {
 
     /// The key exactly as written.
     public var key: String
+    /// Host name, IP literal or CIDR range.
     public var kind: Kind
+    /// App entry or built-in.
     public var origin: Origin
+    /// `NSIncludesSubdomains` (default NO).
     public var includesSubdomains: Bool
+    /// `NSExceptionAllowsInsecureHTTPLoads` (default NO).
     public var allowsInsecureHTTPLoads: Bool
     /// nil: the key was absent or unusable, so the ATS default TLS 1.2 applies.
     public var minimumTLSVersion: TLSVersion?
+    /// `NSExceptionRequiresForwardSecrecy` (default YES).
     public var requiresForwardSecrecy: Bool
+    /// `NSRequiresCertificateTransparency` (default NO; obsolete).
     public var requiresCertificateTransparency: Bool
+    /// `NSExceptionRequiresNIAPTLSPackageVersion`, read but not simulated.
     public var requiresNIAPTLSPackageVersion: String?
     /// The keys that set a non-default value, with the value, as the plist spelled them (legacy keys included).
     /// Used to carry an entry's settings over when a fix must create a narrower entry.
@@ -78,6 +92,7 @@ public struct ExceptionDomainEntry: Sendable, Hashable, Codable {
     /// Legacy `NSThirdParty*` / `NSTemporary*` keys whose value took effect (see `PolicyOptions.legacyKeys`).
     public var honouredLegacyKeys: [String] = []
 
+    /// An entry with ATS defaults for every key not given.
     public init(
         key: String, kind: Kind, origin: Origin, includesSubdomains: Bool = false,
         allowsInsecureHTTPLoads: Bool = false, minimumTLSVersion: TLSVersion? = nil,
@@ -120,10 +135,14 @@ public struct ExceptionDomainEntry: Sendable, Hashable, Codable {
 public struct PinnedDomainEntry: Sendable, Hashable, Codable {
     /// The key, lowercased (pinned domains compare case-insensitively, src S7).
     public var domain: String
+    /// Also pins hosts exactly one label below `domain`.
     public var includesSubdomains: Bool
+    /// `NSPinnedLeafIdentities` digests.
     public var leafSPKISHA256: [String]
+    /// `NSPinnedCAIdentities` digests.
     public var caSPKISHA256: [String]
 
+    /// A pinned domain with its SPKI-SHA256-BASE64 digests.
     public init(domain: String, includesSubdomains: Bool, leafSPKISHA256: [String], caSPKISHA256: [String]) {
         self.domain = domain
         self.includesSubdomains = includesSubdomains

@@ -5,8 +5,10 @@ public enum ATSVerdict: Sendable, Hashable, Codable {
     /// certificate details, then pins. The first one's codes are what the app would see.
     case blocked([ATSViolation])
 
+    /// True when the load would succeed.
     public var isAllowed: Bool { if case .allowed = self { true } else { false } }
 
+    /// Every violation, empty when allowed.
     public var violations: [ATSViolation] {
         if case .blocked(let v) = self { v } else { [] }
     }

@@ -1,6 +1,8 @@
 /// Why a string could not be read as a URL for `explain`.
 public struct URLTargetError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text that was given.
     public let url: String
+    /// What is wrong with it.
     public let problem: String
     public var description: String { "\(url): \(problem)" }
 }
@@ -27,7 +29,9 @@ extension ConnectionTarget {
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw URLTargetError(url: url, problem: "unexpected text after the [IPv6] host")
             }
         } else if let colon = rest.lastIndex(of: ":") {

@@ -35,7 +35,8 @@ extension PlistValue {
         case .date(let t): "date(\(t))"
         case .data(let bytes): "<\(bytes.count) bytes>"
         case .array(let a): "(" + a.map(\.plistLiteral).joined(separator: ", ") + ")"
-        case .dictionary(let d): "{" + d.entries.map { "\($0.key) = \($0.value.plistLiteral)" }.joined(separator: "; ") + "}"
+        case .dictionary(let d):
+            "{" + d.entries.map { "\($0.key) = \($0.value.plistLiteral)" }.joined(separator: "; ") + "}"
         }
     }
 

@@ -6,12 +6,16 @@ import FoundationEssentials
 public struct ExplainReport: Sendable, Codable {
     /// One URL's answer.
     public struct Item: Sendable, Codable {
+        /// The URL as given.
         public var url: String
         /// `blocked` (refused with -1022), `full-ats` (no key relaxes ATS), `exception` (an exception entry
         /// governs), `no-ats` (ATS off for the host: default trust only), or `invalid` (the URL could not be read).
         public var verdict: String
+        /// The entry or key that decided, and why.
         public var decision: PolicyDecision?
+        /// The -1022 refusal, for a blocked URL.
         public var violation: ATSViolation?
+        /// What the connection is held to, for a URL that may proceed.
         public var requirements: ConnectionRequirements?
         /// The violation's fix as an XML plist snippet, when there is one.
         public var fixPlist: String?
@@ -19,15 +23,22 @@ public struct ExplainReport: Sendable, Codable {
         public var error: String?
     }
 
+    /// The simulated OS release.
     public var profile: IOSProfile
     /// Where the policy came from (a file path), for the heading.
     public var source: String
+    /// How the source was read (e.g. "whole Info.plist without NSAppTransportSecurity: full ATS defaults").
+    public var sourceNotes: [String]
+    /// One answer per URL, in the order given.
     public var items: [Item]
+    /// What the decoder found in the policy.
     public var diagnostics: [PolicyDiagnostic]
 
-    public init(policy: ATSPolicy, urls: [String], source: String) {
+    /// Evaluates every URL against `policy` before any connection.
+    public init(policy: ATSPolicy, urls: [String], source: String, sourceNotes: [String] = []) {
         profile = policy.profile
         self.source = source
+        self.sourceNotes = sourceNotes
         diagnostics = policy.diagnostics
         items = urls.map { url in
             let target: ConnectionTarget
@@ -36,7 +47,8 @@ public struct ExplainReport: Sendable, Codable {
             }
             switch policy.requirements(for: target) {
             case .blocked(let v):
-                return Item(url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: v.fix.plistSnippet)
+                return Item(
+                    url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: v.fix.plistSnippet)
             case .proceed(let r):
                 let verdict =
                     policy.exceptionMatch(for: target.host) != nil ? "exception" : r.atsEnforced ? "full-ats" : "no-ats"
@@ -59,10 +71,14 @@ public struct ExplainReport: Sendable, Codable {
     /// Human-readable text, one block per URL.
     public func renderText() -> String {
         var out = ["ATS policy from \(source), simulated on \(profile)"]
-        let shown = diagnostics.filter { $0.severity >= .warning }
+        out += sourceNotes.map { "  \($0)" }
+        // Most severe first; within a severity, file order.
+        let shown = diagnostics.enumerated().sorted { a, b in
+            a.element.severity != b.element.severity ? a.element.severity > b.element.severity : a.offset < b.offset
+        }.map(\.element)
         if !shown.isEmpty {
             out.append("")
-            out.append("Policy problems (\(shown.count)):")
+            out.append("Policy findings (\(shown.count)):")
             for d in shown { out.append("  \(d.severity): \(d.keyPathString): \(d.problem)") }
         }
         for item in items {
@@ -109,10 +125,12 @@ public struct ExplainReport: Sendable, Codable {
     private func requirementLines(_ r: ConnectionRequirements) -> [String] {
         guard r.target.isSecure else { return [] }
         var lines: [String] = []
-        lines.append("  TLS: minimum \(r.minimumTLSVersion.plistName); offers "
-            + (r.offeredVersions.isEmpty ? "nothing" : r.offeredVersions.map(\.plistName).joined(separator: ", ")))
+        lines.append(
+            "  TLS: minimum \(r.minimumTLSVersion.plistName); offers "
+                + (r.offeredVersions.isEmpty ? "nothing" : r.offeredVersions.map(\.plistName).joined(separator: ", ")))
         lines.append("  Forward secrecy: " + (r.requiresForwardSecrecy ? "required (ECDHE)" : "not required"))
-        lines.append("  ATS certificate minimums: " + (r.atsEnforced ? "enforced" : "not enforced (default trust only)"))
+        lines.append(
+            "  ATS certificate minimums: " + (r.atsEnforced ? "enforced" : "not enforced (default trust only)"))
         if let suites = r.offeredCipherSuites {
             lines.append("  Cipher suites offered (\(suites.count), in order):")
             lines += suites.map { "    \($0.hexCode) \($0.ianaName)" }
@@ -126,13 +144,17 @@ public struct ExplainReport: Sendable, Codable {
         if c.requiresSANMatch { rules.append("host named in subjectAltName") } else { rules.append("host name match") }
         if c.requiresServerAuthEKU { rules.append("serverAuth EKU") }
         if c.enforcesValidityLimits {
-            rules.append("≤ \(c.maximumValidityDaysSystemRoot) days (system roots) / ≤ \(c.maximumValidityDaysUserRoot) days (user roots)")
+            rules.append(
+                "≤ \(c.maximumValidityDaysSystemRoot) days (system roots) / "
+                    + "≤ \(c.maximumValidityDaysUserRoot) days (user roots)"
+            )
         }
         if c.requiresCertificateTransparency { rules.append("≥ 2 SCTs") }
         lines.append("  Certificates: trusted chain, " + rules.joined(separator: ", "))
         if let pins = r.pins {
-            lines.append("  Pins: NSPinnedDomains › \(pins.domain) (\(pins.leafSPKISHA256.count) leaf, "
-                + "\(pins.caSPKISHA256.count) CA SPKI-SHA256)")
+            lines.append(
+                "  Pins: NSPinnedDomains › \(pins.domain) (\(pins.leafSPKISHA256.count) leaf, "
+                    + "\(pins.caSPKISHA256.count) CA SPKI-SHA256)")
         }
         return lines
     }

@@ -17,14 +17,17 @@ public enum IPAddress: Sendable, Hashable, Codable, CustomStringConvertible {
         self = .v6(b)
     }
 
+    /// The address in network byte order (4 or 16 bytes).
     public var bytes: [UInt8] {
         switch self {
         case .v4(let b), .v6(let b): b
         }
     }
 
+    /// True for IPv4.
     public var isV4: Bool { if case .v4 = self { true } else { false } }
 
+    /// Dotted quad, or eight uncompressed hex groups for IPv6.
     public var description: String {
         switch self {
         case .v4(let b): b.map(String.init).joined(separator: ".")
@@ -120,7 +123,9 @@ extension Substring {
 /// colons; an IPv4 prefix may be abbreviated (`10/8` is padded to `10.0.0.0/8`); an IPv6 network without `::`
 /// and fewer than 7 colons gets `::` appended; no interface scope.
 public struct CIDRRange: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The network address (host bits as written).
     public let network: IPAddress
+    /// Prefix length in bits.
     public let prefixLength: Int
 
     /// nil when the key is not valid CIDR notation (Apple logs a fault and the entry never matches).

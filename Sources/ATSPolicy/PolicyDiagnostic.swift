@@ -2,6 +2,7 @@
 /// used), a value Apple's parser rejects, a key that does nothing on the simulated OS. `lint` and `explain` show
 /// these; the policy itself already behaves as iOS would.
 public struct PolicyDiagnostic: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How much the finding matters.
     public enum Severity: String, Sendable, Hashable, Codable, Comparable {
         /// Information: the key works, but in a way worth knowing.
         case info
@@ -22,10 +23,12 @@ public struct PolicyDiagnostic: Sendable, Hashable, Codable, CustomStringConvert
 
     /// Path from the Info.plist root, e.g. `["NSAppTransportSecurity", "NSExceptionDomains", "a.com", "…"]`.
     public var keyPath: [String]
+    /// How much it matters.
     public var severity: Severity
     /// One sentence: what is wrong and what iOS does instead.
     public var problem: String
 
+    /// A finding at `keyPath`.
     public init(keyPath: [String], severity: Severity, problem: String) {
         self.keyPath = keyPath
         self.severity = severity

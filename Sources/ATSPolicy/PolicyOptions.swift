@@ -17,6 +17,7 @@ public struct PolicyOptions: Sendable, Hashable, Codable {
     /// Register Apple's built-in exceptions (apple.com, …) before the app's entries (reference §2.1 row 9).
     public var builtInExceptions: Bool
 
+    /// Defaults: newest profile, URLSession, and the readings documented on each type.
     public init(
         profile: IOSProfile = .newest, client: ClientKind = .urlSession, legacyKeys: LegacyKeyReading = .byProfile,
         userRootEKU: UserRootEKUReading = .sourceLenient, privateAddressesAreLocal: Bool = false,

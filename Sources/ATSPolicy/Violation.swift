@@ -43,12 +43,17 @@ public struct FixKey: Sendable, Hashable, Codable {
 extension PlistValue: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int.self) { self = .integer(i) }
-        else if let d = try? c.decode(Double.self) { self = .real(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([PlistValue].self) { self = .array(a) }
-        else {
+        if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int.self) {
+            self = .integer(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .real(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([PlistValue].self) {
+            self = .array(a)
+        } else {
             let d = try c.decode([String: PlistValue].self)
             self = .dictionary(PlistDictionary(d.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
         }

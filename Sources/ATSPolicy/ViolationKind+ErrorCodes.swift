@@ -1,5 +1,6 @@
 /// The error pair a client sees for one kind of violation on one OS profile, with how sure we are.
 public struct ErrorMapping: Sendable, Hashable, Codable {
+    /// The top-level NSURLErrorDomain code.
     public let urlError: URLErrorCode
     /// nil for -1022, which carries no SSL keys (reference §4.3).
     public let sslError: SSLErrorCode?

@@ -64,7 +64,8 @@ struct ConfigExampleTests {
         #expect(r.offeredVersions.first == (profile == .ios26 ? .tls12 : .tls10))
     }
 
-    @Test("browser: arbitrary loads for the web, api.example.com re-enabled (§2.1 rows 1, 2, 7)",
+    @Test(
+        "browser: arbitrary loads for the web, api.example.com re-enabled (§2.1 rows 1, 2, 7)",
         arguments: IOSProfile.allCases)
     func browser(profile: IOSProfile) throws {
         let p = policy(ConfigExample.browser, profile)

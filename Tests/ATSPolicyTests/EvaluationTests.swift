@@ -56,12 +56,17 @@ struct EvaluationTests {
             #expect(v.fix.isNoExceptionCanHelp)
             #expect(v.explanation.contains("even with an exception"))
         } else {
-            #expect(v.fix == .setKeys(domain: "old.example.com", keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0"))]))
+            #expect(
+                v.fix
+                    == .setKeys(
+                        domain: "old.example.com",
+                        keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0"))]))
             #expect(v.explanation == "server supports only TLSv1.0; ATS requires TLSv1.2 or later")
         }
     }
 
-    @Test("server offers only static RSA: cipher violation, fix NSExceptionRequiresForwardSecrecy = NO",
+    @Test(
+        "server offers only static RSA: cipher violation, fix NSExceptionRequiresForwardSecrecy = NO",
         arguments: cipherCodeCases)
     func staticRSAOnly(_ c: CodeCase) throws {
         let p = policy(nil, c.profile)
@@ -79,15 +84,22 @@ struct EvaluationTests {
     func everyViolation() throws {
         let p = policy(nil, .ios17)
         let r = try #require(req(p, https("legacy.example.com")))
-        let verdict = p.evaluate(failedHandshake(.alertReceived(40), versions: [.tls10], preferred: 0x002F, forwardSecret: false), against: r)
+        let verdict = p.evaluate(
+            failedHandshake(.alertReceived(40), versions: [.tls10], preferred: 0x002F, forwardSecret: false), against: r
+        )
         #expect(verdict.violations.map(\.kind) == [.tlsVersionTooLow, .cipherSuiteNotAllowed])
-        #expect(verdict.combinedFix == .setKeys(domain: "legacy.example.com", keys: [
-            FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0")),
-            FixKey(key: "NSExceptionRequiresForwardSecrecy", value: no),
-        ]))
+        #expect(
+            verdict.combinedFix
+                == .setKeys(
+                    domain: "legacy.example.com",
+                    keys: [
+                        FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0")),
+                        FixKey(key: "NSExceptionRequiresForwardSecrecy", value: no),
+                    ]))
     }
 
-    @Test("the less-secure exception lets a TLS 1.0 static-RSA server through, except on iOS 26",
+    @Test(
+        "the less-secure exception lets a TLS 1.0 static-RSA server through, except on iOS 26",
         arguments: IOSProfile.allCases)
     func lessSecureAccepted(profile: IOSProfile) throws {
         let p = policy(ConfigExample.lessSecure, profile)
@@ -120,14 +132,19 @@ struct EvaluationTests {
         let v = try #require(p.evaluate(handshake(version: .tls12, suite: 0xC027), against: r).primaryViolation)
         #expect(v.kind == .cipherSuiteNotAllowed)
         #expect(v.fix.isNoExceptionCanHelp)
-        #expect(p.evaluate(handshake(version: .tls12, suite: 0xC027), against: try #require(req(policy(nil, .ios14), https("api.example.com")))) == .allowed)
+        #expect(
+            p.evaluate(
+                handshake(version: .tls12, suite: 0xC027),
+                against: try #require(req(policy(nil, .ios14), https("api.example.com")))) == .allowed)
     }
 
     @Test("§4.4 row 6: self-signed → -1202/-9813, no exception can help", arguments: IOSProfile.allCases)
     func selfSigned(profile: IOSProfile) throws {
         let p = policy(dict(["NSAllowsArbitraryLoads": yes]), profile)
         let r = try #require(req(p, https("self.example.com")))
-        let facts = handshake(version: .tls12, suite: 0xC02F, chain: [cert(host: "self.example.com", selfSigned: true)], trust: .untrusted(.selfSigned))
+        let facts = handshake(
+            version: .tls12, suite: 0xC02F, chain: [cert(host: "self.example.com", selfSigned: true)],
+            trust: .untrusted(.selfSigned))
         let v = try #require(p.evaluate(facts, against: r).primaryViolation)
         #expect(v.kind == .selfSigned && v.urlError.code == -1202 && v.sslError?.code == -9813)
         #expect(v.fix.isNoExceptionCanHelp)
@@ -137,7 +154,8 @@ struct EvaluationTests {
     func hostnameMismatch() throws {
         let p = policy(dict(["NSAllowsArbitraryLoads": yes]), .ios26)
         let r = try #require(req(p, https("api.example.com")))
-        let facts = handshake(chain: [cert(host: "other.example.net"), caCert()], trust: .untrusted(.unknownRoot), hostnameMatches: false)
+        let facts = handshake(
+            chain: [cert(host: "other.example.net"), caCert()], trust: .untrusted(.unknownRoot), hostnameMatches: false)
         let vs = p.evaluate(facts, against: r).violations
         #expect(vs.map(\.kind) == [.untrustedRoot, .hostnameMismatch])
         #expect(vs[1].urlError.code == -1202 && vs[1].sslError?.code == -9843)
@@ -163,7 +181,8 @@ struct EvaluationTests {
         let p = policy(nil, c.profile)
         let r = try #require(req(p, https("api.example.com")))
         let leaf = c.kind == .weakKey ? cert(bits: 1024) : cert(hash: .sha1)
-        let v = try #require(p.evaluate(handshake(version: .tls12, suite: 0xC02F, chain: [leaf, caCert()]), against: r).primaryViolation)
+        let v = try #require(
+            p.evaluate(handshake(version: .tls12, suite: 0xC02F, chain: [leaf, caCert()]), against: r).primaryViolation)
         #expect(v.kind == c.kind && v.urlError.code == c.url && v.sslError?.code == c.ssl)
         if c.profile.hasIOS13TrustRules {
             #expect(v.fix.isNoExceptionCanHelp)
@@ -215,7 +234,9 @@ struct EvaluationTests {
         (.trustedByUserRoot, 826, false),
     ]
 
-    @Test("§3.3 validity period limits (398 days system roots after 2020-09, 825 days user roots)", arguments: lifetimeRows)
+    @Test(
+        "§3.3 validity period limits (398 days system roots after 2020-09, 825 days user roots)",
+        arguments: lifetimeRows)
     func lifetime(trust: TrustResult, days: Double, allowed: Bool) throws {
         let p = policy(nil, .ios17)
         let r = try #require(req(p, https("api.example.com")))
@@ -223,15 +244,25 @@ struct EvaluationTests {
         #expect(verdict.isAllowed == allowed)
         if !allowed { #expect(verdict.primaryViolation?.kind == .validityTooLong) }
         // No lifetime limits before iOS 13.
-        #expect(policy(nil, .ios10).evaluate(handshake(version: .tls12, suite: 0xC02F, chain: [cert(lifetimeDays: 2000), caCert()], trust: trust), against: try #require(req(policy(nil, .ios10), https("api.example.com")))).isAllowed)
+        #expect(
+            policy(nil, .ios10).evaluate(
+                handshake(version: .tls12, suite: 0xC02F, chain: [cert(lifetimeDays: 2000), caCert()], trust: trust),
+                against: try #require(req(policy(nil, .ios10), https("api.example.com")))
+            ).isAllowed)
     }
 
     @Test("§4.4 row 10: pin mismatch → -1202/-9886 with the served SPKI in the fix")
     func pinMismatch() throws {
         let pin = "PINPINPINPINPINPINPINPINPINPINPINPINPINPIN0="
-        let p = policy(dict(["NSPinnedDomains": dict([
-            "example.com": dict(["NSIncludesSubdomains": yes, "NSPinnedCAIdentities": .array([dict(["SPKI-SHA256-BASE64": str(pin)])])])
-        ])]), .ios17)
+        let p = policy(
+            dict([
+                "NSPinnedDomains": dict([
+                    "example.com": dict([
+                        "NSIncludesSubdomains": yes,
+                        "NSPinnedCAIdentities": .array([dict(["SPKI-SHA256-BASE64": str(pin)])]),
+                    ])
+                ])
+            ]), .ios17)
         let r = try #require(req(p, https("api.example.com")))
         #expect(r.pins?.domain == "example.com")
         let v = try #require(p.evaluate(handshake(), against: r).primaryViolation)
@@ -244,10 +275,15 @@ struct EvaluationTests {
 
     @Test("NSRequiresCertificateTransparency: system-trusted leaf needs 2 SCTs; user roots exempt (§3.5)")
     func certificateTransparency() throws {
-        let p = policy(dict(["NSExceptionDomains": domains(["api.example.com": dict(["NSRequiresCertificateTransparency": yes])])]), .ios17)
+        let p = policy(
+            dict(["NSExceptionDomains": domains(["api.example.com": dict(["NSRequiresCertificateTransparency": yes])])]
+            ), .ios17)
         let r = try #require(req(p, https("api.example.com")))
-        #expect(p.evaluate(handshake(chain: [cert(scts: 0), caCert()]), against: r).primaryViolation?.kind == .certificateTransparencyMissing)
-        #expect(p.evaluate(handshake(chain: [cert(scts: 0), caCert()], trust: .trustedByUserRoot), against: r) == .allowed)
+        #expect(
+            p.evaluate(handshake(chain: [cert(scts: 0), caCert()]), against: r).primaryViolation?.kind
+                == .certificateTransparencyMissing)
+        #expect(
+            p.evaluate(handshake(chain: [cert(scts: 0), caCert()], trust: .trustedByUserRoot), against: r) == .allowed)
         #expect(p.evaluate(handshake(chain: [cert(scts: 2), caCert()]), against: r) == .allowed)
     }
 
@@ -255,21 +291,51 @@ struct EvaluationTests {
     func alertWithoutProbe() throws {
         let p = policy(nil, .ios17)
         let r = try #require(req(p, https("api.example.com")))
-        let facts = HandshakeFacts(failure: .alertReceived(70), version: nil, cipherSuiteCode: nil, cipherSuiteName: nil,
-            keyExchangeGroup: nil, alpn: nil, chain: [], trust: .trustedBySystemRoot, hostnameMatches: true, observedAt: now)
+        let facts = HandshakeFacts(
+            failure: .alertReceived(70), version: nil, cipherSuiteCode: nil, cipherSuiteName: nil,
+            keyExchangeGroup: nil, alpn: nil, chain: [], trust: .trustedBySystemRoot, hostnameMatches: true,
+            observedAt: now)
         let v = try #require(p.evaluate(facts, against: r).primaryViolation)
         #expect(v.kind == .noSharedCipherOrVersion)
         #expect(v.sslError?.code == -9836)
         #expect(v.explanation.contains("protocol_version"))
-        #expect(v.fix.keyMap == ["NSExceptionMinimumTLSVersion": str("TLSv1.0"), "NSExceptionRequiresForwardSecrecy": no])
+        #expect(
+            v.fix.keyMap == ["NSExceptionMinimumTLSVersion": str("TLSv1.0"), "NSExceptionRequiresForwardSecrecy": no])
     }
 
     @Test("a non-TLS answer is reported as such")
     func notTLS() throws {
         let p = policy(nil, .ios17)
         let r = try #require(req(p, https("api.example.com")))
-        let facts = HandshakeFacts(failure: .notTLS, version: nil, cipherSuiteCode: nil, cipherSuiteName: nil,
-            keyExchangeGroup: nil, alpn: nil, chain: [], trust: .trustedBySystemRoot, hostnameMatches: true, observedAt: now)
+        let facts = HandshakeFacts(
+            failure: .notTLS, version: nil, cipherSuiteCode: nil, cipherSuiteName: nil,
+            keyExchangeGroup: nil, alpn: nil, chain: [], trust: .trustedBySystemRoot, hostnameMatches: true,
+            observedAt: now)
         #expect(p.evaluate(facts, against: r).primaryViolation?.kind == .notTLS)
+    }
+
+    @Test("a handshake our verifier aborted is explained by the certificate, not by a guess at TLS settings")
+    func abortedByVerifier() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        var facts = handshake(trust: .untrusted(.unknownRoot))
+        facts.failure = .localError("certificate verify failed")
+        facts.serverCapabilities = ServerCapabilities(
+            supportedVersions: [.tls12, .tls13], preferredCipherCode: 0x1301, preferredCipherName: nil,
+            supportsForwardSecrecy: true)
+        #expect(p.evaluate(facts, against: r).violations.map(\.kind) == [.untrustedRoot])
+        facts.serverCapabilities = nil
+        #expect(p.evaluate(facts, against: r).violations.map(\.kind) == [.untrustedRoot])
+    }
+
+    @Test("a DHE-only server (forward secret, but never offered by iOS): no exception can help")
+    func dheOnly() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        let facts = failedHandshake(.alertReceived(40), versions: [.tls12], preferred: 0x009F, forwardSecret: true)
+        let v = try #require(p.evaluate(facts, against: r).primaryViolation)
+        #expect(v.kind == .cipherSuiteNotAllowed)
+        #expect(v.explanation.contains("0x009F"))
+        #expect(v.fix.isNoExceptionCanHelp)
     }
 }

@@ -22,10 +22,13 @@ struct ExplainReportTests {
 
     @Test("text: a blocked URL shows -1022, the deciding rule and a paste-ready fix")
     func blockedText() {
-        let report = ExplainReport(policy: policy(ConfigExample.browser, .ios17), urls: ["http://api.example.com/"], source: "Info.plist")
+        let report = ExplainReport(
+            policy: policy(ConfigExample.browser, .ios17), urls: ["http://api.example.com/"], source: "Info.plist")
         let text = report.renderText()
         #expect(report.anyBlocked)
-        #expect(text.contains("Verdict: BLOCKED before connecting — -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection"))
+        #expect(
+            text.contains(
+                "Verdict: BLOCKED before connecting — -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection"))
         #expect(text.contains("Decided by: NSAppTransportSecurity › NSExceptionDomains › api.example.com"))
         #expect(text.contains("Fix: set in NSExceptionDomains › api.example.com:"))
         #expect(text.contains("        <key>NSExceptionAllowsInsecureHTTPLoads</key>"))
@@ -33,7 +36,8 @@ struct ExplainReportTests {
 
     @Test("text: an allowed URL lists versions, suites in order and notes")
     func allowedText() {
-        let report = ExplainReport(policy: policy(ConfigExample.lessSecure, .ios17), urls: ["https://less-secure.example.com"], source: "p")
+        let report = ExplainReport(
+            policy: policy(ConfigExample.lessSecure, .ios17), urls: ["https://less-secure.example.com"], source: "p")
         let text = report.renderText()
         #expect(!report.anyBlocked)
         #expect(report.items[0].verdict == "exception")
@@ -44,7 +48,8 @@ struct ExplainReportTests {
 
     @Test("verdict labels: full ATS, ATS off, invalid")
     func verdicts() {
-        let report = ExplainReport(policy: policy(ConfigExample.browser, .ios26),
+        let report = ExplainReport(
+            policy: policy(ConfigExample.browser, .ios26),
             urls: ["https://news.example.org", "https://api.example.com", "nonsense"], source: "p")
         #expect(report.items.map(\.verdict) == ["no-ats", "exception", "invalid"])
         let full = ExplainReport(policy: policy(nil, .ios26), urls: ["https://x.example"], source: "p")
@@ -55,12 +60,15 @@ struct ExplainReportTests {
     @Test("policy problems are listed before the URLs")
     func diagnosticsShown() {
         let report = ExplainReport(policy: policy(dict(["NSAllowsArbitraryLoads": str("YES")])), urls: [], source: "p")
-        #expect(report.renderText().contains("Policy problems (1):\n  error: NSAppTransportSecurity › NSAllowsArbitraryLoads: must be a Boolean"))
+        #expect(
+            report.renderText().contains(
+                "Policy findings (1):\n  error: NSAppTransportSecurity › NSAllowsArbitraryLoads: must be a Boolean"))
     }
 
     @Test("JSON carries the verdict, the violation codes and the requirements")
     func json() throws {
-        let report = ExplainReport(policy: policy(nil, .ios17), urls: ["http://a.example", "https://a.example"], source: "p")
+        let report = ExplainReport(
+            policy: policy(nil, .ios17), urls: ["http://a.example", "https://a.example"], source: "p")
         let data = Data(try report.renderJSON().utf8)
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let items = try #require(object["items"] as? [[String: Any]])
@@ -69,5 +77,18 @@ struct ExplainReportTests {
         #expect((violation["urlError"] as? [String: Any])?["code"] as? Int == -1022)
         let req = try #require(items[1]["requirements"] as? [String: Any])
         #expect((req["offeredCipherSuites"] as? [Any])?.count == 13)
+    }
+
+    @Test("findings are listed most severe first")
+    func findingsOrder() {
+        let ats = dict([
+            "NSExceptionDomains": domains(["h.example": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.0")])]),
+            "NSAllowsArbitraryLoads": str("YES"),
+        ])
+        let text = ExplainReport(policy: policy(ats, .ios17), urls: [], source: "p").renderText()
+        let error = text.range(of: "error: NSAppTransportSecurity › NSAllowsArbitraryLoads")
+        let info = text.range(of: "info: NSAppTransportSecurity › NSExceptionDomains › h.example")
+        #expect(error != nil && info != nil)
+        if let error, let info { #expect(error.lowerBound < info.lowerBound) }
     }
 }

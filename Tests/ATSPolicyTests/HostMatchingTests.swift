@@ -3,11 +3,15 @@ import Testing
 
 struct HostMatchingTests {
     /// Apple's worked example (reference §2.2, src S4 `testIncludesSubdomains`).
-    static let workedExample = dict(["NSExceptionDomains": domains([
-        "example.com": dict(["NSExceptionAllowsInsecureHTTPLoads": yes, "NSIncludesSubdomains": yes]),
-        "subhostname.example.com": dict(["NSIncludesSubdomains": no, "NSExceptionMinimumTLSVersion": str("TLSv1.3")]),
-        "another.subhostname.example.com": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.1")]),
-    ])])
+    static let workedExample = dict([
+        "NSExceptionDomains": domains([
+            "example.com": dict(["NSExceptionAllowsInsecureHTTPLoads": yes, "NSIncludesSubdomains": yes]),
+            "subhostname.example.com": dict([
+                "NSIncludesSubdomains": no, "NSExceptionMinimumTLSVersion": str("TLSv1.3"),
+            ]),
+            "another.subhostname.example.com": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.1")]),
+        ])
+    ])
 
     static let workedRows: [(String, String, Bool)] = [
         ("subhostname.example.com", "subhostname.example.com", true),
@@ -30,7 +34,9 @@ struct HostMatchingTests {
         let p = policy(Self.workedExample, .ios17)
         let m = try #require(p.exceptionMatch(for: "test.another.subhostname.example.com"))
         #expect(m.passedOver == ["another.subhostname.example.com", "subhostname.example.com"])
-        #expect(try #require(req(p, https("test.another.subhostname.example.com"))).decidedBy.reason.contains("passed over"))
+        #expect(
+            try #require(req(p, https("test.another.subhostname.example.com"))).decidedBy.reason.contains("passed over")
+        )
     }
 
     static let exactness: [(String, String, Bool)] = [
@@ -40,20 +46,25 @@ struct HostMatchingTests {
         ("example.com.", "example.com.", true),
         ("example.com", "example.com.", false),
         ("example.com:443", "example.com", false),
+        ("*.example.com", "a.example.com", false),  // no wildcards
     ]
 
     @Test("§2.2: lookup is by exact string (case, trailing dot, port)", arguments: exactness)
     func exactLookup(key: String, host: String, matches: Bool) {
-        let p = policy(dict(["NSExceptionDomains": domains([key: dict(["NSExceptionAllowsInsecureHTTPLoads": yes])])]), .ios17)
+        let p = policy(
+            dict(["NSExceptionDomains": domains([key: dict(["NSExceptionAllowsInsecureHTTPLoads": yes])])]), .ios17)
         #expect((p.exceptionMatch(for: host)?.entry.key == key) == matches)
     }
 
     @Test("§2.2: a name entry never applies to an IP literal, nor an IP entry to a name")
     func namesAndAddressesDoNotMix() {
-        let p = policy(dict(["NSExceptionDomains": domains([
-            "1.2.3.4.example": dict([:]), "203.0.113.5": dict(["NSExceptionAllowsInsecureHTTPLoads": yes]),
-            "example": dict(["NSIncludesSubdomains": yes]),
-        ])]), .ios17)
+        let p = policy(
+            dict([
+                "NSExceptionDomains": domains([
+                    "1.2.3.4.example": dict([:]), "203.0.113.5": dict(["NSExceptionAllowsInsecureHTTPLoads": yes]),
+                    "example": dict(["NSIncludesSubdomains": yes]),
+                ])
+            ]), .ios17)
         #expect(p.exceptionMatch(for: "203.0.113.5")?.entry.key == "203.0.113.5")
         #expect(p.exceptionMatch(for: "203.0.113.6") == nil)  // "example"-style parent stripping never runs on IPs
         #expect(p.exceptionMatch(for: "x.203.0.113.5") == nil)
@@ -67,16 +78,21 @@ struct HostMatchingTests {
 
     @Test("§2.3: exact IP key, then longest CIDR prefix of the same family (iOS 17+)", arguments: cidrRows)
     func cidrLongestPrefix(host: String, expected: String?) {
-        let p = policy(dict(["NSExceptionDomains": domains([
-            "10/8": dict([:]), "10.1.0.0/16": dict([:]), "10.1.2.128/25": dict([:]), "2001:db8::/32": dict([:]),
-            "2001:db8:12::/48": dict([:]), "192.168.7.7": dict([:]), "192.168.0.0/16": dict([:]), "bad/99": dict([:]),
-        ])]), .ios17)
+        let p = policy(
+            dict([
+                "NSExceptionDomains": domains([
+                    "10/8": dict([:]), "10.1.0.0/16": dict([:]), "10.1.2.128/25": dict([:]), "2001:db8::/32": dict([:]),
+                    "2001:db8:12::/48": dict([:]), "192.168.7.7": dict([:]), "192.168.0.0/16": dict([:]),
+                    "bad/99": dict([:]),
+                ])
+            ]), .ios17)
         #expect(p.exceptionMatch(for: host)?.entry.key == expected)
     }
 
     @Test("§2.3: IP and CIDR keys do nothing before iOS 17", arguments: [IOSProfile.ios9, .ios10, .ios14])
     func ipKeysBeforeIOS17(profile: IOSProfile) {
-        let p = policy(dict(["NSExceptionDomains": domains(["203.0.113.0/24": dict([:]), "203.0.113.9": dict([:])])]), profile)
+        let p = policy(
+            dict(["NSExceptionDomains": domains(["203.0.113.0/24": dict([:]), "203.0.113.9": dict([:])])]), profile)
         #expect(p.exceptionMatch(for: "203.0.113.9") == nil)
         #expect(p.diagnostics.filter { $0.problem.contains("only from iOS 17") }.count == 2)
     }
@@ -100,12 +116,18 @@ struct HostMatchingTests {
     @Test("§1.3: pinned domains match case-insensitively, one label below a parent (Apple's quirk)", arguments: pinRows)
     func pinnedMatching(host: String, expected: String?) {
         let id = dict(["SPKI-SHA256-BASE64": str("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")])
-        let p = policy(dict(["NSPinnedDomains": dict([
-            "example.com": dict(["NSIncludesSubdomains": yes, "NSPinnedCAIdentities": .array([id])]),
-            "exact.test": dict(["NSPinnedLeafIdentities": .array([id])]),
-        ])]), .ios17)
+        let p = policy(
+            dict([
+                "NSPinnedDomains": dict([
+                    "example.com": dict(["NSIncludesSubdomains": yes, "NSPinnedCAIdentities": .array([id])]),
+                    "exact.test": dict(["NSPinnedLeafIdentities": .array([id])]),
+                ])
+            ]), .ios17)
         #expect(p.pinSet(for: host)?.domain == expected)
-        #expect(policy(dict(["NSPinnedDomains": dict(["example.com": dict(["NSPinnedCAIdentities": .array([id])])])]), .ios10)
+        #expect(
+            policy(
+                dict(["NSPinnedDomains": dict(["example.com": dict(["NSPinnedCAIdentities": .array([id])])])]), .ios10
+            )
             .pinSet(for: "example.com") == nil)
     }
 

@@ -22,12 +22,20 @@ struct RequirementsTests {
 
     @Test("§3.2: PFS off puts the compatibility group before the ATS group; with insecure HTTP no list at all")
     func compatibilityOrder() throws {
-        let noPFS = policy(dict(["NSExceptionDomains": domains(["h.example": dict(["NSExceptionRequiresForwardSecrecy": no])])]), .ios17)
+        let noPFS = policy(
+            dict(["NSExceptionDomains": domains(["h.example": dict(["NSExceptionRequiresForwardSecrecy": no])])]),
+            .ios17)
         let suites = try #require(req(noPFS, https("h.example"))?.offeredCipherSuites)
         #expect(suites.prefix(4).map(\.code) == [0x009D, 0x009C, 0x0035, 0x002F])
         #expect(suites.count == 17)
-        let open = policy(dict(["NSExceptionDomains": domains(["h.example": dict([
-            "NSExceptionRequiresForwardSecrecy": no, "NSExceptionAllowsInsecureHTTPLoads": yes])])]), .ios17)
+        let open = policy(
+            dict([
+                "NSExceptionDomains": domains([
+                    "h.example": dict([
+                        "NSExceptionRequiresForwardSecrecy": no, "NSExceptionAllowsInsecureHTTPLoads": yes,
+                    ])
+                ])
+            ]), .ios17)
         #expect(try #require(req(open, https("h.example"))).offeredCipherSuites == nil)
     }
 
@@ -42,7 +50,9 @@ struct RequirementsTests {
 
     @Test("§3.1: offered TLS versions per profile", arguments: versionRows)
     func offeredVersions(profile: IOSProfile, ats: [TLSVersion], open: [TLSVersion]) throws {
-        let p = policy(dict(["NSAllowsArbitraryLoads": yes, "NSExceptionDomains": domains(["strict.example": dict([:])])]), profile)
+        let p = policy(
+            dict(["NSAllowsArbitraryLoads": yes, "NSExceptionDomains": domains(["strict.example": dict([:])])]), profile
+        )
         #expect(try #require(req(p, https("strict.example"))).offeredVersions == ats)
         let o = try #require(req(p, https("open.example")))
         #expect(o.offeredVersions == open)
@@ -51,7 +61,9 @@ struct RequirementsTests {
 
     @Test("TLSv1.3 as a minimum is unknown before iOS 14 (TLS 1.3 arrived in iOS 12.2)")
     func tls13OnOldProfiles() throws {
-        let p = policy(dict(["NSExceptionDomains": domains(["h.example": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.3")])])]), .ios10)
+        let p = policy(
+            dict(["NSExceptionDomains": domains(["h.example": dict(["NSExceptionMinimumTLSVersion": str("TLSv1.3")])])]
+            ), .ios10)
         #expect(try #require(req(p, https("h.example"))).minimumTLSVersion == .tls12)
     }
 
@@ -78,23 +90,30 @@ struct RequirementsTests {
 struct FixRenderingTests {
     @Test("a fix renders as a ready-to-paste XML plist snippet")
     func plistSnippet() {
-        let fix = ExceptionFix.setKeys(domain: "less-secure.example.com", keys: [
-            FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0")),
-            FixKey(key: "NSExceptionRequiresForwardSecrecy", value: no),
-        ])
-        #expect(fix.plistSnippet == """
-            <key>NSExceptionDomains</key>
-            <dict>
-                <key>less-secure.example.com</key>
+        let fix = ExceptionFix.setKeys(
+            domain: "less-secure.example.com",
+            keys: [
+                FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0")),
+                FixKey(key: "NSExceptionRequiresForwardSecrecy", value: no),
+            ])
+        #expect(
+            fix.plistSnippet == """
+                <key>NSExceptionDomains</key>
                 <dict>
-                    <key>NSExceptionMinimumTLSVersion</key>
-                    <string>TLSv1.0</string>
-                    <key>NSExceptionRequiresForwardSecrecy</key>
-                    <false/>
+                    <key>less-secure.example.com</key>
+                    <dict>
+                        <key>NSExceptionMinimumTLSVersion</key>
+                        <string>TLSv1.0</string>
+                        <key>NSExceptionRequiresForwardSecrecy</key>
+                        <false/>
+                    </dict>
                 </dict>
-            </dict>
-            """)
-        #expect(fix.summary == "set in NSExceptionDomains › less-secure.example.com: NSExceptionMinimumTLSVersion = TLSv1.0; NSExceptionRequiresForwardSecrecy = NO")
+                """)
+        #expect(
+            fix.summary
+                == "set in NSExceptionDomains › less-secure.example.com: NSExceptionMinimumTLSVersion = TLSv1.0; "
+                + "NSExceptionRequiresForwardSecrecy = NO"
+        )
         #expect(ExceptionFix.noExceptionCanHelp(reason: "x").plistSnippet == nil)
     }
 
@@ -110,8 +129,13 @@ struct MintedLeafTests {
     @Test("a well-formed minted leaf passes")
     func good() {
         #expect(ATSPolicy.appleRuleViolations(leaf: cert(lifetimeDays: 397), host: "api.example.com", now: now).isEmpty)
-        #expect(ATSPolicy.appleRuleViolations(leaf: cert(keyType: .ec, bits: 256, dnsNames: ["*.example.com"]), host: "api.example.com", now: now).isEmpty)
-        #expect(ATSPolicy.appleRuleViolations(leaf: cert(dnsNames: [], ips: ["127.0.0.1"]), host: "127.0.0.1", now: now).isEmpty)
+        #expect(
+            ATSPolicy.appleRuleViolations(
+                leaf: cert(keyType: .ec, bits: 256, dnsNames: ["*.example.com"]), host: "api.example.com", now: now
+            ).isEmpty)
+        #expect(
+            ATSPolicy.appleRuleViolations(leaf: cert(dnsNames: [], ips: ["127.0.0.1"]), host: "127.0.0.1", now: now)
+                .isEmpty)
     }
 
     static let badLeaves: [(String, CertificateFacts, String, ViolationKind)] = [

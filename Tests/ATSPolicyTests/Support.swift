@@ -24,7 +24,9 @@ func https(_ host: String) -> ConnectionTarget { ConnectionTarget(scheme: "https
 func http(_ host: String) -> ConnectionTarget { ConnectionTarget(scheme: "http", host: host) }
 
 /// The requirements for an allowed target; nil when blocked.
-func req(_ p: ATSPolicy, _ target: ConnectionTarget) -> ConnectionRequirements? { p.requirements(for: target).requirements }
+func req(_ p: ATSPolicy, _ target: ConnectionTarget) -> ConnectionRequirements? {
+    p.requirements(for: target).requirements
+}
 
 /// True when an http:// load to `host` is refused with -1022.
 func cleartextBlocked(_ p: ATSPolicy, _ host: String) -> Bool {
@@ -49,8 +51,10 @@ func cert(
         extendedKeyUsages: ekus, embeddedSCTCount: scts, spkiSHA256Base64: spki, sha256Fingerprint: "00")
 }
 
-func caCert(spki: String = "CACACACACACACACACACACACACACACACACACACACACAC=", hash: CertificateFacts.SignatureHash = .sha256,
-    bits: Int = 2048) -> CertificateFacts {
+func caCert(
+    spki: String = "CACACACACACACACACACACACACACACACACACACACACAC=", hash: CertificateFacts.SignatureHash = .sha256,
+    bits: Int = 2048
+) -> CertificateFacts {
     cert(host: "Test CA", bits: bits, hash: hash, isCA: true, lifetimeDays: 3650, dnsNames: [], ekus: nil, spki: spki)
 }
 
