@@ -131,13 +131,13 @@ extension Linter {
             guard checkType(k, value, keyPath), k.legacyCounterpart == nil else { continue }
             switch k {
             case .includesSubdomains:
-                includes = value.boolValue == true
+                includes = value.atsBoolValue == true
             case .exceptionAllowsInsecureHTTPLoads:
-                settings.allowsInsecureHTTP = value.boolValue == true
+                settings.allowsInsecureHTTP = value.atsBoolValue == true
             case .exceptionRequiresForwardSecrecy:
-                settings.requiresForwardSecrecy = value.boolValue != false
+                settings.requiresForwardSecrecy = value.atsBoolValue != false
             case .requiresCertificateTransparency:
-                settings.requiresCertificateTransparency = value.boolValue == true
+                settings.requiresCertificateTransparency = value.atsBoolValue == true
                 add(
                     .certificateTransparencyObsolete, keyPath,
                     "NSRequiresCertificateTransparency is documented as obsolete: the system already enforces "

@@ -43,6 +43,15 @@ extension Linter {
         }
         if ok { return true }
         let shown = Self.show(value)
+        if key.valueType == .boolean, let read = value.atsBoolValue {
+            // Numbers are not ignored: Apple's parser compares them with YES (src S1), as the policy engine does.
+            add(
+                .wrongType, path,
+                "\(key.rawValue) is \(article(value.typeName)) \(value.typeName)\(shown), not a Boolean: Apple's parser "
+                    + "reads it as \(read ? "YES" : "NO") (1 = YES, any other number = NO)",
+                fix: Self.typeFix(key, value))
+            return true
+        }
         var message =
             "\(key.rawValue) is \(article(value.typeName)) \(value.typeName)\(shown), not "
             + "\(article(key.valueType.rawValue)) \(key.valueType.rawValue): ATS ignores it"

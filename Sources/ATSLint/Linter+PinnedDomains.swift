@@ -28,7 +28,7 @@ extension Linter {
                 }
                 guard checkType(k, v, keyPath) else { continue }
                 switch k {
-                case .includesSubdomains where v.boolValue == true:
+                case .includesSubdomains where v.atsBoolValue == true:
                     // Reference §1.3, src S7: CopyParentDomainNameFromHostName strips only the first label.
                     add(
                         .pinSubdomainDepth, keyPath,

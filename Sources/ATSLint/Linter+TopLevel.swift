@@ -33,7 +33,7 @@ extension Linter {
             if checkType(k, value, path) { typed[k] = value }
         }
 
-        let arbitraryLoads = typed[.allowsArbitraryLoads]?.boolValue == true
+        let arbitraryLoads = typed[.allowsArbitraryLoads]?.atsBoolValue == true
         // Present with any value — YES, NO or even a wrong type — counts (src S1: "if any of the other global keys
         // are set"); a wrongly typed one is already reported above.
         let silencers = Self.silencingKeys.filter { root[$0.rawValue] != nil }.map(\.rawValue)
@@ -67,7 +67,7 @@ extension Linter {
             }
         }
         for key in [ATSKey.allowsArbitraryLoadsInWebContent, .allowsArbitraryLoadsForMedia]
-        where typed[key]?.boolValue == true && profile >= key.introduced {
+        where typed[key]?.atsBoolValue == true && profile >= key.introduced {
             let scope = key == .allowsArbitraryLoadsInWebContent ? "WKWebView content" : "AVFoundation media"
             add(
                 .webOrMediaOnly, base + [key.rawValue],
@@ -80,7 +80,7 @@ extension Linter {
         // ATS consults the global keys only on iOS 9 if a silencer is present (reference §2.1 rule 7).
         let effectiveArbitrary = arbitraryLoads && (silencers.isEmpty || profile < .ios10)
         let webOrMedia = [ATSKey.allowsArbitraryLoadsInWebContent, .allowsArbitraryLoadsForMedia]
-            .contains { typed[$0]?.boolValue == true }
+            .contains { typed[$0]?.atsBoolValue == true }
         if case .dictionary(let domains)? = typed[.exceptionDomains] {
             lintExceptionDomains(
                 domains, base + [ATSKey.exceptionDomains.rawValue], arbitraryLoads: effectiveArbitrary,

@@ -28,6 +28,18 @@ public indirect enum PlistValue: Sendable, Equatable, Hashable {
     }
 
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+
+    /// The value as Apple's ATS parser reads a Boolean key: `[value isEqual:@YES]` over any NSNumber (src S1), so
+    /// `<integer>1</integer>` is YES and any other number NO. nil for strings and every other type (the key is
+    /// ignored and its default applies).
+    public var atsBoolValue: Bool? {
+        switch self {
+        case .bool(let b): b
+        case .integer(let i): i == 1
+        case .real(let r): r == 1
+        default: nil
+        }
+    }
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
     public var arrayValue: [PlistValue]? { if case .array(let a) = self { a } else { nil } }
     public var dictionaryValue: PlistDictionary? { if case .dictionary(let d) = self { d } else { nil } }
