@@ -31,7 +31,7 @@ protocol Selectable: AnyObject {
 /// Thread-safety: `execute(_:)`, `inEventLoop`, `index` and `group` may be used from any thread. Everything else must
 /// be called on the loop's own thread (checked by `preconditionInEventLoop()` in debug builds).
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked Sendable: all mutable state below is confined to the loop thread, except `tasks` (a Mutex) and
+    // @unchecked Sendable: all mutable state below is confined to the loop thread, except `tasks` (a lock) and
     // `threadID` (an Atomic); the public entry points that other threads may use touch only those.
 
     /// The position of this loop in its group.
@@ -42,14 +42,14 @@ public final class EventLoop: @unchecked Sendable {
     let epollFD: Int32
     let wakeFD: Int32
     private let threadID = Atomic<UInt>(0)
-    private struct TaskQueue: ~Copyable {
+    private struct TaskQueue {
         var list: [@Sendable () -> Void] = []
         var wakePending = false
         /// Set when the loop has exited: its eventfd is closed (and the number may be reused), so nothing may be
         /// written to it any more.
         var closed = false
     }
-    private let tasks = Mutex(TaskQueue())
+    private let tasks = Locked(TaskQueue())
 
     /// One read buffer shared by every connection on this loop (reads are processed one at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
