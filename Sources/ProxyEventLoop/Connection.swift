@@ -44,8 +44,9 @@ public final class Connection {
     private var timers: Set<TimerID> = []
     private var connectTimer: TimerID?
 
-    /// Set on loop creation; read on demand because getpeername is a syscall.
+    /// The peer's address (a getpeername call; nil once closed).
     public var remoteAddress: SocketAddress? { state == .closed ? nil : Socket.peerAddress(fd) }
+    /// The local address (a getsockname call; nil once closed).
     public var localAddress: SocketAddress? { state == .closed ? nil : Socket.localAddress(fd) }
 
     /// Whether the connection has been closed (its handler got or will get `connectionClosed`).
@@ -129,6 +130,7 @@ public final class Connection {
     // MARK: - Commands
 
     /// Queues bytes for sending; whatever the socket accepts right away is written without being copied.
+    /// Bytes written after `shutdownWrite()` or `close()`, or on a closed connection, are dropped.
     public func write(_ bytes: UnsafeRawBufferPointer) {
         loop.preconditionInEventLoop()
         guard state != .closed, !writeShutdownRequested, !closeRequested, bytes.count > 0 else { return }
