@@ -71,6 +71,8 @@ public final class EventLoop: @unchecked Sendable {
     var connections: [ConnectionID: Connection] = [:]
     private var nextConnectionSerial: UInt64 = 0
     var listeners: [ObjectIdentifier: Listener] = [:]
+    private var pendingResolutions: [UInt64: (Result<[SocketAddress], ResolveError>) -> Void] = [:]
+    private var nextResolutionID: UInt64 = 0
     private var draining = false
     private var onDrained: (@Sendable () -> Void)?
 
@@ -276,6 +278,18 @@ public final class EventLoop: @unchecked Sendable {
         return ConnectionID(loopIndex: index, serial: nextConnectionSerial)
     }
 
+    // MARK: - Name resolution bookkeeping (see EventLoop+Resolve.swift)
+
+    func storeResolution(_ completion: @escaping (Result<[SocketAddress], ResolveError>) -> Void) -> UInt64 {
+        nextResolutionID += 1
+        pendingResolutions[nextResolutionID] = completion
+        return nextResolutionID
+    }
+
+    func completeResolution(_ id: UInt64, _ result: Result<[SocketAddress], ResolveError>) {
+        pendingResolutions.removeValue(forKey: id)?(result)
+    }
+
     // MARK: - Running
 
     /// The loop body, run on the loop's dedicated thread until `stop()`.
@@ -319,6 +333,7 @@ public final class EventLoop: @unchecked Sendable {
         for connection in Array(connections.values) { connection.abort() }
         runDeferred()
         timerCallbacks.removeAll()
+        pendingResolutions.removeAll()
         tasks.withLock { state in
             state.closed = true
             state.list = []
