@@ -43,6 +43,10 @@ public final class Connection {
 
     private var timers: Set<TimerID> = []
     private var connectTimer: TimerID?
+    /// Idle-timeout bookkeeping (see Connection+IdleTimeout.swift).
+    var idleTimeout: UInt64 = 0
+    var idleTimer: TimerID?
+    var lastActivity: UInt64 = 0
 
     /// The peer's address (a getpeername call; nil once closed).
     public var remoteAddress: SocketAddress? { state == .closed ? nil : Socket.peerAddress(fd) }
@@ -277,6 +281,7 @@ public final class Connection {
     private func sendSome(_ bytes: UnsafeRawBufferPointer) -> SendResult {
         do {
             let sent = try syscall("send") { clinux_send(fd, bytes.baseAddress, bytes.count) }
+            if idleTimeout > 0, sent != nil { lastActivity = monotonicNanoseconds() }
             return .success(sent.map { Int($0) } ?? 0)
         } catch {
             return .failure(error)
@@ -399,6 +404,7 @@ public final class Connection {
         let buffer = loop.readBuffer
         let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
         if n > 0 {
+            if idleTimeout > 0 { lastActivity = monotonicNanoseconds() }
             handler?.connection(self, received: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             return
         }
@@ -423,7 +429,7 @@ public final class Connection {
     // MARK: - Closing
 
     /// Closes with an error. The handler hears about it after the current callback (see `finish`).
-    private func fail(_ error: IOError) {
+    func fail(_ error: IOError) {
         finish(error: error)
     }
 
@@ -436,6 +442,7 @@ public final class Connection {
             closeDescriptor(fd)
         }
         for timer in timers { loop.cancelTimer(timer) }
+        if let timer = idleTimer { loop.cancelTimer(timer) }
         timers.removeAll()
         if let timer = connectTimer { loop.cancelTimer(timer) }
         writeQueue = []
