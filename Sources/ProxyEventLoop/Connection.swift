@@ -84,6 +84,8 @@ public final class Connection {
             return
         }
         handler.connectionOpened(connection)
+        // Handed over by the listener just before a graceful shutdown began: ask it to finish like the others.
+        if loop.isDraining { connection.requestShutdown() }
     }
 
     /// Starts a non-blocking connect. The outcome arrives as `connectionOpened` or `connectionClosed(error:)`
@@ -195,6 +197,7 @@ public final class Connection {
 
     /// Closes at once, dropping queued bytes. `connectionClosed(error: nil)` follows.
     public func abort() {
+        loop.preconditionInEventLoop()
         guard state != .closed else { return }
         finish(error: nil)
     }

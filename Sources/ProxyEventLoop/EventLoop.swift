@@ -73,7 +73,7 @@ public final class EventLoop: @unchecked Sendable {
     var listeners: [ObjectIdentifier: Listener] = [:]
     private var pendingResolutions: [UInt64: (Result<[SocketAddress], ResolveError>) -> Void] = [:]
     private var nextResolutionID: UInt64 = 0
-    private var draining = false
+    private(set) var isDraining = false
     private var onDrained: (@Sendable () -> Void)?
 
     init(index: Int, writeLimits: WriteBufferLimits, readBufferSize: Int) throws(IOError) {
@@ -353,7 +353,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Asks every connection to finish, and calls `drained` once none is left. Loop thread only.
     func beginDraining(_ drained: @escaping @Sendable () -> Void) {
-        draining = true
+        isDraining = true
         onDrained = drained
         for connection in Array(connections.values) {
             connection.requestShutdown()
@@ -364,7 +364,7 @@ public final class EventLoop: @unchecked Sendable {
 
     func connectionRemoved(_ id: ConnectionID) {
         connections[id] = nil
-        if draining { signalDrainedIfNeeded() }
+        if isDraining { signalDrainedIfNeeded() }
     }
 
     private func signalDrainedIfNeeded() {
