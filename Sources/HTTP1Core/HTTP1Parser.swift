@@ -328,14 +328,14 @@ public struct HTTP1Parser: Sendable {
         return headers
     }
 
-    private func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
-        let b = Array(bytes)
-        guard b.count == 8, b[0...4].elementsEqual("HTTP/".utf8), b[6] == UInt8(ascii: "."),
-            b[5] >= 0x30, b[5] <= 0x39, b[7] >= 0x30, b[7] <= 0x39
+    private func parseVersion(_ b: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
+        let i = b.startIndex
+        guard b.count == 8, b[i..<(i + 5)].elementsEqual("HTTP/".utf8), b[i + 6] == UInt8(ascii: "."),
+            b[i + 5] >= 0x30, b[i + 5] <= 0x39, b[i + 7] >= 0x30, b[i + 7] <= 0x39
         else {
             throw remoteError(.invalidStartLine, requestStatus: 400, "malformed HTTP version")
         }
-        let version = HTTPVersion(major: Int(b[5] - 0x30), minor: Int(b[7] - 0x30))
+        let version = HTTPVersion(major: Int(b[i + 5] - 0x30), minor: Int(b[i + 7] - 0x30))
         guard version.major == 1 else {
             throw remoteError(.unsupportedVersion, requestStatus: 505, "unsupported HTTP version \(version)")
         }

@@ -1,17 +1,18 @@
-/// Byte classes from RFC 9110 §5.6 and RFC 9112, as lookup tables for the hot path.
+/// Byte classes from RFC 9110 §5.6 and RFC 9112, as small inline predicates for the hot path.
 enum HTTP1Syntax {
-    /// tchar: the characters allowed in tokens (method names, header names).
-    static let tokenTable: [Bool] = (0..<256).map { b in
-        switch UInt8(b) {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
+    /// tchar (RFC 9110 §5.6.2): the characters allowed in tokens (method names, header names). A switch rather than
+    /// a lookup table: a global table costs a lazy-initialisation check on every byte.
+    @inline(__always) static func isToken(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A:
+            return true
+        // ! # $ % & ' * + - . ^ _ ` | ~
+        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E:
             return true
         default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(UInt8(b))
+            return false
         }
     }
-
-    @inline(__always) static func isToken(_ b: UInt8) -> Bool { tokenTable[Int(b)] }
 
     /// field-vchar / SP / HTAB / obs-text: what a header value may contain (no CTLs, no DEL).
     @inline(__always) static func isFieldValueByte(_ b: UInt8) -> Bool {

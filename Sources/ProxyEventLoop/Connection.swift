@@ -43,9 +43,14 @@ public final class Connection {
 
     private var timers: Set<TimerID> = []
     private var connectTimer: TimerID?
+    /// Idle-timeout bookkeeping (see Connection+IdleTimeout.swift).
+    var idleTimeout: UInt64 = 0
+    var idleTimer: TimerID?
+    var lastActivity: UInt64 = 0
 
-    /// Set on loop creation; read on demand because getpeername is a syscall.
+    /// The peer's address (a getpeername call; nil once closed).
     public var remoteAddress: SocketAddress? { state == .closed ? nil : Socket.peerAddress(fd) }
+    /// The local address (a getsockname call; nil once closed).
     public var localAddress: SocketAddress? { state == .closed ? nil : Socket.localAddress(fd) }
 
     /// Whether the connection has been closed (its handler got or will get `connectionClosed`).
@@ -79,6 +84,8 @@ public final class Connection {
             return
         }
         handler.connectionOpened(connection)
+        // Handed over by the listener just before a graceful shutdown began: ask it to finish like the others.
+        if loop.isDraining { connection.requestShutdown() }
     }
 
     /// Starts a non-blocking connect. The outcome arrives as `connectionOpened` or `connectionClosed(error:)`
@@ -129,6 +136,7 @@ public final class Connection {
     // MARK: - Commands
 
     /// Queues bytes for sending; whatever the socket accepts right away is written without being copied.
+    /// Bytes written after `shutdownWrite()` or `close()`, or on a closed connection, are dropped.
     public func write(_ bytes: UnsafeRawBufferPointer) {
         loop.preconditionInEventLoop()
         guard state != .closed, !writeShutdownRequested, !closeRequested, bytes.count > 0 else { return }
@@ -189,6 +197,7 @@ public final class Connection {
 
     /// Closes at once, dropping queued bytes. `connectionClosed(error: nil)` follows.
     public func abort() {
+        loop.preconditionInEventLoop()
         guard state != .closed else { return }
         finish(error: nil)
     }
@@ -275,6 +284,7 @@ public final class Connection {
     private func sendSome(_ bytes: UnsafeRawBufferPointer) -> SendResult {
         do {
             let sent = try syscall("send") { clinux_send(fd, bytes.baseAddress, bytes.count) }
+            if idleTimeout > 0, sent != nil { lastActivity = monotonicNanoseconds() }
             return .success(sent.map { Int($0) } ?? 0)
         } catch {
             return .failure(error)
@@ -397,6 +407,7 @@ public final class Connection {
         let buffer = loop.readBuffer
         let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
         if n > 0 {
+            if idleTimeout > 0 { lastActivity = monotonicNanoseconds() }
             handler?.connection(self, received: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             return
         }
@@ -421,7 +432,7 @@ public final class Connection {
     // MARK: - Closing
 
     /// Closes with an error. The handler hears about it after the current callback (see `finish`).
-    private func fail(_ error: IOError) {
+    func fail(_ error: IOError) {
         finish(error: error)
     }
 
@@ -434,6 +445,7 @@ public final class Connection {
             closeDescriptor(fd)
         }
         for timer in timers { loop.cancelTimer(timer) }
+        if let timer = idleTimer { loop.cancelTimer(timer) }
         timers.removeAll()
         if let timer = connectTimer { loop.cancelTimer(timer) }
         writeQueue = []

@@ -31,7 +31,7 @@ protocol Selectable: AnyObject {
 /// Thread-safety: `execute(_:)`, `inEventLoop`, `index` and `group` may be used from any thread. Everything else must
 /// be called on the loop's own thread (checked by `preconditionInEventLoop()` in debug builds).
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked Sendable: all mutable state below is confined to the loop thread, except `tasks` (a Mutex) and
+    // @unchecked Sendable: all mutable state below is confined to the loop thread, except `tasks` (a lock) and
     // `threadID` (an Atomic); the public entry points that other threads may use touch only those.
 
     /// The position of this loop in its group.
@@ -42,14 +42,14 @@ public final class EventLoop: @unchecked Sendable {
     let epollFD: Int32
     let wakeFD: Int32
     private let threadID = Atomic<UInt>(0)
-    private struct TaskQueue: ~Copyable {
+    private struct TaskQueue {
         var list: [@Sendable () -> Void] = []
         var wakePending = false
         /// Set when the loop has exited: its eventfd is closed (and the number may be reused), so nothing may be
         /// written to it any more.
         var closed = false
     }
-    private let tasks = Mutex(TaskQueue())
+    private let tasks = Locked(TaskQueue())
 
     /// One read buffer shared by every connection on this loop (reads are processed one at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -71,7 +71,9 @@ public final class EventLoop: @unchecked Sendable {
     var connections: [ConnectionID: Connection] = [:]
     private var nextConnectionSerial: UInt64 = 0
     var listeners: [ObjectIdentifier: Listener] = [:]
-    private var draining = false
+    private var pendingResolutions: [UInt64: (Result<[SocketAddress], ResolveError>) -> Void] = [:]
+    private var nextResolutionID: UInt64 = 0
+    private(set) var isDraining = false
     private var onDrained: (@Sendable () -> Void)?
 
     init(index: Int, writeLimits: WriteBufferLimits, readBufferSize: Int) throws(IOError) {
@@ -276,6 +278,18 @@ public final class EventLoop: @unchecked Sendable {
         return ConnectionID(loopIndex: index, serial: nextConnectionSerial)
     }
 
+    // MARK: - Name resolution bookkeeping (see EventLoop+Resolve.swift)
+
+    func storeResolution(_ completion: @escaping (Result<[SocketAddress], ResolveError>) -> Void) -> UInt64 {
+        nextResolutionID += 1
+        pendingResolutions[nextResolutionID] = completion
+        return nextResolutionID
+    }
+
+    func completeResolution(_ id: UInt64, _ result: Result<[SocketAddress], ResolveError>) {
+        pendingResolutions.removeValue(forKey: id)?(result)
+    }
+
     // MARK: - Running
 
     /// The loop body, run on the loop's dedicated thread until `stop()`.
@@ -319,6 +333,7 @@ public final class EventLoop: @unchecked Sendable {
         for connection in Array(connections.values) { connection.abort() }
         runDeferred()
         timerCallbacks.removeAll()
+        pendingResolutions.removeAll()
         tasks.withLock { state in
             state.closed = true
             state.list = []
@@ -338,7 +353,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Asks every connection to finish, and calls `drained` once none is left. Loop thread only.
     func beginDraining(_ drained: @escaping @Sendable () -> Void) {
-        draining = true
+        isDraining = true
         onDrained = drained
         for connection in Array(connections.values) {
             connection.requestShutdown()
@@ -349,7 +364,7 @@ public final class EventLoop: @unchecked Sendable {
 
     func connectionRemoved(_ id: ConnectionID) {
         connections[id] = nil
-        if draining { signalDrainedIfNeeded() }
+        if isDraining { signalDrainedIfNeeded() }
     }
 
     private func signalDrainedIfNeeded() {

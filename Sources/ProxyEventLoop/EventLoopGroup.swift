@@ -34,7 +34,7 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let nextIndex = Atomic<Int>(0)
     private let finished: [DispatchSemaphore]
-    private let state = Mutex<(listeners: [Listener], shutDown: Bool)>(([], false))
+    private let state = Locked<(listeners: [Listener], shutDown: Bool)>(([], false))
 
     /// Creates the loops and starts their threads. SIGPIPE is ignored process-wide from here on (sends also use
     /// MSG_NOSIGNAL; this covers any other write path).

@@ -1,6 +1,5 @@
 import CLinuxShims
 import Dispatch
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +9,7 @@ import Glibc
 /// The library never exits the process: the CLI decides, typically by calling
 /// `EventLoopGroup.shutdownGracefully(timeout:)` from `onSignal` and returning from `main` afterwards.
 public final class ShutdownSignals: Sendable {
-    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let sources: Locked<[any DispatchSourceSignal]>
     private let signals: [Int32]
 
     /// Starts observing. The signals' default actions are disabled while this object is active.
@@ -28,7 +27,7 @@ public final class ShutdownSignals: Sendable {
             source.resume()
             made.append(source)
         }
-        sources = Mutex(made)
+        sources = Locked(made)
     }
 
     /// Stops observing and restores the signals' default actions.
@@ -45,16 +44,5 @@ public final class ShutdownSignals: Sendable {
 
     deinit {
         cancel()
-    }
-}
-
-extension EventLoop {
-    /// Starts an outbound connection on this loop (numeric address; resolve names off-loop first). The outcome
-    /// arrives at `handler` as `connectionOpened` or `connectionClosed(error:)` (ECONNREFUSED, ETIMEDOUT after
-    /// `timeout`, …). Bytes written before it opens are sent once it does. Loop thread only.
-    public func connect(
-        to address: SocketAddress, timeout: Duration = .seconds(10), handler: any ConnectionHandler
-    ) -> Connection {
-        Connection.connect(to: address, on: self, timeout: timeout, handler: handler)
     }
 }

@@ -5,9 +5,8 @@ import Glibc
 
 /// An IPv4 or IPv6 socket address.
 ///
-/// Only numeric hosts and `localhost` are resolved here: name resolution (getaddrinfo) blocks, so it must happen
-/// off the loop threads and is left to the caller (a later step resolves names on a Dispatch queue and passes the
-/// numeric result in).
+/// `init(numericHost:port:)` accepts only numeric hosts and `localhost`, because name resolution (getaddrinfo)
+/// blocks; use `EventLoop.resolve(host:port:_:)`, which runs it off the loop threads, for names.
 public enum SocketAddress: Equatable, Sendable, CustomStringConvertible {
     case ipv4(host: (UInt8, UInt8, UInt8, UInt8), port: UInt16)
     case ipv6(host: [UInt8], port: UInt16, scopeID: UInt32)

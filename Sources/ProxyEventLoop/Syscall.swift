@@ -35,19 +35,3 @@ func closeDescriptor(_ fd: Int32) {
         precondition(code != EBADF, "close: fd \(fd) was not open (double close)")
     }
 }
-
-/// The monotonic clock in nanoseconds, for timer deadlines.
-func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
-extension Duration {
-    /// Whole nanoseconds, clamped at zero.
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
-    }
-}

@@ -171,3 +171,21 @@ struct HTTP1ParserErrorTests {
         #expect(outcome.error?.reason == .chunkLineTooLong)
     }
 }
+
+@Suite("HTTP1Parser token rules")
+struct HTTP1TokenTests {
+    @Test func everyTokenCharacterIsAcceptedInNamesAndMethods() {
+        let token = "!#$%&'*+-.^_`|~09AZaz"
+        let outcome = parse([bytes("\(token) / HTTP/1.1\r\nHost: x\r\n\(token): v\r\n\r\n")], role: .requests)
+        #expect(outcome.error == nil)
+        #expect(
+            outcome.events.first
+                == .requestHead(HTTPRequestHead(method: token, target: "/", headers: [("Host", "x"), (token, "v")])))
+    }
+
+    @Test("separators are not token characters", arguments: Array("\"(),/;<=>?@[\\]{}\u{7F}\u{01}"))
+    func separatorInMethodIsRejected(separator: Character) {
+        let outcome = parse([bytes("GE\(separator)T / HTTP/1.1\r\nHost: x\r\n\r\n")], role: .requests)
+        #expect(outcome.error?.reason == .invalidMethod)
+    }
+}

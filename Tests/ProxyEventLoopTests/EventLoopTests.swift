@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import ProxyEventLoop
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -189,5 +188,26 @@ struct EventLoopTests {
         #expect(done.wait(for: perThread * threads))
         #expect(done.values.count == perThread * threads)
         #expect(done.values.allSatisfy { $0 })
+    }
+}
+
+@Suite("ProxyEventLoop name resolution")
+struct ResolveTests {
+    @Test("hosts that need no network", arguments: ["localhost", "127.0.0.1", "[::1]"])
+    func resolvesOnTheLoopThread(host: String) throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let loop = group.next()
+        let results = Collector<(onLoop: Bool, addresses: [SocketAddress])>()
+        loop.execute {
+            loop.resolve(host: host, port: 8443) { result in
+                results.add((loop.inEventLoop, (try? result.get()) ?? []))
+            }
+        }
+        #expect(results.wait(for: 1))
+        let result = try #require(results.values.first)
+        #expect(result.onLoop)
+        #expect(!result.addresses.isEmpty)
+        #expect(result.addresses.allSatisfy { $0.port == 8443 && ($0.host == "127.0.0.1" || $0.host == "::1") })
     }
 }

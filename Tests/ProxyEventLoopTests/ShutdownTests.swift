@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import ProxyEventLoop
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,22 +1,23 @@
 import Dispatch
 import Foundation
 import ProxyEventLoop
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Thread-safe storage for results produced on loop threads and checked on the test thread.
 final class Collector<Value: Sendable>: Sendable {
-    private let storage: Mutex<[Value]> = Mutex([])
+    // NSLock rather than Synchronization.Mutex: ThreadSanitizer understands pthread locks, not Mutex's futexes.
+    private let lock = NSLock()
+    nonisolated(unsafe) private var storage: [Value] = []
     private let signal = DispatchSemaphore(value: 0)
 
     func add(_ value: Value) {
-        storage.withLock { $0.append(value) }
+        lock.withLock { storage.append(value) }
         signal.signal()
     }
 
-    var values: [Value] { storage.withLock { $0 } }
+    var values: [Value] { lock.withLock { storage } }
 
     /// Waits until `count` values were added, or `seconds` passed. Returns whether they all arrived.
     func wait(for count: Int, seconds: Double = 20) -> Bool {

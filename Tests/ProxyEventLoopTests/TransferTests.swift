@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import ProxyEventLoop
-import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -111,18 +110,18 @@ struct TransferTests {
         let proxy = try group.listen(host: "127.0.0.1", port: 0) { _ in RelayingHandler(upstream: upstream) }
         let client = try RawClient(port: proxy.port)
         let data = Self.tenMiB
-        let sendError = Mutex<IOError?>(nil)
+        let sendError = Collector<IOError>()
         let writer = Thread {
             do {
                 try client.send(data)
                 client.shutdownWrite()
             } catch let error as IOError {
-                sendError.withLock { $0 = error }
+                sendError.add(error)
             } catch {}
         }
         writer.start()
         let echoed = try client.readToEOF()
-        #expect(sendError.withLock { $0 } == nil)
+        #expect(sendError.values.isEmpty)
         #expect(echoed.count == data.count)
         #expect(echoed == data)
     }
