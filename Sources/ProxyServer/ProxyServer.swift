@@ -46,8 +46,6 @@ final class ClientSide: ConnectionHandler {
     /// Distinguishes the current upstream from closed ones whose late events must be ignored.
     private var upstreamGeneration = 0
     private var tunnelled = false
-    private var idleTimer: TimerID?
-    private var lastActivity = ContinuousClock.now
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -60,11 +58,10 @@ final class ClientSide: ConnectionHandler {
 
     func connectionOpened(_ connection: Connection) {
         client = connection
-        idleTimer = connection.startTimer(after: server.environment.timeouts.idle)
+        connection.setIdleTimeout(server.environment.timeouts.idle)
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-        lastActivity = .now
         run(session.handle(.clientBytes(Array(bytes))))
     }
 
@@ -77,26 +74,12 @@ final class ClientSide: ConnectionHandler {
         if writable { upstream?.resumeReading() } else { upstream?.pauseReading() }
     }
 
-    func connection(_ connection: Connection, timerFired timer: TimerID) {
-        guard timer == idleTimer else { return }
-        let idle = server.environment.timeouts.idle
-        let quiet = ContinuousClock.now - lastActivity
-        if quiet >= idle {
-            server.sink.write(.notice("closing a connection idle for \(idle)"))
-            connection.close()
-            upstream?.close()
-        } else {
-            idleTimer = connection.startTimer(after: idle - quiet)
-        }
-    }
-
     func connectionShutdownRequested(_ connection: Connection) {
         // Graceful shutdown: let the exchange in flight finish; the deadline in shutdownGracefully closes the rest.
         if session.isIdle { connection.close() }
     }
 
     func connectionClosed(_ connection: Connection, error: IOError?) {
-        if let idleTimer { connection.cancelTimer(idleTimer) }
         if !tunnelled { run(session.handle(.clientClosed(error: error?.description))) }
         upstream?.close()
         upstream = nil
@@ -112,7 +95,6 @@ final class ClientSide: ConnectionHandler {
 
     fileprivate func upstreamReceived(_ generation: Int, _ bytes: UnsafeRawBufferPointer) {
         guard generation == upstreamGeneration else { return }
-        lastActivity = .now
         run(session.handle(.upstreamBytes(Array(bytes))))
     }
 
@@ -162,7 +144,6 @@ final class ClientSide: ConnectionHandler {
             case .startTunnel:
                 if let client, let upstream {
                     tunnelled = true
-                    if let idleTimer { client.cancelTimer(idleTimer) }
                     Relay.start(client, upstream)
                 }
             case .log(let entry):
@@ -175,16 +156,20 @@ final class ClientSide: ConnectionHandler {
         upstreamGeneration += 1
         let generation = upstreamGeneration
         let timeout = server.environment.timeouts.connect
-        let box = LoopBound(self)
-        HostResolver.resolve(address, port: port, on: loop) { result in
-            let me = box.value
-            guard generation == me.upstreamGeneration, me.client != nil else { return }
+        loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
+            // A newer upstream was asked for, or the client left, while the name resolved.
+            guard generation == upstreamGeneration, client != nil else { return }
             switch result {
-            case .success(let resolved):
-                let handler = UpstreamSide(owner: me, generation: generation)
-                me.upstream = me.loop.connect(to: resolved, timeout: timeout, handler: handler)
+            case .success(let addresses):
+                // IPv4 first: most origins answer there, and a failed IPv6 route would cost the connect timeout.
+                guard let target = addresses.first(where: { if case .ipv4 = $0 { true } else { false } }) ?? addresses.first
+                else {
+                    run(session.handle(.upstreamConnectFailed(error: "no address for \(address)")))
+                    return
+                }
+                upstream = loop.connect(to: target, timeout: timeout, handler: UpstreamSide(owner: self, generation: generation))
             case .failure(let error):
-                me.run(me.session.handle(.upstreamConnectFailed(error: error.description)))
+                run(session.handle(.upstreamConnectFailed(error: error.description)))
             }
         }
     }
@@ -225,12 +210,4 @@ final class UpstreamSide: ConnectionHandler {
     func connectionClosed(_ connection: Connection, error: IOError?) {
         owner?.upstreamClosed(generation, connected: opened, error)
     }
-}
-
-/// Carries a loop-confined object through a `@Sendable` hop that ends on the same loop (the resolver's callback).
-struct LoopBound<Value: AnyObject>: @unchecked Sendable {
-    // @unchecked: the value is created on a loop thread and only read back on that loop (HostResolver calls back
-    // through `loop.execute`).
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
