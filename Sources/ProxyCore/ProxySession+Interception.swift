@@ -478,26 +478,27 @@ extension ProxySession {
         return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
     }
 
-    private func readClient(_ i: Interception) {
-        guard let engine = i.client else { return }
+    /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
+    /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
+    private func drain(_ engine: TLSEngine) -> (plaintext: [UInt8], ended: Bool, error: TLSError?) {
         var plaintext: [UInt8] = []
-        var closed = false
-        loop: while true {
+        while true {
             switch engine.read() {
             case .data(let bytes): plaintext += bytes
-            case .needsMoreInput: break loop
-            case .closed:
-                closed = true
-                break loop
-            case .failed(.closedByPeer):
-                // A TCP close without close_notify: how most clients end a connection.
-                closed = true
-                break loop
-            case .failed(let error):
-                notice("\(i.host): TLS error from the client: \(error)")
-                closeAll()
-                return
+            case .needsMoreInput: return (plaintext, false, nil)
+            case .closed, .failed(.closedByPeer): return (plaintext, true, nil)
+            case .failed(let error): return (plaintext, true, error)
             }
+        }
+    }
+
+    private func readClient(_ i: Interception) {
+        guard let engine = i.client else { return }
+        let (plaintext, closed, error) = drain(engine)
+        if let error {
+            notice("\(i.host): TLS error from the client: \(error)")
+            closeAll()
+            return
         }
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
@@ -518,24 +519,8 @@ extension ProxySession {
 
     private func readUpstream(_ i: Interception) {
         guard let engine = i.upstream, i.stage == .relaying else { return }
-        var plaintext: [UInt8] = []
-        var closed = false
-        loop: while true {
-            switch engine.read() {
-            case .data(let bytes): plaintext += bytes
-            case .needsMoreInput: break loop
-            case .closed:
-                closed = true
-                break loop
-            case .failed(.closedByPeer):
-                closed = true
-                break loop
-            case .failed(let error):
-                notice("\(i.host): TLS error from the upstream: \(error)")
-                closed = true
-                break loop
-            }
-        }
+        let (plaintext, closed, error) = drain(engine)
+        if let error { notice("\(i.host): TLS error from the upstream: \(error)") }
         flushUpstreamTLS(i)
         if !plaintext.isEmpty {
             if i.raw { interceptSendClient(plaintext) } else if let relay { apply(relay.upstreamBytes(plaintext), tls: true) }
