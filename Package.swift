@@ -30,6 +30,11 @@ let package = Package(
         .target(name: "HTTP1Core", swiftSettings: strict),
         .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
+        .target(name: "ProxyTrace", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        .target(
+            name: "ProxyCore",
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
+            swiftSettings: strict),
 
         // Edges: files and sockets.
         .target(
@@ -37,6 +42,7 @@ let package = Package(
             dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
+        .target(name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
             swiftSettings: strict),
@@ -44,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "atsproxy",
             dependencies: [
-                "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop",
+                "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -55,6 +61,8 @@ let package = Package(
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"], swiftSettings: strict),
+        .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(name: "CLITests", dependencies: ["atsproxy"], swiftSettings: strict),

@@ -56,12 +56,20 @@ public struct CertificateRules: Sendable, Hashable, Codable {
     public var maximumValidityDaysUserRoot: Int
     /// `NSRequiresCertificateTransparency = YES` on the matching entry (obsolete; see reference §3.5).
     public var requiresCertificateTransparency: Bool
+    /// The iOS 13 lifetime limits (825 / 398 days) are checked; false on profiles before iOS 13.
+    public var enforcesValidityLimits: Bool
+    /// serverAuth EKU required on the leaf even when the chain ends in a user-installed root (the documented
+    /// reading); false = Apple's source reading, where only an EKU extension that is present must allow serverAuth.
+    public var requiresServerAuthEKUUnderUserRoot: Bool
 
     public init(
         minimumRSABits: Int = 2048, minimumECBits: Int = 256, requiresSHA2: Bool = true,
         requiresSANMatch: Bool = true, requiresServerAuthEKU: Bool = true, maximumValidityDaysSystemRoot: Int = 398,
-        maximumValidityDaysUserRoot: Int = 825, requiresCertificateTransparency: Bool = false
+        maximumValidityDaysUserRoot: Int = 825, requiresCertificateTransparency: Bool = false,
+        enforcesValidityLimits: Bool = true, requiresServerAuthEKUUnderUserRoot: Bool = false
     ) {
+        self.enforcesValidityLimits = enforcesValidityLimits
+        self.requiresServerAuthEKUUnderUserRoot = requiresServerAuthEKUUnderUserRoot
         self.minimumRSABits = minimumRSABits
         self.minimumECBits = minimumECBits
         self.requiresSHA2 = requiresSHA2

@@ -12,6 +12,7 @@ public enum ViolationKind: String, Sendable, Hashable, Codable, CaseIterable {
     case hostnameMismatch
     case expired
     case notYetValid
+    case invalidChain  // bad signature, broken or revoked chain
     case missingServerAuthEKU
     case validityTooLong
     case pinMismatch
@@ -42,12 +43,17 @@ public struct FixKey: Sendable, Hashable, Codable {
 extension PlistValue: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int.self) { self = .integer(i) }
-        else if let d = try? c.decode(Double.self) { self = .real(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([PlistValue].self) { self = .array(a) }
-        else {
+        if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int.self) {
+            self = .integer(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .real(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([PlistValue].self) {
+            self = .array(a)
+        } else {
             let d = try c.decode([String: PlistValue].self)
             self = .dictionary(PlistDictionary(d.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
         }
@@ -83,16 +89,22 @@ public struct ATSViolation: Sendable, Hashable, Codable {
     public var fix: ExceptionFix
     /// The certificate concerned (0 = leaf), for certificate violations.
     public var certificateIndex: Int?
+    /// Where an error code or rule is inferred or unconfirmed: which reading was taken and its reference row.
+    public var notes: [String]
+    /// For a pre-connect block: the entry or key that decided the host needs TLS.
+    public var decidedBy: PolicyDecision?
 
     public init(
         kind: ViolationKind, urlError: URLErrorCode, sslError: SSLErrorCode?, explanation: String, fix: ExceptionFix,
-        certificateIndex: Int? = nil
+        certificateIndex: Int? = nil, notes: [String] = [], decidedBy: PolicyDecision? = nil
     ) {
+        self.decidedBy = decidedBy
         self.kind = kind
         self.urlError = urlError
         self.sslError = sslError
         self.explanation = explanation
         self.fix = fix
         self.certificateIndex = certificateIndex
+        self.notes = notes
     }
 }

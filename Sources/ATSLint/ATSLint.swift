@@ -1,1 +1,0 @@
-// ATSLint: placeholder until the module lands.

@@ -1,0 +1,91 @@
+extension LintReport {
+    /// SARIF 2.1.0 (OASIS) for code-scanning tools: one run, the full rule catalogue in `tool.driver.rules`, one
+    /// result per finding located by the plist path and a logical location named by the key path.
+    public func sarif(toolVersion: String = "0.1.0") -> String {
+        let rules = LintRule.allCases
+        let ruleIndex = Dictionary(uniqueKeysWithValues: rules.enumerated().map { ($1.rawValue, $0) })
+        let uri = Self.uriReference(artifactPath)
+        let driverRules: [JSONValue] = rules.map { rule in
+            var members: [(String, JSONValue)] = [
+                ("id", .string(rule.rawValue)),
+                ("name", .string(rule.name)),
+                ("shortDescription", .object([("text", .string(rule.shortDescription))])),
+            ]
+            if let help = rule.helpURI { members.append(("helpUri", .string(help))) }
+            members.append(("defaultConfiguration", .object([("level", .string(rule.defaultSeverity.rawValue))])))
+            return .object(members)
+        }
+        let results: [JSONValue] = findings.map { f in
+            var result: [(String, JSONValue)] = [("ruleId", .string(f.ruleID))]
+            if let i = ruleIndex[f.ruleID] { result.append(("ruleIndex", .number(i))) }
+            result += [
+                ("level", .string(f.severity.rawValue)),
+                ("message", .object([("text", .string("\(f.message). Fix: \(f.fix)."))])),
+                (
+                    "locations",
+                    .array([
+                        .object([
+                            ("physicalLocation", .object([("artifactLocation", .object([("uri", .string(uri))]))])),
+                            (
+                                "logicalLocations",
+                                .array([
+                                    .object([
+                                        ("fullyQualifiedName", .string(f.keyPathString)),
+                                        ("kind", .string("member")),
+                                    ])
+                                ])
+                            ),
+                        ])
+                    ])
+                ),
+                (
+                    "properties",
+                    .object([("fix", .string(f.fix)), ("keyPath", .array(f.keyPath.map(JSONValue.string)))])
+                ),
+            ]
+            return .object(result)
+        }
+        return JSONValue.object([
+            ("$schema", .string("https://json.schemastore.org/sarif-2.1.0.json")),
+            ("version", .string("2.1.0")),
+            (
+                "runs",
+                .array([
+                    .object([
+                        (
+                            "tool",
+                            .object([
+                                (
+                                    "driver",
+                                    .object([
+                                        ("name", .string("atsproxy lint")),
+                                        ("version", .string(toolVersion)),
+                                        ("rules", .array(driverRules)),
+                                    ])
+                                )
+                            ])
+                        ),
+                        ("artifacts", .array([.object([("location", .object([("uri", .string(uri))]))])])),
+                        ("results", .array(results)),
+                    ])
+                ])
+            ),
+        ]).rendered()
+    }
+
+    /// A relative or absolute path as a URI reference (RFC 3986): characters outside the unreserved set and `/`
+    /// are percent-encoded, so `My App.ipa` becomes `My%20App.ipa`.
+    static func uriReference(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            let c = Character(UnicodeScalar(byte))
+            if c.isASCII && (c.isLetter || c.isNumber || "-._~/".contains(c)) {
+                out.append(c)
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "%" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,13 @@
+extension LintReport {
+    /// Human-readable report: a header, then per finding `severity[RULE] key/path`, the message and the fix.
+    public func text() -> String {
+        var out = "\(sourceDescription) (\(profile)): \(summary)\n"
+        for note in notes { out += "  note: \(note)\n" }
+        for f in findings {
+            out += "\n\(f.severity.rawValue)[\(f.ruleID)] \(f.keyPathString)\n"
+            out += "  \(f.message)\n"
+            out += "  fix: \(f.fix)\n"
+        }
+        return out
+    }
+}

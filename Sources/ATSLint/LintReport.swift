@@ -1,0 +1,39 @@
+import ATSPolicy
+
+/// The findings for one policy file, ready to print as text, JSON or SARIF.
+public struct LintReport: Sendable {
+    /// The plist path the user gave (SARIF `artifactLocation.uri`).
+    public let artifactPath: String
+    /// Where the policy was read from, e.g. `MyApp.ipa › Payload/MyApp.app/Info.plist`.
+    public let sourceDescription: String
+    /// The iOS behaviour band the policy was checked against.
+    public let profile: IOSProfile
+    /// Findings in report order.
+    public let findings: [LintFinding]
+    /// How the file was interpreted (from `LoadedPolicy.notes`).
+    public let notes: [String]
+
+    /// A report for `findings` on `profile` about the file at `artifactPath`.
+    public init(
+        artifactPath: String, sourceDescription: String, profile: IOSProfile, findings: [LintFinding],
+        notes: [String] = []
+    ) {
+        self.artifactPath = artifactPath
+        self.sourceDescription = sourceDescription
+        self.profile = profile
+        self.findings = findings
+        self.notes = notes
+    }
+
+    /// Number of findings with each severity.
+    public func count(_ severity: LintSeverity) -> Int { findings.filter { $0.severity == severity }.count }
+
+    /// True when some finding is at or above `threshold` (the CLI's `--fail-on`).
+    public func fails(at threshold: LintSeverity) -> Bool { findings.contains { $0.severity >= threshold } }
+
+    /// "2 errors, 1 warning, 0 notes".
+    public var summary: String {
+        func n(_ count: Int, _ word: String) -> String { "\(count) \(word)\(count == 1 ? "" : "s")" }
+        return "\(n(count(.error), "error")), \(n(count(.warning), "warning")), \(n(count(.note), "note"))"
+    }
+}

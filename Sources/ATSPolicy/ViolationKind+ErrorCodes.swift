@@ -1,0 +1,88 @@
+/// The error pair a client sees for one kind of violation on one OS profile, with how sure we are.
+public struct ErrorMapping: Sendable, Hashable, Codable {
+    /// The top-level NSURLErrorDomain code.
+    public let urlError: URLErrorCode
+    /// nil for -1022, which carries no SSL keys (reference §4.3).
+    public let sslError: SSLErrorCode?
+    /// nil when documented or observed; otherwise which reading was taken and the reference row it rests on.
+    public let note: String?
+
+    init(_ url: Int, _ ssl: Int?, _ note: String? = nil) {
+        self.urlError = URLErrorCode(url)
+        self.sslError = ssl.map(SSLErrorCode.init)
+        self.note = note
+    }
+}
+
+extension ViolationKind {
+    /// The NSURLError / kCFStreamErrorDomainSSL codes for this violation on `profile` (reference §4.4).
+    public func errorCodes(on profile: IOSProfile) -> ErrorMapping {
+        switch self {
+        case .cleartextNotAllowed:
+            // §4.4 row 1 (doc A2, F1): refused before connecting, no SSL keys.
+            return ErrorMapping(-1022, nil)
+        case .tlsVersionTooLow:
+            // §4.4 row 2: -9824 on iOS 9 (obs I3), -9801 on iOS 10 (obs I4), -9836 on the modern stack (X2,
+            // observed on macOS 26; taken for iOS 14+ as inferred).
+            switch profile {
+            case .ios9: return ErrorMapping(-1200, -9824)
+            case .ios10: return ErrorMapping(-1200, -9801)
+            case .ios14, .ios17:
+                return ErrorMapping(
+                    -1200, -9836,
+                    "SSL code -9836 for iOS 14–17 is inferred from the modern-stack observation (reference §4.4 "
+                        + "row 2, X2)")
+            case .ios26: return ErrorMapping(-1200, -9836)
+            }
+        case .tlsVersionRefusedByOS:
+            // §4.4 last row: still fails on iOS/macOS 26 with -1200 / -9836 (X2, secondary source).
+            return ErrorMapping(
+                -1200, -9836,
+                "iOS 26 refusing TLS 1.0/1.1 even with an exception rests on a secondary source (reference §1.2, "
+                    + "§4.4 last row, X2)")
+        case .cipherSuiteNotAllowed, .noSharedCipherOrVersion:
+            // §4.4 row 3: the client never offered the server's suites, the server answers handshake_failure.
+            switch profile {
+            case .ios9: return ErrorMapping(-1200, -9824, "SSL code inferred (reference §4.4 row 3)")
+            case .ios10: return ErrorMapping(-1200, -9801, "SSL code inferred (reference §4.4 row 3)")
+            default:
+                return ErrorMapping(
+                    -1200, -9824,
+                    "SSL code inferred: the server's handshake_failure alert, errSSLPeerHandshakeFail (reference "
+                        + "§4.4 row 3)")
+            }
+        case .weakKey, .weakSignatureHash:
+            // §4.4 rows 4–5: iOS 9/10 ATS certificate checks fail as -1200/-9802 (obs I2, P2); from iOS 13 default
+            // trust rejects these certificates for every TLS connection, most likely as -1202.
+            if profile <= .ios10 { return ErrorMapping(-1200, -9802) }
+            return ErrorMapping(
+                -1202, -9802,
+                "-1202 / -9802 for a weak certificate on iOS 13+ is inferred (reference §4.4 rows 4–5)")
+        case .selfSigned, .untrustedRoot:
+            // §4.4 row 6: -1202 with -9813 errSSLNoRootCert, observed from iOS 9 to iOS 18 (I1).
+            return ErrorMapping(-1202, -9813)
+        case .hostnameMismatch:
+            // §4.4 row 7: -1202 (doc A3); -9843 errSSLHostNameMismatch is inferred.
+            return ErrorMapping(-1202, -9843, "SSL code -9843 inferred (reference §4.4 row 7)")
+        case .expired:
+            return ErrorMapping(-1202, -9814, "SSL code -9814 inferred; -1202 per I7 (reference §4.4 row 8)")
+        case .notYetValid:
+            return ErrorMapping(-1202, -9815, "SSL code -9815 inferred by analogy with expiry (reference §4.4 row 8)")
+        case .invalidChain:
+            return ErrorMapping(-1202, -9807, "SSL code -9807 errSSLXCertChainInvalid inferred (reference §4.1)")
+        case .missingServerAuthEKU, .validityTooLong, .certificateTransparencyMissing:
+            // §4.4 row 9: trust failure -> -1202; the SSL code is not documented.
+            return ErrorMapping(-1202, -9802, "-1202 inferred, SSL code -9802 chosen (reference §4.4 row 9)")
+        case .pinMismatch:
+            // §4.4 row 10: the trust check fails with -9886 (src S9); the URL code is unconfirmed.
+            return ErrorMapping(
+                -1202, -9886,
+                "pin mismatches fail trust with -9886 (src S9); URL code -1202 chosen, unconfirmed (reference §4.4 "
+                    + "row 10)")
+        case .notTLS:
+            return ErrorMapping(-1200, -9800, "codes chosen: errSSLProtocol for a non-TLS answer (unconfirmed)")
+        case .connectionFailed:
+            return ErrorMapping(-1200, -9806, "codes chosen: errSSLClosedAbort for a handshake cut short (unconfirmed)")
+        }
+    }
+}

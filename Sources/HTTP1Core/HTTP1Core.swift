@@ -1,1 +1,0 @@
-// HTTP1Core: placeholder until the module lands.

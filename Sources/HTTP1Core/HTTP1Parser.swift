@@ -1,0 +1,529 @@
+// Theory of operation (after h11's _state.py):
+//
+// 1. One parser reads one direction of one connection: either requests (from a client) or responses (from a server).
+// 2. Bytes go in with `receive`, the end of the stream with `receiveEOF`; `nextEvent` is then called until it returns
+//    `.needMoreData`, `.paused`, `.connectionClosed` or `.switchedProtocols`. Events come out in wire order:
+//    head, zero or more body pieces, end.
+// 3. After each message's end the parser is paused: the owner decides (after answering a request, or after relaying a
+//    response) whether the connection goes on (`startNextMessage`) or stops speaking HTTP/1 (`switchProtocols`, for
+//    CONNECT/Upgrade requests that got a 2xx/101). Pipelined bytes wait in the buffer meanwhile.
+// 4. A response's framing depends on the request it answers, so the responses role must be told each request method
+//    with `expectResponse(toRequestMethod:)` before its response arrives. Interim 1xx heads do not consume it.
+// 5. Any error is sticky: the connection cannot be resynchronised, every later call rethrows it.
+// 6. Line endings: the head accepts CRLF or a bare LF (RFC 9112 §2.2 allows it), but chunk-size lines and chunk data
+//    terminators require CRLF, because lenient chunk parsing is a classic request-smuggling vector.
+
+/// An incremental, sans-io HTTP/1.1 parser for one direction of a connection.
+///
+/// Not thread-safe: a value type that belongs to whoever owns the connection (one loop thread).
+public struct HTTP1Parser: Sendable {
+    /// Which kind of message this parser reads.
+    public enum Role: Equatable, Sendable {
+        /// Parse requests (we are the server side, e.g. the proxy facing a client).
+        case requests
+        /// Parse responses (we are the client side, e.g. the proxy facing an upstream).
+        case responses
+    }
+
+    public let role: Role
+    public let limits: HTTP1Limits
+
+    private enum BodyState: Sendable {
+        case fixed(remaining: Int)
+        case untilClose
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers
+    }
+
+    private enum State: Sendable {
+        case idle
+        case body(BodyState)
+        case paused
+        case switchPending
+        case switched
+        case closed
+        case failed(HTTP1Error)
+    }
+
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var headScanIndex = 0
+    private var eof = false
+    private var state: State = .idle
+    private var pendingMethods: [String] = []
+    private var currentMayChangeProtocol = false
+
+    /// Whether the last message (head) allows the connection to persist; meaningful once a head was parsed.
+    /// For a whole exchange, combine the request's and the response's answer.
+    public private(set) var lastMessageKeepAlive = true
+
+    public init(role: Role, limits: HTTP1Limits = .init()) {
+        self.role = role
+        self.limits = limits
+    }
+
+    /// Bytes received but not yet turned into events.
+    public var bufferedByteCount: Int { buffer.count - start }
+
+    /// Appends bytes read from the peer.
+    public mutating func receive(_ bytes: some Sequence<UInt8>) {
+        compactIfWorthwhile()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Appends bytes read from the peer, straight from a (loop-owned) read buffer.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) {
+        compactIfWorthwhile()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Records that the peer closed its sending side.
+    public mutating func receiveEOF() {
+        eof = true
+    }
+
+    /// Responses role: records that a request with this method was sent, so its response can be framed.
+    public mutating func expectResponse(toRequestMethod method: String) {
+        pendingMethods.append(method)
+    }
+
+    /// Leaves the paused state after a message ended, to parse the next message on the same connection.
+    ///
+    /// Throws a local error when the last message said the connection must close.
+    public mutating func startNextMessage() throws(HTTP1Error) {
+        guard case .paused = state else {
+            throw HTTP1Error(.local, .invalidState, status: 500, detail: "startNextMessage outside the paused state")
+        }
+        guard lastMessageKeepAlive else {
+            throw HTTP1Error(
+                .local, .connectionMustClose, status: 500, detail: "the last message did not allow keep-alive")
+        }
+        state = .idle
+        currentMayChangeProtocol = false
+    }
+
+    /// Requests role: after a CONNECT or Upgrade request was answered with 2xx/101, stops parsing HTTP/1 and returns
+    /// the bytes already received that belong to the new protocol (e.g. a TLS ClientHello).
+    public mutating func switchProtocols() throws(HTTP1Error) -> [UInt8] {
+        guard case .paused = state, currentMayChangeProtocol else {
+            throw HTTP1Error(
+                .local, .invalidState, status: 500,
+                detail: "switchProtocols is only valid after a CONNECT or Upgrade request has ended")
+        }
+        state = .switched
+        return takeBuffered()
+    }
+
+    /// Returns the next event. See the theory of operation at the top of this file.
+    public mutating func nextEvent() throws(HTTP1Error) -> HTTP1Event {
+        do {
+            return try step()
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+    }
+
+    private mutating func step() throws(HTTP1Error) -> HTTP1Event {
+        switch state {
+        case .failed(let error):
+            throw error
+        case .closed:
+            return .connectionClosed
+        case .paused:
+            return .paused
+        case .switchPending:
+            state = .switched
+            return .switchedProtocols(leftover: takeBuffered())
+        case .switched:
+            return bufferedByteCount > 0 ? .switchedProtocols(leftover: takeBuffered()) : .paused
+        case .idle:
+            return try parseHead()
+        case .body(let body):
+            return try parseBody(body)
+        }
+    }
+
+    // MARK: - Buffer
+
+    private mutating func compactIfWorthwhile() {
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            headScanIndex = 0
+            start = 0
+        } else if start > 4096 && start * 2 > buffer.count {
+            buffer.removeSubrange(0..<start)
+            headScanIndex = max(0, headScanIndex - start)
+            start = 0
+        }
+    }
+
+    private mutating func takeBuffered() -> [UInt8] {
+        let rest = Array(buffer[start...])
+        start = buffer.count
+        return rest
+    }
+
+    private func remoteError(_ reason: HTTP1Error.Reason, requestStatus: Int, _ detail: String) -> HTTP1Error {
+        HTTP1Error(.remote, reason, status: role == .requests ? requestStatus : 502, detail: detail)
+    }
+
+    // MARK: - Heads
+
+    private mutating func parseHead() throws(HTTP1Error) -> HTTP1Event {
+        // RFC 9112 §2.2: a server should ignore empty lines received before the request line.
+        while start < buffer.count {
+            if buffer[start] == 0x0A {
+                start += 1
+            } else if buffer[start] == 0x0D, start + 1 < buffer.count, buffer[start + 1] == 0x0A {
+                start += 2
+            } else {
+                break
+            }
+        }
+        if bufferedByteCount == 0 || (bufferedByteCount == 1 && buffer[start] == 0x0D) {
+            if eof {
+                if bufferedByteCount == 0 {
+                    state = .closed
+                    return .connectionClosed
+                }
+                throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a message head")
+            }
+            return .needMoreData
+        }
+        if role == .responses && pendingMethods.isEmpty {
+            throw HTTP1Error(.remote, .unexpectedData, status: 502, detail: "response bytes with no request outstanding")
+        }
+        guard let headEnd = findSectionEnd(from: start) else {
+            if bufferedByteCount > limits.maxHeaderSectionBytes {
+                throw remoteError(
+                    .headerSectionTooLarge, requestStatus: 431,
+                    "header section exceeds \(limits.maxHeaderSectionBytes) bytes")
+            }
+            if buffer[start...].firstIndex(of: 0x0A) == nil && bufferedByteCount > limits.maxStartLineBytes {
+                throw remoteError(
+                    .startLineTooLong, requestStatus: 414, "start line exceeds \(limits.maxStartLineBytes) bytes")
+            }
+            if eof {
+                throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a message head")
+            }
+            return .needMoreData
+        }
+        if headEnd - start > limits.maxHeaderSectionBytes {
+            throw remoteError(
+                .headerSectionTooLarge, requestStatus: 431,
+                "header section exceeds \(limits.maxHeaderSectionBytes) bytes")
+        }
+        let firstLF = buffer[start..<headEnd].firstIndex(of: 0x0A) ?? headEnd
+        var lineEnd = firstLF
+        if lineEnd > start && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+        if lineEnd - start > limits.maxStartLineBytes {
+            throw remoteError(
+                .startLineTooLong, requestStatus: 414, "start line exceeds \(limits.maxStartLineBytes) bytes")
+        }
+        let startLine = buffer[start..<lineEnd]
+        let headers = try parseFields(from: firstLF + 1, to: headEnd)
+        start = headEnd
+        headScanIndex = start
+
+        switch role {
+        case .requests:
+            let head = try parseRequestLine(startLine, headers: headers)
+            let framing = try HTTP1Framing.forRequest(head, limits: limits)
+            lastMessageKeepAlive = head.keepAlive
+            currentMayChangeProtocol = head.mayChangeProtocol
+            state = .body(bodyState(for: framing))
+            return .requestHead(head)
+        case .responses:
+            let head = try parseStatusLine(startLine, headers: headers)
+            let method = pendingMethods[0]
+            let framing = try HTTP1Framing.forResponse(head, requestMethod: method, limits: limits)
+            if head.isInterim { return .responseHead(head) }
+            pendingMethods.removeFirst()
+            lastMessageKeepAlive = head.keepAlive && framing != .untilClose
+            if framing == .switchProtocols {
+                state = .switchPending
+            } else {
+                state = .body(bodyState(for: framing))
+            }
+            return .responseHead(head)
+        }
+    }
+
+    private func bodyState(for framing: HTTP1BodyFraming) -> BodyState {
+        switch framing {
+        case .none, .switchProtocols: .fixed(remaining: 0)
+        case .contentLength(let n): .fixed(remaining: n)
+        case .chunked: .chunkSize
+        case .untilClose: .untilClose
+        }
+    }
+
+    /// Finds the end (index after the final LF) of a field section that ends with an empty line, scanning only bytes
+    /// not scanned before so that byte-by-byte delivery stays linear.
+    private mutating func findSectionEnd(from sectionStart: Int) -> Int? {
+        var i = max(headScanIndex, sectionStart)
+        let end = buffer.count
+        while i < end {
+            if buffer[i] == 0x0A {
+                // An empty line: LF right at the section start, or preceded by LF or CRLF.
+                if i == sectionStart || (i == sectionStart + 1 && buffer[sectionStart] == 0x0D) {
+                    headScanIndex = sectionStart
+                    return i + 1
+                }
+                if buffer[i - 1] == 0x0A || (buffer[i - 1] == 0x0D && i - 2 >= sectionStart && buffer[i - 2] == 0x0A) {
+                    headScanIndex = sectionStart
+                    return i + 1
+                }
+            }
+            i += 1
+        }
+        // Keep two bytes of look-behind for the CR LF check.
+        headScanIndex = max(sectionStart, end - 2)
+        return nil
+    }
+
+    /// Parses the field lines in `from..<to` (which ends with the empty line).
+    private func parseFields(from: Int, to: Int) throws(HTTP1Error) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        var lineStart = from
+        while lineStart < to {
+            guard let lf = buffer[lineStart..<to].firstIndex(of: 0x0A) else { break }
+            var lineEnd = lf
+            if lineEnd > lineStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+            if lineEnd == lineStart { break }
+            let first = buffer[lineStart]
+            if first == 0x20 || first == 0x09 {
+                throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+            }
+            if headers.count >= limits.maxHeaderCount {
+                throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+            }
+            guard let colon = buffer[lineStart..<lineEnd].firstIndex(of: UInt8(ascii: ":")), colon > lineStart else {
+                throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
+            }
+            let last = buffer[colon - 1]
+            if last == 0x20 || last == 0x09 {
+                // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
+                throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
+            }
+            for i in lineStart..<colon where !HTTP1Syntax.isToken(buffer[i]) {
+                throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
+            }
+            var valueStart = colon + 1
+            var valueEnd = lineEnd
+            while valueStart < valueEnd, buffer[valueStart] == 0x20 || buffer[valueStart] == 0x09 { valueStart += 1 }
+            while valueEnd > valueStart, buffer[valueEnd - 1] == 0x20 || buffer[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(buffer[i]) {
+                throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
+            }
+            headers.fields.append(
+                HTTPHeaders.Field(
+                    name: HTTP1Syntax.string(buffer[lineStart..<colon]),
+                    value: HTTP1Syntax.string(buffer[valueStart..<valueEnd])))
+            lineStart = lf + 1
+        }
+        return headers
+    }
+
+    private func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
+        let b = Array(bytes)
+        guard b.count == 8, b[0...4].elementsEqual("HTTP/".utf8), b[6] == UInt8(ascii: "."),
+            b[5] >= 0x30, b[5] <= 0x39, b[7] >= 0x30, b[7] <= 0x39
+        else {
+            throw remoteError(.invalidStartLine, requestStatus: 400, "malformed HTTP version")
+        }
+        let version = HTTPVersion(major: Int(b[5] - 0x30), minor: Int(b[7] - 0x30))
+        guard version.major == 1 else {
+            throw remoteError(.unsupportedVersion, requestStatus: 505, "unsupported HTTP version \(version)")
+        }
+        return version
+    }
+
+    private func parseRequestLine(_ line: ArraySlice<UInt8>, headers: HTTPHeaders) throws(HTTP1Error)
+        -> HTTPRequestHead
+    {
+        guard let sp1 = line.firstIndex(of: 0x20), let sp2 = line.lastIndex(of: 0x20), sp1 < sp2 else {
+            throw remoteError(.invalidStartLine, requestStatus: 400, "request line needs method, target and version")
+        }
+        let methodBytes = line[line.startIndex..<sp1]
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(HTTP1Syntax.isToken) else {
+            throw remoteError(.invalidMethod, requestStatus: 400, "invalid method token")
+        }
+        let targetBytes = line[(sp1 + 1)..<sp2]
+        guard !targetBytes.isEmpty, targetBytes.allSatisfy(HTTP1Syntax.isTargetByte) else {
+            throw remoteError(.invalidTarget, requestStatus: 400, "invalid request-target")
+        }
+        let version = try parseVersion(line[(sp2 + 1)...])
+        let head = HTTPRequestHead(
+            method: HTTP1Syntax.string(methodBytes), target: HTTP1Syntax.string(targetBytes), version: version,
+            headers: headers)
+        // RFC 9112 §3.2: HTTP/1.1 requests need exactly one Host field.
+        let hosts = headers.values(for: "Host").count
+        if (version.minor >= 1 && hosts == 0) || hosts > 1 {
+            throw remoteError(.invalidHeaderValue, requestStatus: 400, "HTTP/1.1 request needs exactly one Host field")
+        }
+        if head.method == "CONNECT" {
+            _ = try HTTPRequestTarget(parsing: head.target, method: head.method)
+        }
+        return head
+    }
+
+    private func parseStatusLine(_ line: ArraySlice<UInt8>, headers: HTTPHeaders) throws(HTTP1Error)
+        -> HTTPResponseHead
+    {
+        guard let sp1 = line.firstIndex(of: 0x20) else {
+            throw remoteError(.invalidStartLine, requestStatus: 400, "status line needs version and status")
+        }
+        let version = try parseVersion(line[line.startIndex..<sp1])
+        let codeStart = sp1 + 1
+        guard line.endIndex - codeStart >= 3,
+            line[codeStart..<(codeStart + 3)].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            codeStart + 3 == line.endIndex || line[codeStart + 3] == 0x20
+        else {
+            throw remoteError(.invalidStatus, requestStatus: 400, "status code must be three digits")
+        }
+        let status = line[codeStart..<(codeStart + 3)].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        guard status >= 100 else {
+            throw remoteError(.invalidStatus, requestStatus: 400, "status code \(status) below 100")
+        }
+        let reasonBytes = codeStart + 4 <= line.endIndex ? line[(codeStart + 4)...] : []
+        guard reasonBytes.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+            throw remoteError(.invalidStartLine, requestStatus: 400, "control character in reason phrase")
+        }
+        return HTTPResponseHead(
+            version: version, status: status, reason: HTTP1Syntax.string(reasonBytes), headers: headers)
+    }
+
+    // MARK: - Bodies
+
+    private mutating func endMessage(trailers: HTTPHeaders = []) -> HTTP1Event {
+        state = .paused
+        return .end(trailers: trailers)
+    }
+
+    private mutating func takeBody(max: Int) -> [UInt8] {
+        let n = Swift.min(max, bufferedByteCount)
+        let chunk = Array(buffer[start..<(start + n)])
+        start += n
+        return chunk
+    }
+
+    private mutating func parseBody(_ body: BodyState) throws(HTTP1Error) -> HTTP1Event {
+        switch body {
+        case .fixed(let remaining):
+            if remaining == 0 { return endMessage() }
+            if bufferedByteCount == 0 {
+                if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a body") }
+                return .needMoreData
+            }
+            let chunk = takeBody(max: remaining)
+            state = .body(.fixed(remaining: remaining - chunk.count))
+            return .body(chunk)
+        case .untilClose:
+            if bufferedByteCount > 0 { return .body(takeBody(max: bufferedByteCount)) }
+            if eof {
+                lastMessageKeepAlive = false
+                return endMessage()
+            }
+            return .needMoreData
+        case .chunkData(let remaining):
+            if bufferedByteCount == 0 {
+                if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a chunk") }
+                return .needMoreData
+            }
+            let chunk = takeBody(max: remaining)
+            let left = remaining - chunk.count
+            state = .body(left == 0 ? .chunkDataEnd : .chunkData(remaining: left))
+            return .body(chunk)
+        case .chunkDataEnd:
+            if bufferedByteCount < 2 {
+                if bufferedByteCount == 1 && buffer[start] != 0x0D {
+                    throw remoteError(.invalidChunkTerminator, requestStatus: 400, "chunk data not followed by CRLF")
+                }
+                if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a chunk") }
+                return .needMoreData
+            }
+            guard buffer[start] == 0x0D && buffer[start + 1] == 0x0A else {
+                throw remoteError(.invalidChunkTerminator, requestStatus: 400, "chunk data not followed by CRLF")
+            }
+            start += 2
+            state = .body(.chunkSize)
+            return try parseBody(.chunkSize)
+        case .chunkSize:
+            return try parseChunkSize()
+        case .trailers:
+            return try parseTrailers()
+        }
+    }
+
+    private mutating func parseChunkSize() throws(HTTP1Error) -> HTTP1Event {
+        let searchEnd = Swift.min(buffer.count, start + limits.maxChunkLineBytes)
+        guard let lf = buffer[start..<searchEnd].firstIndex(of: 0x0A) else {
+            if bufferedByteCount >= limits.maxChunkLineBytes {
+                throw remoteError(.chunkLineTooLong, requestStatus: 400, "chunk-size line too long")
+            }
+            if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a chunk") }
+            return .needMoreData
+        }
+        guard lf > start, buffer[lf - 1] == 0x0D else {
+            throw remoteError(.invalidChunkSize, requestStatus: 400, "chunk-size line must end with CRLF")
+        }
+        let lineEnd = lf - 1
+        var i = start
+        var size = 0
+        while i < lineEnd, let digit = Self.hexValue(buffer[i]) {
+            if size > (Int.max >> 4) {
+                throw remoteError(.chunkSizeOverflow, requestStatus: 400, "chunk size overflows")
+            }
+            size = size << 4 | digit
+            i += 1
+        }
+        guard i > start else { throw remoteError(.invalidChunkSize, requestStatus: 400, "chunk size is not hex") }
+        // Anything after the size must be BWS and a chunk extension, which we ignore (RFC 9112 §7.1.1).
+        while i < lineEnd, buffer[i] == 0x20 || buffer[i] == 0x09 { i += 1 }
+        if i < lineEnd {
+            guard buffer[i] == UInt8(ascii: ";") else {
+                throw remoteError(.invalidChunkSize, requestStatus: 400, "garbage after chunk size")
+            }
+            for j in i..<lineEnd where !HTTP1Syntax.isFieldValueByte(buffer[j]) {
+                throw remoteError(.invalidChunkSize, requestStatus: 400, "control character in chunk extension")
+            }
+        }
+        start = lf + 1
+        if size == 0 {
+            state = .body(.trailers)
+            return try parseTrailers()
+        }
+        if size > limits.maxBodyBytes {
+            throw remoteError(.bodyTooLarge, requestStatus: 413, "chunk larger than the body limit")
+        }
+        state = .body(.chunkData(remaining: size))
+        return try parseBody(.chunkData(remaining: size))
+    }
+
+    private mutating func parseTrailers() throws(HTTP1Error) -> HTTP1Event {
+        guard let end = findSectionEnd(from: start) else {
+            if bufferedByteCount > limits.maxHeaderSectionBytes {
+                throw remoteError(.headerSectionTooLarge, requestStatus: 431, "trailer section too large")
+            }
+            if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside trailers") }
+            return .needMoreData
+        }
+        let trailers = try parseFields(from: start, to: end)
+        start = end
+        headScanIndex = start
+        return endMessage(trailers: trailers)
+    }
+
+    @inline(__always) private static func hexValue(_ b: UInt8) -> Int? {
+        switch b {
+        case 0x30...0x39: Int(b - 0x30)
+        case 0x41...0x46: Int(b - 0x41 + 10)
+        case 0x61...0x66: Int(b - 0x61 + 10)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,138 @@
+/// Serializes message heads. Bodies are framed separately by ``HTTP1BodyWriter``, so a proxy can re-frame a body
+/// (for example turn a read-until-close upstream body into chunked for a keep-alive client).
+///
+/// Every name and value is validated first, so a caller cannot inject header lines (CR/LF) by accident.
+public enum HTTP1Serializer {
+    /// Appends `METHOD target HTTP/1.x\r\n`, the fields and the empty line.
+    public static func write(_ head: HTTPRequestHead, into out: inout [UInt8]) throws(HTTP1Error) {
+        guard !head.method.isEmpty, head.method.utf8.allSatisfy(HTTP1Syntax.isToken) else {
+            throw HTTP1Error(.local, .invalidMethod, status: 500, detail: "invalid method \(head.method)")
+        }
+        guard !head.target.isEmpty, head.target.utf8.allSatisfy(HTTP1Syntax.isTargetByte) else {
+            throw HTTP1Error(.local, .invalidTarget, status: 500, detail: "invalid request-target \(head.target)")
+        }
+        try checkVersion(head.version)
+        out.append(contentsOf: head.method.utf8)
+        out.append(0x20)
+        out.append(contentsOf: head.target.utf8)
+        out.append(0x20)
+        appendVersion(head.version, to: &out)
+        out.append(0x0D)
+        out.append(0x0A)
+        try writeFields(head.headers, into: &out)
+    }
+
+    /// Appends `HTTP/1.x status reason\r\n`, the fields and the empty line.
+    public static func write(_ head: HTTPResponseHead, into out: inout [UInt8]) throws(HTTP1Error) {
+        guard head.status >= 100 && head.status <= 999 else {
+            throw HTTP1Error(.local, .invalidStatus, status: 500, detail: "invalid status \(head.status)")
+        }
+        guard head.reason.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+            throw HTTP1Error(.local, .invalidStartLine, status: 500, detail: "control character in reason phrase")
+        }
+        try checkVersion(head.version)
+        appendVersion(head.version, to: &out)
+        out.append(0x20)
+        out.append(contentsOf: String(head.status).utf8)
+        out.append(0x20)
+        out.append(contentsOf: head.reason.utf8)
+        out.append(0x0D)
+        out.append(0x0A)
+        try writeFields(head.headers, into: &out)
+    }
+
+    /// Appends field lines and the terminating empty line (also used for chunked trailers).
+    static func writeFields(_ headers: HTTPHeaders, into out: inout [UInt8]) throws(HTTP1Error) {
+        for field in headers.fields {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTP1Syntax.isToken) else {
+                throw HTTP1Error(.local, .invalidHeaderName, status: 500, detail: "invalid field name \(field.name)")
+            }
+            guard field.value.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+                throw HTTP1Error(
+                    .local, .invalidHeaderValue, status: 500, detail: "control character in field \(field.name)")
+            }
+            out.append(contentsOf: field.name.utf8)
+            out.append(UInt8(ascii: ":"))
+            out.append(0x20)
+            out.append(contentsOf: field.value.utf8)
+            out.append(0x0D)
+            out.append(0x0A)
+        }
+        out.append(0x0D)
+        out.append(0x0A)
+    }
+
+    private static func checkVersion(_ version: HTTPVersion) throws(HTTP1Error) {
+        guard version.major == 1, version.minor == 0 || version.minor == 1 else {
+            throw HTTP1Error(.local, .unsupportedVersion, status: 500, detail: "cannot serialize \(version)")
+        }
+    }
+
+    private static func appendVersion(_ version: HTTPVersion, to out: inout [UInt8]) {
+        out.append(contentsOf: "HTTP/1.".utf8)
+        out.append(UInt8(0x30 + version.minor))
+    }
+}
+
+/// Frames one message body for sending: Content-Length (checked), chunked (encoded), until-close (raw) or none.
+public struct HTTP1BodyWriter: Sendable {
+    public let framing: HTTP1BodyFraming
+    private var written = 0
+    private var finished = false
+
+    public init(framing: HTTP1BodyFraming) {
+        self.framing = framing
+    }
+
+    /// Appends one piece of body, framed. Empty pieces write nothing (an empty chunk would end a chunked body).
+    public mutating func write(_ piece: some Collection<UInt8>, into out: inout [UInt8]) throws(HTTP1Error) {
+        guard !finished else {
+            throw HTTP1Error(.local, .invalidState, status: 500, detail: "body written after finish")
+        }
+        if piece.isEmpty { return }
+        switch framing {
+        case .none, .switchProtocols:
+            throw HTTP1Error(.local, .bodyLengthMismatch, status: 500, detail: "this message cannot have a body")
+        case .contentLength(let length):
+            guard written + piece.count <= length else {
+                throw HTTP1Error(
+                    .local, .bodyLengthMismatch, status: 500, detail: "body exceeds Content-Length \(length)")
+            }
+            out.append(contentsOf: piece)
+        case .chunked:
+            out.append(contentsOf: String(piece.count, radix: 16).utf8)
+            out.append(0x0D)
+            out.append(0x0A)
+            out.append(contentsOf: piece)
+            out.append(0x0D)
+            out.append(0x0A)
+        case .untilClose:
+            out.append(contentsOf: piece)
+        }
+        written += piece.count
+    }
+
+    /// Ends the body: the last chunk and trailers for chunked, a length check for Content-Length.
+    /// For `.untilClose` the caller must close the connection afterwards.
+    public mutating func finish(trailers: HTTPHeaders = [], into out: inout [UInt8]) throws(HTTP1Error) {
+        guard !finished else {
+            throw HTTP1Error(.local, .invalidState, status: 500, detail: "body finished twice")
+        }
+        if !trailers.isEmpty && framing != .chunked {
+            throw HTTP1Error(.local, .invalidState, status: 500, detail: "trailers need chunked framing")
+        }
+        switch framing {
+        case .contentLength(let length) where written != length:
+            throw HTTP1Error(
+                .local, .bodyLengthMismatch, status: 500, detail: "body has \(written) of \(length) bytes")
+        case .chunked:
+            out.append(UInt8(ascii: "0"))
+            out.append(0x0D)
+            out.append(0x0A)
+            try HTTP1Serializer.writeFields(trailers, into: &out)
+        default:
+            break
+        }
+        finished = true
+    }
+}

@@ -1,0 +1,103 @@
+/// An ordered list of header fields, exactly as they appeared on the wire.
+///
+/// Order, the spelling (case) of names and duplicate fields are all preserved, because a proxy must relay them
+/// faithfully. Lookups by name are ASCII case-insensitive, as RFC 9110 §5.1 requires.
+public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLiteral {
+    /// One header field: a name and its value without surrounding whitespace.
+    public struct Field: Equatable, Sendable {
+        public var name: String
+        public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields in wire order.
+    public var fields: [Field]
+
+    public init(_ fields: [(String, String)] = []) {
+        self.fields = fields.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(arrayLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    public var count: Int { fields.count }
+    public var isEmpty: Bool { fields.isEmpty }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Appends a field at the end (after any field with the same name).
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field with this name (case-insensitive).
+    public mutating func remove(name: String) {
+        fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) }
+    }
+
+    /// Replaces every field with this name by one field with the given value, appended at the end.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        remove(name: name)
+        add(name: name, value: value)
+    }
+
+    /// All values of fields with this name, in order (case-insensitive name match).
+    public func values(for name: String) -> [String] {
+        fields.lazy.filter { $0.name.asciiCaseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// The first value of a field with this name, if any.
+    public subscript(first name: String) -> String? {
+        fields.first { $0.name.asciiCaseInsensitiveEquals(name) }?.value
+    }
+
+    /// Whether a field with this name exists.
+    public func contains(name: String) -> Bool {
+        fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }
+    }
+
+    /// The comma-separated list elements of every field with this name, trimmed and lower-cased, empty elements
+    /// dropped (RFC 9110 §5.6.1 list syntax). Used for `Connection`, `Transfer-Encoding`, `Content-Length`.
+    public func listTokens(for name: String) -> [String] {
+        var result: [String] = []
+        for value in values(for: name) {
+            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
+                let trimmed = element.trimmingOWS()
+                if !trimmed.isEmpty { result.append(trimmed.asciiLowercased()) }
+            }
+        }
+        return result
+    }
+}
+
+extension StringProtocol {
+    /// ASCII-only case-insensitive comparison; header names are ASCII tokens.
+    func asciiCaseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
+        let a = self.utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            guard x | 0x20 == y | 0x20, (x | 0x20) >= UInt8(ascii: "a"), (x | 0x20) <= UInt8(ascii: "z") else {
+                return false
+            }
+        }
+        return true
+    }
+
+    func asciiLowercased() -> String {
+        String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Strips optional whitespace (SP / HTAB) from both ends.
+    func trimmingOWS() -> String {
+        let bytes = Array(utf8)
+        var lo = 0, hi = bytes.count
+        while lo < hi, bytes[lo] == 0x20 || bytes[lo] == 0x09 { lo += 1 }
+        while hi > lo, bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09 { hi -= 1 }
+        return String(decoding: bytes[lo..<hi], as: UTF8.self)
+    }
+}

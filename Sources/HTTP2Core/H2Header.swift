@@ -1,0 +1,29 @@
+/// One header field as it travels on an HTTP/2 or HTTP/1 message, in wire order.
+///
+/// Names and values are decoded as UTF-8; a byte sequence that is not valid UTF-8 is replaced with U+FFFD
+/// (a debugging proxy shows such values rather than relaying them bit-for-bit).
+public struct H2Header: Sendable, Hashable, CustomStringConvertible {
+    /// Field name. HTTP/2 requires lowercase names; pseudo-header names start with `:`.
+    public var name: String
+    /// Field value.
+    public var value: String
+
+    /// Creates a header field.
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// `true` for HTTP/2 pseudo-header fields such as `:method`.
+    public var isPseudo: Bool { name.hasPrefix(":") }
+
+    public var description: String { "\(name): \(value)" }
+}
+
+extension Array where Element == H2Header {
+    /// The value of the first field called `name` (compared case-insensitively), or `nil`.
+    public func first(named name: String) -> String? {
+        let wanted = name.lowercased()
+        return first { $0.name.lowercased() == wanted }?.value
+    }
+}

@@ -1,1 +1,0 @@
-// HTTP2Core: placeholder until the module lands.

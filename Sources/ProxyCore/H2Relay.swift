@@ -1,0 +1,324 @@
+import HTTP1Core
+import HTTP2Core
+import ProxyTrace
+
+// Theory of operation:
+//
+// 1. Used when both the client and the upstream negotiated h2 (ALPN mirroring makes that the case exactly when
+//    the upstream speaks h2). Two H2Sessions: server role facing the client, client role facing the upstream.
+// 2. Streams map one to one. Request heads go through the same `decide` as HTTP/1 (forward with annotation, or
+//    answer locally for `--block http`); header fields are copied as they are (both sides speak h2).
+// 3. Flow control follows the slower side: bytes received on one session are consumed (WINDOW_UPDATE) only as
+//    the other session actually sends them, so a slow reader stops the writer without unbounded buffering.
+// 4. RST_STREAM affects only its stream, mirrored to the other side. A GOAWAY from the upstream refuses the
+//    client streams it did not process and tells the client to go elsewhere for new ones.
+// 5. nghttp2 is never re-entered: all submits happen after `receive` has returned, and output is pumped last.
+
+final class H2Relay: ExchangeRelay {
+    private let client: H2Session
+    private let upstream: H2Session
+    private let decide: (HTTPRequestHead) -> RequestDecision
+    private let now: () -> Double
+    private var out = RelayOutput()
+
+    private struct Stream {
+        var upstreamID: Int32?
+        var method: String
+        var url: String
+        var outcome: ExchangeSummary.ATSOutcome
+        var codes: [String]
+        var annotation: [H2Header]
+        var started: Double
+        var status: Int?
+        var requestBytes = 0
+        var responseBytes = 0
+        /// Bytes handed to the upstream session (client → upstream) not yet credited back to the client.
+        var uncreditedToUpstream = 0
+        /// Bytes handed to the client session (upstream → client) not yet credited back to the upstream.
+        var uncreditedToClient = 0
+        var local = false
+    }
+
+    private var streams: [Int32: Stream] = [:]
+    private var byUpstream: [Int32: Int32] = [:]
+    private var failed = false
+
+    init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+        client = try H2Session(role: .server)
+        upstream = try H2Session(role: .client)
+        self.now = now
+        self.decide = decide
+        pump()
+    }
+
+    var isIdle: Bool { streams.isEmpty }
+
+    func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
+        guard !failed else { return take() }
+        do {
+            for event in try client.receive(bytes) { clientEvent(event) }
+        } catch {
+            connectionFailed(clientSide: true, error)
+        }
+        pump()
+        return take()
+    }
+
+    func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
+        guard !failed else { return take() }
+        do {
+            for event in try upstream.receive(bytes) { upstreamEvent(event) }
+        } catch {
+            connectionFailed(clientSide: false, error)
+        }
+        pump()
+        return take()
+    }
+
+    func clientEOF() -> RelayOutput {
+        out.closeClient = true
+        failed = true
+        return take()
+    }
+
+    func upstreamEOF() -> RelayOutput {
+        // Streams still open upstream are lost: reset them towards the client, then let the client go.
+        for (id, s) in streams where !s.local {
+            reset(client, id, .internalError)
+        }
+        streams.removeAll()
+        goAway(client, last: 0, .noError)
+        pump()
+        out.closeUpstream = true
+        out.closeClient = true
+        return take()
+    }
+
+    private func take() -> RelayOutput {
+        let o = out
+        out = RelayOutput()
+        return o
+    }
+
+    // MARK: - Client → upstream
+
+    private func clientEvent(_ event: H2Event) {
+        switch event {
+        case .headers(let id, let fields, .request, let endStream):
+            openStream(id, fields: fields, endStream: endStream)
+        case .headers(let id, let fields, .trailers, _):
+            guard let up = streams[id]?.upstreamID else { return }
+            do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
+        case .data(let id, let bytes, let endStream):
+            guard var s = streams[id] else {
+                client.consume(streamID: id, count: bytes.count)
+                return
+            }
+            s.requestBytes += bytes.count
+            if let up = s.upstreamID {
+                s.uncreditedToUpstream += bytes.count
+                streams[id] = s
+                do { try upstream.sendData(streamID: up, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
+            } else {
+                // A locally answered request: its body is dropped, and credited at once.
+                streams[id] = s
+                client.consume(streamID: id, count: bytes.count)
+            }
+        case .rstStream(let id, let code):
+            if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
+            finish(clientID: id)
+        case .streamClosed(let id, _):
+            finish(clientID: id)
+        case .goAway:
+            // The client opens no more streams; the ones in flight finish, then the client closes.
+            break
+        case .headers, .settings, .windowUpdate, .ping:
+            break
+        }
+    }
+
+    private func openStream(_ id: Int32, fields: [H2Header], endStream: Bool) {
+        let head: HTTPRequestHead
+        do {
+            let h1 = try H2HeaderTranslation.h1Request(from: fields)
+            head = HTTPRequestHead(
+                method: h1.method, target: h1.target, version: .http1_1,
+                headers: HTTPHeaders(h1.headers.map { ($0.name, $0.value) }))
+        } catch {
+            reset(client, id, .protocolError)
+            return
+        }
+        switch decide(head) {
+        case .forward(_, let url, _, let annotation, let outcome, let codes):
+            var s = Stream(
+                method: head.method, url: url, outcome: outcome, codes: codes,
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+            do {
+                let up = try upstream.submitRequest(fields, body: endStream ? .none : .streaming)
+                s.upstreamID = up
+                byUpstream[up] = id
+                streams[id] = s
+            } catch {
+                streams[id] = s
+                answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused a new stream (\(error))\n".utf8))
+            }
+        case .answer(let response, let body, let url, let outcome, let codes):
+            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            s.local = true
+            s.status = response.status
+            s.responseBytes = body.count
+            streams[id] = s
+            let headers = response.headers.fields
+                .filter { !H2HeaderTranslation.connectionSpecificFields.contains($0.name.lowercased()) }
+                .map { H2Header($0.name.lowercased(), $0.value) }
+            answer(id, status: response.status, headers: headers, body: head.method == "HEAD" ? [] : body)
+        }
+    }
+
+    private func answer(_ id: Int32, status: Int, headers: [H2Header], body: [UInt8]) {
+        let fields = [H2Header(":status", String(status))] + headers
+            + [H2Header("content-length", String(body.count))]
+        do {
+            try client.submitResponse(streamID: id, headers: fields, body: body.isEmpty ? .none : .streaming)
+            if !body.isEmpty { try client.sendData(streamID: id, body, endStream: true) }
+        } catch {
+            reset(client, id, .internalError)
+        }
+    }
+
+    // MARK: - Upstream → client
+
+    private func upstreamEvent(_ event: H2Event) {
+        switch event {
+        case .headers(let up, let fields, .response, let endStream):
+            guard let id = byUpstream[up], var s = streams[id] else { return }
+            let status = fields.first(named: ":status").flatMap { Int($0) } ?? 0
+            do {
+                if (100..<200).contains(status) {
+                    try client.submitInformational(streamID: id, headers: fields)
+                } else {
+                    s.status = status
+                    streams[id] = s
+                    try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
+                }
+            } catch {
+                resetBoth(clientID: id)
+            }
+        case .headers(let up, let fields, .trailers, _):
+            guard let id = byUpstream[up] else { return }
+            do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
+        case .data(let up, let bytes, let endStream):
+            guard let id = byUpstream[up], var s = streams[id] else {
+                upstream.consume(streamID: up, count: bytes.count)
+                return
+            }
+            s.responseBytes += bytes.count
+            s.uncreditedToClient += bytes.count
+            streams[id] = s
+            do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
+        case .rstStream(let up, let code):
+            if let id = byUpstream[up] {
+                reset(client, id, code)
+                finish(clientID: id)
+            }
+        case .streamClosed(let up, let code):
+            if let id = byUpstream[up], code != .noError {
+                reset(client, id, code)
+                finish(clientID: id)
+            }
+        case .goAway(let last, _, _):
+            // Streams the upstream never processed are refused, so the client may retry them elsewhere.
+            for (up, id) in byUpstream where up > last {
+                reset(client, id, .refusedStream)
+                finish(clientID: id)
+            }
+            let highest = streams.keys.max() ?? 0
+            goAway(client, last: highest, .noError)
+        case .headers, .settings, .windowUpdate, .ping:
+            break
+        }
+    }
+
+    // MARK: - Bookkeeping
+
+    /// Queues RST_STREAM. A session that cannot even queue a reset is beyond saving: the connection ends.
+    private func reset(_ session: H2Session, _ id: Int32, _ code: H2ErrorCode) {
+        do { try session.submitRSTStream(streamID: id, errorCode: code) } catch { abandon() }
+    }
+
+    /// Queues GOAWAY, or ends the connection when even that is impossible.
+    private func goAway(_ session: H2Session, last: Int32, _ code: H2ErrorCode) {
+        do { try session.submitGoAway(lastStreamID: last, errorCode: code) } catch { abandon() }
+    }
+
+    private func abandon() {
+        failed = true
+        out.closeClient = true
+        out.closeUpstream = true
+    }
+
+    private func finish(clientID id: Int32) {
+        guard let s = streams.removeValue(forKey: id) else { return }
+        if let up = s.upstreamID {
+            byUpstream[up] = nil
+            // Bytes of a reset stream that will never be relayed still count against the connection windows.
+            if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
+            if s.uncreditedToClient > 0 { upstream.consume(streamID: up, count: s.uncreditedToClient) }
+        }
+        out.exchanges.append(ExchangeSummary(
+            method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/2.0", outcome: s.outcome,
+            errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
+            durationMilliseconds: max(0, (now() - s.started) * 1000)))
+    }
+
+    private func resetBoth(clientID id: Int32) {
+        if let up = streams[id]?.upstreamID { reset(upstream, up, .internalError) }
+        reset(client, id, .internalError)
+        finish(clientID: id)
+    }
+
+    private func connectionFailed(clientSide: Bool, _ error: H2Error) {
+        failed = true
+        if clientSide {
+            // The client's GOAWAY is already queued by the session; the upstream is told we are going away.
+            goAway(upstream, last: 0, .noError)
+        } else {
+            goAway(client, last: streams.keys.max() ?? 0, .internalError)
+        }
+        out.closeClient = true
+        out.closeUpstream = true
+    }
+
+    /// Writes what both sessions have queued, and returns flow-control credit for bytes the other side sent.
+    private func pump() {
+        out.toUpstream += upstream.pendingOutput()
+        out.toClient += client.pendingOutput()
+        var credited = false
+        for (id, var s) in streams {
+            if let up = s.upstreamID, s.uncreditedToUpstream > 0 {
+                let sent = s.uncreditedToUpstream - upstream.outboundQueuedBytes(streamID: up)
+                if sent > 0 {
+                    client.consume(streamID: id, count: sent)
+                    s.uncreditedToUpstream -= sent
+                    credited = true
+                }
+            }
+            if let up = s.upstreamID, s.uncreditedToClient > 0 {
+                let sent = s.uncreditedToClient - client.outboundQueuedBytes(streamID: id)
+                if sent > 0 {
+                    upstream.consume(streamID: up, count: sent)
+                    s.uncreditedToClient -= sent
+                    credited = true
+                }
+            }
+            streams[id] = s
+        }
+        for event in client.takeEvents() { clientEvent(event) }
+        for event in upstream.takeEvents() { upstreamEvent(event) }
+        if credited {
+            out.toUpstream += upstream.pendingOutput()
+            out.toClient += client.pendingOutput()
+        }
+        if !client.wantsRead && !client.wantsWrite && streams.isEmpty { out.closeClient = true }
+    }
+}

@@ -1,0 +1,412 @@
+import HTTP1Core
+import ProxyTrace
+
+// Theory of operation:
+//
+// 1. The relay sits between the client's and the upstream's *plaintext* byte streams (inside TLS when
+//    intercepting), parsing both directions with HTTP1Core and re-serialising heads so headers can be changed.
+// 2. At most one exchange is in flight: after a request ends, the request parser stays paused until the response
+//    has ended. Pipelined requests wait in the parser's buffer. This keeps local answers (blocks) and forwarded
+//    responses in order without a queue, at no cost for the usual request → response → request pattern.
+// 3. For every request head the owner decides (`decide`): forward it (possibly rewritten, possibly to another
+//    upstream, with `X-ATS-*` annotation for the response) or answer it locally (a block) and discard its body.
+// 4. Bodies stream piece by piece in their original framing; nothing is buffered whole.
+// 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
+// 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
+
+/// What the owner decides for one request.
+enum RequestDecision {
+    /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
+    /// `annotation` to the response.
+    case forward(head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
+    /// Answer locally with this response; the request body is read and dropped.
+    case answer(head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String])
+}
+
+/// A host and port to connect to for plain-HTTP forwarding.
+struct UpstreamTarget: Equatable {
+    var host: String
+    var port: Int
+}
+
+/// Bytes and decisions produced by one relay step.
+struct RelayOutput {
+    var toClient: [UInt8] = []
+    var toUpstream: [UInt8] = []
+    var exchanges: [ExchangeSummary] = []
+    /// Connect (or reconnect) the upstream before `toUpstream` can go out; set by plain-HTTP forwarding.
+    var connect: UpstreamTarget?
+    /// Close the client after `toClient` is flushed (and the upstream with it).
+    var closeClient = false
+    /// The upstream connection is finished (not reusable).
+    var closeUpstream = false
+    /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
+    var switchedToRaw = false
+}
+
+final class HTTP1Relay {
+    private var requests = HTTP1Parser(role: .requests)
+    private var responses = HTTP1Parser(role: .responses)
+    private let decide: (HTTPRequestHead) -> RequestDecision
+    private let now: () -> Double
+    private var out = RelayOutput()
+
+    private struct Exchange {
+        var method: String
+        var url: String
+        var outcome: ExchangeSummary.ATSOutcome
+        var codes: [String]
+        var annotation: [(String, String)]
+        var started: Double
+        var requestBytes = 0
+        var responseBytes = 0
+        var status: Int?
+        var requestEnded = false
+        var requestKeepAlive = true
+        /// nil while discarding the body of a locally answered request.
+        var requestWriter: HTTP1BodyWriter?
+        var responseWriter: HTTP1BodyWriter?
+        var localAnswer: [UInt8]?
+        var responseHeadSent = false
+    }
+
+    private var exchange: Exchange?
+    /// Head bytes (and body) held while the upstream connects.
+    private var held: [UInt8] = []
+    private(set) var awaitingUpstream = false
+    private(set) var connectedUpstream: UpstreamTarget?
+    private var finished = false
+    private let httpVersionLabel = "HTTP/1.1"
+
+    init(connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) {
+        self.connectedUpstream = upstream
+        self.now = now
+        self.decide = decide
+    }
+
+    /// True when no exchange is in flight (the connection may be closed without losing anything).
+    var isIdle: Bool { exchange == nil }
+
+    // MARK: - Input
+
+    func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
+        requests.receive(bytes)
+        pumpRequests()
+        return take()
+    }
+
+    func clientEOF() -> RelayOutput {
+        requests.receiveEOF()
+        pumpRequests()
+        return take()
+    }
+
+    func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
+        responses.receive(bytes)
+        pumpResponses()
+        return take()
+    }
+
+    func upstreamEOF() -> RelayOutput {
+        responses.receiveEOF()
+        pumpResponses()
+        if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil {
+            failExchange(status: 502, reason: "the upstream closed the connection before responding")
+        }
+        out.closeUpstream = true
+        connectedUpstream = nil
+        return take()
+    }
+
+    /// The upstream asked for with `RelayOutput.connect` is open: release what was held for it.
+    func upstreamConnected(_ target: UpstreamTarget) -> RelayOutput {
+        connectedUpstream = target
+        awaitingUpstream = false
+        out.toUpstream += held
+        held = []
+        return take()
+    }
+
+    /// The upstream asked for could not be reached.
+    func upstreamFailed(_ message: String) -> RelayOutput {
+        awaitingUpstream = false
+        held = []
+        failExchange(status: 502, reason: message)
+        return take()
+    }
+
+    private func take() -> RelayOutput {
+        let o = out
+        out = RelayOutput()
+        return o
+    }
+
+    // MARK: - Requests (client → upstream)
+
+    private func sendUpstream(_ bytes: [UInt8]) {
+        if awaitingUpstream { held += bytes } else { out.toUpstream += bytes }
+    }
+
+    private func pumpRequests() {
+        while !finished {
+            let event: HTTP1Event
+            do { event = try requests.nextEvent() } catch {
+                protocolError(error, fromClient: true)
+                return
+            }
+            switch event {
+            case .requestHead(let head):
+                begin(head)
+            case .body(let piece):
+                guard var ex = exchange else { return }
+                ex.requestBytes += piece.count
+                if ex.requestWriter != nil {
+                    var bytes: [UInt8] = []
+                    do { try ex.requestWriter!.write(piece, into: &bytes) } catch {
+                        exchange = ex
+                        protocolError(error, fromClient: true)
+                        return
+                    }
+                    sendUpstream(bytes)
+                }
+                exchange = ex
+            case .end(let trailers):
+                guard var ex = exchange else { return }
+                ex.requestEnded = true
+                if ex.requestWriter != nil {
+                    var bytes: [UInt8] = []
+                    do { try ex.requestWriter!.finish(trailers: trailers, into: &bytes) } catch {
+                        exchange = ex
+                        protocolError(error, fromClient: true)
+                        return
+                    }
+                    sendUpstream(bytes)
+                }
+                exchange = ex
+                if let answer = ex.localAnswer {
+                    out.toClient += answer
+                    complete()
+                }
+                return  // paused until the response ends (rule 2)
+            case .needMoreData, .paused:
+                return
+            case .connectionClosed:
+                if exchange == nil {
+                    out.closeClient = true
+                    finished = true
+                }
+                return
+            case .switchedProtocols:
+                return
+            case .responseHead:
+                return
+            }
+        }
+    }
+
+    private func begin(_ head: HTTPRequestHead) {
+        let decision = decide(head)
+        switch decision {
+        case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
+            var ex = Exchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now())
+            ex.requestKeepAlive = head.keepAlive
+            do {
+                ex.requestWriter = HTTP1BodyWriter(framing: try HTTP1Framing.forRequest(head))
+            } catch {
+                exchange = ex
+                protocolError(error, fromClient: true)
+                return
+            }
+            exchange = ex
+            if let upstream, upstream != connectedUpstream {
+                awaitingUpstream = true
+                out.connect = upstream
+                responses = HTTP1Parser(role: .responses)
+            }
+            var bytes: [UInt8] = []
+            do { try HTTP1Serializer.write(forwarded, into: &bytes) } catch {
+                protocolError(error, fromClient: true)
+                return
+            }
+            responses.expectResponse(toRequestMethod: head.method)
+            sendUpstream(bytes)
+        case .answer(let response, let body, let url, let outcome, let codes):
+            var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            ex.requestKeepAlive = head.keepAlive
+            var bytes: [UInt8] = []
+            var r = response
+            r.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            if !head.keepAlive { r.headers.replaceOrAdd(name: "Connection", value: "close") }
+            do { try HTTP1Serializer.write(r, into: &bytes) } catch {
+                protocolError(error, fromClient: true)
+                return
+            }
+            if head.method != "HEAD" { bytes += body }
+            ex.localAnswer = bytes
+            ex.status = r.status
+            ex.responseBytes = body.count
+            ex.responseHeadSent = true
+            // The body of a request answered locally is read and dropped; a body we cannot frame ends the
+            // connection after the answer.
+            do { _ = try HTTP1Framing.forRequest(head) } catch { ex.requestKeepAlive = false }
+            exchange = ex
+        }
+    }
+
+    // MARK: - Responses (upstream → client)
+
+    private func pumpResponses() {
+        while !finished {
+            let event: HTTP1Event
+            do { event = try responses.nextEvent() } catch {
+                protocolError(error, fromClient: false)
+                return
+            }
+            switch event {
+            case .responseHead(let head):
+                guard var ex = exchange else {
+                    // A response nobody asked for: the upstream is broken.
+                    protocolError(nil, fromClient: false)
+                    return
+                }
+                var bytes: [UInt8] = []
+                if head.isInterim {
+                    do { try HTTP1Serializer.write(head, into: &bytes) } catch { return }
+                    out.toClient += bytes
+                    continue
+                }
+                var annotated = head
+                for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
+                do {
+                    try HTTP1Serializer.write(annotated, into: &bytes)
+                    ex.responseWriter = HTTP1BodyWriter(
+                        framing: try HTTP1Framing.forResponse(head, requestMethod: ex.method))
+                } catch {
+                    exchange = ex
+                    protocolError(error, fromClient: false)
+                    return
+                }
+                ex.status = head.status
+                ex.responseHeadSent = true
+                exchange = ex
+                out.toClient += bytes
+            case .body(let piece):
+                guard var ex = exchange else { return }
+                ex.responseBytes += piece.count
+                var bytes: [UInt8] = []
+                do { try ex.responseWriter?.write(piece, into: &bytes) } catch {
+                    exchange = ex
+                    protocolError(error, fromClient: false)
+                    return
+                }
+                exchange = ex
+                out.toClient += bytes
+            case .end(let trailers):
+                guard var ex = exchange else { return }
+                var bytes: [UInt8] = []
+                do { try ex.responseWriter?.finish(trailers: trailers, into: &bytes) } catch {
+                    exchange = ex
+                    protocolError(error, fromClient: false)
+                    return
+                }
+                exchange = ex
+                out.toClient += bytes
+                if ex.responseWriter?.framing == .untilClose { out.closeClient = true }
+                complete()
+                return
+            case .switchedProtocols(let leftover):
+                guard exchange != nil else { return }
+                out.toClient += leftover
+                do { out.toUpstream += try requests.switchProtocols() } catch {
+                    // The request was not an Upgrade: the upstream switched protocols on its own.
+                    protocolError(error, fromClient: false)
+                    return
+                }
+                complete(keepParsing: false)
+                out.switchedToRaw = true
+                finished = true
+                return
+            case .needMoreData, .paused:
+                return
+            case .connectionClosed:
+                out.closeUpstream = true
+                connectedUpstream = nil
+                if exchange == nil {
+                    // Nothing in flight: the client may go on; the next request reconnects (plain HTTP) or, inside
+                    // an intercepted tunnel, the client is closed so that it reconnects.
+                    responses = HTTP1Parser(role: .responses)
+                }
+                return
+            case .requestHead:
+                return
+            }
+        }
+    }
+
+    /// The exchange is over: log it and go on with the next request if both sides allow it.
+    private func complete(keepParsing: Bool = true) {
+        guard let ex = exchange else { return }
+        exchange = nil
+        out.exchanges.append(
+            ExchangeSummary(
+                method: ex.method, url: ex.url, status: ex.status, httpVersion: httpVersionLabel, outcome: ex.outcome,
+                errorCodes: ex.codes, requestBytes: ex.requestBytes, responseBytes: ex.responseBytes,
+                durationMilliseconds: max(0, (now() - ex.started) * 1000)))
+        guard keepParsing else { return }
+        let upstreamKeepAlive = ex.localAnswer != nil || responses.lastMessageKeepAlive
+        guard ex.requestEnded, ex.requestKeepAlive, upstreamKeepAlive, !out.closeClient else {
+            out.closeClient = true
+            finished = true
+            return
+        }
+        if ex.localAnswer == nil {
+            do { try responses.startNextMessage() } catch {
+                out.closeClient = true
+                finished = true
+                return
+            }
+        }
+        do { try requests.startNextMessage() } catch {
+            out.closeClient = true
+            finished = true
+            return
+        }
+        pumpRequests()
+    }
+
+    private func failExchange(status: Int, reason: String) {
+        guard let ex = exchange, !ex.responseHeadSent else {
+            out.closeClient = true
+            finished = true
+            return
+        }
+        let body = Array("ATSProxy: \(reason)\n".utf8)
+        var bytes: [UInt8] = []
+        let head = HTTPResponseHead(
+            status: status, reason: status == 502 ? "Bad Gateway" : "Bad Request",
+            headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+                      ("Connection", "close")])
+        do {
+            try HTTP1Serializer.write(head, into: &bytes)
+            out.toClient += bytes + body
+        } catch {
+            // Our own head cannot be invalid; if it ever is, closing is the only honest answer left.
+        }
+        exchange?.status = status
+        exchange?.responseHeadSent = true
+        complete(keepParsing: false)
+        out.closeClient = true
+        finished = true
+    }
+
+    private func protocolError(_ error: HTTP1Error?, fromClient: Bool) {
+        let status = error?.suggestedStatus ?? 502
+        let reason = error.map { $0.description } ?? "the upstream sent a response without a request"
+        if exchange == nil, fromClient {
+            exchange = Exchange(method: "-", url: "-", outcome: .notEvaluated, codes: [], annotation: [], started: now())
+        }
+        failExchange(status: fromClient ? status : 502, reason: reason)
+        out.closeUpstream = true
+    }
+}

@@ -1,0 +1,91 @@
+import ATSPolicy
+import Foundation
+import TLSCore
+
+/// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one
+/// value serves every loop thread; the caches inside lock for themselves.
+public final class ProxyEnvironment: Sendable {
+    public let policy: ATSPolicy
+    public let mode: ATSMode
+    public let blockStyle: BlockStyle
+    public let mappings: [String: HostMapping]
+    /// Hosts tunnelled without interception: exact names, or `.example.com` for a domain and its subdomains.
+    public let passthrough: [String]
+    public let credentials: ProxyCredentials?
+    public let minter: LeafMinter
+    public let factsCollector: HandshakeFactsCollector
+    /// 0 = no CFNetwork-style records; 1–3 as `CFNETWORK_DIAGNOSTICS`.
+    public let diagnosticsLevel: Int
+    /// Whether the adapter writes JSON events (sessions skip building them otherwise).
+    public let jsonEvents: Bool
+    /// Connect, handshake and idle limits.
+    public let timeouts: Timeouts
+    let contexts = TLSContextCache()
+
+    public struct Timeouts: Sendable {
+        public var connect: Duration
+        public var handshake: Duration
+        public var idle: Duration
+        public init(connect: Duration = .seconds(10), handshake: Duration = .seconds(15), idle: Duration = .seconds(120)) {
+            self.connect = connect
+            self.handshake = handshake
+            self.idle = idle
+        }
+    }
+
+    public init(
+        policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [String],
+        credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
+        diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init()
+    ) {
+        self.policy = policy
+        self.mode = mode
+        self.blockStyle = blockStyle
+        self.mappings = Dictionary(mappings.map { ($0.host, $0) }, uniquingKeysWith: { _, last in last })
+        self.passthrough = passthrough.map { $0.lowercased() }
+        self.credentials = credentials
+        self.minter = minter
+        self.factsCollector = factsCollector
+        self.diagnosticsLevel = diagnosticsLevel
+        self.jsonEvents = jsonEvents
+        self.timeouts = timeouts
+    }
+
+    /// Where to connect for `host:port`: the `--map` target, or the host itself.
+    func upstreamAddress(host: String, port: Int) -> (address: String, port: Int) {
+        if let m = mappings[host.lowercased()] { return (m.address, m.port) }
+        return (host, port)
+    }
+
+    /// The `--passthrough` entry that covers `host`, if any.
+    func passthroughRule(for host: String) -> String? {
+        let h = host.lowercased()
+        return passthrough.first { rule in
+            rule.hasPrefix(".") ? (h.hasSuffix(rule) || h == String(rule.dropFirst())) : h == rule
+        }
+    }
+}
+
+/// TLS contexts are costly to build (cipher parsing, key loading), and a proxy needs few distinct ones: one per
+/// upstream requirement shape and one per minted identity. Bounded: cleared when full, rebuilt on demand.
+final class TLSContextCache: @unchecked Sendable {
+    // @unchecked: every access to `contexts` holds `lock`.
+    private let lock = NSLock()
+    private var contexts: [String: TLSContext] = [:]
+    private let capacity = 512
+
+    func context(key: String, make: () throws(OpenSSLError) -> TLSContext) throws(OpenSSLError) -> TLSContext {
+        lock.lock()
+        if let c = contexts[key] {
+            lock.unlock()
+            return c
+        }
+        lock.unlock()
+        let made = try make()
+        lock.lock()
+        defer { lock.unlock() }
+        if contexts.count >= capacity { contexts.removeAll(keepingCapacity: true) }
+        contexts[key] = made
+        return made
+    }
+}

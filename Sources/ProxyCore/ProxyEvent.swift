@@ -1,0 +1,49 @@
+import ATSPolicy
+import ProxyTrace
+
+/// What happens to one proxy session (a client connection and the upstream connection it leads to).
+/// The event loop adapter turns socket readiness into these; nothing here touches a file descriptor.
+public enum ProxyEvent: Sendable {
+    case clientBytes([UInt8])
+    /// The client sent FIN.
+    case clientEOF
+    /// The client connection is gone (reset, or closed after both directions ended).
+    case clientClosed(error: String?)
+    /// The upstream TCP connection asked for with `.connectUpstream` is open.
+    case upstreamConnected
+    /// The connect asked for failed (refused, timed out, name not resolved).
+    case upstreamConnectFailed(error: String)
+    case upstreamBytes([UInt8])
+    case upstreamEOF
+    case upstreamClosed(error: String?)
+}
+
+/// What a session asks the event loop adapter to do, in order.
+public enum ProxyCommand: Sendable, Equatable {
+    case sendToClient([UInt8])
+    case sendToUpstream([UInt8])
+    /// Open a TCP connection to `address:port` (a name is resolved by the adapter). Only one upstream exists at a
+    /// time; the session closes the old one first.
+    case connectUpstream(address: String, port: Int)
+    /// FIN after the queued bytes.
+    case shutdownClientWrite
+    case shutdownUpstreamWrite
+    /// Close after the queued bytes are written.
+    case closeClient
+    case closeUpstream
+    /// Hand both connections to a raw byte relay (passthrough and non-TLS tunnels): the session is done.
+    case startTunnel
+    case log(ProxyLog)
+}
+
+/// Something worth telling the user; the adapter formats it for the console, the diagnostics trace and the JSON log.
+public enum ProxyLog: Sendable, Equatable {
+    /// One finished exchange: the console line.
+    case exchange(ExchangeSummary)
+    /// A CFNetwork-style diagnostics record (only produced when diagnostics are on).
+    case diagnostics(DiagnosticsRecord)
+    /// A machine-readable event (only produced when the JSON log is on).
+    case event(TraceEvent)
+    /// A plain notice: why a host is tunnelled, why a client handshake failed.
+    case notice(String)
+}

@@ -1,0 +1,117 @@
+import ATSPolicy
+
+/// What the proxy does when a connection violates the app's ATS policy (`--ats`).
+public enum ATSMode: String, Sendable, CaseIterable {
+    /// Block the connection so the client fails the way the app would.
+    case enforce
+    /// Never block; add `X-ATS-*` headers to the real responses.
+    case annotate
+    /// Do not evaluate ATS at all: a plain intercepting proxy.
+    case off
+}
+
+/// How an enforced block reaches the client (`--block`).
+public enum BlockStyle: String, Sendable, CaseIterable {
+    /// Fail the client's own TLS handshake: a fatal alert for version/cipher violations, a leaf certificate with
+    /// the same flaw for certificate violations.
+    case tls
+    /// Complete the handshake and answer every request with 502 (403 for -1022) and `X-ATS-*` headers.
+    case http
+}
+
+/// `--map HOST=ADDR:PORT`: connect to another address for `host`, while SNI, Host and certificate checks still
+/// use `host`'s own name.
+public struct HostMapping: Sendable, Hashable {
+    public var host: String
+    public var address: String
+    public var port: Int
+
+    /// Parses `host=addr:port` (`addr` may be a bracketed IPv6 literal).
+    public init(parsing text: String) throws(ProxyOptionError) {
+        guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
+            throw ProxyOptionError("--map expects HOST=ADDR:PORT, got '\(text)'")
+        }
+        let host = String(text[..<eq]).lowercased()
+        let target = text[text.index(after: eq)...]
+        guard let colon = target.lastIndex(of: ":"), let port = Int(target[target.index(after: colon)...]),
+            (1...65535).contains(port)
+        else { throw ProxyOptionError("--map \(text): the target needs a port (ADDR:PORT)") }
+        var address = String(target[..<colon])
+        if address.hasPrefix("["), address.hasSuffix("]") { address = String(address.dropFirst().dropLast()) }
+        guard !address.isEmpty else { throw ProxyOptionError("--map \(text): the target address is empty") }
+        self.host = host
+        self.address = address
+        self.port = port
+    }
+}
+
+/// A bad proxy option, with a message that says what to write instead.
+public struct ProxyOptionError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `--auth user:pass`: the Basic credentials a client must send in `Proxy-Authorization`.
+public struct ProxyCredentials: Sendable, Hashable {
+    public var user: String
+    public var password: String
+
+    public init(parsing text: String) throws(ProxyOptionError) {
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+            throw ProxyOptionError("--auth expects USER:PASSWORD")
+        }
+        user = String(text[..<colon])
+        password = String(text[text.index(after: colon)...])
+    }
+
+    /// True when a `Proxy-Authorization` header value carries these credentials.
+    public func accepts(proxyAuthorization value: String?) -> Bool {
+        guard let value else { return false }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic" else { return false }
+        guard let decoded = Base64.decode(String(parts[1]).trimmingSpaces()) else { return false }
+        // Compare in constant time with respect to the content, so a wrong guess leaks nothing about the prefix.
+        let expected = Array("\(user):\(password)".utf8)
+        guard decoded.count == expected.count else { return false }
+        var diff: UInt8 = 0
+        for (a, b) in zip(decoded, expected) { diff |= a ^ b }
+        return diff == 0
+    }
+}
+
+extension String {
+    fileprivate func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+/// Minimal standard Base64 decoding (RFC 4648 §4, padding optional) for Basic credentials.
+enum Base64 {
+    static func decode(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for ch in text.utf8 {
+            let v: UInt8
+            switch ch {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = ch - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = ch - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = ch - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "+"): v = 62
+            case UInt8(ascii: "/"): v = 63
+            case UInt8(ascii: "="): continue
+            default: return nil
+            }
+            buffer = buffer << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,576 @@
+import ATSPolicy
+import Foundation
+import HTTP1Core
+import ProxyTrace
+import TLSCore
+
+// Interception of a CONNECT tunnel that carries TLS:
+//
+// 1. The client's ClientHello has been parsed (SNI, ALPN) but not answered. The policy gives the requirements for
+//    https://host:port; the upstream is connected and a TLS handshake runs offering exactly what iOS would
+//    (UpstreamTLS.iOSLikeConfiguration).
+// 2. If that handshake fails, a second, permissive connection learns what the server does support, so the
+//    verdict can say why (and, in annotate mode, still carries the traffic).
+// 3. The facts are judged (ATSPolicy.evaluate). Allowed, or `--ats annotate`: the client's handshake completes
+//    with a leaf minted for the host and HTTP/1.1 is relayed. `--ats enforce --block tls`: the client's own handshake
+//    fails the way the app's would: a fatal alert for version and cipher violations, a leaf with the same flaw for
+//    certificate violations. `--block http`: the handshake completes and every request is answered 502.
+
+/// The TLS half of a session that intercepts.
+final class Interception {
+    enum Attempt { case iOSLike, permissive }
+    enum Stage { case connectingUpstream, upstreamHandshake, clientHandshake, relaying, failed }
+
+    let host: String
+    let port: Int
+    let hello: ClientHello
+    var pendingClientBytes: [UInt8]
+    let requirements: ConnectionRequirements?
+    let decision: PolicyDecision
+    var attempt: Attempt
+    var stage: Stage = .connectingUpstream
+    var upstream: TLSEngine?
+    var client: TLSEngine?
+    /// The failure of the iOS-like attempt, kept while the permissive probe runs.
+    var iOSLikeFailure: TLSError?
+    var violations: [ATSViolation] = []
+    /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
+    var blockAnswer: ATSAnswer?
+    var annotation: [(String, String)] = []
+    var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
+    var raw = false
+    var upstreamFinished = false
+    /// What the upstream chose by ALPN; the client is answered with the same (ALPN mirroring).
+    var upstreamALPN: String?
+
+    /// The client's ALPN offer, less what the proxy cannot relay, in the client's order.
+    var mirroredALPN: [String] { hello.alpnProtocols.filter { $0 == "h2" || $0 == "http/1.1" } }
+
+    init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
+         decision: PolicyDecision) {
+        self.host = host
+        self.port = port
+        self.hello = hello
+        self.pendingClientBytes = helloBytes
+        self.requirements = requirements
+        self.decision = decision
+        self.attempt = requirements == nil ? .permissive : .iOSLike
+    }
+
+    var url: String { port == 443 ? "https://\(host)" : "https://\(host):\(port)" }
+}
+
+extension ProxySession {
+    func startInterception(connectHost: String, port: Int, hello: ClientHello, helloBytes: [UInt8]) {
+        // The name the app asked for is the SNI; IP hosts send none, so the CONNECT host stands in.
+        let host = (hello.serverName ?? connectHost).lowercased()
+        var requirements: ConnectionRequirements?
+        var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
+        if env.mode != .off {
+            switch env.policy.requirements(for: ConnectionTarget(scheme: "https", host: host, port: port)) {
+            case .proceed(let r):
+                requirements = r
+                decision = r.decidedBy
+            case .blocked(let v):
+                // https is never refused before connecting; keep the engine's word if it ever is.
+                decision = v.decidedBy ?? PolicyDecision(keyPath: [], reason: v.explanation)
+            }
+        }
+        let i = Interception(
+            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements, decision: decision)
+        interception = i
+        phase = .intercepting
+        connectInterceptionUpstream(i)
+    }
+
+    private func connectInterceptionUpstream(_ i: Interception) {
+        let (address, upstreamPort) = env.upstreamAddress(host: i.host, port: i.port)
+        i.stage = .connectingUpstream
+        trace(.tcpConnectionStart(connectionID: id, host: i.host, port: i.port))
+        commands.append(.connectUpstream(address: address, port: upstreamPort))
+    }
+
+    func interceptUpstreamConnected() {
+        guard let i = interception else { return }
+        trace(.tcpConnectionConnected(connectionID: id))
+        let configuration: TLSConfiguration
+        let key: String
+        switch i.attempt {
+        case .iOSLike:
+            guard let req = i.requirements else { return }
+            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: i.mirroredALPN)
+            key = "ios|\(configuration.minimumVersion.map(\.plistName) ?? "")|\(configuration.maximumVersion.map(\.plistName) ?? "")|"
+                + "\(configuration.cipherList ?? "default")|\(configuration.tls13CipherSuites ?? "default")|"
+                + i.mirroredALPN.joined(separator: ",")
+        case .permissive:
+            var c = UpstreamTLS.permissiveProbeConfiguration()
+            c.alpnProtocols = i.mirroredALPN
+            configuration = c
+            key = "permissive|" + i.mirroredALPN.joined(separator: ",")
+        }
+        do {
+            let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
+            // iOS sends no SNI for IP literals.
+            let sni = IPAddress(i.host) == nil ? i.host : nil
+            let engine = try TLSEngine(context: context, serverName: sni)
+            i.upstream = engine
+            i.stage = .upstreamHandshake
+            stepUpstreamHandshake(i)
+        } catch {
+            notice("\(i.host):\(i.port): cannot set up the upstream TLS client: \(error)")
+            closeAll()
+        }
+    }
+
+    func interceptUpstreamFailed(_ error: String) {
+        guard let i = interception else { return }
+        trace(.tcpConnectionConnected(connectionID: id, error: error))
+        notice("\(i.host):\(i.port): cannot connect upstream: \(error)")
+        i.violations = [ATSViolation(
+            kind: .connectionFailed, urlError: URLErrorCode(-1004), sslError: nil,
+            explanation: "could not connect to \(i.host):\(i.port): \(error)",
+            fix: .noExceptionCanHelp(reason: "the server is unreachable; this is not an ATS failure"))]
+        i.outcome = .blocked
+        blockClient(i, style: .http)
+    }
+
+    func interceptUpstreamBytes(_ bytes: [UInt8]) {
+        guard let i = interception, let engine = i.upstream else { return }
+        engine.feed(bytes)
+        switch i.stage {
+        case .upstreamHandshake:
+            stepUpstreamHandshake(i)
+        case .relaying:
+            readUpstream(i)
+        default:
+            break
+        }
+    }
+
+    func interceptUpstreamEOF() {
+        guard let i = interception else { return }
+        i.upstream?.feedEndOfInput()
+        switch i.stage {
+        case .upstreamHandshake:
+            stepUpstreamHandshake(i)
+        case .relaying:
+            readUpstream(i)
+            upstreamGone(i)
+        default:
+            break
+        }
+    }
+
+    func interceptUpstreamClosed(_ error: String?) {
+        guard let i = interception else { return }
+        switch i.stage {
+        case .upstreamHandshake:
+            i.upstream?.feedEndOfInput()
+            stepUpstreamHandshake(i)
+        case .relaying:
+            upstreamGone(i)
+        default:
+            break
+        }
+    }
+
+    private func upstreamGone(_ i: Interception) {
+        guard !i.upstreamFinished, i.blockAnswer == nil else { return }
+        i.upstreamFinished = true
+        if i.raw {
+            shutdownClientTLS(i)
+            return
+        }
+        guard let relay else { return }
+        apply(relay.upstreamEOF(), tls: true)
+        // The upstream TLS session is over; the client reconnects for its next request.
+        if relay.isIdle, !isDone { closeAll(tlsClose: true) }
+    }
+
+    // MARK: - Upstream handshake and verdict
+
+    private func stepUpstreamHandshake(_ i: Interception) {
+        guard let engine = i.upstream else { return }
+        let step = engine.handshake()
+        let out = engine.takeOutput()
+        if !out.isEmpty { commands.append(.sendToUpstream(out)) }
+        switch step {
+        case .needsMoreInput:
+            return
+        case .complete:
+            upstreamHandshakeCompleted(i, engine)
+        case .failed(let error):
+            upstreamHandshakeFailed(i, error)
+        }
+    }
+
+    private func upstreamHandshakeFailed(_ i: Interception, _ error: TLSError) {
+        commands.append(.closeUpstream)
+        upstreamOpen = false
+        i.upstream = nil
+        if i.attempt == .iOSLike {
+            // Learn what the server does support, so the verdict can explain the failure.
+            i.iOSLikeFailure = error
+            i.attempt = .permissive
+            connectInterceptionUpstream(i)
+            return
+        }
+        let firstError = i.iOSLikeFailure ?? error
+        let facts = env.factsCollector.facts(failure: HandshakeFactsCollector.handshakeFailure(firstError))
+        traceHandshake(i, facts)
+        if let req = i.requirements {
+            i.violations = violationsOrFailure(env.policy.evaluate(facts, against: req).violations, facts, i)
+        } else {
+            i.violations = violationsOrFailure([], facts, i)
+        }
+        notice("\(i.host):\(i.port): the upstream TLS handshake failed even with every version and suite offered "
+            + "(\(error)); answering the client with the error")
+        i.outcome = .blocked
+        blockClient(i, style: env.blockStyle)
+    }
+
+    private func violationsOrFailure(_ found: [ATSViolation], _ facts: HandshakeFacts, _ i: Interception) -> [ATSViolation] {
+        if !found.isEmpty { return found }
+        return [ATSViolation(
+            kind: .noSharedCipherOrVersion, urlError: .secureConnectionFailed, sslError: .peerHandshakeFail,
+            explanation: "the TLS handshake with \(i.host) failed: \(facts.failure.map { "\($0)" } ?? "unknown error")",
+            fix: .noExceptionCanHelp(reason: "the server accepts no TLS handshake this client can make"))]
+    }
+
+    private func upstreamHandshakeCompleted(_ i: Interception, _ engine: TLSEngine) {
+        i.upstreamALPN = engine.negotiated?.alpn
+        var facts = env.factsCollector.facts(from: engine, host: i.host)
+        if let failure = i.iOSLikeFailure, let negotiated = engine.negotiated {
+            // The permissive probe succeeded after the iOS-like attempt failed: judge the failure, explained by
+            // what the server chose when offered everything.
+            let caps = ServerCapabilities(
+                supportedVersions: negotiated.version.map { [$0] } ?? [],
+                preferredCipherCode: negotiated.cipherSuiteCode, preferredCipherName: negotiated.cipherSuiteName,
+                supportsForwardSecrecy: negotiated.isForwardSecret)
+            facts.failure = HandshakeFactsCollector.handshakeFailure(failure)
+            facts.serverCapabilities = caps
+        }
+        traceHandshake(i, facts)
+        if let req = i.requirements {
+            i.violations = env.policy.evaluate(facts, against: req).violations
+            if i.iOSLikeFailure != nil { i.violations = violationsOrFailure(i.violations, facts, i) }
+        }
+        let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
+        if i.requirements == nil {
+            i.outcome = .notEvaluated
+            traceDecision(url: i.url, decision: i.decision, violations: [], action: "not evaluated (--ats off)")
+            startClientHandshake(i, leaf: .standard)
+        } else if i.violations.isEmpty {
+            i.outcome = .allowed
+            if env.mode == .annotate { i.annotation = answer.headers }
+            traceDecision(url: i.url, decision: i.decision, violations: [], action: "allowed")
+            startClientHandshake(i, leaf: .standard)
+        } else if env.mode == .annotate {
+            i.outcome = .violation
+            i.annotation = answer.headers
+            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "annotated (not blocked)")
+            startClientHandshake(i, leaf: .standard)
+        } else {
+            i.outcome = .blocked
+            commands.append(.closeUpstream)
+            upstreamOpen = false
+            i.upstream = nil
+            blockClient(i, style: env.blockStyle)
+        }
+    }
+
+    private func traceHandshake(_ i: Interception, _ facts: HandshakeFacts) {
+        trace(.tlsHandshake(connectionID: id, facts: facts))
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .tlsHandshake, time: now(), connectionID: id, url: i.url, handshake: facts))))
+        }
+    }
+
+    // MARK: - Blocking
+
+    /// Makes the client fail the way the app would (`--block tls`), or answers every request with the violation
+    /// (`--block http`).
+    private func blockClient(_ i: Interception, style: BlockStyle) {
+        let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
+        if let first = i.violations.first {
+            trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
+        }
+        switch style {
+        case .http:
+            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: every request answered \(answer.blockStatus)")
+            i.blockAnswer = answer
+            startClientHandshake(i, leaf: .standard)
+        case .tls:
+            switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: Date(timeIntervalSince1970: now())) {
+            case .alert(let alert):
+                traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
+                logBlockedConnection(i)
+                failClientHandshake(i, alert: alert)
+            case .flawedLeaf(let options, let flaw):
+                traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client gets a leaf that is \(flaw)")
+                logBlockedConnection(i)
+                // Should the client accept the flawed leaf anyway (e.g. curl -k), its requests still get the answer.
+                i.blockAnswer = answer
+                startClientHandshake(i, leaf: options)
+            }
+        }
+    }
+
+    private func logBlockedConnection(_ i: Interception) {
+        let summary = ExchangeSummary(
+            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: .blocked,
+            errorCodes: i.violations.map(ExchangeSummary.shortCode), requestBytes: 0, responseBytes: 0,
+            durationMilliseconds: 0)
+        commands.append(.log(.exchange(summary)))
+    }
+
+    private func failClientHandshake(_ i: Interception, alert: TLSAlert) {
+        do {
+            let context = try serverContext(for: i, leaf: .standard)
+            let engine = try TLSEngine(context: context)
+            engine.abortHandshake(with: alert)
+            engine.feed(i.pendingClientBytes)
+            i.pendingClientBytes = []
+            _ = engine.handshake()
+            let out = engine.takeOutput()
+            if !out.isEmpty { commands.append(.sendToClient(out)) }
+        } catch {
+            notice("\(i.host): cannot build the refusing TLS server: \(error)")
+        }
+        i.stage = .failed
+        closeAll()
+    }
+
+    // MARK: - Client handshake
+
+    private func serverContext(for i: Interception, leaf: LeafOptions) throws -> TLSContext {
+        try env.contexts.context(key: "srv|\(i.host)|\(leaf)") { () throws(OpenSSLError) in
+            let identity: TLSConfiguration.ServerIdentity
+            do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
+                throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
+            }
+            return try TLSContext(.server(identity: identity, alpn: ["h2", "http/1.1"]))
+        }
+    }
+
+    private func startClientHandshake(_ i: Interception, leaf: LeafOptions) {
+        do {
+            // ALPN mirroring: h2 for the client exactly when the upstream chose h2 (never while blocking).
+            let preference = i.upstreamALPN == "h2" && i.blockAnswer == nil ? ["h2", "http/1.1"] : ["http/1.1"]
+            let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
+            i.client = engine
+            i.stage = .clientHandshake
+            engine.feed(i.pendingClientBytes)
+            i.pendingClientBytes = []
+            stepClientHandshake(i)
+        } catch {
+            notice("\(i.host): cannot build the TLS server for the client: \(error)")
+            closeAll()
+        }
+    }
+
+    func interceptClientBytes(_ bytes: [UInt8]) {
+        guard let i = interception else { return }
+        switch i.stage {
+        case .connectingUpstream, .upstreamHandshake:
+            i.pendingClientBytes += bytes
+        case .clientHandshake:
+            i.client?.feed(bytes)
+            stepClientHandshake(i)
+        case .relaying:
+            i.client?.feed(bytes)
+            readClient(i)
+        case .failed:
+            break
+        }
+    }
+
+    func interceptClientEOF() {
+        guard let i = interception else { return }
+        i.client?.feedEndOfInput()
+        switch i.stage {
+        case .clientHandshake:
+            stepClientHandshake(i)
+        case .relaying:
+            readClient(i)
+            if i.raw {
+                if upstreamOpen { commands.append(.shutdownUpstreamWrite) }
+            } else if let relay {
+                apply(relay.clientEOF(), tls: true)
+                if !isDone { closeAll(tlsClose: true) }
+            }
+        default:
+            closeAll()
+        }
+    }
+
+    private func stepClientHandshake(_ i: Interception) {
+        guard let engine = i.client else { return }
+        let step = engine.handshake()
+        let out = engine.takeOutput()
+        if !out.isEmpty { commands.append(.sendToClient(out)) }
+        switch step {
+        case .needsMoreInput:
+            return
+        case .failed(let error):
+            clientHandshakeFailed(i, error)
+        case .complete:
+            i.stage = .relaying
+            let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
+                self.decideIntercepted(head, i)
+            }
+            if engine.negotiated?.alpn == "h2" {
+                do { relay = try H2Relay(now: now, decide: decide) } catch {
+                    notice("\(i.host): cannot start HTTP/2: \(error)")
+                    closeAll()
+                    return
+                }
+                // The HTTP/2 connection preface and SETTINGS of both sessions.
+                if let h2 = relay { apply(h2.upstreamBytes([]), tls: true) }
+            } else {
+                relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+            }
+            readClient(i)
+            // Bytes the upstream sent before the client was ready (rare for HTTP/1.1).
+            if i.upstream != nil { readUpstream(i) }
+        }
+    }
+
+    private func clientHandshakeFailed(_ i: Interception, _ error: TLSError) {
+        i.stage = .failed
+        if case .aborted = error {
+            closeAll()
+            return
+        }
+        var hint = ""
+        if case .peerAlert(let alert) = error {
+            switch alert {
+            case .unknownCA, .badCertificate, .certificateUnknown:
+                hint = i.blockAnswer != nil || i.outcome == .blocked
+                    ? " (expected: ATSProxy served a deliberately flawed certificate to reproduce the app's failure)"
+                    : " (the client does not trust ATSProxy's CA: install it and, on iOS, enable full trust in "
+                        + "Settings › General › About › Certificate Trust Settings)"
+            default: break
+            }
+        } else if case .closedByPeer = error {
+            hint = " (a client that closes during the handshake often does not trust the proxy's certificate, or pins)"
+        }
+        if i.outcome != .blocked {
+            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)")
+        }
+        closeAll()
+    }
+
+    // MARK: - Relaying
+
+    private func decideIntercepted(_ head: HTTPRequestHead, _ i: Interception) -> RequestDecision {
+        let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
+        let version = i.client?.negotiated?.alpn == "h2" ? "HTTP/2.0" : "HTTP/1.1"
+        traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
+        let codes = i.violations.map(ExchangeSummary.shortCode)
+        if let answer = i.blockAnswer {
+            var response = HTTPResponseHead(status: answer.blockStatus, reason: answer.blockStatus == 403 ? "Forbidden" : "Bad Gateway")
+            response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+            for (n, v) in answer.headers { response.headers.add(name: n, value: v) }
+            return .answer(head: response, body: Array(answer.blockBody.utf8), url: url, outcome: .blocked, codes: codes)
+        }
+        return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
+    }
+
+    private func readClient(_ i: Interception) {
+        guard let engine = i.client else { return }
+        var plaintext: [UInt8] = []
+        var closed = false
+        loop: while true {
+            switch engine.read() {
+            case .data(let bytes): plaintext += bytes
+            case .needsMoreInput: break loop
+            case .closed:
+                closed = true
+                break loop
+            case .failed(.closedByPeer):
+                // A TCP close without close_notify: how most clients end a connection.
+                closed = true
+                break loop
+            case .failed(let error):
+                notice("\(i.host): TLS error from the client: \(error)")
+                closeAll()
+                return
+            }
+        }
+        let out = engine.takeOutput()
+        if !out.isEmpty { commands.append(.sendToClient(out)) }
+        if !plaintext.isEmpty {
+            if i.raw { interceptSendUpstream(plaintext) } else if let relay { apply(relay.clientBytes(plaintext), tls: true) }
+        }
+        if closed, !isDone {
+            if i.raw {
+                i.upstream?.close()
+                flushUpstreamTLS(i)
+                if upstreamOpen { commands.append(.shutdownUpstreamWrite) }
+            } else if let relay {
+                apply(relay.clientEOF(), tls: true)
+                if !isDone, relay.isIdle { closeAll(tlsClose: true) }
+            }
+        }
+    }
+
+    private func readUpstream(_ i: Interception) {
+        guard let engine = i.upstream, i.stage == .relaying else { return }
+        var plaintext: [UInt8] = []
+        var closed = false
+        loop: while true {
+            switch engine.read() {
+            case .data(let bytes): plaintext += bytes
+            case .needsMoreInput: break loop
+            case .closed:
+                closed = true
+                break loop
+            case .failed(.closedByPeer):
+                closed = true
+                break loop
+            case .failed(let error):
+                notice("\(i.host): TLS error from the upstream: \(error)")
+                closed = true
+                break loop
+            }
+        }
+        flushUpstreamTLS(i)
+        if !plaintext.isEmpty {
+            if i.raw { interceptSendClient(plaintext) } else if let relay { apply(relay.upstreamBytes(plaintext), tls: true) }
+        }
+        if closed { upstreamGone(i) }
+    }
+
+    private func shutdownClientTLS(_ i: Interception) {
+        closeAll(tlsClose: true)
+    }
+
+    private func flushUpstreamTLS(_ i: Interception) {
+        guard let engine = i.upstream else { return }
+        let out = engine.takeOutput()
+        if !out.isEmpty, upstreamOpen { commands.append(.sendToUpstream(out)) }
+    }
+
+    func interceptSendUpstream(_ plaintext: [UInt8]) {
+        guard let i = interception, let engine = i.upstream else { return }
+        do { try engine.write(plaintext) } catch {
+            notice("\(i.host): cannot write to the upstream TLS session: \(error)")
+            closeAll()
+            return
+        }
+        flushUpstreamTLS(i)
+    }
+
+    func interceptSendClient(_ plaintext: [UInt8]) {
+        guard let i = interception, let engine = i.client else { return }
+        do { try engine.write(plaintext) } catch {
+            notice("\(i.host): cannot write to the client TLS session: \(error)")
+            closeAll()
+            return
+        }
+        let out = engine.takeOutput()
+        if !out.isEmpty { commands.append(.sendToClient(out)) }
+    }
+}

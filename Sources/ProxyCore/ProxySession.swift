@@ -1,0 +1,473 @@
+import ATSPolicy
+import HTTP1Core
+import ProxyTrace
+import TLSCore
+
+// Theory of operation:
+//
+// A session is one client connection and the upstream it leads to. It starts in `front`, reading the client's first
+// proxy request:
+//   - `CONNECT host:port`: answered 200, then the first bytes decide. A TLS ClientHello starts interception
+//     (ProxySession+Interception); anything else, a `--passthrough` host, or a host the app pins with
+//     NSPinnedDomains (interception would break the pin) becomes a raw tunnel (`startTunnel`).
+//   - `GET http://host/…` (absolute form): plain-HTTP forwarding through an HTTP1Relay, each request evaluated on
+//     its own (a redirect is a new request and is evaluated again); -1022 blocks are answered 403.
+// The session never touches a socket: events in, commands out (`handle`).
+
+/// One proxied client connection, as a sans-io state machine. Confined to one event-loop thread.
+public final class ProxySession {
+    let env: ProxyEnvironment
+    let id: UInt64
+    let now: () -> Double
+    var commands: [ProxyCommand] = []
+
+    enum Phase {
+        case front
+        /// A raw tunnel waits for its upstream; `pending` client bytes go first.
+        case tunnelConnecting(pending: [UInt8])
+        /// After CONNECT: collecting the first client bytes to see whether they are a TLS ClientHello.
+        case sniffing(host: String, port: Int, buffer: [UInt8])
+        case plain
+        case intercepting
+        case done
+    }
+
+    var phase: Phase = .front
+    var isDone: Bool { if case .done = phase { true } else { false } }
+    /// Raw client bytes of the front phase, replayed into the relay when the first request is plain HTTP.
+    private var frontBytes: [UInt8] = []
+    private var front = HTTP1Parser(role: .requests)
+    var relay: (any ExchangeRelay)?
+    /// The relay of plain-HTTP forwarding (the only one that reconnects upstreams).
+    var plainRelay: HTTP1Relay? { relay as? HTTP1Relay }
+    var interception: Interception?
+    var upstreamOpen = false
+    var clientClosed = false
+
+    /// - Parameters:
+    ///   - id: a number that names the session in logs and traces.
+    ///   - now: Unix time in seconds (injected so tests control durations).
+    public init(id: UInt64, environment: ProxyEnvironment, now: @escaping () -> Double) {
+        self.id = id
+        self.env = environment
+        self.now = now
+    }
+
+    /// True when no exchange is in flight, so closing now loses nothing (graceful shutdown).
+    public var isIdle: Bool {
+        switch phase {
+        case .front, .done: true
+        case .plain: relay?.isIdle ?? true
+        case .intercepting: interception?.stage == .relaying && (relay?.isIdle ?? true) && interception?.raw == false
+        case .tunnelConnecting, .sniffing: false
+        }
+    }
+
+    /// Feeds one event; returns what to do, in order.
+    public func handle(_ event: ProxyEvent) -> [ProxyCommand] {
+        switch event {
+        case .clientBytes(let bytes): clientBytes(bytes)
+        case .clientEOF: clientEOF()
+        case .clientClosed:
+            clientClosed = true
+            if upstreamOpen { commands.append(.closeUpstream) }
+            phase = .done
+        case .upstreamConnected: upstreamConnected()
+        case .upstreamConnectFailed(let error): upstreamConnectFailed(error)
+        case .upstreamBytes(let bytes): upstreamBytes(bytes)
+        case .upstreamEOF: upstreamEOF()
+        case .upstreamClosed(let error): upstreamClosed(error)
+        }
+        let out = commands
+        commands = []
+        return out
+    }
+
+    // MARK: - Dispatch by phase
+
+    private func clientBytes(_ bytes: [UInt8]) {
+        switch phase {
+        case .front:
+            frontBytes += bytes
+            front.receive(bytes)
+            pumpFront()
+        case .tunnelConnecting(let pending):
+            phase = .tunnelConnecting(pending: pending + bytes)
+        case .sniffing(let host, let port, let buffer):
+            sniff(host: host, port: port, buffer: buffer + bytes)
+        case .plain:
+            if let relay { apply(relay.clientBytes(bytes), tls: false) }
+        case .intercepting:
+            interceptClientBytes(bytes)
+        case .done:
+            break
+        }
+    }
+
+    private func clientEOF() {
+        switch phase {
+        case .plain:
+            if let relay { apply(relay.clientEOF(), tls: false) }
+        case .intercepting:
+            interceptClientEOF()
+        case .front, .sniffing, .tunnelConnecting:
+            closeAll()
+        case .done:
+            break
+        }
+    }
+
+    private func upstreamConnected() {
+        upstreamOpen = true
+        switch phase {
+        case .tunnelConnecting(let pending):
+            if !pending.isEmpty { commands.append(.sendToUpstream(pending)) }
+            commands.append(.startTunnel)
+            phase = .done
+        case .plain:
+            if let relay = plainRelay, let target = pendingPlainTarget {
+                pendingPlainTarget = nil
+                trace(.tcpConnectionConnected(connectionID: id))
+                apply(relay.upstreamConnected(target), tls: false)
+            }
+        case .intercepting:
+            interceptUpstreamConnected()
+        default:
+            break
+        }
+    }
+
+    private func upstreamConnectFailed(_ error: String) {
+        upstreamOpen = false
+        switch phase {
+        case .tunnelConnecting:
+            notice("tunnel: cannot connect upstream: \(error)")
+            closeAll()
+        case .plain:
+            pendingPlainTarget = nil
+            trace(.tcpConnectionConnected(connectionID: id, error: error))
+            if let relay = plainRelay { apply(relay.upstreamFailed("cannot connect to the upstream: \(error)"), tls: false) }
+        case .intercepting:
+            interceptUpstreamFailed(error)
+        default:
+            closeAll()
+        }
+    }
+
+    private func upstreamBytes(_ bytes: [UInt8]) {
+        switch phase {
+        case .plain:
+            if let relay { apply(relay.upstreamBytes(bytes), tls: false) }
+        case .intercepting:
+            interceptUpstreamBytes(bytes)
+        default:
+            break
+        }
+    }
+
+    private func upstreamEOF() {
+        switch phase {
+        case .plain:
+            if let relay { apply(relay.upstreamEOF(), tls: false) }
+            upstreamOpen = false
+            commands.append(.closeUpstream)
+        case .intercepting:
+            interceptUpstreamEOF()
+        default:
+            break
+        }
+    }
+
+    private func upstreamClosed(_ error: String?) {
+        let wasOpen = upstreamOpen
+        upstreamOpen = false
+        switch phase {
+        case .plain:
+            if wasOpen, let relay { apply(relay.upstreamEOF(), tls: false) }
+        case .intercepting:
+            interceptUpstreamClosed(error)
+        default:
+            break
+        }
+    }
+
+    // MARK: - Front: the first proxy request
+
+    private func pumpFront() {
+        let event: HTTP1Event
+        do { event = try front.nextEvent() } catch {
+            answerFront(status: error.suggestedStatus, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+            return
+        }
+        guard case .requestHead(let head) = event else { return }
+        if let credentials = env.credentials,
+            !credentials.accepts(proxyAuthorization: head.headers[first: "Proxy-Authorization"])
+        {
+            answerFront(
+                status: 407, reason: "Proxy Authentication Required", body: "ATSProxy: proxy credentials required\n",
+                extra: [("Proxy-Authenticate", "Basic realm=\"atsproxy\"")])
+            return
+        }
+        let target: HTTPRequestTarget
+        do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch {
+            answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+            return
+        }
+        switch target {
+        case .authority(let host, let port):
+            // CONNECT carries no body: what follows the head belongs to the tunnel.
+            let afterHead: HTTP1Event
+            do { afterHead = try front.nextEvent() } catch {
+                answerFront(status: error.suggestedStatus, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                return
+            }
+            guard case .end = afterHead else {
+                answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: CONNECT must not have a body\n")
+                return
+            }
+            let leftover: [UInt8]
+            do { leftover = try front.switchProtocols() } catch {
+                answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                return
+            }
+            frontBytes = []
+            connect(host: host.lowercased(), port: port, leftover: leftover)
+        case .absolute(let scheme, _, _, _) where scheme == "http":
+            startPlain()
+        case .absolute:
+            answerFront(
+                status: 400, reason: "Bad Request",
+                body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n")
+        case .origin, .asterisk:
+            answerFront(
+                status: 400, reason: "Bad Request",
+                body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n")
+        }
+    }
+
+    private func connect(host: String, port: Int, leftover: [UInt8]) {
+        let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+        if let rule = env.passthroughRule(for: host) {
+            notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
+            startRawTunnel(host: host, port: port, leftover: leftover, established: established)
+        } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
+            notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
+                + "intercepting would break the pin")
+            startRawTunnel(host: host, port: port, leftover: leftover, established: established)
+        } else {
+            commands.append(.sendToClient(established))
+            sniff(host: host, port: port, buffer: leftover)
+        }
+    }
+
+    private func startRawTunnel(host: String, port: Int, leftover: [UInt8], established: [UInt8]) {
+        commands.append(.sendToClient(established))
+        let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
+        phase = .tunnelConnecting(pending: leftover)
+        commands.append(.connectUpstream(address: address, port: upstreamPort))
+    }
+
+    private func sniff(host: String, port: Int, buffer: [UInt8]) {
+        guard !buffer.isEmpty, let isTLS = ClientHelloParser.looksLikeTLS(buffer) else {
+            phase = .sniffing(host: host, port: port, buffer: buffer)
+            return
+        }
+        guard isTLS else {
+            notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
+            let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
+            phase = .tunnelConnecting(pending: buffer)
+            commands.append(.connectUpstream(address: address, port: upstreamPort))
+            return
+        }
+        do {
+            guard let hello = try ClientHelloParser.parse(buffer) else {
+                phase = .sniffing(host: host, port: port, buffer: buffer)
+                return
+            }
+            startInterception(connectHost: host, port: port, hello: hello, helloBytes: buffer)
+        } catch {
+            notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing")
+            closeAll()
+        }
+    }
+
+    private func answerFront(status: Int, reason: String, body: String, extra: [(String, String)] = []) {
+        var head = HTTPResponseHead(status: status, reason: reason)
+        head.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        head.headers.add(name: "Content-Length", value: String(body.utf8.count))
+        head.headers.add(name: "Connection", value: "close")
+        for (n, v) in extra { head.headers.add(name: n, value: v) }
+        var bytes: [UInt8] = []
+        do { try HTTP1Serializer.write(head, into: &bytes) } catch {
+            closeAll()
+            return
+        }
+        commands.append(.sendToClient(bytes + Array(body.utf8)))
+        closeAll()
+    }
+
+    // MARK: - Plain HTTP (absolute-form requests)
+
+    private var pendingPlainTarget: UpstreamTarget?
+
+    private func startPlain() {
+        phase = .plain
+        let relay = HTTP1Relay(connectedTo: nil, now: now) { [unowned self] head in self.decidePlain(head) }
+        self.relay = relay
+        let replay = frontBytes
+        frontBytes = []
+        apply(relay.clientBytes(replay), tls: false)
+    }
+
+    private func decidePlain(_ head: HTTPRequestHead) -> RequestDecision {
+        let notAbsolute = RequestDecision.answer(
+            head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
+            body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
+            url: head.target, outcome: .notEvaluated, codes: [])
+        let parsed: HTTPRequestTarget
+        do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
+        guard case .absolute(let scheme, let host, let port, let path) = parsed, scheme == "http" else {
+            return notAbsolute
+        }
+        let url = head.target
+        var forwarded = head
+        forwarded.target = path
+        forwarded.headers.remove(name: "Proxy-Connection")
+        forwarded.headers.remove(name: "Proxy-Authorization")
+        if !forwarded.headers.contains(name: "Host") {
+            forwarded.headers.add(name: "Host", value: port.map { "\(host):\($0)" } ?? host)
+        }
+        let (address, upstreamPort) = env.upstreamAddress(host: host, port: port ?? 80)
+        let upstream = UpstreamTarget(host: address, port: upstreamPort)
+        traceRequestStart(method: head.method, url: url, head: head)
+
+        guard env.mode != .off else {
+            prepareUpstream(upstream, host: host, port: port ?? 80)
+            return .forward(head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
+        }
+        let target = ConnectionTarget(scheme: "http", host: host, port: port ?? 80)
+        switch env.policy.requirements(for: target) {
+        case .proceed(let req):
+            let answer = ATSAnswer(url: url, decision: req.decidedBy, violations: [])
+            traceDecision(url: url, decision: req.decidedBy, violations: [], action: "allowed")
+            prepareUpstream(upstream, host: host, port: port ?? 80)
+            return .forward(
+                head: forwarded, url: url, upstream: upstream,
+                annotation: env.mode == .annotate ? answer.headers : [], outcome: .allowed, codes: [])
+        case .blocked(let violation):
+            let decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
+            let answer = ATSAnswer(url: url, decision: decision, violations: [violation])
+            let codes = [ExchangeSummary.shortCode(violation)]
+            if env.mode == .annotate {
+                traceDecision(url: url, decision: decision, violations: [violation], action: "annotated")
+                prepareUpstream(upstream, host: host, port: port ?? 80)
+                return .forward(
+                    head: forwarded, url: url, upstream: upstream, annotation: answer.headers, outcome: .violation,
+                    codes: codes)
+            }
+            traceDecision(url: url, decision: decision, violations: [violation], action: "blocked (403, no connection made)")
+            trace(.responseError(url: url, error: NSErrorDescription(violation: violation, failingURL: url)))
+            return .answer(
+                head: HTTPResponseHead(
+                    status: 403, reason: "Forbidden",
+                    headers: HTTPHeaders([("Content-Type", "text/plain; charset=utf-8")] + answer.headers)),
+                body: Array(answer.blockBody.utf8), url: url, outcome: .blocked, codes: codes)
+        }
+    }
+
+    private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int) {
+        guard plainRelay?.connectedUpstream != upstream else { return }
+        pendingPlainTarget = upstream
+        trace(.tcpConnectionStart(connectionID: id, host: host, port: port))
+    }
+
+    // MARK: - Applying relay output
+
+    /// Level 3 diagnostics: the plaintext each side sent, as CFNetwork's `SSL-READ`/`SSL-WRITE` dumps.
+    func dumpPlaintext(_ bytes: [UInt8], toClient: Bool) {
+        guard env.diagnosticsLevel >= 3, !bytes.isEmpty else { return }
+        // From the app's point of view, bytes to the client were read from the server, and vice versa.
+        trace(.hexDump(connectionID: id, read: toClient, bytes: bytes))
+    }
+
+    /// Carries out a relay step. With `tls`, plaintext goes through the interception's TLS engines.
+    func apply(_ o: RelayOutput, tls: Bool) {
+        dumpPlaintext(o.toUpstream, toClient: false)
+        dumpPlaintext(o.toClient, toClient: true)
+        if let target = o.connect {
+            if upstreamOpen { commands.append(.closeUpstream) }
+            upstreamOpen = false
+            commands.append(.connectUpstream(address: target.host, port: target.port))
+        }
+        if !o.toUpstream.isEmpty {
+            if tls { interceptSendUpstream(o.toUpstream) } else { commands.append(.sendToUpstream(o.toUpstream)) }
+        }
+        if !o.toClient.isEmpty {
+            if tls { interceptSendClient(o.toClient) } else { commands.append(.sendToClient(o.toClient)) }
+        }
+        for exchange in o.exchanges { logExchange(exchange) }
+        if o.switchedToRaw, tls { interception?.raw = true }
+        if o.switchedToRaw, !tls {
+            commands.append(.startTunnel)
+            phase = .done
+            return
+        }
+        if o.closeUpstream, !tls, upstreamOpen, o.connect == nil {
+            upstreamOpen = false
+            commands.append(.closeUpstream)
+        }
+        if o.closeClient { closeAll(tlsClose: tls) }
+    }
+
+    /// Ends the session: close_notify to the client when intercepting, then both connections.
+    func closeAll(tlsClose: Bool = false) {
+        if tlsClose, let client = interception?.client {
+            client.close()
+            let bytes = client.takeOutput()
+            if !bytes.isEmpty { commands.append(.sendToClient(bytes)) }
+        }
+        if !clientClosed { commands.append(.closeClient) }
+        if upstreamOpen { commands.append(.closeUpstream) }
+        upstreamOpen = false
+        clientClosed = true
+        phase = .done
+    }
+
+    // MARK: - Logging
+
+    func notice(_ text: String) {
+        commands.append(.log(.notice(text)))
+    }
+
+    func trace(_ record: @autoclosure () -> DiagnosticsRecord) {
+        guard env.diagnosticsLevel > 0 else { return }
+        commands.append(.log(.diagnostics(record())))
+    }
+
+    func traceRequestStart(method: String, url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
+        trace(.loaderWhatToDo(method: method, url: url))
+        trace(.protocolEnqueue(
+            method: method, url: url, httpVersion: httpVersion, headers: head.headers.fields.map { ($0.name, $0.value) }))
+    }
+
+    func traceDecision(url: String, decision: PolicyDecision, violations: [ATSViolation], action: String) {
+        trace(.atsDecision(url: url, decision: decision, violations: violations, action: action))
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .atsDecision, time: now(), connectionID: id, url: url, decision: decision,
+                violations: violations, message: action))))
+        }
+    }
+
+    func logExchange(_ exchange: ExchangeSummary) {
+        commands.append(.log(.exchange(exchange)))
+        if let status = exchange.status {
+            trace(.protocolReceived(method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status))
+        }
+        trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .exchange, time: now(), connectionID: id, url: exchange.url, exchange: exchange))))
+        }
+    }
+}

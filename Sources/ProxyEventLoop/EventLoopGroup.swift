@@ -1,0 +1,127 @@
+import CLinuxShims
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A set of event loops, one thread each, with round-robin placement of new connections.
+///
+/// Thread-safety: every method may be called from any thread except `shutdownGracefully`, which blocks and must not
+/// run on one of the group's own loop threads.
+public final class EventLoopGroup: Sendable {
+    /// Tuning knobs. Defaults fit a proxy: one loop per core, 64 KiB reads, 256/64 KiB write water marks.
+    public struct Configuration: Sendable {
+        public var loopCount: Int
+        public var readBufferSize: Int
+        public var writeLimits: WriteBufferLimits
+
+        public init(
+            loopCount: Int = EventLoopGroup.coreCount, readBufferSize: Int = 64 * 1024,
+            writeLimits: WriteBufferLimits = .init()
+        ) {
+            self.loopCount = max(1, loopCount)
+            self.readBufferSize = max(1024, readBufferSize)
+            self.writeLimits = writeLimits
+        }
+    }
+
+    /// The number of online CPUs.
+    public static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// The loops, in index order.
+    public let loops: [EventLoop]
+    private let nextIndex = Atomic<Int>(0)
+    private let finished: [DispatchSemaphore]
+    private let state = Mutex<(listeners: [Listener], shutDown: Bool)>(([], false))
+
+    /// Creates the loops and starts their threads. SIGPIPE is ignored process-wide from here on (sends also use
+    /// MSG_NOSIGNAL; this covers any other write path).
+    public init(configuration: Configuration = .init()) throws(IOError) {
+        clinux_ignore_sigpipe()
+        var loops: [EventLoop] = []
+        for index in 0..<configuration.loopCount {
+            do {
+                loops.append(
+                    try EventLoop(
+                        index: index, writeLimits: configuration.writeLimits,
+                        readBufferSize: configuration.readBufferSize))
+            } catch {
+                // Loops created so far have no thread yet: stop them by running their (immediately ending) bodies.
+                for loop in loops {
+                    loop.stop()
+                    loop.run()
+                }
+                throw error
+            }
+        }
+        self.loops = loops
+        self.finished = loops.map { _ in DispatchSemaphore(value: 0) }
+        for (loop, done) in zip(loops, finished) {
+            let thread = Thread {
+                loop.run()
+                done.signal()
+            }
+            thread.name = "atsproxy-loop-\(loop.index)"
+            thread.start()
+        }
+    }
+
+    /// Convenience: `loopCount` loops with default settings.
+    public convenience init(loopCount: Int) throws(IOError) {
+        try self.init(configuration: Configuration(loopCount: loopCount))
+    }
+
+    /// The next loop in round-robin order.
+    public func next() -> EventLoop {
+        loops[nextIndex.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+    }
+
+    /// Binds and listens on `host:port` (numeric IPv4/IPv6 or `localhost`; port 0 picks a free port, see
+    /// `Listener.port`), with SO_REUSEADDR and the given backlog. Accepted connections are spread round-robin over the
+    /// loops, and `makeHandler` is called on the chosen loop's thread to create each connection's handler.
+    public func listen(
+        host: String, port: UInt16, backlog: Int32 = 511,
+        makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
+    ) throws(IOError) -> Listener {
+        let address = try SocketAddress(numericHost: host, port: port)
+        let loop = next()
+        let listener = try Listener(
+            address: address, backlog: backlog, loop: loop, group: self, makeHandler: makeHandler)
+        let accepted = state.withLock { state -> Bool in
+            if state.shutDown { return false }
+            state.listeners.append(listener)
+            return true
+        }
+        guard accepted, loop.submit({ listener.start() }) else {
+            listener.close()
+            throw IOError(errnoCode: ESHUTDOWN, call: "listen (event loop group is shut down)")
+        }
+        return listener
+    }
+
+    /// Stops accepting, asks every connection to finish (`connectionShutdownRequested`), waits until all are closed
+    /// or `timeout` has passed, then closes whatever is left and stops the loop threads. Blocks until the threads
+    /// have exited. Calling it again does nothing.
+    public func shutdownGracefully(timeout: Duration) {
+        precondition(!loops.contains { $0.inEventLoop }, "shutdownGracefully would deadlock on a loop thread")
+        let listeners = state.withLock { state -> [Listener]? in
+            if state.shutDown { return nil }
+            state.shutDown = true
+            let list = state.listeners
+            state.listeners = []
+            return list
+        }
+        guard let listeners else { return }
+        for listener in listeners { listener.close() }
+        let drained = loops.map { _ in DispatchSemaphore(value: 0) }
+        for (loop, done) in zip(loops, drained) {
+            loop.execute { loop.beginDraining { done.signal() } }
+        }
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
+        for done in drained { _ = done.wait(timeout: deadline) }
+        for loop in loops { loop.execute { loop.stop() } }
+        for done in finished { done.wait() }
+    }
+}

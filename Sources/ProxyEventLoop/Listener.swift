@@ -1,0 +1,138 @@
+import CLinuxShims
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening TCP socket. It lives on one loop, accepts there, and hands each accepted connection to the group's
+/// loops in round-robin order; the handler for it is made by `makeHandler` on the connection's own loop thread.
+///
+/// Thread-safety: `address`, `port` and `close()` may be used from any thread.
+public final class Listener: @unchecked Sendable {
+    // @unchecked Sendable: `fd`, `open` and the registration are touched only on `loop`'s thread; the rest is immutable.
+
+    /// The address actually bound (with the real port when 0 was asked for).
+    public let address: SocketAddress
+    /// The bound port.
+    public var port: UInt16 { address.port }
+
+    let loop: EventLoop
+    private let group: EventLoopGroup
+    private let makeHandler: @Sendable (EventLoop) -> any ConnectionHandler
+    private let fd: Int32
+    private var open = true
+    private var epollData: UInt64 = 0
+    /// Whether accepting is suspended after running out of fds (EMFILE), to avoid a level-triggered spin.
+    private var backingOff = false
+
+    init(
+        address: SocketAddress, backlog: Int32, loop: EventLoop, group: EventLoopGroup,
+        makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
+    ) throws(IOError) {
+        let fd = try Socket.makeTCP(family: address.family)
+        do {
+            try Socket.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)")
+            if address.family == AF_INET6 {
+                // An explicit IPv6 address means IPv6 only; dual-stack would silently also take IPv4.
+                try Socket.setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1, "setsockopt(IPV6_V6ONLY)")
+            }
+            _ = try syscall("bind") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
+            _ = try syscall("listen") { Glibc.listen(fd, backlog) }
+        } catch {
+            closeDescriptor(fd)
+            throw error
+        }
+        self.fd = fd
+        self.address = Socket.localAddress(fd) ?? address
+        self.loop = loop
+        self.group = group
+        self.makeHandler = makeHandler
+    }
+
+    /// Registers on the loop. Loop thread only.
+    func start() {
+        guard open else { return }
+        do {
+            epollData = try loop.register(fd, self, events: EPOLLIN.rawValue)
+            loop.listeners[ObjectIdentifier(self)] = self
+        } catch {
+            open = false
+            closeDescriptor(fd)
+        }
+    }
+
+    /// Stops accepting and closes the socket. Safe from any thread; established connections are not affected.
+    public func close() {
+        if loop.inEventLoop {
+            closeOnLoop()
+        } else {
+            loop.execute { self.closeOnLoop() }
+        }
+    }
+
+    func closeOnLoop() {
+        guard open else { return }
+        open = false
+        loop.deregister(fd, removeFromEpoll: !backingOff)
+        closeDescriptor(fd)
+        loop.listeners[ObjectIdentifier(self)] = nil
+    }
+}
+
+extension Listener: Selectable {
+    func handleEvents(_ events: UInt32) {
+        // Accept a bounded batch per wake-up so one busy listener cannot starve the loop's connections.
+        for _ in 0..<64 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { clinux_accept(fd, $0, &length) }
+            }
+            if client >= 0 {
+                hand(client)
+                continue
+            }
+            let code = errno
+            switch code {
+            case EINTR, ECONNABORTED, EPROTO, EPERM:
+                continue
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                // Out of descriptors or memory: the pending connection stays in the backlog and epoll would report
+                // it again at once. Step out of the epoll set for a moment instead of spinning.
+                backOff()
+                return
+            case EBADF, EFAULT:
+                preconditionFailure("accept4 failed with programmer error errno \(code)")
+            default:
+                return  // EAGAIN: backlog empty.
+            }
+        }
+    }
+
+    private func hand(_ client: Int32) {
+        let target = group.next()
+        let makeHandler = self.makeHandler
+        if target === loop {
+            Connection.adopt(fd: client, on: target, handler: makeHandler(target))
+        } else {
+            // The fd travels as a plain integer; the Connection is created on, and confined to, its own loop.
+            let accepted = target.submit {
+                Connection.adopt(fd: client, on: target, handler: makeHandler(target))
+            }
+            if !accepted { closeDescriptor(client) }
+        }
+    }
+
+    private func backOff() {
+        backingOff = true
+        loop.removeFromEpoll(fd)
+        loop.scheduleTimer(after: .milliseconds(100)) { [weak self] in
+            guard let self, self.open else { return }
+            self.backingOff = false
+            do {
+                try self.loop.reAdd(self.fd, data: self.epollData, events: EPOLLIN.rawValue)
+            } catch {
+                self.closeOnLoop()
+            }
+        }
+    }
+}

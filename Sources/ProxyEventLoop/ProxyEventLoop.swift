@@ -1,1 +1,0 @@
-// ProxyEventLoop: placeholder until the module lands.

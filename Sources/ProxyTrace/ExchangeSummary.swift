@@ -1,0 +1,72 @@
+import ATSPolicy
+
+/// One finished exchange (request and response, or a refused load), as the console line and the JSON log see it.
+public struct ExchangeSummary: Sendable, Equatable, Codable {
+    public enum ATSOutcome: String, Sendable, Codable {
+        /// The policy allows the connection.
+        case allowed
+        /// The policy forbids it and the proxy blocked it (`--ats enforce`).
+        case blocked
+        /// The policy forbids it; the proxy let it through and annotated it (`--ats annotate`).
+        case violation
+        /// Not evaluated: `--ats off`, or a tunnel the proxy did not intercept.
+        case notEvaluated
+    }
+
+    public var method: String
+    public var url: String
+    /// nil when no response was received.
+    public var status: Int?
+    public var httpVersion: String
+    public var outcome: ATSOutcome
+    /// `-1200/-9836` style short codes of the violations, empty when allowed.
+    public var errorCodes: [String]
+    public var requestBytes: Int
+    public var responseBytes: Int
+    public var durationMilliseconds: Double
+
+    public init(
+        method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errorCodes: [String],
+        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double
+    ) {
+        self.method = method
+        self.url = url
+        self.status = status
+        self.httpVersion = httpVersion
+        self.outcome = outcome
+        self.errorCodes = errorCodes
+        self.requestBytes = requestBytes
+        self.responseBytes = responseBytes
+        self.durationMilliseconds = durationMilliseconds
+    }
+
+    /// The codes of a violation as one token: `-1200/-9836`, or `-1022`.
+    public static func shortCode(_ v: ATSViolation) -> String {
+        v.sslError.map { "\(v.urlError.code)/\($0.code)" } ?? String(v.urlError.code)
+    }
+
+    /// The console line: `GET https://host/path 200 HTTP/1.1 ATS ok 1.0 KiB 12 ms`, with ANSI colour only when
+    /// `colour` is set (the CLI sets it when stdout is a terminal).
+    public func consoleLine(colour: Bool) -> String {
+        let statusText = status.map(String.init) ?? "---"
+        let ats: String
+        let tint: String
+        switch outcome {
+        case .allowed: (ats, tint) = ("ATS ok", "\u{1B}[32m")
+        case .blocked: (ats, tint) = ("ATS BLOCKED " + errorCodes.joined(separator: ","), "\u{1B}[31m")
+        case .violation: (ats, tint) = ("ATS VIOLATION " + errorCodes.joined(separator: ","), "\u{1B}[33m")
+        case .notEvaluated: (ats, tint) = ("ATS n/a", "\u{1B}[2m")
+        }
+        let size = Self.formatBytes(responseBytes)
+        let ms = durationMilliseconds < 10
+            ? String(Double(Int(durationMilliseconds * 10)) / 10) : String(Int(durationMilliseconds.rounded()))
+        let verdict = colour ? tint + ats + "\u{1B}[0m" : ats
+        return "\(method) \(url) \(statusText) \(httpVersion) \(verdict) \(size) \(ms) ms"
+    }
+
+    static func formatBytes(_ n: Int) -> String {
+        if n < 1024 { return "\(n) B" }
+        if n < 1024 * 1024 { return "\(Double(n * 10 / 1024) / 10) KiB" }
+        return "\(Double(n * 10 / (1024 * 1024)) / 10) MiB"
+    }
+}

@@ -1,0 +1,44 @@
+import ATSPolicy
+import FoundationEssentials
+
+/// One line of `--log-json FILE`: a self-contained JSON object per event, for machines.
+public struct TraceEvent: Sendable, Codable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        case connectionOpened, tlsHandshake, atsDecision, exchange, connectionClosed, error
+    }
+
+    public var kind: Kind
+    /// Unix time in seconds.
+    public var time: Double
+    public var connectionID: UInt64
+    public var url: String?
+    public var exchange: ExchangeSummary?
+    public var handshake: HandshakeFacts?
+    public var decision: PolicyDecision?
+    public var violations: [ATSViolation]?
+    public var message: String?
+
+    public init(
+        kind: Kind, time: Double, connectionID: UInt64, url: String? = nil, exchange: ExchangeSummary? = nil,
+        handshake: HandshakeFacts? = nil, decision: PolicyDecision? = nil, violations: [ATSViolation]? = nil,
+        message: String? = nil
+    ) {
+        self.kind = kind
+        self.time = time
+        self.connectionID = connectionID
+        self.url = url
+        self.exchange = exchange
+        self.handshake = handshake
+        self.decision = decision
+        self.violations = violations
+        self.message = message
+    }
+
+    /// The event as one line of JSON (sorted keys, no trailing newline).
+    public func jsonLine() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+}

@@ -1,0 +1,91 @@
+import ATSPolicy
+import ArgumentParser
+import Foundation
+import PolicyLoader
+
+/// `atsproxy explain`: how an app's ATS policy treats each URL, before any connection is made.
+struct ExplainCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract:
+            "Show how an app's ATS policy treats each URL: refused (-1022) or the rules its connection must meet.",
+        discussion: """
+            For each URL: the verdict, the Info.plist entry that decides it and why, the TLS versions and cipher \
+            suites the simulated iOS would offer, the certificate rules, and notes where ATS behaviour is \
+            unconfirmed and a reading was chosen.
+
+            Exit status: 0 when every URL may connect, 1 when at least one is refused before connecting, \
+            2 when the policy or a URL cannot be read.
+            """)
+
+    @Option(
+        name: .long, help: "The policy: an Info.plist, a bare NSAppTransportSecurity plist, an .app folder or an .ipa.")
+    var plist: String
+
+    @Option(name: .long, help: "iOS version to simulate (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
+    var ios: Int = IOSProfile.newest.rawValue
+
+    @Flag(name: .long, help: "Print JSON instead of text.")
+    var json = false
+
+    @Option(
+        name: .customLong("legacy-keys"),
+        help: "NSThirdParty*/NSTemporary* keys: byProfile (iOS 9/10 only), always or never.")
+    var legacyKeys: LegacyKeyReading = .byProfile
+
+    @Option(
+        name: .customLong("user-root-eku"),
+        help: "serverAuth EKU under a user-installed root: sourceLenient or documentedStrict.")
+    var userRootEKU: UserRootEKUReading = .sourceLenient
+
+    @Flag(
+        name: .customLong("private-ips-local"),
+        help: "iOS 17+: count RFC 1918 / unique-local IP literals as local (exempt).")
+    var privateAddressesAreLocal = false
+
+    @Argument(help: "URLs to explain, e.g. http://media-server.example.com/feed https://api.example.com.")
+    var urls: [String]
+
+    func validate() throws {
+        guard Self.profile(for: ios) != nil else { throw ValidationError("--ios must be 9 or later (got \(ios))") }
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL to explain") }
+    }
+
+    /// The behaviour band an iOS version falls in: the newest profile not after it (`--ios 16` → iOS 14).
+    static func profile(for version: Int) -> IOSProfile? {
+        IOSProfile.allCases.last { $0.rawValue <= version }
+    }
+
+    func run() throws {
+        let loaded: LoadedPolicy
+        do {
+            loaded = try PolicyLoader.load(path: plist)
+        } catch {
+            FileHandle.standardError.write(Data("atsproxy explain: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        guard let profile = Self.profile(for: ios) else { throw ExitCode.validationFailure }
+        let options = PolicyOptions(
+            profile: profile, legacyKeys: legacyKeys, userRootEKU: userRootEKU,
+            privateAddressesAreLocal: privateAddressesAreLocal)
+        let policy = ATSPolicy(atsDictionary: loaded.atsDictionary, options: options)
+        var notes = loaded.notes
+        if profile.rawValue != ios { notes.append("iOS \(ios) is simulated with the \(profile) behaviour band") }
+        if !loaded.misplacedATSKeys.isEmpty {
+            notes.append(
+                "ATS keys outside NSAppTransportSecurity are never read: "
+                    + loaded.misplacedATSKeys.joined(separator: ", "))
+        }
+        let report = ExplainReport(policy: policy, urls: urls, source: loaded.sourceDescription, sourceNotes: notes)
+        if json {
+            print(try report.renderJSON())
+        } else {
+            print(report.renderText(), terminator: "")
+        }
+        if report.anyInvalid { throw ExitCode(2) }
+        if report.anyBlocked { throw ExitCode(1) }
+    }
+}
+
+extension LegacyKeyReading: ExpressibleByArgument {}
+extension UserRootEKUReading: ExpressibleByArgument {}

@@ -1,0 +1,82 @@
+import ATSLint
+import ATSPolicy
+import ArgumentParser
+import Foundation
+import PolicyLoader
+
+/// `atsproxy lint P`: checks an ATS policy (plist, Info.plist, .app or .ipa) for settings ATS ignores, misreads or
+/// that weaken security.
+///
+/// Exit status: 0 when no finding reaches `--fail-on`, 1 when one does, 2 when the policy cannot be loaded
+/// (the reason goes to stderr), 64 for a usage error.
+struct LintCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lint",
+        abstract: "Check an App Transport Security policy for mistakes and weak settings.",
+        discussion: """
+            P is a plist (a whole Info.plist or a bare NSAppTransportSecurity dictionary, XML or binary), an .app \
+            folder or an .ipa. Exit status: 0 clean, 1 a finding at or above --fail-on, 2 the policy could not be \
+            loaded.
+            """)
+
+    /// Report formats.
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json, sarif
+    }
+
+    @Argument(help: "The policy: a .plist, an .app folder or an .ipa.")
+    var path: String
+
+    @Option(
+        name: .customLong("ios"),
+        help: "iOS version whose ATS behaviour applies (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
+    var iosVersion: Int = IOSProfile.newest.rawValue
+
+    @Option(help: "Output format: text, json or sarif.")
+    var format: Format = .text
+
+    @Option(name: .customLong("fail-on"), help: "Lowest severity that makes the exit status 1: error, warning or note.")
+    var failOn: LintSeverity = .error
+
+    func validate() throws {
+        guard LintCommand.profile(for: iosVersion) != nil else {
+            throw ValidationError("--ios must be 9 or later (got \(iosVersion))")
+        }
+    }
+
+    /// The behaviour band an iOS version falls in: the newest profile not after it.
+    static func profile(for version: Int) -> IOSProfile? {
+        IOSProfile.allCases.last { $0.rawValue <= version }
+    }
+
+    func run() throws {
+        guard let profile = Self.profile(for: iosVersion) else { throw ExitCode.validationFailure }
+        let loaded: LoadedPolicy
+        do {
+            loaded = try PolicyLoader.load(path: path)
+        } catch {
+            FileHandle.standardError.write(Data("atsproxy lint: error: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        }
+        var notes = loaded.notes
+        if profile.rawValue != iosVersion {
+            notes.append("iOS \(iosVersion) is checked with the \(profile) behaviour band")
+        }
+        let findings =
+            lintInfoPlistRoot(misplacedATSKeys: loaded.misplacedATSKeys)
+            + lint(loaded.atsDictionary, profile: profile)
+        let report = LintReport(
+            artifactPath: path, sourceDescription: loaded.sourceDescription, profile: profile, findings: findings,
+            notes: notes)
+        let output: String
+        switch format {
+        case .text: output = report.text()
+        case .json: output = report.json()
+        case .sarif: output = report.sarif(toolVersion: ATSProxyCommand.configuration.version)
+        }
+        FileHandle.standardOutput.write(Data(output.utf8))
+        if report.fails(at: failOn) { throw ExitCode(1) }
+    }
+}
+
+extension LintSeverity: ExpressibleByArgument {}

@@ -1,0 +1,170 @@
+import ATSPolicy
+import ArgumentParser
+import Foundation
+import PolicyLoader
+import ProxyCore
+import ProxyEventLoop
+import ProxyServer
+import TLSCore
+
+/// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
+/// with its own CA and judges every upstream connection by the app's ATS policy.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the intercepting proxy, applying an app's ATS policy to every upstream connection.",
+        discussion: """
+            Point a client at it (curl -x http://127.0.0.1:8080 --cacert certs/atsproxy-ca.pem https://…, \
+            HTTPS_PROXY=http://127.0.0.1:8080, or the device's Wi-Fi proxy) after trusting the CA that the first \
+            run creates in --ca-dir. Connections the policy refuses fail in the client with the app's error codes \
+            (--ats enforce), or pass with X-ATS-* headers (--ats annotate).
+            """)
+
+    @Option(help: "Address and port to listen on. A non-loopback address also needs --allow-lan.")
+    var listen: String = "127.0.0.1:8080"
+
+    @Flag(name: .customLong("allow-lan"), help: "Allow listening on a non-loopback address (use --auth too).")
+    var allowLAN = false
+
+    @Option(help: "Require Proxy-Authorization: Basic credentials USER:PASSWORD.")
+    var auth: String?
+
+    @Option(help: "The app's ATS policy: a plist, Info.plist, .app or .ipa. Without it, Apple's defaults apply.")
+    var plist: String?
+
+    @Option(name: .customLong("ios"), help: "iOS version whose ATS behaviour is simulated (9, 10, 14, 17, 26).")
+    var iosVersion: Int = IOSProfile.newest.rawValue
+
+    @Option(help: "enforce: block violating connections; annotate: add X-ATS-* headers only; off: plain proxy.")
+    var ats: ATSModeArgument = .enforce
+
+    @Option(help: "How enforce blocks: tls (fail the client's handshake as the app's would) or http (502/403 answers).")
+    var block: BlockStyleArgument = .tls
+
+    @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
+    var trustCA: [String] = []
+
+    @Option(help: "Connect to ADDR:PORT for HOST, keeping HOST for SNI, Host and certificate checks. Repeatable.")
+    var map: [String] = []
+
+    @Option(help: "Tunnel HOST without interception (.example.com covers subdomains). Repeatable.")
+    var passthrough: [String] = []
+
+    @Option(help: "Event-loop threads (default: one per core).")
+    var threads: Int = EventLoopGroup.coreCount
+
+    @Option(name: .customLong("ca-dir"), help: "Where the proxy's CA lives (created on first run).")
+    var caDir: String = "certs"
+
+    @Option(help: "CFNetwork-style diagnostics level 1-3 (default: $CFNETWORK_DIAGNOSTICS, else off).")
+    var diagnostics: Int?
+
+    @Option(name: .customLong("log-json"), help: "Write one JSON object per event to FILE.")
+    var logJSON: String?
+
+    @Flag(help: "No per-exchange console lines (notices still go to stderr).")
+    var quiet = false
+
+    func validate() throws {
+        guard IOSProfile.band(for: iosVersion) != nil else { throw ValidationError("--ios must be 9 or later") }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        if let diagnostics, !(0...3).contains(diagnostics) { throw ValidationError("--diagnostics takes 0 to 3") }
+    }
+
+    func run() throws {
+        let (host, port) = try Self.parseListen(listen)
+        if !Self.isLoopback(host) && !allowLAN {
+            throw ValidationError(
+                "\(host) is not a loopback address: an open proxy on the network is a hole. "
+                    + "Add --allow-lan (and --auth USER:PASSWORD) to listen there.")
+        }
+        if !Self.isLoopback(host) && auth == nil {
+            FileHandle.standardError.write(Data("atsproxy: warning: listening on \(host) without --auth\n".utf8))
+        }
+        guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
+
+        var atsDictionary: PlistValue? = .dictionary(PlistDictionary())
+        var policySource = "Apple's defaults (no --plist)"
+        if let plist {
+            do {
+                let loaded = try PolicyLoader.load(path: plist)
+                atsDictionary = loaded.atsDictionary
+                policySource = loaded.sourceDescription
+            } catch {
+                FileHandle.standardError.write(Data("atsproxy run: error: \(error.description)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        let policy = ATSPolicy(atsDictionary: atsDictionary, options: PolicyOptions(profile: profile))
+        for diagnostic in policy.diagnostics {
+            FileHandle.standardError.write(Data("atsproxy: policy: \(diagnostic)\n".utf8))
+        }
+
+        let caURL = URL(fileURLWithPath: caDir)
+        let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
+        let roots = try trustCA.flatMap { path -> [Certificate] in
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("--trust-ca \(path): cannot read the file (\(error.localizedDescription))")
+            }
+            return try Certificate.chain(pem: text)
+        }
+        let level = diagnostics ?? ProcessInfo.processInfo.environment["CFNETWORK_DIAGNOSTICS"].flatMap { Int($0) } ?? 0
+        let environment = ProxyEnvironment(
+            policy: policy, mode: ats.mode, blockStyle: block.style, mappings: try map.map { try HostMapping(parsing: $0) },
+            passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
+            minter: LeafMinter(authority: authority),
+            factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
+            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil)
+        let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
+        let group = try EventLoopGroup(configuration: .init(loopCount: threads))
+        let server = ProxyServer(environment: environment, group: group, sink: sink)
+        let listener = try server.listen(host: host, port: port)
+
+        let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        FileHandle.standardOutput.write(Data("""
+            ATSProxy listening on \(shownHost):\(listener.port) (\(threads) thread\(threads == 1 ? "" : "s"))
+            Policy:  \(policySource), \(profile), ATS \(ats.rawValue)\(ats == .enforce ? " (block \(block.rawValue))" : "")
+            CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
+            Try:     curl -x http://\(shownHost):\(listener.port) --cacert \(caFile) https://example.com/
+
+            """.utf8))
+
+        let done = DispatchSemaphore(value: 0)
+        let signals = ShutdownSignals { _ in
+            FileHandle.standardError.write(Data("atsproxy: shutting down (in-flight exchanges get 5 s)\n".utf8))
+            group.shutdownGracefully(timeout: .seconds(5))
+            done.signal()
+        }
+        done.wait()
+        signals.cancel()
+    }
+
+    /// Splits `host:port`, `[v6]:port` or a bare port.
+    static func parseListen(_ text: String) throws -> (String, UInt16) {
+        if let port = UInt16(text) { return ("127.0.0.1", port) }
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw ValidationError("--listen expects HOST:PORT, got '\(text)'")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// `--ats` values.
+enum ATSModeArgument: String, ExpressibleByArgument, CaseIterable {
+    case enforce, annotate, off
+    var mode: ATSMode { ATSMode(rawValue: rawValue) ?? .enforce }
+}
+
+/// `--block` values.
+enum BlockStyleArgument: String, ExpressibleByArgument, CaseIterable {
+    case tls, http
+    var style: BlockStyle { BlockStyle(rawValue: rawValue) ?? .tls }
+}

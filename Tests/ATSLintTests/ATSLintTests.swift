@@ -1,1 +1,0 @@
-// ATSLintTests: placeholder until the suite lands.

@@ -1,1 +1,0 @@
-// ATSPolicyTests: placeholder until the suite lands.

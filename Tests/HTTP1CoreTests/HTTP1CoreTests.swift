@@ -1,1 +1,0 @@
-// HTTP1CoreTests: placeholder until the suite lands.

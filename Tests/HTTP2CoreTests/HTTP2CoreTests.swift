@@ -1,1 +1,0 @@
-// HTTP2CoreTests: placeholder until the suite lands.

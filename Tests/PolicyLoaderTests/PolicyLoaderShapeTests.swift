@@ -1,0 +1,184 @@
+import ATSPolicy
+import Foundation
+import PolicyLoader
+import Testing
+
+/// Whole Info.plist vs bare NSAppTransportSecurity dictionary, and the `.app` / `.ipa` sources.
+@Suite struct PolicyLoaderShapeTests {
+    static let atsBody = "<dict><key>NSAllowsArbitraryLoads</key><true/></dict>"
+    static let atsValue = PlistValue.dictionary(PlistDictionary([("NSAllowsArbitraryLoads", .bool(true))]))
+
+    struct ShapeCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        let body: String
+        let whole: Bool
+        let ats: PlistValue?
+        let bundleID: String?
+        let misplaced: [String]
+        var testDescription: String { name }
+    }
+
+    static let shapes: [ShapeCase] = [
+        ShapeCase(
+            name: "whole Info.plist with ATS",
+            body: """
+                <dict><key>CFBundleIdentifier</key><string>com.example.app</string>
+                <key>NSAppTransportSecurity</key>\(atsBody)</dict>
+                """,
+            whole: true, ats: atsValue, bundleID: "com.example.app", misplaced: []),
+        ShapeCase(
+            name: "whole Info.plist without ATS",
+            body: "<dict><key>CFBundleIdentifier</key><string>com.example.app</string></dict>",
+            whole: true, ats: nil, bundleID: "com.example.app", misplaced: []),
+        ShapeCase(
+            name: "Info.plist with ATS keys at its top level",
+            body: """
+                <dict><key>CFBundleName</key><string>X</string>
+                <key>NSAllowsArbitraryLoads</key><true/></dict>
+                """,
+            whole: true, ats: nil, bundleID: nil, misplaced: ["NSAllowsArbitraryLoads"]),
+        ShapeCase(
+            name: "NSAppTransportSecurity alone", body: "<dict><key>NSAppTransportSecurity</key>\(atsBody)</dict>",
+            whole: true, ats: atsValue, bundleID: nil, misplaced: []),
+        ShapeCase(
+            name: "bare ATS dictionary", body: atsBody, whole: false, ats: atsValue, bundleID: nil, misplaced: []),
+        ShapeCase(
+            name: "empty dictionary", body: "<dict/>", whole: false, ats: .dictionary(PlistDictionary()),
+            bundleID: nil, misplaced: []),
+        ShapeCase(
+            name: "bare dictionary with a misspelt key",
+            body: "<dict><key>NSAlowsArbitraryLoads</key><true/></dict>", whole: false,
+            ats: .dictionary(PlistDictionary([("NSAlowsArbitraryLoads", .bool(true))])), bundleID: nil, misplaced: []),
+    ]
+
+    @Test(arguments: shapes)
+    func classifiesRoot(_ c: ShapeCase) throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        for (format, bytes) in try Fixture.both(c.body) {
+            let loaded = try PolicyLoader.load(path: try dir.write("Info.\(format).plist", bytes))
+            #expect(loaded.isWholeInfoPlist == c.whole, "\(format)")
+            #expect(loaded.atsDictionary == c.ats, "\(format)")
+            #expect(loaded.bundleIdentifier == c.bundleID, "\(format)")
+            #expect(loaded.misplacedATSKeys == c.misplaced, "\(format)")
+            if c.whole && c.ats == nil {
+                #expect(loaded.notes.contains { $0.contains("full ATS defaults apply") })
+            }
+        }
+    }
+
+    @Test func loadsAppBundleFolder() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let body = """
+            <dict><key>CFBundleIdentifier</key><string>com.example.app</string>
+            <key>NSAppTransportSecurity</key>\(Self.atsBody)</dict>
+            """
+        for (format, bytes) in try Fixture.both(body) {
+            try dir.write("\(format)/MyApp.app/Info.plist", bytes)
+            let loaded = try PolicyLoader.load(path: dir.path("\(format)/MyApp.app"))
+            #expect(loaded.sourceDescription == "MyApp.app › Info.plist")
+            #expect(loaded.format == format)
+            #expect(loaded.atsDictionary == Self.atsValue)
+            #expect(loaded.bundleIdentifier == "com.example.app")
+        }
+    }
+
+    @Test func appBundleWithoutInfoPlistIsAnError() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.path("Empty.app"), withIntermediateDirectories: true)
+        #expect(throws: PolicyLoadError(file: dir.path("Empty.app"), kind: .bundleWithoutInfoPlist)) {
+            try PolicyLoader.load(path: dir.path("Empty.app"))
+        }
+    }
+
+    @Test func loadsOnlyTheAppInfoPlistFromAnIPA() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let appBody = """
+            <dict><key>CFBundleIdentifier</key><string>com.example.app</string>
+            <key>NSAppTransportSecurity</key>\(Self.atsBody)</dict>
+            """
+        let pluginBody = "<dict><key>CFBundleIdentifier</key><string>com.example.app.widget</string></dict>"
+        for (format, bytes) in try Fixture.both(appBody) {
+            let ipa = dir.path("MyApp-\(format).ipa")
+            try Fixture.zip(
+                at: ipa,
+                members: [
+                    ("Payload/MyApp.app/PlugIns/Widget.appex/Info.plist", Fixture.xml(pluginBody)),
+                    ("Payload/MyApp.app/Info.plist", bytes),
+                    ("Payload/MyApp.app/MyApp", Array(repeating: 0x90, count: 4096)),
+                ], in: dir)
+            let loaded = try PolicyLoader.load(path: ipa)
+            #expect(loaded.sourceDescription == "MyApp-\(format).ipa › Payload/MyApp.app/Info.plist")
+            #expect(loaded.format == format)
+            #expect(loaded.isWholeInfoPlist)
+            #expect(loaded.bundleIdentifier == "com.example.app")
+            #expect(loaded.atsDictionary == Self.atsValue)
+        }
+    }
+
+    /// Real .ipa files are far above the plist cap; only the Info.plist member counts against it. The archive is
+    /// named .zip so it is recognised by its signature, not its name.
+    @Test func largeArchiveIsReadByItsInfoPlistOnly() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let archive = dir.path("Big.zip")
+        var noise = Fixture.SplitMix(state: 1)
+        let binary = (0..<(9 * 1_048_576)).map { _ in UInt8(truncatingIfNeeded: noise.next()) }
+        try Fixture.zip(
+            at: archive,
+            members: [
+                ("Payload/Big.app/Big", binary),
+                ("Payload/Big.app/Info.plist", Fixture.xml("<dict><key>NSAppTransportSecurity</key><dict/></dict>")),
+            ], in: dir)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: archive)[.size] as? NSNumber)
+        #expect(size.intValue > PolicyLoader.maximumPlistBytes)
+        let loaded = try PolicyLoader.load(path: archive)
+        #expect(loaded.sourceDescription == "Big.zip › Payload/Big.app/Info.plist")
+        #expect(loaded.atsDictionary == .dictionary(PlistDictionary()))
+    }
+
+    @Test func ipaWithoutAppInfoPlistIsAnError() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let ipa = dir.path("NoApp.ipa")
+        try Fixture.zip(
+            at: ipa,
+            members: [
+                ("Payload/MyApp.app/PlugIns/Widget.appex/Info.plist", Fixture.xml("<dict/>")),
+                ("Info.plist", Fixture.xml("<dict/>")),
+            ], in: dir)
+        let error = #expect(throws: PolicyLoadError.self) { try PolicyLoader.load(path: ipa) }
+        #expect(error?.kind == .ipaWithoutInfoPlist)
+        #expect(error?.description == "NoApp.ipa: no Payload/*.app/Info.plist entry in this .ipa")
+    }
+
+    @Test func ipaWhoseInfoPlistInflatesPastTheCapIsRefused() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let ipa = dir.path("Bomb.ipa")
+        // 9 MiB of zeros deflates to a few KiB.
+        try Fixture.zip(
+            at: ipa, members: [("Payload/Bomb.app/Info.plist", Array(repeating: 0, count: 9 * 1_048_576))], in: dir)
+        let error = #expect(throws: PolicyLoadError.self) { try PolicyLoader.load(path: ipa) }
+        guard case .tooLarge(_, let limit)? = error?.kind else {
+            Issue.record("expected tooLarge, got \(String(describing: error))")
+            return
+        }
+        #expect(limit == PolicyLoader.maximumPlistBytes)
+        #expect(error?.file == "Bomb.ipa › Payload/Bomb.app/Info.plist")
+    }
+
+    @Test func ipaThatIsNotAZipIsAnError() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let ipa = try dir.write("Broken.ipa", Array("this is not a zip file".utf8))
+        let error = #expect(throws: PolicyLoadError.self) { try PolicyLoader.load(path: ipa) }
+        guard case .notAZipArchive? = error?.kind else {
+            Issue.record("expected notAZipArchive, got \(String(describing: error))")
+            return
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// PolicyLoaderTests: placeholder until the suite lands.

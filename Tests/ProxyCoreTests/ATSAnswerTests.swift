@@ -1,0 +1,84 @@
+import ATSPolicy
+import Testing
+
+@testable import ProxyCore
+
+@Suite("X-ATS headers and --block http answers")
+struct ATSAnswerTests {
+    let decision = PolicyDecision(
+        keyPath: ["NSAppTransportSecurity", "NSExceptionDomains", "old.test"],
+        reason: "exception entry `old.test` matches the host exactly")
+    let version = ATSViolation(
+        kind: .tlsVersionTooLow, urlError: .secureConnectionFailed, sslError: .peerProtocolVersion,
+        explanation: "server negotiated TLS 1.0; ATS requires TLS 1.2 or later",
+        fix: .setKeys(domain: "old.test", keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: .string("TLSv1.0"))]))
+
+    @Test("Headers carry the first violation's URL and SSL errors and the deciding rule")
+    func headers() {
+        let answer = ATSAnswer(url: "https://old.test/", decision: decision, violations: [version])
+        let h = Dictionary(answer.headers, uniquingKeysWith: { a, _ in a })
+        #expect(h["X-ATS-Error"] == "-1200 NSURLErrorSecureConnectionFailed")
+        #expect(h["X-ATS-SSL-Error"] == "-9836 errSSLPeerProtocolVersion")
+        #expect(h["X-ATS-Rule"] == "NSAppTransportSecurity/NSExceptionDomains/old.test")
+        #expect(h["X-ATS-Verdict"] == "violation")
+        #expect(answer.blockStatus == 502)
+    }
+
+    @Test("A cleartext block is 403 with -1022 and no SSL header")
+    func cleartext() {
+        let v = ATSViolation(
+            kind: .cleartextNotAllowed, urlError: .requiresSecureConnection, sslError: nil,
+            explanation: "http:// load to a host that requires TLS",
+            fix: .setKeys(domain: "plain.test", keys: [FixKey(key: "NSExceptionAllowsInsecureHTTPLoads", value: .bool(true))]))
+        let answer = ATSAnswer(url: "http://plain.test/", decision: PolicyDecision(keyPath: [], reason: "no entry"), violations: [v])
+        #expect(answer.blockStatus == 403)
+        #expect(!answer.headers.contains { $0.0 == "X-ATS-SSL-Error" })
+        #expect(answer.blockBody.contains("set NSExceptionAllowsInsecureHTTPLoads = YES"))
+        #expect(answer.headers.contains { $0 == ("X-ATS-Rule", "NSAppTransportSecurity (defaults)") })
+    }
+
+    @Test("The body explains the violation, the app's NSError and the fix, or says no exception helps")
+    func body() {
+        let mismatch = ATSViolation(
+            kind: .hostnameMismatch, urlError: .serverCertificateUntrusted, sslError: .hostNameMismatch,
+            explanation: "certificate names other.test, not old.test",
+            fix: .noExceptionCanHelp(reason: "a hostname mismatch fails even with NSAllowsArbitraryLoads"))
+        let body = ATSAnswer(url: "https://old.test/", decision: decision, violations: [version, mismatch]).blockBody
+        #expect(body.contains("Violation 1: server negotiated TLS 1.0"))
+        #expect(body.contains("Error Domain=NSURLErrorDomain Code=-1200"))
+        #expect(body.contains("set NSExceptionMinimumTLSVersion = TLSv1.0"))
+        #expect(body.contains("No Info.plist exception can allow this"))
+    }
+
+    @Test("Header values are forced to printable ASCII")
+    func asciiOnly() {
+        #expect(ATSAnswer.ascii("a›b\r\nc") == "a?b??c")
+    }
+}
+
+@Suite("Proxy options")
+struct ProxyOptionsTests {
+    @Test("--map parses host, address and port, including bracketed IPv6")
+    func mapping() throws {
+        let m = try HostMapping(parsing: "API.example.com=127.0.0.1:8443")
+        #expect(m.host == "api.example.com" && m.address == "127.0.0.1" && m.port == 8443)
+        let v6 = try HostMapping(parsing: "a.test=[::1]:9000")
+        #expect(v6.address == "::1" && v6.port == 9000)
+    }
+
+    @Test("--map rejects a target without a port", arguments: ["a.test=127.0.0.1", "a.test", "=1.2.3.4:5", "a=:80", "a=h:99999"])
+    func badMapping(_ text: String) {
+        #expect(throws: ProxyOptionError.self) { try HostMapping(parsing: text) }
+    }
+
+    @Test("Basic proxy credentials are checked exactly")
+    func credentials() throws {
+        let c = try ProxyCredentials(parsing: "qa:s3cret")
+        #expect(c.accepts(proxyAuthorization: "Basic cWE6czNjcmV0"))
+        #expect(c.accepts(proxyAuthorization: "basic  cWE6czNjcmV0 "))
+        #expect(!c.accepts(proxyAuthorization: "Basic cWE6czNjcmVU"))
+        #expect(!c.accepts(proxyAuthorization: "Bearer cWE6czNjcmV0"))
+        #expect(!c.accepts(proxyAuthorization: "Basic !!!"))
+        #expect(!c.accepts(proxyAuthorization: nil))
+    }
+}

@@ -1,0 +1,193 @@
+import Dispatch
+import Foundation
+import ProxyEventLoop
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("ProxyEventLoop over loopback", .serialized)
+struct EventLoopTests {
+    @Test func listenerOnPortZeroReportsTheRealPort() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in EchoHandler() }
+        #expect(listener.port != 0)
+        #expect(listener.address.host == "127.0.0.1")
+        let client = try RawClient(port: listener.port)
+        try client.send(Array("ping".utf8))
+        #expect(try client.receive(exactly: 4) == Array("ping".utf8))
+    }
+
+    @Test func ipv6LoopbackListener() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "::1", port: 0) { _ in EchoHandler() }
+        #expect(listener.address.description == "[::1]:\(listener.port)")
+        let client = try RawClient(port: listener.port, host: "::1")
+        try client.send(Array("v6".utf8))
+        #expect(try client.receive(exactly: 2) == Array("v6".utf8))
+    }
+
+    @Test func listenRejectsHostNames() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        #expect(throws: IOError.self) { _ = try group.listen(host: "example.com", port: 0) { _ in EchoHandler() } }
+    }
+
+    @Test func echoWithTwoHundredConcurrentClients() throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        defer { group.shutdownGracefully(timeout: .seconds(2)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in EchoHandler() }
+        let address = try SocketAddress(numericHost: "127.0.0.1", port: listener.port)
+        let results = Collector<EchoClientHandler.Result>()
+        let count = 200
+        for i in 0..<count {
+            let loop = group.next()
+            loop.execute {
+                let handler = EchoClientHandler(message: pattern(3000, seed: i), results: results)
+                _ = loop.connect(to: address, timeout: .seconds(10), handler: handler)
+            }
+        }
+        #expect(results.wait(for: count))
+        let all = results.values
+        #expect(all.count == count)
+        #expect(all.allSatisfy { $0.error == nil && $0.opened })
+        let expected = Set((0..<count).map { pattern(3000, seed: $0) })
+        #expect(Set(all.map(\.received)) == expected)
+    }
+
+    @Test func halfCloseLetsTheServerAnswerAfterTheClientsFIN() throws {
+        /// Replies "bye" only after the client's FIN, then half-closes itself.
+        final class ByeHandler: ConnectionHandler {
+            let closed: Collector<IOError?>
+            init(closed: Collector<IOError?>) { self.closed = closed }
+            func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+                connection.write(bytes)
+            }
+            func connectionReadEOF(_ connection: Connection) {
+                connection.write(Array("bye".utf8))
+                connection.shutdownWrite()
+            }
+            func connectionClosed(_ connection: Connection, error: IOError?) { closed.add(error) }
+        }
+        let closed = Collector<IOError?>()
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in ByeHandler(closed: closed) }
+        let client = try RawClient(port: listener.port)
+        try client.send(Array("hello".utf8))
+        #expect(try client.receive(exactly: 5) == Array("hello".utf8))
+        client.shutdownWrite()
+        #expect(try client.readToEOF() == Array("bye".utf8))
+        // Both directions are finished, so the server side closes itself without an error.
+        #expect(closed.wait(for: 1))
+        #expect(closed.values.count == 1 && closed.values[0] == nil)
+    }
+
+    @Test func connectToAClosedPortIsRefused() throws {
+        // Bind a port and close it again: nothing listens there afterwards.
+        let port: UInt16
+        do {
+            let group = try EventLoopGroup(loopCount: 1)
+            let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in EchoHandler() }
+            port = listener.port
+            group.shutdownGracefully(timeout: .zero)
+        }
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let results = Collector<EchoClientHandler.Result>()
+        let address = try SocketAddress(numericHost: "127.0.0.1", port: port)
+        let loop = group.next()
+        loop.execute {
+            _ = loop.connect(to: address, timeout: .seconds(5), handler: EchoClientHandler(message: [1], results: results))
+        }
+        #expect(results.wait(for: 1))
+        #expect(results.values.first?.error == IOError(errnoCode: ECONNREFUSED, call: "connect"))
+        #expect(results.values.first?.opened == false)
+    }
+
+    @Test func connectTimesOutWhenTheBacklogIsFull() throws {
+        // A listening socket that never accepts: once its accept queue is full the kernel drops further SYNs, so a
+        // connect can only end by our timeout.
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(server) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ptr in
+                bind(server, ptr, length)
+                listen(server, 0)
+                return getsockname(server, ptr, &length)
+            }
+        }
+        let port = UInt16(bigEndian: address.sin_port)
+        // Non-blocking fillers: the first completes into the queue, the rest hang in SYN_SENT like our connect will.
+        var fillers: [Int32] = []
+        defer { for fd in fillers { Glibc.close(fd) } }
+        for _ in 0..<3 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(fd)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        usleep(50_000)
+
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let results = Collector<EchoClientHandler.Result>()
+        let target = try SocketAddress(numericHost: "127.0.0.1", port: port)
+        let loop = group.next()
+        let started = ContinuousClock.now
+        loop.execute {
+            _ = loop.connect(
+                to: target, timeout: .milliseconds(300), handler: EchoClientHandler(message: [1], results: results))
+        }
+        #expect(results.wait(for: 1))
+        #expect(results.values.first?.error == IOError(errnoCode: ETIMEDOUT, call: "connect"))
+        #expect(ContinuousClock.now - started >= .milliseconds(290))
+    }
+
+    @Test func timersFireInDeadlineOrderAndCancelledOnesNever() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let fired = Collector<String>()
+        let loop = group.next()
+        loop.execute {
+            loop.scheduleTimer(after: .milliseconds(60)) { fired.add("60") }
+            loop.scheduleTimer(after: .milliseconds(20)) { fired.add("20a") }
+            let cancelled = loop.scheduleTimer(after: .milliseconds(10)) { fired.add("cancelled") }
+            loop.scheduleTimer(after: .milliseconds(40)) { fired.add("40") }
+            loop.scheduleTimer(after: .milliseconds(20)) { fired.add("20b") }
+            loop.scheduleTimer(after: .zero) { fired.add("0") }
+            loop.cancelTimer(cancelled)
+        }
+        #expect(fired.wait(for: 5))
+        // One more timer after all others proves the cancelled one had its chance and did not fire.
+        loop.execute { loop.scheduleTimer(after: .milliseconds(30)) { fired.add("end") } }
+        #expect(fired.wait(for: 1))
+        #expect(fired.values == ["0", "20a", "20b", "40", "60", "end"])
+    }
+
+    @Test func tasksFromManyThreadsRunOnTheLoopThread() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let loop = group.next()
+        #expect(!loop.inEventLoop)
+        let done = Collector<Bool>()
+        let perThread = 2000
+        let threads = 4
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<perThread { loop.execute { done.add(loop.inEventLoop) } }
+        }
+        #expect(done.wait(for: perThread * threads))
+        #expect(done.values.count == perThread * threads)
+        #expect(done.values.allSatisfy { $0 })
+    }
+}

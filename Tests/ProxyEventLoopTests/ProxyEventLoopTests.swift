@@ -1,1 +1,0 @@
-// ProxyEventLoopTests: placeholder until the suite lands.

@@ -1,0 +1,103 @@
+import Dispatch
+import Foundation
+import ProxyEventLoop
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Answers each line after `delay`, like a slow backend; when asked to shut down it closes after the answer in
+/// flight, or at once when idle.
+final class SlowAnswerHandler: ConnectionHandler {
+    private let delay: Duration
+    private let received: Collector<Bool>
+    private var busy = false
+    private var shutdownRequested = false
+
+    init(delay: Duration, received: Collector<Bool>) {
+        self.delay = delay
+        self.received = received
+    }
+
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+        busy = true
+        received.add(true)
+        connection.startTimer(after: delay)
+    }
+
+    func connection(_ connection: Connection, timerFired timer: TimerID) {
+        connection.write(Array("answer".utf8))
+        busy = false
+        if shutdownRequested { connection.close() }
+    }
+
+    func connectionShutdownRequested(_ connection: Connection) {
+        shutdownRequested = true
+        if !busy { connection.close() }
+    }
+}
+
+@Suite("ProxyEventLoop graceful shutdown", .serialized)
+struct ShutdownTests {
+    @Test func inFlightWorkFinishesAndNewConnectionsAreRefused() throws {
+        let group = try EventLoopGroup(loopCount: 2)
+        let received = Collector<Bool>()
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in
+            SlowAnswerHandler(delay: .milliseconds(300), received: received)
+        }
+        let port = listener.port
+        let client = try RawClient(port: port)
+        try client.send(Array("question".utf8))
+        #expect(received.wait(for: 1))
+
+        let finished = DispatchSemaphore(value: 0)
+        let started = ContinuousClock.now
+        Thread {
+            group.shutdownGracefully(timeout: .seconds(10))
+            finished.signal()
+        }.start()
+
+        // The answer still arrives, then the server closes.
+        #expect(try client.readToEOF() == Array("answer".utf8))
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        // It waited for the work but not for the full deadline.
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(throws: IOError.self) { _ = try RawClient(port: port) }
+    }
+
+    @Test func connectionsThatDoNotFinishAreClosedAtTheDeadline() throws {
+        /// Ignores shutdown requests.
+        final class StubbornHandler: ConnectionHandler {
+            let received: Collector<Bool>
+            init(received: Collector<Bool>) { self.received = received }
+            func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) { received.add(true) }
+            func connectionShutdownRequested(_ connection: Connection) {}
+        }
+        let received = Collector<Bool>()
+        let group = try EventLoopGroup(loopCount: 1)
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in StubbornHandler(received: received) }
+        let client = try RawClient(port: listener.port)
+        try client.send([1])
+        #expect(received.wait(for: 1))
+        let started = ContinuousClock.now
+        group.shutdownGracefully(timeout: .milliseconds(300))
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(250))
+        #expect(elapsed < .seconds(5))
+        #expect(try client.readToEOF() == [])
+    }
+
+    @Test func signalSourceCallsBackWithoutExiting() throws {
+        let seen = Collector<Int32>()
+        let signals = ShutdownSignals(signals: [SIGUSR2]) { seen.add($0) }
+        defer { signals.cancel() }
+        // Dispatch installs its signal plumbing asynchronously after `resume`, so repeat until it is in place.
+        for _ in 0..<50 {
+            kill(getpid(), SIGUSR2)
+            if seen.wait(for: 1, seconds: 0.1) { break }
+        }
+        #expect(seen.values.first == SIGUSR2)
+        #expect(seen.values.allSatisfy { $0 == SIGUSR2 })
+    }
+}

@@ -1,0 +1,111 @@
+import ATSPolicy
+import Foundation
+import Testing
+
+@testable import ProxyTrace
+
+@Suite("CFNetwork diagnostics envelope (reference §5.2)")
+struct DiagnosticsWriterTests {
+    @Test("A record has CFNetwork's envelope, right-aligned keys and a closing tag with the same [L:N]")
+    func envelope() throws {
+        var writer = DiagnosticsWriter(level: 1)
+        let rendered = writer.render(
+            .tcpConnectionStart(connectionID: 7, host: "example.com", port: 443),
+            at: TraceTime(hour: 14, minute: 2, second: 11, millisecond: 5))
+        let text = try #require(rendered)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first == "CFNetwork Diagnostics [1:1] 14:02:11.005 {")
+        #expect(lines.last == "} [1:1]")
+        #expect(lines[1] == "\tTCP Connection Start: (null)")
+        // Every body line's colon sits in the same column as the title's.
+        let column = lines[1].firstIndex(of: ":").map { lines[1].distance(from: lines[1].startIndex, to: $0) }
+        for line in lines[2 ..< lines.count - 1] {
+            let c = line.firstIndex(of: ":").map { line.distance(from: line.startIndex, to: $0) }
+            #expect(c == column, "misaligned: \(line)")
+        }
+        #expect(text.contains("Connection ID: 7"))
+    }
+
+    @Test("The sequence number counts written records; filtered records take no number")
+    func sequenceAndLevels() {
+        var writer = DiagnosticsWriter(level: 1)
+        let t = TraceTime(unixTime: 0)
+        let first = writer.render(.loaderWhatToDo(method: "GET", url: "https://a/"), at: t)
+        let filtered = writer.render(.hexDump(connectionID: 1, read: true, bytes: [1, 2, 3]), at: t)
+        let second = writer.render(.didFinish(totalMilliseconds: 3, totalBytes: 10), at: t)
+        #expect(first?.contains("[1:1]") == true)
+        #expect(filtered == nil)
+        #expect(second?.contains("[1:2]") == true)
+    }
+
+    @Test("Level 0 writes nothing; level 3 includes hex dumps")
+    func levelZeroAndThree() {
+        var off = DiagnosticsWriter(level: 0)
+        let nothing = off.render(.loaderWhatToDo(method: "GET", url: "https://a/"), at: TraceTime(unixTime: 0))
+        #expect(nothing == nil)
+        var full = DiagnosticsWriter(level: 3)
+        let dump = full.render(.hexDump(connectionID: 2, read: false, bytes: Array("GET / HTTP/1.1\r\n\r\n".utf8)),
+                               at: TraceTime(unixTime: 0))
+        #expect(dump?.contains("SSL-WRITE (2): 18 bytes") == true)
+        #expect(dump?.contains("> 00000000: 47 45 54 20") == true)
+        #expect(dump?.contains("GET / HTTP/1.1..") == true)
+    }
+
+    @Test("Time of day is UTC with milliseconds")
+    func timeOfDay() {
+        #expect(TraceTime(unixTime: 86_400 * 3 + 3_723.0456).description == "01:02:03.045")
+    }
+
+    @Test("Response Error carries the app's full NSError with the SSL domain and code")
+    func responseError() throws {
+        var writer = DiagnosticsWriter(level: 1)
+        let error = NSErrorDescription(
+            urlError: .secureConnectionFailed, sslError: .peerProtocolVersion, failingURL: "https://old.test/")
+        let rendered = writer.render(.responseError(url: "https://old.test/", error: error), at: TraceTime(unixTime: 0))
+        let text = try #require(rendered)
+        #expect(text.contains("Error: Error Domain=NSURLErrorDomain Code=-1200 "))
+        #expect(text.contains("_kCFStreamErrorDomainKey=3, _kCFStreamErrorCodeKey=-9836"))
+        #expect(text.contains("NSUnderlyingError=0x0 {Error Domain=kCFErrorDomainCFNetwork Code=-1200"))
+    }
+
+    @Test("-1022 carries no SSL keys (reference §4.3)")
+    func cleartextErrorHasNoSSLKeys() {
+        let error = NSErrorDescription(urlError: .requiresSecureConnection, sslError: nil, failingURL: "http://a/")
+        #expect(error.description.contains("Code=-1022"))
+        #expect(!error.description.contains("_kCFStreamErrorCodeKey"))
+        #expect(!error.description.contains("Would you like to connect"))
+    }
+
+    @Test("Trust failures carry the recovery suggestion")
+    func trustFailureSuggestion() {
+        let error = NSErrorDescription(urlError: .serverCertificateUntrusted, sslError: .noRootCert, failingURL: "https://a/")
+        #expect(error.description.contains("NSLocalizedRecoverySuggestion=Would you like to connect to the server anyway?"))
+    }
+}
+
+@Suite("Exchange summaries")
+struct ExchangeSummaryTests {
+    let blocked = ExchangeSummary(
+        method: "GET", url: "https://old.test/x", status: 502, httpVersion: "HTTP/1.1", outcome: .blocked,
+        errorCodes: ["-1200/-9836"], requestBytes: 0, responseBytes: 1536, durationMilliseconds: 12.4)
+
+    @Test("The console line names method, URL, status, verdict with codes, size and time")
+    func consoleLine() {
+        #expect(blocked.consoleLine(colour: false) == "GET https://old.test/x 502 HTTP/1.1 ATS BLOCKED -1200/-9836 1.5 KiB 12 ms")
+    }
+
+    @Test("Colour only when asked (a terminal)")
+    func colour() {
+        #expect(blocked.consoleLine(colour: true).contains("\u{1B}[31mATS BLOCKED"))
+        #expect(!blocked.consoleLine(colour: false).contains("\u{1B}"))
+    }
+
+    @Test("A JSON log line decodes back to the same event")
+    func jsonRoundTrip() throws {
+        let event = TraceEvent(kind: .exchange, time: 1_700_000_000.25, connectionID: 9, url: blocked.url, exchange: blocked)
+        let line = try event.jsonLine()
+        #expect(!line.contains("\n"))
+        let back = try JSONDecoder().decode(TraceEvent.self, from: Data(line.utf8))
+        #expect(back == event)
+    }
+}
