@@ -64,7 +64,7 @@ func captureOpenSSLClientHello(_ extraArguments: [String]) throws -> [UInt8] {
     process.standardError = FileHandle.nullDevice
     try process.run()
     defer {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
     return try listener.captureFirstBytes()

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A folder under the system temp directory, removed when the value is deinitialised.
-final class TempDirectory {
+final class TempDirectory: Sendable {
     let url: URL
 
     init() throws {
