@@ -86,7 +86,7 @@ struct NghttpdInteropTests {
         #expect(streams[smallID]?.body == Array("hello\n".utf8))
         #expect(streams[missingID]?.heads.first?.fields.first(named: ":status") == "404")
         #expect(streams[uploadID]?.heads.first?.fields.first(named: ":status") == "200")
-        #expect(streams[uploadID]?.body == upload)
+        #expect(BodyDigest(streams[uploadID]?.body) == BodyDigest(upload))
         #expect([bigID, smallID, missingID, uploadID].allSatisfy { streams[$0]?.closedWith == .noError })
         #expect(events.contains { if case .settings(false, _) = $0 { true } else { false } })
 
