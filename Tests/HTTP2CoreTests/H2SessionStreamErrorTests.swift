@@ -14,7 +14,7 @@ struct H2SessionStreamErrorTests {
         #expect(pair.serverEvents.streams()[bad]?.heads.isEmpty ?? true)
         #expect(pair.server.activeStreamCount == 0)
 
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .headers(let id, _, .request, true) = event {
                 try pair.server.submitResponse(streamID: id, headers: [H2Header(":status", "200")], body: .none)
             }
@@ -27,7 +27,7 @@ struct H2SessionStreamErrorTests {
     @Test("an informational 100 response precedes the final response")
     func informationalResponse() throws {
         let pair = try SessionPair()
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             switch event {
             case .headers(let id, _, .request, false):
                 try pair.server.submitInformational(streamID: id, headers: [H2Header(":status", "100")])
@@ -53,7 +53,7 @@ struct H2SessionStreamErrorTests {
         let pair = try SessionPair()
         pair.clientConsumesImmediately = false
         let size = 60_000
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .headers(let id, _, .request, true) = event {
                 try pair.server.submitResponse(streamID: id, headers: [H2Header(":status", "200")], body: .streaming)
                 try pair.server.sendData(streamID: id, patternBytes(count: size, seed: UInt64(id)), endStream: true)
