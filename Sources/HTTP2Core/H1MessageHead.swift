@@ -11,6 +11,7 @@ public struct H1RequestHead: Sendable, Hashable {
     /// Header fields in wire order, names as written.
     public var headers: [H2Header]
 
+    /// Creates a request head.
     public init(method: String, target: String, version: String = "HTTP/1.1", headers: [H2Header]) {
         self.method = method
         self.target = target
@@ -30,6 +31,7 @@ public struct H1ResponseHead: Sendable, Hashable {
     /// Header fields in wire order, names as written.
     public var headers: [H2Header]
 
+    /// Creates a response head.
     public init(status: Int, reason: String, version: String = "HTTP/1.1", headers: [H2Header]) {
         self.status = status
         self.reason = reason

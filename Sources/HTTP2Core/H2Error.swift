@@ -29,6 +29,10 @@ public enum H2ConnectionFailure: Sendable, Equatable {
     /// FRAME_SIZE_ERROR: a frame with an invalid length.
     case frameSizeError
     /// A header block larger than the SETTINGS_MAX_HEADER_LIST_SIZE we advertised.
+    ///
+    /// Choice: RFC 9113 has no error code for this (§10.5.1 leaves the reaction to the endpoint, and nghttp2 1.52
+    /// does not enforce the limit on receipt), so the session ends the connection with ENHANCE_YOUR_CALM (§7:
+    /// "behavior that might be generating excessive load"): a peer ignoring our advertised limit is misbehaving.
     case headerListTooLarge
     /// The peer flooded us with frames that need replies (nghttp2's flood protection).
     case excessiveLoad

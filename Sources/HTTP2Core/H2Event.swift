@@ -34,7 +34,20 @@ public enum H2Event: Sendable, Equatable {
 
 /// The state of one stream (RFC 9113 §5.1).
 public enum H2StreamState: Sendable, Hashable {
-    case idle, open, reservedLocal, reservedRemote, halfClosedLocal, halfClosedRemote, closed
+    /// Not yet used.
+    case idle
+    /// Both sides may send.
+    case open
+    /// Promised by us (server push; unused by the proxy).
+    case reservedLocal
+    /// Promised by the peer (server push; refused by the proxy).
+    case reservedRemote
+    /// We sent END_STREAM; the peer may still send.
+    case halfClosedLocal
+    /// The peer sent END_STREAM; we may still send.
+    case halfClosedRemote
+    /// Both directions ended or the stream was reset.
+    case closed
 }
 
 /// Which side of the connection a session plays.

@@ -17,6 +17,7 @@ public struct H2Header: Sendable, Hashable, CustomStringConvertible {
     /// `true` for HTTP/2 pseudo-header fields such as `:method`.
     public var isPseudo: Bool { name.hasPrefix(":") }
 
+    /// `name: value`, as in a log line.
     public var description: String { "\(name): \(value)" }
 }
 

@@ -75,7 +75,7 @@ extension H2Session {
         guard var block = headerBlocks[streamID] else { return 0 }
         block.size += name.count + value.count + 32
         if block.size > Int(localSettings.maxHeaderListSize) {
-            // Above the limit we advertised: treated as a connection error (choice recorded in H2Error docs).
+            // Above the limit we advertised: a connection error (choice and source: H2ConnectionFailure.headerListTooLarge).
             headerBlocks[streamID] = nil
             if pendingFailureKind == nil, let session {
                 pendingFailureKind = .headerListTooLarge

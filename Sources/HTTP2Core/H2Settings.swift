@@ -34,16 +34,23 @@ public struct H2Setting: Sendable, Hashable {
     /// Setting value.
     public var value: UInt32
 
+    /// Creates a parameter.
     public init(identifier: UInt16, value: UInt32) {
         self.identifier = identifier
         self.value = value
     }
 
+    /// SETTINGS identifier 0x1 (RFC 9113 §6.5.2).
     public static let headerTableSize: UInt16 = 0x1
+    /// SETTINGS identifier 0x2 (RFC 9113 §6.5.2).
     public static let enablePush: UInt16 = 0x2
+    /// SETTINGS identifier 0x3 (RFC 9113 §6.5.2).
     public static let maxConcurrentStreams: UInt16 = 0x3
+    /// SETTINGS identifier 0x4 (RFC 9113 §6.5.2).
     public static let initialWindowSize: UInt16 = 0x4
+    /// SETTINGS identifier 0x5 (RFC 9113 §6.5.2).
     public static let maxFrameSize: UInt16 = 0x5
+    /// SETTINGS identifier 0x6 (RFC 9113 §6.5.2).
     public static let maxHeaderListSize: UInt16 = 0x6
 }
 

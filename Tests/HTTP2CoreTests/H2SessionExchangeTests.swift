@@ -6,7 +6,7 @@ struct H2SessionExchangeTests {
     @Test("one request with a body gets a response with a body")
     func requestResponseWithBody() throws {
         let pair = try SessionPair()
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .data(let id, _, true) = event {
                 try pair.server.submitResponse(
                     streamID: id, headers: [H2Header(":status", "200"), H2Header("content-type", "text/plain")],
@@ -40,7 +40,7 @@ struct H2SessionExchangeTests {
     @Test("a request without body ends the stream on HEADERS")
     func requestWithoutBody() throws {
         let pair = try SessionPair()
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .headers(let id, _, .request, true) = event {
                 try pair.server.submitResponse(streamID: id, headers: [H2Header(":status", "204")], body: .none)
             }
@@ -91,7 +91,7 @@ struct H2SessionExchangeTests {
     func streamStates() throws {
         let pair = try SessionPair()
         var stateWhileOpen: H2StreamState?
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .data(let id, _, true) = event { stateWhileOpen = pair.server.streamState(id) }
         }
         let id = try pair.client.submitRequest(requestHeaders(method: "POST"), body: .streaming)
@@ -119,7 +119,7 @@ struct H2SessionExchangeTests {
     @Test("trailers follow the body in both directions")
     func trailers() throws {
         let pair = try SessionPair()
-        pair.onServerEvent = { event in
+        pair.onServerEvent = { [unowned pair] event in
             if case .headers(let id, _, .trailers, true) = event {
                 try pair.server.submitResponse(streamID: id, headers: [H2Header(":status", "200")], body: .streaming)
                 try pair.server.sendData(streamID: id, Array("result".utf8), endStream: false)

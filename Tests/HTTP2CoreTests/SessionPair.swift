@@ -160,3 +160,14 @@ func frame(type: UInt8, flags: UInt8 = 0, streamID: UInt32 = 0, length: Int? = n
             UInt8(streamID >> 24 & 0x7f), UInt8(streamID >> 16 & 0xff), UInt8(streamID >> 8 & 0xff),
             UInt8(streamID & 0xff)] + payload
 }
+
+/// Length + checksum of a body: compares large bodies with a short failure message.
+struct BodyDigest: Equatable, CustomStringConvertible {
+    var count: Int
+    var checksum: UInt64
+    init(_ bytes: [UInt8]?) {
+        count = bytes?.count ?? -1
+        checksum = bytes.map(HTTP2CoreTests.checksum) ?? 0
+    }
+    var description: String { "\(count) bytes, fnv1a \(String(checksum, radix: 16))" }
+}
