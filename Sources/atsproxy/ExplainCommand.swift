@@ -47,13 +47,8 @@ struct ExplainCommand: ParsableCommand {
     var urls: [String]
 
     func validate() throws {
-        guard Self.profile(for: ios) != nil else { throw ValidationError("--ios must be 9 or later (got \(ios))") }
+        guard IOSProfile.band(for: ios) != nil else { throw ValidationError("--ios must be 9 or later (got \(ios))") }
         guard !urls.isEmpty else { throw ValidationError("give at least one URL to explain") }
-    }
-
-    /// The behaviour band an iOS version falls in: the newest profile not after it (`--ios 16` → iOS 14).
-    static func profile(for version: Int) -> IOSProfile? {
-        IOSProfile.allCases.last { $0.rawValue <= version }
     }
 
     func run() throws {
@@ -64,7 +59,7 @@ struct ExplainCommand: ParsableCommand {
             FileHandle.standardError.write(Data("atsproxy explain: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        guard let profile = Self.profile(for: ios) else { throw ExitCode.validationFailure }
+        guard let profile = IOSProfile.band(for: ios) else { throw ExitCode.validationFailure }
         let options = PolicyOptions(
             profile: profile, legacyKeys: legacyKeys, userRootEKU: userRootEKU,
             privateAddressesAreLocal: privateAddressesAreLocal)

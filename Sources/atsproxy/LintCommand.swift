@@ -39,18 +39,13 @@ struct LintCommand: ParsableCommand {
     var failOn: LintSeverity = .error
 
     func validate() throws {
-        guard LintCommand.profile(for: iosVersion) != nil else {
+        guard IOSProfile.band(for: iosVersion) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(iosVersion))")
         }
     }
 
-    /// The behaviour band an iOS version falls in: the newest profile not after it.
-    static func profile(for version: Int) -> IOSProfile? {
-        IOSProfile.allCases.last { $0.rawValue <= version }
-    }
-
     func run() throws {
-        guard let profile = Self.profile(for: iosVersion) else { throw ExitCode.validationFailure }
+        guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
         let loaded: LoadedPolicy
         do {
             loaded = try PolicyLoader.load(path: path)
