@@ -62,8 +62,13 @@ final class Interception {
 
 extension ProxySession {
     func startInterception(connectHost: String, port: Int, hello: ClientHello, helloBytes: [UInt8]) {
-        // The name the app asked for is the SNI; IP hosts send none, so the CONNECT host stands in.
-        let host = (hello.serverName ?? connectHost).lowercased()
+        // The name the app asked for is the SNI; IP hosts send none, so the CONNECT host stands in. An SNI that is
+        // no DNS name (some clients send `host:port`) is not trusted either.
+        let sni = hello.serverName.map { $0.lowercased() }
+        let host = sni.flatMap { Self.isPlausibleDNSName($0) ? $0 : nil } ?? connectHost.lowercased()
+        if let sni, sni != host {
+            notice("\(connectHost):\(port): the client sent the SNI '\(sni)', which is no host name; using \(host)")
+        }
         var requirements: ConnectionRequirements?
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode != .off {
@@ -81,6 +86,14 @@ extension ProxySession {
         interception = i
         phase = .intercepting
         connectInterceptionUpstream(i)
+    }
+
+    /// Letters, digits, hyphens, underscores and dots: what a TLS server_name may hold (RFC 6066 §3).
+    static func isPlausibleDNSName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 253
+            && name.utf8.allSatisfy { c in
+                (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F
+            }
     }
 
     private func connectInterceptionUpstream(_ i: Interception) {
