@@ -46,7 +46,7 @@ private final class DiagnosePKI: Sendable {
     /// A leaf for `san` signed by the CA (or self-signed); returns (cert, key) paths.
     func leaf(
         _ name: String, san: String?, key: [String] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
-        days: Int = 300, selfSigned: Bool = false, backdate: Bool = false
+        days: Int = 300, selfSigned: Bool = false, backdate: Bool = false, digest: String = "-sha256"
     ) throws -> (String, String) {
         let cert = dir.path("\(name).pem"), keyPath = dir.path("\(name)-key.pem")
         var ext = "extendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
@@ -86,9 +86,11 @@ private final class DiagnosePKI: Sendable {
             ])
             return (cert, keyPath)
         }
+        // A random serial per leaf: tests run in parallel, so a shared -CAcreateserial file would race.
+        let serial = "0x" + String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(30))
         let sign = [
             "x509", "-req", "-in", dir.path("\(name).csr"), "-CA", caPEM, "-CAkey", dir.path("ca/atsproxy-ca-key.pem"),
-            "-CAcreateserial", "-sha256", "-extfile", dir.path("\(name).ext"), "-out", cert, "-days", "\(days)",
+            "-set_serial", serial, digest, "-extfile", dir.path("\(name).ext"), "-out", cert, "-days", "\(days)",
         ]
         try openssl(sign)
         return (cert, keyPath)
@@ -245,7 +247,7 @@ struct DiagnoseCLITests {
 
     @Test(
         "certificate problems no exception can fix",
-        arguments: ["expired", "selfsigned", "wronghost", "nosan", "rsa1024"])
+        arguments: ["expired", "selfsigned", "wronghost", "nosan", "rsa1024", "sha1"])
     func certificateProblems(kind: String) throws {
         let host = "\(kind).test"
         let leaf: (String, String)
@@ -255,6 +257,9 @@ struct DiagnoseCLITests {
         case "selfsigned": leaf = try pki.leaf(host, san: "DNS:\(host)", selfSigned: true)
         case "wronghost": leaf = try pki.leaf(host, san: "DNS:other.example")
         case "nosan": leaf = try pki.leaf(host, san: nil)
+        case "sha1":
+            leaf = try pki.leaf(host, san: "DNS:\(host)", digest: "-sha1")
+            serverArgs = ["-cipher", "ALL:@SECLEVEL=0"]
         default:
             leaf = try pki.leaf(host, san: "DNS:\(host)", key: ["-newkey", "rsa:1024"])
             serverArgs = ["-cipher", "ALL:@SECLEVEL=0"]
@@ -263,13 +268,15 @@ struct DiagnoseCLITests {
         let r = try diagnose(s, host: host, ["--verbose"])
         #expect(r.status == 1)
         #expect(result(r.out, "ATS Default Connection") == "Result : FAIL")
-        #expect(r.out.contains("Error : Error Domain=NSURLErrorDomain Code=-1202") || kind == "rsa1024")
-        #expect(r.out.contains("No Info.plist exception can make this connection pass") || kind == "rsa1024")
+        #expect(r.out.contains("Error : Error Domain=NSURLErrorDomain Code=-1202"))
+        #expect(!r.out.contains("Result : PASS"), "not even Allow All Loads: default trust still applies")
+        #expect(r.out.contains("No Info.plist exception can make this connection pass"))
         switch kind {
         case "expired": #expect(r.out.contains("Trust: untrusted (expired)"))
         case "selfsigned": #expect(r.out.contains("Trust: untrusted (selfSigned)"))
         case "wronghost", "nosan": #expect(r.out.contains("host name does NOT match the SAN"))
-        default: #expect(r.out.contains("RSA-1024"))
+        case "sha1": #expect(r.out.contains("signed with SHA1"))
+        default: #expect(r.out.contains("has an RSA-1024 key"))
         }
     }
 
