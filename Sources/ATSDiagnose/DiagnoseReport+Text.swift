@@ -66,6 +66,7 @@ extension DiagnoseReport {
             line += "; forward secrecy: \(caps.supportsForwardSecrecy ? "yes" : "no")"
             lines.append(line)
         }
+        if let offer = defaultOffer { lines.append("iOS \(profile.rawValue) default connection: \(offer)") }
         guard let d = defaultResult else { return lines }
         let f = d.facts
         if let failure = f.failure {

@@ -45,6 +45,8 @@ public struct DiagnoseReport: Sendable, Hashable, Codable {
     public var sections: [[DiagnoseCaseResult]]
     /// What the server supports, from the permissive probes.
     public var capabilities: ServerCapabilities?
+    /// What the simulated iOS offers and requires on the default connection, in one line.
+    public var defaultOffer: String?
     public var recommendation: Recommendation
     public var appPolicy: AppPolicyResult?
     /// Choices made where ATS behaviour is unconfirmed, and other remarks.

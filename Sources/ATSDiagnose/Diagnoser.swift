@@ -133,9 +133,11 @@ public final class Diagnoser {
             "Each row is one TLS handshake offering what iOS \(options.profile.rawValue) offers for that ATS "
                 + "dictionary; the verdict comes from the ATS policy engine, not from a real device")
         let flat = sections.flatMap { $0 }
+        let defaultPolicy = ATSPolicy(atsDictionary: nil, options: PolicyOptions(profile: options.profile))
         return DiagnoseReport(
             url: options.url, host: target.host, port: target.port, profile: options.profile, sections: sections,
-            capabilities: capabilities, recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
+            capabilities: capabilities, defaultOffer: defaultPolicy.requirements(for: target).requirements.map(Diagnoser.offer),
+            recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
     }
 
     private var connectHost: String { options.connectAddress ?? target.host }
@@ -246,6 +248,24 @@ public final class Diagnoser {
     }
 
     // MARK: Advice
+
+    /// "offers TLSv1.2, TLSv1.3 with 13 suites, all forward secret; requires TLSv1.2+, forward secrecy, …".
+    static func offer(_ r: ConnectionRequirements) -> String {
+        var parts = ["offers " + r.offeredVersions.map(\.plistName).joined(separator: ", ")]
+        if let suites = r.offeredCipherSuites {
+            let fs = suites.allSatisfy(\.isForwardSecret) ? ", all forward secret" : ""
+            parts[0] += " with \(suites.count) cipher suites\(fs)"
+        } else {
+            parts[0] += " with the stack's default cipher suites"
+        }
+        var needs = ["\(r.minimumTLSVersion.plistName) or later"]
+        if r.requiresForwardSecrecy { needs.append("forward secrecy") }
+        let rules = r.certificateRules
+        needs.append("RSA ≥ \(rules.minimumRSABits) / EC ≥ \(rules.minimumECBits) bits")
+        if rules.requiresSHA2 { needs.append("SHA-2 signatures") }
+        needs.append("a trusted chain whose SAN names the host")
+        return parts[0] + "; requires " + needs.joined(separator: ", ")
+    }
 
     /// The narrowest passing row, or why nothing helps.
     static func recommend(_ results: [DiagnoseCaseResult]) -> Recommendation {

@@ -241,6 +241,7 @@ struct DiagnoseCLITests {
         #expect(result(r.out, "TLSv1.2 with PFS disabled") == "Result : PASS")
         #expect(result(r.out, "TLSv1.2") == "Result : FAIL")
         #expect(r.out.contains("forward secrecy: no"))
+        #expect(r.out.contains("iOS 17 default connection: offers TLSv1.2, TLSv1.3 with 13 cipher suites, all forward secret; requires TLSv1.2 or later, forward secrecy"))
         #expect(r.out.contains("Narrowest passing test: Disabling Perfect Forward Secrecy"))
         #expect(r.out.contains("<key>NSExceptionRequiresForwardSecrecy</key>\n        <false/>"))
     }
