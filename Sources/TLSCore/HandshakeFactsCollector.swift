@@ -8,11 +8,14 @@ public struct HandshakeFactsCollector: Sendable {
     public init(trust: TrustEvaluator) { self.trust = trust }
 
     /// Facts of the handshake `engine` ran against `host`. Pass the failure when the handshake did not complete.
+    /// When the engine saw no certificate (the handshake failed before it), `fallbackChain` (e.g. the chain a
+    /// permissive probe received) is judged instead, so certificate problems are reported alongside the failure.
     public func facts(
         from engine: TLSEngine, host: String, failure: TLSError? = nil, capabilities: ServerCapabilities? = nil,
-        now: Date = Date()
+        fallbackChain: [Certificate] = [], now: Date = Date()
     ) -> HandshakeFacts {
-        let chain = engine.peerCertificateChain
+        let seen = engine.peerCertificateChain
+        let chain = seen.isEmpty ? fallbackChain : seen
         let chainFacts = chain.map(CertificateInspector.facts)
         let negotiated = failure == nil ? engine.negotiated : nil
         let trustResult: TrustResult =
@@ -61,10 +64,13 @@ public struct ProbeOutcome: Sendable, Hashable {
     /// Negotiated parameters when the handshake completed; nil when it failed.
     public var negotiated: TLSNegotiatedParameters?
     public var failure: TLSError?
+    /// The chain the server sent, leaf first (empty when the handshake failed before it).
+    public var chain: [Certificate]
 
-    public init(negotiated: TLSNegotiatedParameters?, failure: TLSError?) {
+    public init(negotiated: TLSNegotiatedParameters?, failure: TLSError?, chain: [Certificate] = []) {
         self.negotiated = negotiated
         self.failure = failure
+        self.chain = chain
     }
 }
 

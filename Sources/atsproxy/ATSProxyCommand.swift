@@ -7,6 +7,6 @@ struct ATSProxyCommand: AsyncParsableCommand {
         commandName: "atsproxy",
         abstract: "An intercepting HTTPS proxy that simulates Apple's App Transport Security.",
         version: "0.1.0",
-        subcommands: [RunCommand.self, ExplainCommand.self, LintCommand.self]
+        subcommands: [RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self]
     )
 }

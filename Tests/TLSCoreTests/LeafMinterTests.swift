@@ -41,6 +41,7 @@ struct LeafMinterTests {
         let identity = try minter.identity(for: host, options: options, now: now)
         let leaf = CertificateInspector.facts(identity.chain[0])
         expectAppleCompliant(leaf, host: host, now: now)
+        #expect(ATSPolicy.appleRuleViolations(leaf: leaf, host: host, now: now).isEmpty)
         #expect(trust.evaluate(chain: identity.chain, at: now).result == .trustedByUserRoot)
         if options == .rsa {
             #expect(leaf.keyType == .rsa)
@@ -115,6 +116,16 @@ struct LeafMinterTests {
         let selfSigned = try minter.identity(for: "x.test", options: .selfSigned, now: now)
         #expect(selfSigned.chain.count == 1)
         #expect(trust.evaluate(chain: selfSigned.chain, at: now).result == .untrusted(.selfSigned))
+
+        // The policy engine's own rule check names each flaw.
+        let kinds = { (i: TLSConfiguration.ServerIdentity) in
+            ATSPolicy.appleRuleViolations(leaf: i.chain[0].facts, host: "x.test", now: now).map(\.kind)
+        }
+        #expect(kinds(expired) == [.expired])
+        #expect(kinds(early) == [.notYetValid])
+        #expect(kinds(wrong) == [.hostnameMismatch])
+        #expect(kinds(sha1) == [.weakSignatureHash])
+        #expect(kinds(weak) == [.weakKey])
 
         let noSAN = try minter.identity(
             for: "x.test", options: LeafOptions(subjectAlternativeNames: [], includeServerAuthEKU: false), now: now)

@@ -1,1 +1,0 @@
-// ATSDiagnose: placeholder until the module lands.

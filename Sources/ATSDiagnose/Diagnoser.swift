@@ -1,0 +1,299 @@
+import ATSPolicy
+import Foundation
+import ProxyEventLoop
+import TLSCore
+
+/// Settings of one diagnosis.
+public struct DiagnoseOptions: Sendable {
+    /// The `https://` URL to diagnose.
+    public var url: String
+    public var profile: IOSProfile
+    /// Roots the simulated device trusts besides the system store (`--trust-ca`).
+    public var userRoots: [Certificate]
+    /// The app's own policy (`--plist`) and a description of where it came from.
+    public var appPolicy: (policy: ATSPolicy, source: String)?
+    /// Connect here instead of resolving the URL's host (`--connect-to`); SNI and ATS still use the URL's host.
+    public var connectAddress: String?
+    /// Seconds to wait for a TCP connect or for the next bytes.
+    public var timeout: Double
+    /// ALPN the simulated URLSession offers.
+    public var alpn: [String]
+
+    public init(
+        url: String, profile: IOSProfile = .newest, userRoots: [Certificate] = [],
+        appPolicy: (policy: ATSPolicy, source: String)? = nil, connectAddress: String? = nil, timeout: Double = 10,
+        alpn: [String] = ["h2", "http/1.1"]
+    ) {
+        self.url = url
+        self.profile = profile
+        self.userRoots = userRoots
+        self.appPolicy = appPolicy
+        self.connectAddress = connectAddress
+        self.timeout = timeout
+        self.alpn = alpn
+    }
+}
+
+/// Why a diagnosis could not run at all.
+public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
+    case invalidURL(String)
+    case notHTTPS(String)
+    case cannotConnect(String)
+    case tls(String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let m): "invalid URL: \(m)"
+        case .notHTTPS(let u): "\(u): diagnose needs an https:// URL (ATS diagnostics test TLS connections)"
+        case .cannotConnect(let m): "cannot connect: \(m)"
+        case .tls(let m): m
+        }
+    }
+}
+
+/// Runs nscurl's `--ats-diagnostics` matrix against a server with the simulated iOS TLS stack.
+///
+/// Each row builds the ATS policy of that row, asks the policy engine for the connection requirements, makes one
+/// handshake offering exactly what iOS would (`UpstreamTLS.iOSLikeConfiguration`), and judges the facts with
+/// the engine. Rows whose ClientHello would be identical share one handshake.
+public final class Diagnoser {
+    private let options: DiagnoseOptions
+    private let target: ConnectionTarget
+    private let collector: HandshakeFactsCollector
+    private var handshakeCache: [String: HandshakeFacts] = [:]
+    /// The chain a probe received, judged when an iOS-like handshake fails before the server's certificate.
+    private var probeChain: [Certificate] = []
+    private let progress: (String) -> Void
+
+    /// - Parameter progress: called with a short line before each network step (for a TTY progress display).
+    public init(options: DiagnoseOptions, progress: @escaping (String) -> Void = { _ in }) throws(DiagnoseError) {
+        self.options = options
+        do {
+            target = try ConnectionTarget(parsing: options.url)
+        } catch {
+            throw .invalidURL(error.description)
+        }
+        guard target.scheme == "https" || target.scheme == "wss" else { throw .notHTTPS(options.url) }
+        do {
+            collector = HandshakeFactsCollector(
+                trust: try TrustEvaluator(useSystemRoots: true, userRoots: options.userRoots))
+        } catch {
+            throw .tls("cannot load the trust store: \(error)")
+        }
+        self.progress = progress
+    }
+
+    /// Probes the server, runs every row and builds the report.
+    public func run() throws(DiagnoseError) -> DiagnoseReport {
+        // The first connection doubles as a reachability check: a refused TCP connect stops the diagnosis.
+        progress("connecting to \(connectHost):\(target.port)")
+        do {
+            _ = try BlockingTCPClient(host: connectHost, port: target.port, timeout: options.timeout)
+        } catch {
+            throw .cannotConnect("\(connectHost):\(target.port): \(error)")
+        }
+        let capabilities = probeCapabilities()
+        var notes: [String] = []
+        let matrix = DiagnoseCase.matrix(host: target.host)
+        let total = matrix.joined().count
+        var done = 0
+        var sections: [[DiagnoseCaseResult]] = []
+        for section in matrix {
+            var results: [DiagnoseCaseResult] = []
+            for row in section {
+                done += 1
+                progress("\(row.name) (\(done)/\(total))")
+                let policy = ATSPolicy(
+                    atsDictionary: row.atsDictionary, options: PolicyOptions(profile: options.profile))
+                results.append(evaluate(policy: policy, row: row, capabilities: capabilities))
+            }
+            sections.append(results)
+        }
+        var appResult: AppPolicyResult?
+        if let app = options.appPolicy {
+            progress("the app's own policy")
+            let r = evaluate(
+                policy: app.policy,
+                row: DiagnoseCase(
+                    section: "", name: "App policy", atsDictionary: .dictionary(PlistDictionary()), exceptionKeys: []),
+                capabilities: capabilities)
+            let decided = app.policy.requirements(for: target).decision
+            appResult = AppPolicyResult(
+                source: app.source, allowed: r.passed,
+                decidedBy: decided.map { d in
+                    d.keyPath.isEmpty ? d.reason : "\(d.keyPathString): \(d.reason)"
+                } ?? "ATS defaults",
+                error: r.error, violations: r.violations)
+        }
+        if target.port != 443 {
+            notes.append(
+                "nscurl always tests the URL as given; this run used port \(target.port) for every row as well")
+        }
+        notes.append(
+            "Each row is one TLS handshake offering what iOS \(options.profile.rawValue) offers for that ATS "
+                + "dictionary; the verdict comes from the ATS policy engine, not from a real device")
+        let flat = sections.flatMap { $0 }
+        let defaultPolicy = ATSPolicy(atsDictionary: nil, options: PolicyOptions(profile: options.profile))
+        return DiagnoseReport(
+            url: options.url, host: target.host, port: target.port, profile: options.profile, sections: sections,
+            capabilities: capabilities, defaultOffer: defaultPolicy.requirements(for: target).requirements.map(Diagnoser.offer),
+            recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
+    }
+
+    private var connectHost: String { options.connectAddress ?? target.host }
+
+    // MARK: Rows
+
+    private func evaluate(policy: ATSPolicy, row: DiagnoseCase, capabilities: ServerCapabilities?)
+        -> DiagnoseCaseResult
+    {
+        switch policy.requirements(for: target) {
+        case .blocked(let violation):
+            let facts = collector.facts(failure: .closedDuringHandshake, capabilities: capabilities)
+            return DiagnoseCaseResult(
+                testCase: row, passed: false,
+                error: NSErrorDescription(violation: violation, failingURL: failingURL).description,
+                violations: [violation], facts: facts)
+        case .proceed(let requirements):
+            var facts = handshake(UpstreamTLS.iOSLikeConfiguration(for: requirements, alpn: options.alpn))
+            facts.serverCapabilities = capabilities
+            let verdict = policy.evaluate(facts, against: requirements)
+            return DiagnoseCaseResult(
+                testCase: row, passed: verdict.isAllowed,
+                error: verdict.primaryViolation.map {
+                    NSErrorDescription(violation: $0, failingURL: failingURL).description
+                },
+                violations: verdict.violations, facts: facts)
+        }
+    }
+
+    private var failingURL: String { options.url }
+
+    /// One handshake with `configuration`, cached by what the ClientHello would contain.
+    private func handshake(_ configuration: TLSConfiguration) -> HandshakeFacts {
+        let key = [
+            configuration.minimumVersion?.plistName ?? "-", configuration.maximumVersion?.plistName ?? "-",
+            configuration.cipherList ?? "default", configuration.tls13CipherSuites ?? "default",
+        ].joined(separator: "|")
+        if let cached = handshakeCache[key] { return cached }
+        let facts: HandshakeFacts
+        switch runHandshake(configuration) {
+        case .ran(let engine, let failure):
+            facts = collector.facts(from: engine, host: target.host, failure: failure, fallbackChain: probeChain)
+        case .noConnection(let failure):
+            facts = collector.facts(failure: failure)
+        }
+        handshakeCache[key] = facts
+        return facts
+    }
+
+    private enum HandshakeRun {
+        case ran(TLSEngine, TLSError?)
+        /// No TLS result exists (TCP connect or TLS setup failed).
+        case noConnection(HandshakeFailure)
+    }
+
+    /// Connects and runs one handshake.
+    private func runHandshake(_ configuration: TLSConfiguration) -> HandshakeRun {
+        let sni = IPAddressText.isIPLiteral(target.host) ? nil : target.host
+        let engine: TLSEngine
+        do {
+            engine = try TLSEngine(context: TLSContext(configuration), serverName: sni)
+        } catch {
+            return .noConnection(.localError("cannot configure TLS: \(error)"))
+        }
+        let client: BlockingTCPClient
+        do {
+            client = try BlockingTCPClient(host: connectHost, port: target.port, timeout: options.timeout)
+        } catch {
+            return .noConnection(.closedDuringHandshake)
+        }
+        defer { client.close() }
+        let timeout = options.timeout
+        let step = engine.runHandshake(
+            send: { bytes in try? client.send(bytes, timeout: timeout) },
+            receive: { (try? client.receive(timeout: timeout)) ?? nil })
+        switch step {
+        case .complete: return .ran(engine, nil)
+        case .failed(let error): return .ran(engine, error)
+        case .needsMoreInput: return .ran(engine, .closedByPeer)
+        }
+    }
+
+    // MARK: Probes
+
+    private func probeCapabilities() -> ServerCapabilities {
+        var outcomes: [TLSVersion: ProbeOutcome] = [:]
+        for (version, configuration) in ServerProbe.versionProbes {
+            progress("probing \(version.plistName) support")
+            outcomes[version] = probe(configuration)
+        }
+        var fs: ProbeOutcome?
+        if ServerProbe.needsForwardSecrecyProbe(outcomes) {
+            progress("probing forward secrecy")
+            fs = probe(ServerProbe.forwardSecrecyProbe)
+        }
+        return ServerProbe.capabilities(versionOutcomes: outcomes, forwardSecrecyOutcome: fs)
+    }
+
+    private func probe(_ configuration: TLSConfiguration) -> ProbeOutcome {
+        switch runHandshake(configuration) {
+        case .ran(let engine, let failure):
+            let chain = engine.peerCertificateChain
+            if probeChain.isEmpty { probeChain = chain }
+            return ProbeOutcome(negotiated: failure == nil ? engine.negotiated : nil, failure: failure, chain: chain)
+        case .noConnection:
+            return ProbeOutcome(negotiated: nil, failure: .closedByPeer)
+        }
+    }
+
+    // MARK: Advice
+
+    /// "offers TLSv1.2, TLSv1.3 with 13 suites, all forward secret; requires TLSv1.2+, forward secrecy, …".
+    static func offer(_ r: ConnectionRequirements) -> String {
+        var parts = ["offers " + r.offeredVersions.map(\.plistName).joined(separator: ", ")]
+        if let suites = r.offeredCipherSuites {
+            let fs = suites.allSatisfy(\.isForwardSecret) ? ", all forward secret" : ""
+            parts[0] += " with \(suites.count) cipher suites\(fs)"
+        } else {
+            parts[0] += " with the stack's default cipher suites"
+        }
+        var needs = ["\(r.minimumTLSVersion.plistName) or later"]
+        if r.requiresForwardSecrecy { needs.append("forward secrecy") }
+        let rules = r.certificateRules
+        needs.append("RSA ≥ \(rules.minimumRSABits) / EC ≥ \(rules.minimumECBits) bits")
+        if rules.requiresSHA2 { needs.append("SHA-2 signatures") }
+        needs.append("a trusted chain whose SAN names the host")
+        return parts[0] + "; requires " + needs.joined(separator: ", ")
+    }
+
+    /// The narrowest passing row, or why nothing helps.
+    static func recommend(_ results: [DiagnoseCaseResult]) -> Recommendation {
+        guard let first = results.first else { return .noExceptionCanHelp(reason: "no test ran") }
+        if first.passed { return .noExceptionNeeded }
+        let passing = results.filter { $0.passed && !$0.testCase.exceptionKeys.isEmpty && $0.testCase.relaxation > 0 }
+        if let best = passing.min(by: { $0.testCase.relaxation < $1.testCase.relaxation }) {
+            let host = best.testCase.dictionary["NSExceptionDomains"]?.dictionaryValue?.keys.first ?? ""
+            let fix = ExceptionFix.setKeys(domain: host, keys: best.testCase.exceptionKeys)
+            return .exception(testName: best.testCase.name, fix: fix, plistSnippet: fix.plistSnippet ?? "")
+        }
+        if results.contains(where: { $0.passed && $0.testCase.name == "Allow All Loads" }) {
+            return .onlyArbitraryLoads
+        }
+        for v in first.violations {
+            if case .noExceptionCanHelp(let reason) = v.fix { return .noExceptionCanHelp(reason: reason) }
+        }
+        return .noExceptionCanHelp(
+            reason: first.violations.first?.explanation ?? "the server failed every configuration nscurl tries")
+    }
+}
+
+@available(*, unavailable, message: "A Diagnoser runs on one thread.")
+extension Diagnoser: Sendable {}
+
+/// IP-literal detection for SNI (iOS sends no SNI for IP hosts).
+enum IPAddressText {
+    static func isIPLiteral(_ host: String) -> Bool {
+        host.contains(":") || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
+    }
+}

@@ -1,0 +1,108 @@
+import ATSDiagnose
+import ATSPolicy
+import ArgumentParser
+import Foundation
+import PolicyLoader
+import TLSCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `atsproxy diagnose URL`: nscurl's `--ats-diagnostics` on Linux, plus why and the narrowest fix.
+struct DiagnoseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diagnose",
+        abstract: "Run nscurl --ats-diagnostics' test matrix against a server with a simulated iOS TLS stack.",
+        discussion: """
+            Prints nscurl's seven sections (PASS/FAIL per ATS dictionary), then why the default connection \
+            passes or fails (what the server offers against what ATS needs) and the narrowest exception as a \
+            ready-to-paste plist snippet, or a plain statement that no exception can help.
+
+            Exit status: 0 when the default ATS connection passes, 1 when it fails, 2 when the diagnosis cannot \
+            run (bad URL, unreachable server, unreadable file).
+            """)
+
+    @Argument(help: "The https:// URL to test.")
+    var url: String
+
+    @Flag(name: .long, help: "Show each ATS dictionary and the NSError a failing load would report.")
+    var verbose = false
+
+    @Option(name: .long, help: "Also judge the URL with this app's policy (Info.plist, ATS plist, .app or .ipa).")
+    var plist: String?
+
+    @Option(name: .long, help: "iOS version to simulate (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
+    var ios: Int = IOSProfile.newest.rawValue
+
+    @Flag(name: .long, help: "Print JSON instead of text.")
+    var json = false
+
+    @Option(name: .customLong("trust-ca"), help: "A root the simulated device trusts (PEM), repeatable.")
+    var trustCA: [String] = []
+
+    @Option(
+        name: .customLong("connect-to"),
+        help: "Connect to this address instead of resolving the URL's host (SNI and ATS still use the URL's host).")
+    var connectTo: String?
+
+    @Option(name: .long, help: "Seconds to wait for a connection or for the server's next bytes.")
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard ExplainCommand.profile(for: ios) != nil else {
+            throw ValidationError("--ios must be 9 or later (got \(ios))")
+        }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() throws {
+        guard let profile = ExplainCommand.profile(for: ios) else { throw ExitCode.validationFailure }
+        var roots: [Certificate] = []
+        for path in trustCA {
+            do {
+                roots += try Certificate.chain(pem: String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                stop("--trust-ca \(path): \(error)")
+            }
+        }
+        var app: (policy: ATSPolicy, source: String)?
+        if let plist {
+            do {
+                let loaded = try PolicyLoader.load(path: plist)
+                app = (
+                    ATSPolicy(atsDictionary: loaded.atsDictionary, options: PolicyOptions(profile: profile)),
+                    loaded.sourceDescription
+                )
+            } catch {
+                stop("--plist \(plist): \(error)")
+            }
+        }
+        let showProgress = isatty(STDERR_FILENO) == 1 && !json
+        let options = DiagnoseOptions(
+            url: url, profile: profile, userRoots: roots, appPolicy: app, connectAddress: connectTo, timeout: timeout)
+        let report: DiagnoseReport
+        do {
+            let diagnoser = try Diagnoser(options: options) { line in
+                guard showProgress else { return }
+                FileHandle.standardError.write(Data("\r\u{1B}[K\(line)…".utf8))
+            }
+            report = try diagnoser.run()
+        } catch {
+            if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            stop("\(error)")
+        }
+        if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if json {
+            print(try report.renderJSON())
+        } else {
+            print(report.renderText(verbose: verbose), terminator: "")
+        }
+        if !report.defaultPasses { throw ExitCode(1) }
+    }
+
+    private func stop(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("atsproxy diagnose: \(message)\n".utf8))
+        DiagnoseCommand.exit(withError: ExitCode(2))
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// Runs the built `atsproxy` binary with `arguments`, in `directory` when given.
+func runATSProxy(_ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, stdout: Data, stderr: String) {
+    let binary = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/debug/atsproxy")
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes concurrently-safe: stderr is small, stdout is read to the end first.
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
+}
+
+/// A fresh folder under the temp directory, removed on deinit.
+final class ScratchDirectory: Sendable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("atsproxy-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+}
+
+@Suite("atsproxy ca")
+struct CACLITests {
+    @Test("ca init creates certs/ in the current directory with a 0600 key, refuses a second init without --force")
+    func initDefaultsToCertsAndRefusesOverwrite() throws {
+        let dir = try ScratchDirectory()
+        let first = try runATSProxy(["ca", "init"], in: dir.url)
+        #expect(first.status == 0)
+        #expect(String(decoding: first.stdout, as: UTF8.self).contains("Created ATSProxy CA ("))
+        let key = dir.path("certs/atsproxy-ca-key.pem")
+        let mode = try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+        let before = try String(contentsOfFile: dir.path("certs/atsproxy-ca.pem"), encoding: .utf8)
+
+        let second = try runATSProxy(["ca", "init"], in: dir.url)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("already exists"))
+        #expect(try String(contentsOfFile: dir.path("certs/atsproxy-ca.pem"), encoding: .utf8) == before)
+
+        let forced = try runATSProxy(["ca", "init", "--force"], in: dir.url)
+        #expect(forced.status == 0)
+        #expect(try String(contentsOfFile: dir.path("certs/atsproxy-ca.pem"), encoding: .utf8) != before)
+    }
+
+    @Test("ca export writes PEM, DER and a mobileconfig holding the same certificate")
+    func exportFormats() throws {
+        let dir = try ScratchDirectory()
+        #expect(try runATSProxy(["ca", "init", "--ca-dir", dir.path("ca")]).status == 0)
+        let pem = try runATSProxy(["ca", "export", "--ca-dir", dir.path("ca")])
+        #expect(pem.status == 0)
+        let pemText = String(decoding: pem.stdout, as: UTF8.self)
+        #expect(pemText.hasPrefix("-----BEGIN CERTIFICATE-----"))
+
+        let der = try runATSProxy(["ca", "export", "--ca-dir", dir.path("ca"), "--format", "der", "--out", dir.path("ca.cer")])
+        #expect(der.status == 0)
+        let derBytes = try Data(contentsOf: URL(fileURLWithPath: dir.path("ca.cer")))
+        #expect(derBytes.first == 0x30)
+        let body = pemText.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        #expect(Data(base64Encoded: body) == derBytes)
+
+        let mc = try runATSProxy(["ca", "export", "--ca-dir", dir.path("ca"), "--format", "mobileconfig"])
+        #expect(mc.status == 0)
+        let plist = try #require(try PropertyListSerialization.propertyList(from: mc.stdout, format: nil) as? [String: Any])
+        let payload = try #require((plist["PayloadContent"] as? [[String: Any]])?.first)
+        #expect(payload["PayloadType"] as? String == "com.apple.security.root")
+        #expect(payload["PayloadContent"] as? Data == derBytes)
+    }
+
+    @Test("ca info shows subject, fingerprint and the NSPinnedDomains pin; a missing CA is a clear error")
+    func info() throws {
+        let dir = try ScratchDirectory()
+        let missing = try runATSProxy(["ca", "info", "--ca-dir", dir.path("none")])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("no CA found"))
+        #expect(try runATSProxy(["ca", "init", "--ca-dir", dir.path("ca")]).status == 0)
+        let r = try runATSProxy(["ca", "info", "--ca-dir", dir.path("ca")])
+        let text = String(decoding: r.stdout, as: UTF8.self)
+        #expect(r.status == 0)
+        #expect(text.contains("Subject:             CN=ATSProxy CA ("))
+        #expect(text.contains("SHA-256 fingerprint: "))
+        let pin = try #require(text.split(separator: "\n").first { $0.hasPrefix("SPKI SHA-256 (pin):") })
+        #expect(Data(base64Encoded: String(pin.split(separator: " ").last ?? ""))?.count == 32)
+    }
+}
