@@ -50,14 +50,14 @@ struct DiagnoseCommand: ParsableCommand {
     var timeout: Double = 10
 
     func validate() throws {
-        guard ExplainCommand.profile(for: ios) != nil else {
+        guard IOSProfile.band(for: ios) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
     func run() throws {
-        guard let profile = ExplainCommand.profile(for: ios) else { throw ExitCode.validationFailure }
+        guard let profile = IOSProfile.band(for: ios) else { throw ExitCode.validationFailure }
         var roots: [Certificate] = []
         for path in trustCA {
             do {
