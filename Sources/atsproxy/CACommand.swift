@@ -26,7 +26,7 @@ struct CACommand: ParsableCommand {
             do {
                 return try CertificateAuthority.load(from: url)
             } catch {
-                throw CLIFailure("atsproxy ca: \(error)")
+                throw failure("atsproxy ca: \(error)")
             }
         }
     }
@@ -43,7 +43,7 @@ struct CACommand: ParsableCommand {
 
         func run() throws {
             if CertificateAuthority.exists(in: location.url) && !force {
-                throw CLIFailure(
+                throw failure(
                     "atsproxy ca init: a CA already exists in \(location.caDir) (use --force to replace it; devices "
                         + "trusting it would then need the new one)")
             }
@@ -52,7 +52,7 @@ struct CACommand: ParsableCommand {
                 ca = try CertificateAuthority.create()
                 try ca.write(to: location.url, overwrite: force)
             } catch {
-                throw CLIFailure("atsproxy ca init: \(error)")
+                throw failure("atsproxy ca init: \(error)")
             }
             print("Created \(ca.certificate.commonName ?? ca.info.subject)")
             print("  certificate: \(location.url.appendingPathComponent(CertificateAuthority.certificateFileName).path)")
@@ -90,7 +90,7 @@ struct CACommand: ParsableCommand {
                 do {
                     try Data(bytes).write(to: URL(fileURLWithPath: out))
                 } catch {
-                    throw CLIFailure("atsproxy ca export: cannot write \(out): \(error.localizedDescription)")
+                    throw failure("atsproxy ca export: cannot write \(out): \(error.localizedDescription)")
                 }
                 FileHandle.standardError.write(Data("Wrote \(format.rawValue) to \(out)\n".utf8))
             } else {
@@ -118,14 +118,4 @@ struct CACommand: ParsableCommand {
             print("Directory:           \(location.url.path)")
         }
     }
-}
-
-/// Prints `message` on standard error and exits with status 1.
-/// A failure whose message goes to stderr as it is, with exit status 1.
-///
-/// Thrown rather than exiting from inside `catch` blocks: the Swift 6.3 optimizer crashed ("swifterror value can
-/// only be loaded and stored from…") on a `Never`-returning call in the `catch` of a typed-throwing call.
-struct CLIFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ message: String) { description = message }
 }

@@ -63,7 +63,7 @@ struct DiagnoseCommand: ParsableCommand {
             do {
                 roots += try Certificate.chain(pem: String(contentsOfFile: path, encoding: .utf8))
             } catch {
-                stop("--trust-ca \(path): \(error)")
+                throw failure("atsproxy diagnose: --trust-ca \(path): \(error)", status: 2)
             }
         }
         var app: (policy: ATSPolicy, source: String)?
@@ -75,7 +75,7 @@ struct DiagnoseCommand: ParsableCommand {
                     loaded.sourceDescription
                 )
             } catch {
-                stop("--plist \(plist): \(error)")
+                throw failure("atsproxy diagnose: --plist \(plist): \(error)", status: 2)
             }
         }
         let showProgress = isatty(STDERR_FILENO) == 1 && !json
@@ -90,7 +90,7 @@ struct DiagnoseCommand: ParsableCommand {
             report = try diagnoser.run()
         } catch {
             if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-            stop("\(error)")
+            throw failure("atsproxy diagnose: \(error)", status: 2)
         }
         if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if json {
@@ -101,8 +101,4 @@ struct DiagnoseCommand: ParsableCommand {
         if !report.defaultPasses { throw ExitCode(1) }
     }
 
-    private func stop(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("atsproxy diagnose: \(message)\n".utf8))
-        DiagnoseCommand.exit(withError: ExitCode(2))
-    }
 }
