@@ -66,15 +66,21 @@ public final class ProxyEnvironment: Sendable {
     }
 }
 
+/// What tells TLS contexts apart: the upstream ClientHello's shape, or the minted identity a client is served.
+enum TLSContextKey: Hashable {
+    case upstream(minimum: TLSVersion?, maximum: TLSVersion?, cipherList: String?, tls13Suites: String?, alpn: [String])
+    case server(host: String, leaf: LeafOptions)
+}
+
 /// TLS contexts are costly to build (cipher parsing, key loading), and a proxy needs few distinct ones: one per
 /// upstream requirement shape and one per minted identity. Bounded: cleared when full, rebuilt on demand.
 final class TLSContextCache: @unchecked Sendable {
     // @unchecked: every access to `contexts` holds `lock`.
     private let lock = NSLock()
-    private var contexts: [String: TLSContext] = [:]
+    private var contexts: [TLSContextKey: TLSContext] = [:]
     private let capacity = 512
 
-    func context(key: String, make: () throws(OpenSSLError) -> TLSContext) throws(OpenSSLError) -> TLSContext {
+    func context(key: TLSContextKey, make: () throws(OpenSSLError) -> TLSContext) throws(OpenSSLError) -> TLSContext {
         lock.lock()
         if let c = contexts[key] {
             lock.unlock()

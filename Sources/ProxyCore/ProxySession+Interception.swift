@@ -106,21 +106,18 @@ extension ProxySession {
     func interceptUpstreamConnected() {
         guard let i = interception else { return }
         trace(.tcpConnectionConnected(connectionID: id))
-        let configuration: TLSConfiguration
-        let key: String
+        var configuration: TLSConfiguration
         switch i.attempt {
         case .iOSLike:
             guard let req = i.requirements else { return }
             configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: i.mirroredALPN)
-            key = "ios|\(configuration.minimumVersion.map(\.plistName) ?? "")|\(configuration.maximumVersion.map(\.plistName) ?? "")|"
-                + "\(configuration.cipherList ?? "default")|\(configuration.tls13CipherSuites ?? "default")|"
-                + i.mirroredALPN.joined(separator: ",")
         case .permissive:
-            var c = UpstreamTLS.permissiveProbeConfiguration()
-            c.alpnProtocols = i.mirroredALPN
-            configuration = c
-            key = "permissive|" + i.mirroredALPN.joined(separator: ",")
+            configuration = UpstreamTLS.permissiveProbeConfiguration()
+            configuration.alpnProtocols = i.mirroredALPN
         }
+        let key = TLSContextKey.upstream(
+            minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
+            cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: i.mirroredALPN)
         do {
             let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
             // iOS sends no SNI for IP literals.
@@ -358,7 +355,7 @@ extension ProxySession {
     // MARK: - Client handshake
 
     private func serverContext(for i: Interception, leaf: LeafOptions) throws -> TLSContext {
-        try env.contexts.context(key: "srv|\(i.host)|\(leaf)") { () throws(OpenSSLError) in
+        try env.contexts.context(key: .server(host: i.host, leaf: leaf)) { () throws(OpenSSLError) in
             let identity: TLSConfiguration.ServerIdentity
             do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
                 throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])

@@ -35,15 +35,31 @@ public final class TrustEvaluator: @unchecked Sendable {
                 throw OpenSSLError.drain("X509_STORE_new")
             }
             OpenSSLError.clear()
-            if X509_STORE_set_default_paths(s) != 1 {
+            // Load the system bundle into memory once. X509_STORE_set_default_paths would add a hashed-directory
+            // lookup that reads /etc/ssl/certs on every verification that does not end at a system root (every
+            // chain to a user root): milliseconds of directory scanning per connection.
+            if let bundle = TrustEvaluator.systemBundlePath(), X509_STORE_load_file(s, bundle) == 1 {
+                system = s
+            } else if X509_STORE_set_default_paths(s) == 1 {
+                system = s
+            } else {
                 X509_STORE_free(s)
                 X509_STORE_free(user)
                 throw OpenSSLError.drain("X509_STORE_set_default_paths")
             }
-            system = s
         }
         self.systemStore = system
         self.userStore = user
+    }
+
+    /// The system CA bundle file: `$SSL_CERT_FILE`, else OpenSSL's default (`/usr/lib/ssl/cert.pem` on Debian).
+    static func systemBundlePath() -> String? {
+        let variable = String(cString: X509_get_default_cert_file_env())
+        if let override = ProcessInfo.processInfo.environment[variable], FileManager.default.fileExists(atPath: override) {
+            return override
+        }
+        let path = String(cString: X509_get_default_cert_file())
+        return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     deinit {
