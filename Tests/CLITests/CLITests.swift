@@ -1,1 +1,0 @@
-// CLITests: placeholder until the suite lands.
