@@ -8,6 +8,8 @@ public struct DiagnoseOptions: Sendable {
     /// The `https://` URL to diagnose.
     public var url: String
     public var profile: IOSProfile
+    /// How the policy engine reads unconfirmed points (its `profile` is `profile`).
+    public var policyOptions: PolicyOptions
     /// Roots the simulated device trusts besides the system store (`--trust-ca`).
     public var userRoots: [Certificate]
     /// The app's own policy (`--plist`) and a description of where it came from.
@@ -20,12 +22,15 @@ public struct DiagnoseOptions: Sendable {
     public var alpn: [String]
 
     public init(
-        url: String, profile: IOSProfile = .newest, userRoots: [Certificate] = [],
+        url: String, profile: IOSProfile = .newest, policyOptions: PolicyOptions? = nil, userRoots: [Certificate] = [],
         appPolicy: (policy: ATSPolicy, source: String)? = nil, connectAddress: String? = nil, timeout: Double = 10,
         alpn: [String] = ["h2", "http/1.1"]
     ) {
         self.url = url
         self.profile = profile
+        var readings = policyOptions ?? PolicyOptions(profile: profile)
+        readings.profile = profile
+        self.policyOptions = readings
         self.userRoots = userRoots
         self.appPolicy = appPolicy
         self.connectAddress = connectAddress
@@ -104,7 +109,7 @@ public final class Diagnoser {
                 done += 1
                 progress("\(row.name) (\(done)/\(total))")
                 let policy = ATSPolicy(
-                    atsDictionary: row.atsDictionary, options: PolicyOptions(profile: options.profile))
+                    atsDictionary: row.atsDictionary, options: options.policyOptions)
                 results.append(evaluate(policy: policy, row: row, capabilities: capabilities))
             }
             sections.append(results)
@@ -133,7 +138,7 @@ public final class Diagnoser {
             "Each row is one TLS handshake offering what iOS \(options.profile.rawValue) offers for that ATS "
                 + "dictionary; the verdict comes from the ATS policy engine, not from a real device")
         let flat = sections.flatMap { $0 }
-        let defaultPolicy = ATSPolicy(atsDictionary: nil, options: PolicyOptions(profile: options.profile))
+        let defaultPolicy = ATSPolicy(atsDictionary: nil, options: options.policyOptions)
         return DiagnoseReport(
             url: options.url, host: target.host, port: target.port, profile: options.profile, sections: sections,
             capabilities: capabilities, defaultOffer: defaultPolicy.requirements(for: target).requirements.map(Diagnoser.offer),

@@ -49,6 +49,8 @@ struct DiagnoseCommand: ParsableCommand {
     @Option(name: .long, help: "Seconds to wait for a connection or for the server's next bytes.")
     var timeout: Double = 10
 
+    @OptionGroup var readings: PolicyReadingOptions
+
     func validate() throws {
         guard IOSProfile.band(for: ios) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
@@ -71,7 +73,7 @@ struct DiagnoseCommand: ParsableCommand {
             do {
                 let loaded = try PolicyLoader.load(path: plist)
                 app = (
-                    ATSPolicy(atsDictionary: loaded.atsDictionary, options: PolicyOptions(profile: profile)),
+                    ATSPolicy(atsDictionary: loaded.atsDictionary, options: readings.policyOptions(profile: profile)),
                     loaded.sourceDescription
                 )
             } catch {
@@ -80,7 +82,7 @@ struct DiagnoseCommand: ParsableCommand {
         }
         let showProgress = isatty(STDERR_FILENO) == 1 && !json
         let options = DiagnoseOptions(
-            url: url, profile: profile, userRoots: roots, appPolicy: app, connectAddress: connectTo, timeout: timeout)
+            url: url, profile: profile, policyOptions: readings.policyOptions(profile: profile), userRoots: roots, appPolicy: app, connectAddress: connectTo, timeout: timeout)
         let report: DiagnoseReport
         do {
             let diagnoser = try Diagnoser(options: options) { line in

@@ -28,20 +28,7 @@ struct ExplainCommand: ParsableCommand {
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
 
-    @Option(
-        name: .customLong("legacy-keys"),
-        help: "NSThirdParty*/NSTemporary* keys: byProfile (iOS 9/10 only), always or never.")
-    var legacyKeys: LegacyKeyReading = .byProfile
-
-    @Option(
-        name: .customLong("user-root-eku"),
-        help: "serverAuth EKU under a user-installed root: sourceLenient or documentedStrict.")
-    var userRootEKU: UserRootEKUReading = .sourceLenient
-
-    @Flag(
-        name: .customLong("private-ips-local"),
-        help: "iOS 17+: count RFC 1918 / unique-local IP literals as local (exempt).")
-    var privateAddressesAreLocal = false
+    @OptionGroup var readings: PolicyReadingOptions
 
     @Argument(help: "URLs to explain, e.g. http://media-server.example.com/feed https://api.example.com.")
     var urls: [String]
@@ -60,9 +47,7 @@ struct ExplainCommand: ParsableCommand {
             throw ExitCode(2)
         }
         guard let profile = IOSProfile.band(for: ios) else { throw ExitCode.validationFailure }
-        let options = PolicyOptions(
-            profile: profile, legacyKeys: legacyKeys, userRootEKU: userRootEKU,
-            privateAddressesAreLocal: privateAddressesAreLocal)
+        let options = readings.policyOptions(profile: profile)
         let policy = ATSPolicy(atsDictionary: loaded.atsDictionary, options: options)
         var notes = loaded.notes
         if profile.rawValue != ios { notes.append("iOS \(ios) is simulated with the \(profile) behaviour band") }

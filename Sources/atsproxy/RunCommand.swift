@@ -35,6 +35,8 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("ios"), help: "iOS version whose ATS behaviour is simulated (9, 10, 14, 17, 26).")
     var iosVersion: Int = IOSProfile.newest.rawValue
 
+    @OptionGroup var readings: PolicyReadingOptions
+
     @Option(help: "enforce: block violating connections; annotate: add X-ATS-* headers only; off: plain proxy.")
     var ats: ATSModeArgument = .enforce
 
@@ -95,7 +97,7 @@ struct RunCommand: ParsableCommand {
                 throw ExitCode(2)
             }
         }
-        let policy = ATSPolicy(atsDictionary: atsDictionary, options: PolicyOptions(profile: profile))
+        let policy = ATSPolicy(atsDictionary: atsDictionary, options: readings.policyOptions(profile: profile))
         for diagnostic in policy.diagnostics {
             FileHandle.standardError.write(Data("atsproxy: policy: \(diagnostic)\n".utf8))
         }
