@@ -343,7 +343,11 @@ extension ProxySession {
             do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
                 throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
             }
-            return try TLSContext(.server(identity: identity, alpn: ["http/1.1"]))
+            var configuration = TLSConfiguration.server(identity: identity, alpn: ["http/1.1"])
+            // OpenSSL's default security level refuses to load the deliberately weak leaves (SHA-1 signed,
+            // RSA-1024) that --block tls serves; the client must get them and fail its own trust check.
+            if leaf != .standard { configuration.securityLevel = 0 }
+            return try TLSContext(configuration)
         }
     }
 
