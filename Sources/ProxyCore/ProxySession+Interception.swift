@@ -473,6 +473,11 @@ extension ProxySession {
             case .closed:
                 closed = true
                 break loop
+            case .failed(.closedByPeer):
+                // A TCP close without close_notify: many clients (Python's ssl, for one) end that way. It is an
+                // end of input like any other; the relay still sees whether an exchange was cut short.
+                closed = true
+                break loop
             case .failed(let error):
                 notice("\(i.host): TLS error from the client: \(error)")
                 closeAll()
