@@ -5,7 +5,7 @@ import Testing
 struct BodyTests {
     static let sizes = [0, 1024, 10 * 1024 * 1024]
 
-    @Test("Downloads of 0 B, 1 KiB, 10 MiB and a chunked body, through HTTPS interception and plain http://",
+    @Test("Downloads of 0 B, 1 KiB, 10 MiB, chunked and close-delimited bodies, through HTTPS interception and plain http://",
           arguments: ["https", "http"])
     func downloads(scheme: String) async throws {
         let stage = try await Stage()
@@ -22,6 +22,10 @@ struct BodyTests {
         #expect(chunked.exit == 0, "\(chunked.stderr)")
         #expect(chunked.header("Transfer-Encoding")?.lowercased() == "chunked")
         #expect(try await stage.matchesAnnouncedChecksum(chunked))
+        // A body that ends with the upstream connection (no length, no chunking) still arrives whole.
+        let untilClose = try await stage.curl(["\(scheme)://\(host)/eof/300000"])
+        #expect(untilClose.exit == 0, "\(untilClose.stderr)")
+        #expect(try await stage.matchesAnnouncedChecksum(untilClose))
     }
 
     @Test("A 10 MiB upload (with curl's Expect: 100-continue) and a chunked upload reach the origin byte-exact",

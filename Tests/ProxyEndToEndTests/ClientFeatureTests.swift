@@ -68,6 +68,21 @@ struct ClientFeatureTests {
         #expect((r["peer"] as? String).map { $0 != "ATSProxy E2E Test CA" } == true, "\(r)")
     }
 
+    @Test("A TLS client that closes without close_notify after its exchange is not reported as a TLS error")
+    func closeWithoutCloseNotify() async throws {
+        let stage = try await Stage()
+        // Python's http.client closes its TLS socket without sending close_notify.
+        let r = try await stage.python(["tunnel", Stage.httpsHost, "/bytes/100"])
+        #expect(r["status"] as? Int == 200)
+        let proxy = stage.proxy.process
+        _ = try await proxy.waitForOutput { $0.contains("good.test/bytes/100") ? true : nil }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline, !proxy.stderr.contains("TLS error") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!proxy.stderr.contains("TLS error from the client"), "\(proxy.stderr)")
+    }
+
     @Test("Keep-alive: several requests on one client connection, intercepted and plain")
     func keepAlive() async throws {
         let stage = try await Stage()

@@ -50,6 +50,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
+        elif parts[0] == "eof":
+            # A body framed by the end of the connection (no Content-Length, no chunking).
+            data = body(int(parts[1]))
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.send_header("X-Body-SHA256", hashlib.sha256(data).hexdigest())
+            self.end_headers()
+            self.wfile.write(data)
+            self.close_connection = True
         elif parts[0] == "ws":
             self.send_response(101, "Switching Protocols")
             self.send_header("Upgrade", "echo")
