@@ -23,6 +23,27 @@ struct LoadTests {
         #expect(stage.proxy.process.isRunning)
     }
 
+    @Test("Slow readers do not make the proxy buffer bodies: 4 clients at 1 MiB/s on 100 MiB bodies, RSS stays flat")
+    func backpressure() async throws {
+        let stage = try await Stage(["--quiet"])
+        let before = try stage.proxy.resources()
+        let clients = try (0..<4).map { _ in
+            try TestProcess(
+                "/usr/bin/curl",
+                ["-sS", "--max-time", "30", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA, "--limit-rate", "1M",
+                 "-o", "/dev/null", "https://\(Stage.httpsHost)/bytes/104857600"],
+                in: stage.folder, name: "slow-curl")
+        }
+        // Long enough for the origin to have sent far more than the clients read, had nothing pushed back.
+        try await Task.sleep(for: .seconds(3))
+        let during = try stage.proxy.resources()
+        let running = clients.filter { $0.isRunning }.count
+        #expect(running == 4, "the slow downloads are still going")
+        // 400 MiB are waiting at the origin; without backpressure the proxy would hold most of what it could read.
+        #expect(during.rssKiB <= before.rssKiB + 16 * 1024, "VmRSS \(before.rssKiB) KiB → \(during.rssKiB) KiB")
+        for c in clients { c.stop() }
+    }
+
     @Test("10,000 short connections leave no descriptor or memory growth")
     func noGrowth() async throws {
         let stage = try await Stage(["--quiet"])
