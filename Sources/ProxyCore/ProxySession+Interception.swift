@@ -52,7 +52,11 @@ final class Interception {
         self.attempt = requirements == nil ? .permissive : .iOSLike
     }
 
-    var url: String { port == 443 ? "https://\(host)" : "https://\(host):\(port)" }
+    var url: String {
+        // An IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2), or the port merges into the address.
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return port == 443 ? "https://\(shown)" : "https://\(shown):\(port)"
+    }
 }
 
 extension ProxySession {
