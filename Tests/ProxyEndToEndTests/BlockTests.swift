@@ -99,6 +99,21 @@ struct BlockTests {
         #expect(try await stage.matchesAnnouncedChecksum(allowed))
     }
 
+    @Test("An unreachable upstream is answered 502 -1004, and an IPv6 literal target is a bracketed URL")
+    func unreachable() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let proxy = try await Proxy(e2e, ["--map", "dead.test=127.0.0.1:1"], in: folder)
+        let dead = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://dead.test/"], in: folder)
+        #expect(dead.status == 502, "\(dead.stderr)")
+        #expect(dead.header("X-ATS-Error") == "-1004 NSURLErrorCannotConnectToHost")
+        // Nothing listens on [::1] at this port (it was just free on 127.0.0.1 and is not bound on ::1).
+        let port = try freeLoopbackPort()
+        let v6 = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://[::1]:\(port)/"], in: folder)
+        #expect(v6.status == 502, "\(v6.stderr)")
+        #expect(v6.bodyText.contains("URL:  https://[::1]:\(port)\n"), "\(v6.bodyText)")
+    }
+
     @Test("--ats annotate: a cleartext request is forwarded and its 200 carries -1022")
     func annotateCleartext() async throws {
         let e2e = try E2E.shared()
