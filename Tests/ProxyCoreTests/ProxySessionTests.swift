@@ -86,6 +86,16 @@ struct ProxySessionTests {
         #expect(!response.closesClient)
     }
 
+    @Test("Plain forwarding sends the Host of the target URI, not the client's Host field (RFC 9112 §3.2.2)")
+    func hostFromTarget() throws {
+        let env = try SessionHarness.environment(exceptionAllowingHTTP: "media.test")
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("GET http://media.test:8080/x HTTP/1.1\r\nHost: other.test\r\n\r\n")))
+        let sent = session.handle(.upstreamConnected).upstreamText
+        #expect(sent.contains("Host: media.test:8080\r\n"), "\(sent)")
+        #expect(!sent.contains("other.test"))
+    }
+
     @Test("http:// to a host that needs TLS is answered 403 -1022 without connecting")
     func cleartextBlocked() throws {
         let session = SessionHarness.session(try SessionHarness.environment())
