@@ -54,6 +54,27 @@ struct ProxySessionTests {
         #expect(next.connects.first.map { $0 == ("good.test", 443) } == true)
     }
 
+    @Test("A ClientHello arriving one byte at a time starts interception exactly once, when it is complete")
+    func fragmentedClientHello() throws {
+        let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        let client = try TLSEngine(context: try TLSContext(.client()), serverName: "good.test")
+        _ = client.handshake()
+        let hello = client.takeOutput()
+        #expect(hello.count > 100)
+        var connects: [(String, Int)] = []
+        for (index, byte) in hello.enumerated() {
+            let out = session.handle(.clientBytes([byte]))
+            #expect(!out.closesClient, "closed at byte \(index)")
+            #expect(out.toClient.isEmpty, "nothing is answered before the upstream handshake")
+            if !out.connects.isEmpty { #expect(index == hello.count - 1, "connected at byte \(index)") }
+            connects += out.connects
+        }
+        #expect(connects.count == 1)
+        #expect(connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
+    }
+
     @Test("A --passthrough host is tunnelled raw: 200, connect, then the tunnel starts with the buffered bytes")
     func passthrough() throws {
         let env = try SessionHarness.environment(
