@@ -78,6 +78,15 @@ struct BlockTests {
         let tlsProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "tls"], in: folder)
         let r = try await curl(["-x", tlsProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
         #expect(r.exit == 60, "\(r.stderr)")
+        // A client that accepts the flawed leaf anyway (curl -k) still gets no upstream content: the block answer.
+        let insecure = try await curl(["-k", "-x", tlsProxy.url, "https://\(c.host)/"], in: folder)
+        #expect(insecure.status == 502, "\(insecure.stderr)")
+        #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        // The console line names the blocked connection with its codes.
+        let line = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://\(c.host)") }.map(String.init)
+        }
+        #expect(line.contains("ATS BLOCKED -1202/\(c.sslCode)"), "\(line)")
 
         let httpProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "http"], in: folder)
         let h = try await curl(["-x", httpProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
