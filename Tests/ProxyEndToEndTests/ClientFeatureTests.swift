@@ -94,6 +94,22 @@ struct ClientFeatureTests {
         }
     }
 
+    @Test("HEAD (a Content-Length but no body) then GET on the same client connection", arguments: ["https", "http"])
+    func headThenGet(scheme: String) async throws {
+        let stage = try await Stage()
+        let host = scheme == "https" ? Stage.httpsHost : Stage.plainHost
+        let proxyArgs = ["-sS", "--max-time", "30", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA]
+        let r = try await runProcess(
+            "/usr/bin/curl",
+            proxyArgs + ["-I", "\(scheme)://\(host)/bytes/1000", "--next", "-o", "/dev/null", "-w", "%{http_code} %{num_connects}\n"]
+                + proxyArgs + ["\(scheme)://\(host)/bytes/5"],
+            in: stage.folder, timeout: .seconds(40))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("Content-Length: 1000"))
+        // The GET reuses the connection (no new connect) and completes: the HEAD's length was not waited for.
+        #expect(r.stdout.hasSuffix("200 0\n"), "\(r.stdout)")
+    }
+
     @Test("Expect: 100-continue on a small upload: the client gets 100 then the origin's answer",
           arguments: ["https", "http"])
     func continueUpload(scheme: String) async throws {

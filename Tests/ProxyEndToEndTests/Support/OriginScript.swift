@@ -73,6 +73,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_bytes(b"hello\n")
 
+    def do_HEAD(self):
+        # The head a GET would get, without the body.
+        parts = self.path.split("?")[0].strip("/").split("/")
+        data = body(int(parts[1])) if parts[0] == "bytes" else b"hello\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+
     def do_POST(self):
         h = hashlib.sha256(); n = 0
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
