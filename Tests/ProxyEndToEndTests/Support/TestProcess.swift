@@ -28,8 +28,9 @@ final class TestProcess: @unchecked Sendable {
         self.name = label
         stdoutURL = folder.appendingPathComponent("\(tag).out")
         stderrURL = folder.appendingPathComponent("\(tag).err")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        for url in [stdoutURL, stderrURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
+            throw HarnessError("cannot create \(url.path)")
+        }
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
