@@ -63,6 +63,7 @@ let package = Package(
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
+        .testTarget(name: "ProxyEndToEndTests", dependencies: ["atsproxy", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(name: "CLITests", dependencies: ["atsproxy"], swiftSettings: strict),

@@ -57,7 +57,11 @@ final class Interception {
         self.attempt = requirements == nil ? .permissive : .iOSLike
     }
 
-    var url: String { port == 443 ? "https://\(host)" : "https://\(host):\(port)" }
+    var url: String {
+        // An IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2), or the port merges into the address.
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return port == 443 ? "https://\(shown)" : "https://\(shown):\(port)"
+    }
 }
 
 extension ProxySession {
@@ -360,7 +364,11 @@ extension ProxySession {
             do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
                 throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
             }
-            return try TLSContext(.server(identity: identity, alpn: ["h2", "http/1.1"]))
+            var configuration = TLSConfiguration.server(identity: identity, alpn: ["h2", "http/1.1"])
+            // OpenSSL's default security level refuses to load the deliberately weak leaves (SHA-1 signed,
+            // RSA-1024) that --block tls serves; the client must get them and fail its own trust check.
+            if leaf != .standard { configuration.securityLevel = 0 }
+            return try TLSContext(configuration)
         }
     }
 

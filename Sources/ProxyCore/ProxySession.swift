@@ -334,9 +334,8 @@ public final class ProxySession {
         forwarded.target = path
         forwarded.headers.remove(name: "Proxy-Connection")
         forwarded.headers.remove(name: "Proxy-Authorization")
-        if !forwarded.headers.contains(name: "Host") {
-            forwarded.headers.add(name: "Host", value: port.map { "\(host):\($0)" } ?? host)
-        }
+        // RFC 9112 §3.2.2: a proxy generates Host from the target URI rather than forwarding the client's.
+        forwarded.headers.replaceOrAdd(name: "Host", value: port.map { "\(host):\($0)" } ?? host)
         let (address, upstreamPort) = env.upstreamAddress(host: host, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
         traceRequestStart(method: head.method, url: url, head: head)

@@ -1,0 +1,142 @@
+import ATSPolicy
+import TLSCore
+import Testing
+
+@testable import ProxyCore
+
+@Suite("ProxySession, driven by events without sockets")
+struct ProxySessionTests {
+    @Test("--auth: a request without credentials is answered 407 with a Basic challenge and closed")
+    func authRequired() throws {
+        let env = try SessionHarness.environment(credentials: try ProxyCredentials(parsing: "qa:s3cret"))
+        for request in ["CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n",
+                        "GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\n\r\n",
+                        "GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\nProxy-Authorization: Basic cWE6d3Jvbmc=\r\n\r\n"] {
+            let out = SessionHarness.session(env).handle(.clientBytes(bytes(request)))
+            #expect(out.clientText.hasPrefix("HTTP/1.1 407 "), "\(request)")
+            #expect(out.clientText.contains("Proxy-Authenticate: Basic realm=\"atsproxy\""))
+            #expect(out.connects.isEmpty)
+            #expect(out.closesClient)
+        }
+    }
+
+    @Test("--auth: a CONNECT with the right credentials is established")
+    func authAccepted() throws {
+        let env = try SessionHarness.environment(credentials: try ProxyCredentials(parsing: "qa:s3cret"))
+        let out = SessionHarness.session(env).handle(.clientBytes(bytes(
+            "CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\nProxy-Authorization: Basic cWE6czNjcmV0\r\n\r\n")))
+        #expect(out.clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+    }
+
+    @Test("An origin-form request (the client does not know it talks to a proxy) is answered 400")
+    func originForm() throws {
+        let out = SessionHarness.session(try SessionHarness.environment())
+            .handle(.clientBytes(bytes("GET /index.html HTTP/1.1\r\nHost: good.test\r\n\r\n")))
+        #expect(out.clientText.hasPrefix("HTTP/1.1 400 "))
+        #expect(out.clientText.contains("configure it as the HTTP and HTTPS proxy"))
+        #expect(out.closesClient)
+    }
+
+    @Test("CONNECT is answered 200, then the session waits for the first bytes to sniff TLS; no upstream yet")
+    func connectSniffs() throws {
+        let session = SessionHarness.session(try SessionHarness.environment())
+        let out = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        #expect(out.clientText == "HTTP/1.1 200 Connection established\r\n\r\n")
+        #expect(out.connects.isEmpty)
+        #expect(!out.closesClient)
+        guard case .sniffing(let host, let port, let buffer) = session.phase else {
+            Issue.record("expected sniffing, got \(session.phase)")
+            return
+        }
+        #expect(host == "good.test" && port == 443 && buffer.isEmpty)
+        // Bytes that are not TLS become a plain tunnel to the (mapped) upstream.
+        let next = session.handle(.clientBytes(bytes("hello")))
+        #expect(next.connects.first.map { $0 == ("good.test", 443) } == true)
+    }
+
+    @Test("A ClientHello arriving one byte at a time starts interception exactly once, when it is complete")
+    func fragmentedClientHello() throws {
+        let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        let client = try TLSEngine(context: try TLSContext(.client()), serverName: "good.test")
+        _ = client.handshake()
+        let hello = client.takeOutput()
+        #expect(hello.count > 100)
+        var connects: [(String, Int)] = []
+        for (index, byte) in hello.enumerated() {
+            let out = session.handle(.clientBytes([byte]))
+            #expect(!out.closesClient, "closed at byte \(index)")
+            #expect(out.toClient.isEmpty, "nothing is answered before the upstream handshake")
+            if !out.connects.isEmpty { #expect(index == hello.count - 1, "connected at byte \(index)") }
+            connects += out.connects
+        }
+        #expect(connects.count == 1)
+        #expect(connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
+    }
+
+    @Test("A --passthrough host is tunnelled raw: 200, connect, then the tunnel starts with the buffered bytes")
+    func passthrough() throws {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
+        let session = SessionHarness.session(env)
+        let out = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n\u{16}\u{03}\u{01}")))
+        #expect(out.clientText.hasPrefix("HTTP/1.1 200 "))
+        #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
+        let connected = session.handle(.upstreamConnected)
+        #expect(connected == [.sendToUpstream([0x16, 0x03, 0x01]), .startTunnel])
+    }
+
+    @Test("Plain forwarding rewrites absolute-form to origin-form and strips Proxy-* headers")
+    func plainForwarding() throws {
+        let env = try SessionHarness.environment(
+            exceptionAllowingHTTP: "media.test", mappings: [try HostMapping(parsing: "media.test=127.0.0.1:8081")])
+        let session = SessionHarness.session(env)
+        let request = "GET http://media.test/a/b?c=1 HTTP/1.1\r\nHost: media.test\r\nProxy-Connection: keep-alive\r\n"
+            + "Proxy-Authorization: Basic eDp5\r\nAccept: */*\r\n\r\n"
+        let first = session.handle(.clientBytes(bytes(request)))
+        #expect(first.connects.first.map { $0 == ("127.0.0.1", 8081) } == true)
+        #expect(first.toUpstream.isEmpty, "nothing goes out before the upstream is connected")
+        let sent = session.handle(.upstreamConnected).upstreamText
+        #expect(sent.hasPrefix("GET /a/b?c=1 HTTP/1.1\r\n"))
+        #expect(sent.contains("Host: media.test\r\n"))
+        #expect(sent.contains("Accept: */*\r\n"))
+        #expect(!sent.lowercased().contains("proxy-"))
+        let response = session.handle(.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(response.clientText == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(!response.closesClient)
+    }
+
+    @Test("Plain forwarding sends the Host of the target URI, not the client's Host field (RFC 9112 §3.2.2)")
+    func hostFromTarget() throws {
+        let env = try SessionHarness.environment(exceptionAllowingHTTP: "media.test")
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("GET http://media.test:8080/x HTTP/1.1\r\nHost: other.test\r\n\r\n")))
+        let sent = session.handle(.upstreamConnected).upstreamText
+        #expect(sent.contains("Host: media.test:8080\r\n"), "\(sent)")
+        #expect(!sent.contains("other.test"))
+    }
+
+    @Test("http:// to a host that needs TLS is answered 403 -1022 without connecting")
+    func cleartextBlocked() throws {
+        let session = SessionHarness.session(try SessionHarness.environment())
+        let out = session.handle(.clientBytes(bytes("GET http://plain.test/ HTTP/1.1\r\nHost: plain.test\r\n\r\n")))
+        #expect(out.connects.isEmpty)
+        #expect(out.clientText.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(out.clientText.contains("X-ATS-Error: -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection\r\n"))
+        #expect(!out.clientText.contains("X-ATS-SSL-Error"))
+        #expect(!out.closesClient, "a keep-alive client may send its next request")
+    }
+
+    @Test("--ats annotate forwards the cleartext request and annotates the response with -1022")
+    func cleartextAnnotated() throws {
+        let session = SessionHarness.session(try SessionHarness.environment(mode: .annotate))
+        let out = session.handle(.clientBytes(bytes("GET http://plain.test/ HTTP/1.1\r\nHost: plain.test\r\n\r\n")))
+        #expect(out.connects.first.map { $0 == ("plain.test", 80) } == true)
+        _ = session.handle(.upstreamConnected)
+        let response = session.handle(.upstreamBytes(bytes("HTTP/1.1 204 No Content\r\n\r\n")))
+        #expect(response.clientText.hasPrefix("HTTP/1.1 204 No Content\r\n"))
+        #expect(response.clientText.contains("X-ATS-Verdict: violation\r\n"))
+        #expect(response.clientText.contains("X-ATS-Error: -1022 "))
+    }
+}

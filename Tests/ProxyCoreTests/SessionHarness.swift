@@ -1,0 +1,50 @@
+import ATSPolicy
+import HTTP1Core
+import TLSCore
+
+@testable import ProxyCore
+
+/// Builds environments for socket-free session tests: a fresh in-memory CA, no system roots.
+enum SessionHarness {
+    static func environment(
+        mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
+        credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = []
+    ) throws -> ProxyEnvironment {
+        var ats = PlistDictionary()
+        if let host = exceptionAllowingHTTP {
+            let entry = PlistValue.dictionary(PlistDictionary([(key: "NSExceptionAllowsInsecureHTTPLoads", value: .bool(true))]))
+            ats = PlistDictionary([(key: "NSExceptionDomains", value: .dictionary(PlistDictionary([(key: host, value: entry)])))])
+        }
+        return ProxyEnvironment(
+            policy: ATSPolicy(atsDictionary: .dictionary(ats)), mode: mode, blockStyle: block, mappings: mappings,
+            passthrough: passthrough, credentials: credentials,
+            minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
+            factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
+            diagnosticsLevel: 0, jsonEvents: false)
+    }
+
+    static func session(_ env: ProxyEnvironment) -> ProxySession {
+        ProxySession(id: 1, environment: env, now: { 1_700_000_000 })
+    }
+}
+
+extension [ProxyCommand] {
+    /// Everything sent to the client, concatenated.
+    var toClient: [UInt8] {
+        flatMap { (c: ProxyCommand) -> [UInt8] in if case .sendToClient(let b) = c { b } else { [] } }
+    }
+    var toUpstream: [UInt8] {
+        flatMap { (c: ProxyCommand) -> [UInt8] in if case .sendToUpstream(let b) = c { b } else { [] } }
+    }
+    var clientText: String { String(decoding: toClient, as: UTF8.self) }
+    var upstreamText: String { String(decoding: toUpstream, as: UTF8.self) }
+    var connects: [(String, Int)] {
+        compactMap { (c: ProxyCommand) -> (String, Int)? in
+            if case .connectUpstream(let a, let p) = c { (a, p) } else { nil }
+        }
+    }
+    var closesClient: Bool { contains(.closeClient) }
+}
+
+/// Bytes of a text, for feeding a session.
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

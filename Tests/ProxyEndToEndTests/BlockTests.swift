@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+
+/// A certificate flaw, the host the origin serves it for, and the SSL code the app would see.
+struct CertificateCase: Sendable, CustomStringConvertible {
+    var certificate: String
+    var host: String
+    var sslCode: String
+    var description: String { certificate }
+}
+
+@Suite("Blocks fail the client the way the app would fail")
+struct BlockTests {
+    /// Starts a TLS 1.0-only origin for `tls10.test` and a proxy under Apple's defaults with `arguments`.
+    private func tls10Scene(_ arguments: [String]) async throws -> (E2E, URL, Origin, Proxy) {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "tls10", tls10: true, in: folder)
+        let proxy = try await Proxy(e2e, origin.map("tls10.test") + arguments, in: folder)
+        return (e2e, folder, origin, proxy)
+    }
+
+    @Test("--block tls: a TLS 1.0-only origin makes curl fail with exit 35 and a protocol_version alert")
+    func tls10BlockTLS() async throws {
+        let (e2e, folder, origin, proxy) = try await tls10Scene(["--block", "tls"])
+        defer { withExtendedLifetime(origin) {} }  // the origin stops when released
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://tls10.test/"], in: folder)
+        #expect(r.exit == 35, "\(r.stderr)")
+        #expect(r.stderr.contains("alert protocol version"), "\(r.stderr)")
+        // openssl s_client, through the same CONNECT, sees the same alert.
+        let s = try await runProcess(
+            "/usr/bin/openssl",
+            ["s_client", "-proxy", proxy.address, "-connect", "tls10.test:443", "-servername", "tls10.test",
+             "-CAfile", e2e.proxyCA],
+            in: folder, timeout: .seconds(30))
+        #expect(s.status != 0)
+        #expect((s.stdout + s.stderr).contains("alert protocol version"), "\(s.stdout)\n\(s.stderr)")
+        #expect(proxy.process.isRunning)
+    }
+
+    @Test("--block http: a TLS 1.0-only origin gives 502 with -1200 and -9836")
+    func tls10BlockHTTP() async throws {
+        let (e2e, folder, origin, proxy) = try await tls10Scene(["--block", "http"])
+        defer { withExtendedLifetime(origin) {} }  // the origin stops when released
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://tls10.test/"], in: folder)
+        #expect(r.exit == 0, "\(r.stderr)")
+        #expect(r.status == 502)
+        #expect(r.header("X-ATS-Error") == "-1200 NSURLErrorSecureConnectionFailed")
+        #expect(r.header("X-ATS-SSL-Error") == "-9836 errSSLPeerProtocolVersion")
+    }
+
+    @Test("--ats annotate: the TLS 1.0 origin's real 200 carries X-ATS-Verdict and X-ATS-Error")
+    func annotate() async throws {
+        let (e2e, folder, origin, proxy) = try await tls10Scene(["--ats", "annotate"])
+        defer { withExtendedLifetime(origin) {} }  // the origin stops when released
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://tls10.test/"], in: folder)
+        #expect(r.exit == 0, "\(r.stderr)")
+        #expect(r.status == 200)
+        #expect(r.bodyText == "hello\n")
+        #expect(r.header("X-ATS-Verdict") == "violation")
+        #expect(r.header("X-ATS-Error") == "-1200 NSURLErrorSecureConnectionFailed")
+    }
+
+    static let certificateCases = [
+        CertificateCase(certificate: "expired", host: "expired.test", sslCode: "-9814"),
+        CertificateCase(certificate: "wronghost", host: "wronghost.test", sslCode: "-9843"),
+        CertificateCase(certificate: "selfsigned", host: "selfsigned.test", sslCode: "-9813"),
+        CertificateCase(certificate: "sha1", host: "sha1.test", sslCode: "-9802"),
+        CertificateCase(certificate: "rsa1024", host: "rsa1024.test", sslCode: "-9802"),
+    ]
+
+    @Test("A flawed origin certificate: --block tls makes curl fail its own verification (exit 60); --block http gives 502 -1202",
+          arguments: certificateCases)
+    func certificateFlaw(_ c: CertificateCase) async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: c.certificate, in: folder)
+        let tlsProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "tls"], in: folder)
+        let r = try await curl(["-x", tlsProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
+        #expect(r.exit == 60, "\(r.stderr)")
+        // A client that accepts the flawed leaf anyway (curl -k) still gets no upstream content: the block answer.
+        let insecure = try await curl(["-k", "-x", tlsProxy.url, "https://\(c.host)/"], in: folder)
+        #expect(insecure.status == 502, "\(insecure.stderr)")
+        #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        // The console line names the blocked connection with its codes.
+        let line = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://\(c.host)") }.map(String.init)
+        }
+        #expect(line.contains("ATS BLOCKED -1202/\(c.sslCode)"), "\(line)")
+
+        let httpProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "http"], in: folder)
+        let h = try await curl(["-x", httpProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
+        #expect(h.exit == 0, "\(h.stderr)")
+        #expect(h.status == 502)
+        #expect(h.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        #expect(h.header("X-ATS-SSL-Error")?.hasPrefix(c.sslCode + " ") == true, "\(h.headerText)")
+    }
+
+    @Test("http:// to a host that needs TLS: 403 with -1022 and no SSL code; the plist's exception host gets 200")
+    func cleartext() async throws {
+        let stage = try await Stage(["--map", "plain.test=127.0.0.1:1"])
+        let blocked = try await stage.curl(["http://plain.test/bytes/10"])
+        #expect(blocked.status == 403)
+        #expect(blocked.header("X-ATS-Error") == "-1022 NSURLErrorAppTransportSecurityRequiresSecureConnection")
+        #expect(blocked.header("X-ATS-SSL-Error") == nil)
+        let allowed = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
+        #expect(allowed.status == 200)
+        #expect(try await stage.matchesAnnouncedChecksum(allowed))
+    }
+
+    @Test("An unreachable upstream is answered 502 -1004, and an IPv6 literal target is a bracketed URL")
+    func unreachable() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let proxy = try await Proxy(e2e, ["--map", "dead.test=127.0.0.1:1"], in: folder)
+        let dead = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://dead.test/"], in: folder)
+        #expect(dead.status == 502, "\(dead.stderr)")
+        #expect(dead.header("X-ATS-Error") == "-1004 NSURLErrorCannotConnectToHost")
+        // Nothing listens on [::1] at this port (it was just free on 127.0.0.1 and is not bound on ::1).
+        let port = try freeLoopbackPort()
+        let v6 = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://[::1]:\(port)/"], in: folder)
+        #expect(v6.status == 502, "\(v6.stderr)")
+        #expect(v6.bodyText.contains("URL:  https://[::1]:\(port)\n"), "\(v6.bodyText)")
+    }
+
+    @Test("--ats annotate: a cleartext request is forwarded and its 200 carries -1022")
+    func annotateCleartext() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, in: folder)
+        let proxy = try await Proxy(e2e, origin.map("plain.test") + ["--ats", "annotate"], in: folder)
+        let r = try await curl(["-x", proxy.url, "http://plain.test/bytes/10"], in: folder)
+        #expect(r.status == 200)
+        #expect(r.header("X-ATS-Verdict") == "violation")
+        #expect(r.header("X-ATS-Error")?.hasPrefix("-1022 ") == true)
+    }
+}

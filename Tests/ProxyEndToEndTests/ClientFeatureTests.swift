@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+@Suite("Clients and proxy features")
+struct ClientFeatureTests {
+    @Test("--auth: 407 without credentials and 200 with them, for CONNECT and for absolute-form")
+    func auth() async throws {
+        let stage = try await Stage(["--auth", "qa:s3cret"])
+        let connect = try await stage.curl(["https://\(Stage.httpsHost)/bytes/10"])
+        #expect(connect.exit != 0)
+        #expect(connect.headerText.contains("HTTP/1.1 407"), "\(connect.headerText) \(connect.stderr)")
+        #expect(connect.header("Proxy-Authenticate")?.hasPrefix("Basic") == true)
+        let connectOK = try await stage.curl(["--proxy-user", "qa:s3cret", "https://\(Stage.httpsHost)/bytes/10"])
+        #expect(connectOK.status == 200, "\(connectOK.stderr)")
+
+        let plain = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
+        #expect(plain.status == 407)
+        let plainOK = try await stage.curl(["--proxy-user", "qa:s3cret", "http://\(Stage.plainHost)/bytes/10"])
+        #expect(plainOK.status == 200)
+        #expect(plainOK.header("X-Seen-Proxy-Headers") == "none", "Proxy-Authorization is not forwarded")
+        let wrong = try await stage.curl(["--proxy-user", "qa:wrong", "http://\(Stage.plainHost)/bytes/10"])
+        #expect(wrong.status == 407)
+    }
+
+    @Test("A non-loopback --listen is refused without --allow-lan")
+    func lanRefused() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let port = try freeLoopbackPort()
+        let r = try await runProcess(
+            e2e.binary, ["run", "--listen", "0.0.0.0:\(port)", "--ca-dir", e2e.caDir.path], in: folder,
+            timeout: .seconds(20))
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("--allow-lan"), "\(r.stderr)")
+        #expect(!r.stdout.contains("listening"))
+    }
+
+    @Test("A --passthrough host is not intercepted: the client sees the origin's own certificate")
+    func passthrough() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "passthrough", in: folder)
+        let proxy = try await Proxy(e2e, origin.map("passthrough.test") + ["--passthrough", "passthrough.test"], in: folder)
+        let direct = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.testCA, "https://passthrough.test/bytes/1024"], in: folder)
+        #expect(direct.status == 200, "\(direct.stderr)")
+        let viaProxyCA = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://passthrough.test/bytes/1024"], in: folder)
+        #expect(viaProxyCA.exit == 60, "the proxy's CA did not sign what the client got: \(viaProxyCA.stderr)")
+    }
+
+    @Test("curl honours HTTPS_PROXY and goes through the proxy")
+    func httpsProxyVariable() async throws {
+        let stage = try await Stage()
+        let r = try await ProxyEndToEndTests.curl(
+            ["--cacert", stage.e2e.proxyCA, "https://\(Stage.httpsHost)/bytes/4096"],
+            environment: ["HTTPS_PROXY": stage.proxy.url, "NO_PROXY": "", "no_proxy": ""], in: stage.folder)
+        #expect(r.status == 200, "\(r.stderr)")
+        #expect(try await stage.matchesAnnouncedChecksum(r))
+    }
+
+    @Test("Python's http.client tunnels with set_tunnel (CONNECT) and gets a leaf from the proxy's CA")
+    func pythonTunnel() async throws {
+        let stage = try await Stage()
+        let r = try await stage.python(["tunnel", Stage.httpsHost, "/bytes/5000"])
+        #expect(r["status"] as? Int == 200)
+        #expect(r["ok"] as? Bool == true)
+        #expect((r["peer"] as? String).map { $0 != "ATSProxy E2E Test CA" } == true, "\(r)")
+    }
+
+    @Test("A TLS client that closes without close_notify after its exchange is not reported as a TLS error")
+    func closeWithoutCloseNotify() async throws {
+        let stage = try await Stage()
+        // Python's http.client closes its TLS socket without sending close_notify.
+        let r = try await stage.python(["tunnel", Stage.httpsHost, "/bytes/100"])
+        #expect(r["status"] as? Int == 200)
+        let proxy = stage.proxy.process
+        _ = try await proxy.waitForOutput { $0.contains("good.test/bytes/100") ? true : nil }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline, !proxy.stderr.contains("TLS error") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!proxy.stderr.contains("TLS error from the client"), "\(proxy.stderr)")
+    }
+
+    @Test("Keep-alive: several requests on one client connection, intercepted and plain")
+    func keepAlive() async throws {
+        let stage = try await Stage()
+        let r = try await stage.python(["keepalive", Stage.httpsHost, Stage.plainHost, "5"])
+        for kind in ["https", "plain"] {
+            let k = r[kind] as? [String: Any]
+            #expect(k?["good"] as? Int == 5, "\(kind): \(r)")
+            #expect(k?["sockets"] as? Int == 1, "\(kind): one connection for all requests")
+        }
+    }
+
+    @Test("HEAD (a Content-Length but no body) then GET on the same client connection", arguments: ["https", "http"])
+    func headThenGet(scheme: String) async throws {
+        let stage = try await Stage()
+        let host = scheme == "https" ? Stage.httpsHost : Stage.plainHost
+        let proxyArgs = ["-sS", "--max-time", "30", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA]
+        let r = try await runProcess(
+            "/usr/bin/curl",
+            proxyArgs + ["-I", "\(scheme)://\(host)/bytes/1000", "--next", "-o", "/dev/null", "-w", "%{http_code} %{num_connects}\n"]
+                + proxyArgs + ["\(scheme)://\(host)/bytes/5"],
+            in: stage.folder, timeout: .seconds(40))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("Content-Length: 1000"))
+        // The GET reuses the connection (no new connect) and completes: the HEAD's length was not waited for.
+        #expect(r.stdout.hasSuffix("200 0\n"), "\(r.stdout)")
+    }
+
+    @Test("Expect: 100-continue on a small upload: the client gets 100 then the origin's answer",
+          arguments: ["https", "http"])
+    func continueUpload(scheme: String) async throws {
+        let stage = try await Stage()
+        let host = scheme == "https" ? Stage.httpsHost : Stage.plainHost
+        let r = try await stage.curl(
+            ["-H", "Expect: 100-continue", "--data-binary", "hello", "\(scheme)://\(host)/upload"])
+        #expect(r.headerText.contains("HTTP/1.1 100"), "\(r.headerText)")
+        #expect(r.status == 200)
+        // sha256("hello")
+        #expect(r.bodyText == "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824 5\n")
+    }
+
+    @Test("Upgrade: the 101 is relayed and bytes flow both ways afterwards", arguments: ["plain", "https"])
+    func upgrade(mode: String) async throws {
+        let stage = try await Stage()
+        let host = mode == "https" ? Stage.httpsHost : Stage.plainHost
+        let r = try await stage.python(["upgrade", host, mode], timeout: .seconds(40))
+        #expect((r["status"] as? String)?.contains(" 101") == true, "\(r)")
+        #expect(r["echoed"] as? Bool == true, "\(r)")
+    }
+}

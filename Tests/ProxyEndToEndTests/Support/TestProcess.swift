@@ -1,0 +1,133 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A failure of the test harness itself (a helper that did not start, a wait that timed out), with what it saw.
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process whose stdout and stderr go to files in the test's folder, stopped by pid when released.
+final class TestProcess: @unchecked Sendable {
+    // @unchecked: `process` is only started in init and signalled by pid; the output is re-read from files.
+    let process: Process
+    let name: String
+    let stdoutURL: URL
+    let stderrURL: URL
+
+    /// Starts `executable` with `arguments`; `environment` entries are added to the test's own environment.
+    init(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], in folder: URL,
+        name: String? = nil
+    ) throws {
+        let label = name ?? URL(fileURLWithPath: executable).lastPathComponent
+        let tag = "\(label)-\(UUID().uuidString.prefix(8))"
+        self.name = label
+        stdoutURL = folder.appendingPathComponent("\(tag).out")
+        stderrURL = folder.appendingPathComponent("\(tag).err")
+        for url in [stdoutURL, stderrURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
+            throw HarnessError("cannot create \(url.path)")
+        }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        try process.run()
+    }
+
+    deinit { stop() }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    /// Waits until `stdout` (or `stderr`) satisfies `match`, returning its value; fails if the process exits first.
+    func waitForOutput<T>(
+        stderr useStderr: Bool = false, timeout: Duration = .seconds(20), _ match: (String) -> T?
+    ) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let text = useStderr ? stderr : stdout
+            if let found = match(text) { return found }
+            if !isRunning {
+                if let found = match(useStderr ? stderr : stdout) { return found }
+                throw HarnessError("\(name) exited (\(process.terminationStatus)) before the expected output.\n"
+                    + "stdout: \(stdout.suffix(2000))\nstderr: \(self.stderr.suffix(2000))")
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw HarnessError("\(name): expected output did not appear within \(timeout).\n"
+            + "stdout: \(stdout.suffix(2000))\nstderr: \(stderr.suffix(2000))")
+    }
+
+    /// Waits for the process to exit by itself; kills it and fails after `timeout`.
+    @discardableResult
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline {
+                stop()
+                throw HarnessError("\(name) did not finish within \(timeout).\nstderr: \(stderr.suffix(2000))")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it is still there after a second.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(pid, SIGTERM)
+        for _ in 0..<100 where process.isRunning { usleep(10_000) }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// The result of a process run to completion.
+struct ProcessResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a process to completion (bounded by `timeout`) and returns its exit status and output.
+func runProcess(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], in folder: URL,
+    timeout: Duration = .seconds(60)
+) async throws -> ProcessResult {
+    let p = try TestProcess(executable, arguments, environment: environment, in: folder)
+    let status = try await p.waitForExit(timeout: timeout)
+    return ProcessResult(status: status, stdout: p.stdout, stderr: p.stderr)
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, released).
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket() failed: \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw HarnessError("bind() failed: \(errno)") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { throw HarnessError("getsockname() failed: \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

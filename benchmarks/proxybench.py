@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""ATSProxy benchmark: direct versus through the proxy, interleaved, against one local nginx origin.
+
+Everything runs on 127.0.0.1. The script generates a throwaway CA and origin certificate, starts nginx (TLS and
+plain listeners on free ports) and atsproxy (release build), then alternates direct and proxied runs of `hey`
+so each ratio comes from the same minutes of a noisy machine. It prints one table and exits; every server it
+started is stopped by pid.
+
+Usage: benchmarks/proxybench.py [--rounds 3] [--requests 20000] [--binary .build/release/atsproxy]
+Needs: nginx (nginx-light), hey, openssl, curl (Debian packages).
+"""
+import argparse, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout}s")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def make_certs(d):
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem", "-days", "30", "-subj", "/CN=bench CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"])
+    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", f"{d}/origin.key", "-out", f"{d}/origin.csr", "-subj", "/CN=bench.test"])
+    with open(f"{d}/ext.cnf", "w") as f:
+        f.write("subjectAltName=DNS:bench.test,DNS:bench-h2.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    run(["openssl", "x509", "-req", "-in", f"{d}/origin.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
+         "-CAcreateserial", "-out", f"{d}/origin.pem", "-days", "30", "-sha256", "-extfile", f"{d}/ext.cnf"])
+
+
+def start_nginx(d, tls_port, http_port, h2_port):
+    # nginx workers drop privileges: the temporary folder must be readable by them.
+    os.chmod(d, 0o755)
+    os.makedirs(f"{d}/www", mode=0o755, exist_ok=True)
+    with open(f"{d}/www/1k", "wb") as f:
+        f.write(os.urandom(1024))
+    with open(f"{d}/www/1m", "wb") as f:
+        f.write(os.urandom(1024 * 1024))
+    conf = f"""
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/nginx-error.log;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{tls_port} ssl;
+    ssl_certificate {d}/origin.pem;
+    ssl_certificate_key {d}/origin.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    root {d}/www;
+  }}
+  server {{
+    listen 127.0.0.1:{http_port};
+    root {d}/www;
+  }}
+  server {{
+    listen 127.0.0.1:{h2_port} ssl http2;
+    http2_max_concurrent_streams 256;
+    ssl_certificate {d}/origin.pem;
+    ssl_certificate_key {d}/origin.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    root {d}/www;
+  }}
+}}
+"""
+    with open(f"{d}/nginx.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf", "-g", "daemon off;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(tls_port)
+    wait_port(http_port)
+    wait_port(h2_port)
+    return proc
+
+
+def hey(url, n, c, proxy=None, keepalive=True, h2=False):
+    cmd = ["hey", "-n", str(n), "-c", str(c)] + (["-h2"] if h2 else [])
+    if proxy:
+        cmd += ["-x", proxy]
+    if not keepalive:
+        cmd += ["-disable-keepalive"]
+    out = run(cmd + [url], timeout=600).stdout
+    return parse_hey(out)
+
+
+def parse_hey(out):
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+    def pct(p):
+        m = re.search(rf"{p}%% in ([\d.]+) secs".replace("%%", "%"), out)
+        return float(m.group(1)) * 1000 if m else float("nan")
+
+    codes = dict((int(a), int(b)) for a, b in re.findall(r"\[(\d+)\]\s+(\d+) responses", out))
+    errors = re.search(r"Error distribution:(.*)", out, re.S)
+    return {"rps": rps, "p50": pct(50), "p99": pct(99), "codes": codes,
+            "errors": errors.group(1).strip()[:300] if errors else ""}
+
+
+def hey_parallel(url, n, c, processes, proxy=None, h2=False):
+    """`processes` hey runs at once (Go's HTTP/2 client uses one connection per process): summed requests/s, the
+    worst p50/p99 of the runs."""
+    cmd = ["hey", "-n", str(n), "-c", str(c)] + (["-h2"] if h2 else []) + (["-x", proxy] if proxy else []) + [url]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(processes)]
+    results = [parse_hey(p.communicate(timeout=600)[0]) for p in procs]
+    codes = {}
+    for r in results:
+        for k, v in r["codes"].items():
+            codes[k] = codes.get(k, 0) + v
+    return {"rps": sum(r["rps"] for r in results), "p50": max(r["p50"] for r in results),
+            "p99": max(r["p99"] for r in results), "codes": codes, "errors": " ".join(r["errors"] for r in results)}
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def idle_intercepted(proxy_port, origin_port, ca_file, count):
+    """Opens `count` CONNECT tunnels through the proxy and completes TLS in each; returns the open sockets."""
+    ctx = ssl.create_default_context(cafile=ca_file)
+    socks = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
+        s.sendall(f"CONNECT bench.test:{origin_port} HTTP/1.1\r\nHost: bench.test:{origin_port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise RuntimeError("proxy closed the CONNECT")
+            head += chunk
+        if b" 200 " not in head.split(b"\r\n")[0]:
+            raise RuntimeError(f"CONNECT refused: {head[:80]!r}")
+        socks.append(ctx.wrap_socket(s, server_hostname="bench.test"))
+    return socks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--binary", default=os.path.join(ROOT, ".build/release/atsproxy"))
+    ap.add_argument("--idle", type=int, default=1000)
+    args = ap.parse_args()
+    for tool in ("nginx", "hey", "openssl", "curl"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: apt-get install nginx-light hey openssl curl")
+
+    d = tempfile.mkdtemp(prefix="atsproxy-bench-")
+    procs = []
+    try:
+        make_certs(d)
+        tls_port, http_port, h2_port, proxy_port = free_port(), free_port(), free_port(), free_port()
+        procs.append(start_nginx(d, tls_port, http_port, h2_port))
+        cadir = f"{d}/proxy-ca"
+        os.makedirs(cadir)
+        proxy = subprocess.Popen(
+            [args.binary, "run", "--listen", f"127.0.0.1:{proxy_port}", "--ca-dir", cadir,
+             "--trust-ca", f"{d}/ca.pem", "--map", f"bench.test=127.0.0.1:{tls_port}",
+             "--map", f"bench-h2.test=127.0.0.1:{h2_port}", "--quiet"],
+            stdout=subprocess.DEVNULL, stderr=open(f"{d}/proxy.log", "w"))
+        procs.append(proxy)
+        wait_port(proxy_port)
+        time.sleep(0.3)
+        proxy_url = f"http://127.0.0.1:{proxy_port}"
+
+        # One checked request through the intercepted path first: hey does not verify certificates.
+        curl = run(["curl", "-sS", "--fail", "-x", proxy_url, "--cacert", f"{cadir}/atsproxy-ca.pem",
+                    "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                    f"https://bench.test:{tls_port}/1k"])
+        print(f"check: curl through the proxy with its CA: {curl.stdout}")
+        curl2 = run(["curl", "-sS", "--fail", "--http2", "-x", proxy_url, "--cacert", f"{cadir}/atsproxy-ca.pem",
+                     "-o", "/dev/null", "-w", "%{http_version} %{http_code} %{size_download}",
+                     f"https://bench-h2.test:{h2_port}/1k"])
+        print(f"check: curl --http2 through the proxy: HTTP/{curl2.stdout}")
+        rss_start = rss_kib(proxy.pid)
+
+        direct_1k = f"https://127.0.0.1:{tls_port}/1k"
+        proxied_1k = f"https://bench.test:{tls_port}/1k"
+        cases = [
+            ("keep-alive HTTPS 1 KiB, 32 conns", direct_1k, proxied_1k, args.requests, 32, True, "rps"),
+            ("new connection per request, 8 clients", direct_1k, proxied_1k, max(500, args.requests // 10), 8, False, "rps"),
+            ("1 MiB download, 4 conns (MB/s)", f"https://127.0.0.1:{tls_port}/1m", f"https://bench.test:{tls_port}/1m",
+             max(100, args.requests // 50), 4, True, "mbps"),
+            ("plain HTTP 1 KiB, 32 conns", f"http://127.0.0.1:{http_port}/1k", f"http://127.0.0.1:{http_port}/1k",
+             args.requests, 32, True, "rps"),
+        ]
+        h2_direct = f"https://127.0.0.1:{h2_port}/1k"
+        h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
+        results = {}
+        for name, direct, proxied, n, c, ka, unit in cases:
+            rows = {"direct": [], "proxy": []}
+            for _ in range(args.rounds):
+                rows["direct"].append(hey(direct, n, c, keepalive=ka))
+                before = cpu_seconds(proxy.pid)
+                r = hey(proxied, n, c, proxy=proxy_url, keepalive=ka)
+                r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / n * 1e6
+                rows["proxy"].append(r)
+            results[name] = (rows, unit)
+        for name, processes, c in [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]:
+            rows = {"direct": [], "proxy": []}
+            n = max(800, args.requests // processes)
+            for _ in range(args.rounds):
+                rows["direct"].append(hey_parallel(h2_direct, n, c, processes, h2=True))
+                before = cpu_seconds(proxy.pid)
+                r = hey_parallel(h2_proxied, n, c, processes, proxy=proxy_url, h2=True)
+                r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / (n * processes) * 1e6
+                rows["proxy"].append(r)
+            results[name] = (rows, "rps")
+
+        print()
+        print(f"{'case':44} {'direct':>10} {'proxy':>10} {'ratio':>7} {'p50 d/p':>15} {'p99 d/p':>15} {'proxy CPU/req':>14}")
+        for name, (rows, unit) in results.items():
+            def med(side, key):
+                return statistics.median(r[key] for r in rows[side])
+            factor = 1.0 if unit == "rps" else 1.048576
+            d_val, p_val = med("direct", "rps") * factor, med("proxy", "rps") * factor
+            print(f"{name:44} {d_val:10.0f} {p_val:10.0f} {p_val / d_val:6.2f}x "
+                  f"{med('direct', 'p50'):6.2f}/{med('proxy', 'p50'):6.2f}ms "
+                  f"{med('direct', 'p99'):6.2f}/{med('proxy', 'p99'):6.2f}ms {med('proxy', 'cpu_us'):11.1f} µs")
+            bad = [r for side in rows.values() for r in side if set(r["codes"]) - {200}]
+            for r in bad:
+                print(f"   non-200 responses: {r['codes']} {r['errors']}")
+
+        socks = idle_intercepted(proxy_port, tls_port, f"{cadir}/atsproxy-ca.pem", args.idle)
+        time.sleep(0.5)
+        rss_idle = rss_kib(proxy.pid)
+        print()
+        print(f"proxy RSS at start: {rss_start} KiB; holding {len(socks)} idle intercepted connections: {rss_idle} KiB "
+              f"({(rss_idle - rss_start) / len(socks):.1f} KiB per connection)")
+        for s in socks:
+            s.close()
+        print(f"machine: {os.cpu_count()} cores; origin nginx (1 worker), client hey, proxy atsproxy, all on 127.0.0.1")
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
