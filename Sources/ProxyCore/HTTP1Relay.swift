@@ -237,7 +237,11 @@ final class HTTP1Relay {
             var bytes: [UInt8] = []
             var r = response
             r.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
-            if !head.keepAlive { r.headers.replaceOrAdd(name: "Connection", value: "close") }
+            // A client that sent `Expect: 100-continue` holds its body back: answer at once instead of making it
+            // wait for its timeout, and close, since the body may or may not follow (RFC 9110 §10.1.1).
+            let answerNow = head.expectsContinue && head.headers.contains(name: "Content-Length")
+                || head.expectsContinue && head.headers.contains(name: "Transfer-Encoding")
+            if !head.keepAlive || answerNow { r.headers.replaceOrAdd(name: "Connection", value: "close") }
             do { try HTTP1Serializer.write(r, into: &bytes) } catch {
                 protocolError(error, fromClient: true)
                 return
@@ -247,6 +251,14 @@ final class HTTP1Relay {
             ex.status = r.status
             ex.responseBytes = body.count
             ex.responseHeadSent = true
+            if answerNow {
+                exchange = ex
+                out.toClient += bytes
+                complete(keepParsing: false)
+                out.closeClient = true
+                finished = true
+                return
+            }
             // The body of a request answered locally is read and dropped; a body we cannot frame ends the
             // connection after the answer.
             do { _ = try HTTP1Framing.forRequest(head) } catch { ex.requestKeepAlive = false }
