@@ -16,9 +16,8 @@ public enum HTTP1BodyFraming: Equatable, Sendable {
 public enum HTTP1Framing {
     /// RFC 9112 §9.3: HTTP/1.1 is persistent unless `Connection: close`; HTTP/1.0 only with `keep-alive`.
     public static func keepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
-        let tokens = headers.listTokens(for: "Connection")
-        if tokens.contains("close") { return false }
-        if version.major == 1 && version.minor == 0 { return tokens.contains("keep-alive") }
+        if headers.containsToken("close", for: "Connection") { return false }
+        if version.major == 1 && version.minor == 0 { return headers.containsToken("keep-alive", for: "Connection") }
         return true
     }
 

@@ -73,6 +73,17 @@ public struct HTTP1Parser: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Appends bytes read from the peer; when nothing is buffered the array is adopted without a copy (the usual
+    /// case for a relay, where each read is parsed to the end before the next arrives).
+    public mutating func receive(_ bytes: [UInt8]) {
+        compactIfWorthwhile()
+        if buffer.isEmpty {
+            buffer = bytes
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
+    }
+
     /// Appends bytes read from the peer, straight from a (loop-owned) read buffer.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer) {
         compactIfWorthwhile()

@@ -61,6 +61,27 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
         fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }
     }
 
+    /// Whether a comma-separated list element of a field named `name` is `token` (ASCII case-insensitive, OWS
+    /// trimmed): `listTokens(for:).contains(token)` without building the list, for the per-message checks
+    /// (`Connection: close`, `Expect: 100-continue`) on a proxy's hot path.
+    public func containsToken(_ token: String, for name: String) -> Bool {
+        let wanted = Array(token.utf8)
+        for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
+            for element in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+                var lo = element.startIndex
+                var hi = element.endIndex
+                while lo < hi, element[lo] == 0x20 || element[lo] == 0x09 { lo = element.index(after: lo) }
+                while hi > lo, element[element.index(before: hi)] == 0x20 || element[element.index(before: hi)] == 0x09 {
+                    hi = element.index(before: hi)
+                }
+                let trimmed = element[lo..<hi]
+                guard trimmed.count == wanted.count else { continue }
+                if zip(trimmed, wanted).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }) { return true }
+            }
+        }
+        return false
+    }
+
     /// The comma-separated list elements of every field with this name, trimmed and lower-cased, empty elements
     /// dropped (RFC 9110 §5.6.1 list syntax). Used for `Connection`, `Transfer-Encoding`, `Content-Length`.
     public func listTokens(for name: String) -> [String] {

@@ -19,7 +19,7 @@ public struct HTTPRequestHead: Equatable, Sendable {
 
     /// Whether the client sent `Expect: 100-continue` and waits for an interim response before the body.
     public var expectsContinue: Bool {
-        version.minor >= 1 && headers.listTokens(for: "Expect").contains("100-continue")
+        version.minor >= 1 && headers.containsToken("100-continue", for: "Expect")
     }
 
     /// Whether this request may switch protocols when answered (CONNECT → 2xx tunnel, Upgrade → 101).

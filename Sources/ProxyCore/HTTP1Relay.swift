@@ -161,13 +161,17 @@ final class HTTP1Relay {
                 guard var ex = exchange else { return }
                 ex.requestBytes += piece.count
                 if ex.requestWriter != nil {
-                    var bytes: [UInt8] = []
-                    do { try ex.requestWriter!.write(piece, into: &bytes) } catch {
+                    do {
+                        if awaitingUpstream {
+                            try ex.requestWriter!.write(piece, into: &held)
+                        } else {
+                            try ex.requestWriter!.write(piece, into: &out.toUpstream)
+                        }
+                    } catch {
                         exchange = ex
                         protocolError(error, fromClient: true)
                         return
                     }
-                    sendUpstream(bytes)
                 }
                 exchange = ex
             case .end(let trailers):
@@ -306,14 +310,13 @@ final class HTTP1Relay {
             case .body(let piece):
                 guard var ex = exchange else { return }
                 ex.responseBytes += piece.count
-                var bytes: [UInt8] = []
-                do { try ex.responseWriter?.write(piece, into: &bytes) } catch {
+                // Framed straight into the output: a body piece is copied once here, not twice.
+                do { try ex.responseWriter?.write(piece, into: &out.toClient) } catch {
                     exchange = ex
                     protocolError(error, fromClient: false)
                     return
                 }
                 exchange = ex
-                out.toClient += bytes
             case .end(let trailers):
                 guard var ex = exchange else { return }
                 var bytes: [UInt8] = []

@@ -57,11 +57,12 @@ final class Interception {
         self.attempt = requirements == nil ? .permissive : .iOSLike
     }
 
-    var url: String {
+    /// `https://host[:port]`, made once: every request's URL starts with it.
+    private(set) lazy var url: String = {
         // An IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2), or the port merges into the address.
-        let shown = host.contains(":") ? "[\(host)]" : host
+        let shown = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? "https://\(shown)" : "https://\(shown):\(port)"
-    }
+    }()
 }
 
 extension ProxySession {
@@ -502,7 +503,7 @@ extension ProxySession {
         var plaintext: [UInt8] = []
         while true {
             switch engine.read() {
-            case .data(let bytes): plaintext += bytes
+            case .data(let bytes): if plaintext.isEmpty { plaintext = bytes } else { plaintext += bytes }
             case .needsMoreInput: return (plaintext, false, nil)
             case .closed, .failed(.closedByPeer): return (plaintext, true, nil)
             case .failed(let error): return (plaintext, true, error)

@@ -173,10 +173,14 @@ final class MemoryBIO {
         var out: [UInt8] = []
         var pending = Int(BIO_ctrl_pending(bio))
         while pending > 0 {
-            var chunk = [UInt8](repeating: 0, count: pending)
-            let n = chunk.withUnsafeMutableBytes { BIO_read(bio, $0.baseAddress, Int32($0.count)) }
+            var n: Int32 = 0
+            // Uninitialized capacity: no zero-fill; a memory BIO hands over everything pending in one read.
+            let chunk = [UInt8](unsafeUninitializedCapacity: pending) { raw, count in
+                n = BIO_read(bio, raw.baseAddress, Int32(raw.count))
+                count = n > 0 ? Int(n) : 0
+            }
             if n <= 0 { break }
-            out.append(contentsOf: chunk[0..<Int(n)])
+            if out.isEmpty { out = chunk } else { out += chunk }
             pending = Int(BIO_ctrl_pending(bio))
         }
         return out

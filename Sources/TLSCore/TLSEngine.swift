@@ -151,10 +151,14 @@ public final class TLSEngine {
     /// Reads decrypted application data (up to 16 KiB per call).
     public func read() -> ReadResult {
         if let failure { return .failed(failure) }
-        var buffer = [UInt8](repeating: 0, count: 16_384)
         OpenSSLError.clear()
-        let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
-        if n > 0 { return .data(Array(buffer[0..<Int(n)])) }
+        var n: Int32 = 0
+        // Uninitialized capacity: no zero-fill, and the bytes are not copied again into a right-sized array.
+        let buffer = [UInt8](unsafeUninitializedCapacity: 16_384) { raw, count in
+            n = SSL_read(ssl, raw.baseAddress, Int32(raw.count))
+            count = n > 0 ? Int(n) : 0
+        }
+        if n > 0 { return .data(buffer) }
         let code = SSL_get_error(ssl, n)
         if code == SSL_ERROR_ZERO_RETURN { return .closed }
         switch classify(n, context: "SSL_read") {
