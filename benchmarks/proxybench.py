@@ -205,6 +205,8 @@ def main():
         proxied_1k = f"https://bench.test:{tls_port}/1k"
         cases = [
             ("keep-alive HTTPS 1 KiB, 32 conns", direct_1k, proxied_1k, args.requests, 32, True, "rps"),
+            # Latency added at low load: one connection, one request at a time.
+            ("keep-alive HTTPS 1 KiB, 1 conn (latency)", direct_1k, proxied_1k, max(1000, args.requests // 7), 1, True, "rps"),
             ("new connection per request, 8 clients", direct_1k, proxied_1k, max(500, args.requests // 10), 8, False, "rps"),
             ("1 MiB download, 4 conns (MB/s)", f"https://127.0.0.1:{tls_port}/1m", f"https://bench.test:{tls_port}/1m",
              max(100, args.requests // 50), 4, True, "mbps"),
