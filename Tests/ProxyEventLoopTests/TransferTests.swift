@@ -154,6 +154,9 @@ struct TransferTests {
             #expect(failures == 0)
             group.shutdownGracefully(timeout: .seconds(2))
         }
-        #expect(try openDescriptorCount() == before)
+        // The count covers the whole test process, where other suites open and close descriptors in parallel, so
+        // an exact match is racy. A leak here would be thousands (one per connection); 32 is far below that.
+        let after = try openDescriptorCount()
+        #expect(after - before < 32, "\(after - before) more descriptors open after 10,000 connections")
     }
 }
