@@ -417,6 +417,13 @@ public struct HTTP1Parser: Sendable {
 
     private mutating func takeBody(max: Int) -> [UInt8] {
         let n = Swift.min(max, bufferedByteCount)
+        if start == 0 && n == buffer.count {
+            // The whole buffer is body (the usual case while streaming): hand the array over instead of copying.
+            let chunk = buffer
+            buffer = []
+            headScanIndex = 0
+            return chunk
+        }
         let chunk = Array(buffer[start..<(start + n)])
         start += n
         return chunk

@@ -151,14 +151,14 @@ extension ProxySession {
 
     func interceptUpstreamBytes(_ bytes: [UInt8]) {
         guard let i = interception, let engine = i.upstream else { return }
-        engine.feed(bytes)
         switch i.stage {
         case .upstreamHandshake:
+            engine.feed(bytes)
             stepUpstreamHandshake(i)
         case .relaying:
-            readUpstream(i)
+            readUpstream(i, incoming: bytes)
         default:
-            break
+            engine.feed(bytes)
         }
     }
 
@@ -398,8 +398,7 @@ extension ProxySession {
             i.client?.feed(bytes)
             stepClientHandshake(i)
         case .relaying:
-            i.client?.feed(bytes)
-            readClient(i)
+            readClient(i, incoming: bytes)
         case .failed:
             break
         }
@@ -499,7 +498,29 @@ extension ProxySession {
 
     /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
     /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
-    private func drain(_ engine: TLSEngine) -> (plaintext: [UInt8], ended: Bool, error: TLSError?) {
+    private func drain(_ engine: TLSEngine, feeding incoming: [UInt8] = []) -> (
+        plaintext: [UInt8], ended: Bool, error: TLSError?
+    ) {
+        var plaintext: [UInt8] = []
+        // A memory BIO moves its unread bytes to the front on every read, and OpenSSL reads a record in two steps:
+        // fed a 64 KiB socket read at once, each record would move most of it again. Fed one record's worth at a
+        // time, what moves stays small.
+        var offset = 0
+        repeat {
+            let end = min(incoming.count, offset + Self.feedSlice)
+            if end > offset { engine.feed(incoming[offset..<end]) }
+            offset = end
+            let (piece, ended, error) = drainFed(engine)
+            if plaintext.isEmpty { plaintext = piece } else { plaintext += piece }
+            if ended || error != nil { return (plaintext, ended, error) }
+        } while offset < incoming.count
+        return (plaintext, false, nil)
+    }
+
+    /// One TLS record at most (16 KiB of payload plus header and overhead).
+    static let feedSlice = 16_384 + 512
+
+    private func drainFed(_ engine: TLSEngine) -> (plaintext: [UInt8], ended: Bool, error: TLSError?) {
         var plaintext: [UInt8] = []
         while true {
             switch engine.read() {
@@ -511,9 +532,9 @@ extension ProxySession {
         }
     }
 
-    private func readClient(_ i: Interception) {
+    private func readClient(_ i: Interception, incoming: [UInt8] = []) {
         guard let engine = i.client else { return }
-        let (plaintext, closed, error) = drain(engine)
+        let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
             notice("\(i.host): TLS error from the client: \(error)")
             closeAll()
@@ -536,9 +557,9 @@ extension ProxySession {
         }
     }
 
-    private func readUpstream(_ i: Interception) {
+    private func readUpstream(_ i: Interception, incoming: [UInt8] = []) {
         guard let engine = i.upstream, i.stage == .relaying else { return }
-        let (plaintext, closed, error) = drain(engine)
+        let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error { notice("\(i.host): TLS error from the upstream: \(error)") }
         flushUpstreamTLS(i)
         if !plaintext.isEmpty {

@@ -100,8 +100,14 @@ public final class TLSEngine {
     public func feed(_ bytes: some Collection<UInt8>) {
         guard !bytes.isEmpty else { return }
         if firstInputByte == nil { firstInputByte = bytes.first }
-        let array = Array(bytes)
-        _ = array.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
+        // Arrays and slices are written in place; only other collections are copied first.
+        let written = bytes.withContiguousStorageIfAvailable { buffer in
+            BIO_write(readBIO, buffer.baseAddress, Int32(buffer.count))
+        }
+        if written == nil {
+            let array = Array(bytes)
+            _ = array.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
+        }
     }
 
     /// The transport reached end of file: further reads that need data fail instead of waiting.
