@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@Suite("HTTP/2 relay: upstream GOAWAY and malformed client frames")
+struct HTTP2FailureTests {
+    @Test("An upstream GOAWAY mid-load: processed streams complete, the others are refused and curl retries them")
+    func upstreamGoAway() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let body = folder.appendingPathComponent("body")
+        try Data((0..<8000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: body)
+        let script = try writeScript(goAwayOriginScript, named: "goaway-origin.py", in: folder)
+        let (cert, key) = e2e.cert("good")
+        // The first connection answers its first 5 of 20 streams, after a GOAWAY naming the 5th as the last.
+        let origin = try TestProcess("/usr/bin/python3", [script, cert, key, body.path, "5", "20"], in: folder, name: "goaway-origin")
+        defer { origin.stop() }
+        let port = try await origin.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) }
+        }
+        let proxy = try await Proxy(e2e, ["--quiet", "--map", "good.test=127.0.0.1:\(port)"], in: folder)
+        let out = folder.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let r = try await curlThrough(
+            e2e, proxy,
+            ["-v", "--http2", "--parallel", "--parallel-max", "100", "--output-dir", out.path, "--remote-name-all",
+             "-w", HTTP2MultiplexTests.writeOut] + (0..<20).map { "https://good.test/g\($0)" },
+            in: folder, maxTime: 30)
+        #expect(r.status == 0, "\(r.stderr.suffix(3000))")
+        let transfers = r.writeOut.compactMap(HTTP2MultiplexTests.Transfer.init)
+        #expect(transfers.count == 20 && transfers.allSatisfy { $0.exit == 0 && $0.status == 200 && $0.version == "2" },
+                "\(r.writeOut)")
+        let wrong = (0..<20).filter {
+            !FileManager.default.contentsEqual(atPath: body.path, andPath: out.appendingPathComponent("g\($0)").path)
+        }
+        #expect(wrong.isEmpty, "not byte-exact: \(wrong)")
+        // The first connection's origin log: 20 requests seen, 5 answered, GOAWAY last-stream-id 9 (streams 1…9).
+        let log = try await origin.waitForOutput(timeout: .seconds(15)) { text in
+            text.contains("CONN 1 ") ? text : nil
+        }
+        #expect(log.contains("CONN 1 answered=5 goaway_last=9 requests=20"), "\(log)")
+        // The client heard the GOAWAY through the proxy and retried the 15 refused streams on new connections.
+        #expect(r.stderr.contains("GOAWAY"), "\(r.stderr.suffix(3000))")
+        #expect(transfers.map(\.connects).reduce(0, +) > 1, "\(r.writeOut)")
+        let answered = log.split(separator: "\n").filter { $0.hasPrefix("CONN ") }
+            .compactMap { $0.split(separator: " ").first { $0.hasPrefix("answered=") }.flatMap { Int($0.dropFirst(9)) } }
+        #expect(answered.reduce(0, +) >= 20, "\(log)")
+        #expect(proxy.process.isRunning)
+    }
+
+    @Test("Malformed client frames: the proxy answers GOAWAY with the RFC 9113 code and closes only that connection")
+    func malformedClientFrames() async throws {
+        let stage = try await H2Stage(files: ["load": 24 << 20], ["--quiet"])
+        // A normal h2 download on its own connection, in flight the whole time.
+        let body = stage.folder.appendingPathComponent("load.out")
+        let normal = try stage.backgroundCurl(
+            ["--http2", "--limit-rate", "4M", "-o", body.path, "-w", "%{http_version} %{exitcode}", stage.url("load")])
+        // The cases and their codes (6 FRAME_SIZE_ERROR, 1 PROTOCOL_ERROR), each on its own connection, at once.
+        let cases = [("settings-length", 6), ("data-stream0", 1), ("oversized", 6)]
+        let results = try await withThrowingTaskGroup(of: MalformedOutcome.self) { group in
+            for (kind, code) in cases {
+                group.addTask { MalformedOutcome(kind, code, try await stage.h2Client("malformed-\(kind)")) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 3)
+        for r in results {
+            #expect(r.alpn == "h2", "\(r.kind): \(r.text)")
+            #expect(r.goAwayCode == r.expectedCode, "\(r.kind): \(r.text)")
+            #expect(r.goAwayLast == 0, "\(r.kind): \(r.text)")
+            #expect(r.closed == true, "\(r.kind): the proxy closes the connection: \(r.text)")
+        }
+        #expect(normal.isRunning, "the normal download is still in flight after the three bad connections")
+        try await normal.waitForExit(timeout: .seconds(30))
+        #expect(normal.stdout == "2 0", "\(normal.stderr)")
+        #expect(stage.htdocs.same("load", as: body))
+        #expect(stage.proxy.process.isRunning)
+    }
+
+    /// What one malformed-frame client saw (the Sendable part of its JSON).
+    struct MalformedOutcome: Sendable {
+        var kind: String, expectedCode: Int, alpn: String?, goAwayCode: Int?, goAwayLast: Int?, closed: Bool?
+        var text: String
+        init(_ kind: String, _ code: Int, _ json: [String: Any]) {
+            self.kind = kind
+            expectedCode = code
+            alpn = json["alpn"] as? String
+            let goaway = json["goaway"] as? [String: Any]
+            goAwayCode = goaway?["code"] as? Int
+            goAwayLast = goaway?["last"] as? Int
+            closed = json["closed"] as? Bool
+            text = "\(json)"
+        }
+    }
+}

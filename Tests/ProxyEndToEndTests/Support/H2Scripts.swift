@@ -1,0 +1,177 @@
+import Foundation
+
+/// Writes `text` as `name` into `folder` and returns its path (the HTTP/2 tests' Python helpers).
+func writeScript(_ text: String, named name: String, in folder: URL) throws -> String {
+    let url = folder.appendingPathComponent(name)
+    try text.write(to: url, atomically: true, encoding: .utf8)
+    return url.path
+}
+
+/// A raw HTTP/2 client behind a CONNECT tunnel (no h2 library is installed: frames are written by hand).
+/// argv: PROXY_PORT PROXY_CA HOST MODE; prints one JSON object.
+/// MODE malformed-<kind>: TLS with ALPN h2, the preface and SETTINGS, then one broken frame; reports the GOAWAY.
+/// MODE upgrade: TLS offering h2 and http/1.1, then an HTTP/1.1 Upgrade to the echo origin; reports the echo.
+let h2ClientScript = #"""
+import json, socket, ssl, struct, sys, time
+
+PORT, CA, HOST, MODE = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+def result(**kw):
+    print(json.dumps(kw)); sys.exit(0)
+
+def frame(kind, flags, sid, payload, length=None):
+    n = len(payload) if length is None else length
+    return struct.pack(">I", n)[1:] + bytes([kind, flags]) + struct.pack(">I", sid) + payload
+
+def tunnel(alpn):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (HOST.encode(), HOST.encode()))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        piece = s.recv(1)
+        if not piece: result(error="proxy closed during CONNECT: %r" % head)
+        head += piece
+    ctx = ssl.create_default_context(cafile=CA)
+    ctx.set_alpn_protocols(alpn)
+    return ctx.wrap_socket(s, server_hostname=HOST)
+
+def read_exact(s, n):
+    data = b""
+    while len(data) < n:
+        piece = s.recv(n - len(data))
+        if not piece: return None
+        data += piece
+    return data
+
+BROKEN = {
+    # SETTINGS whose length is not a multiple of 6 (RFC 9113 §6.5: FRAME_SIZE_ERROR).
+    "settings-length": frame(4, 0, 0, b"\0" * 5),
+    # DATA on stream 0 (§6.1: PROTOCOL_ERROR).
+    "data-stream0": frame(0, 0, 0, b"abc"),
+    # A frame header announcing 16 MiB, above SETTINGS_MAX_FRAME_SIZE (§4.2: FRAME_SIZE_ERROR).
+    "oversized": frame(0, 0, 1, b"x" * 64, length=0xFFFFFF),
+}
+
+if MODE.startswith("malformed-"):
+    t = tunnel(["h2"])
+    alpn = t.selected_alpn_protocol()
+    t.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+    time.sleep(0.2)
+    t.sendall(BROKEN[MODE[len("malformed-"):]])
+    kinds, goaway, closed = [], None, False
+    deadline = time.time() + 10
+    try:
+        while time.time() < deadline:
+            header = read_exact(t, 9)
+            if header is None: closed = True; break
+            length = int.from_bytes(header[:3], "big")
+            payload = read_exact(t, length)
+            if payload is None: closed = True; break
+            kinds.append(header[3])
+            if header[3] == 7:
+                goaway = {"last": struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF,
+                          "code": struct.unpack(">I", payload[4:8])[0]}
+    except (ConnectionError, ssl.SSLError, socket.timeout) as e:
+        closed = not isinstance(e, socket.timeout)
+    result(alpn=alpn, goaway=goaway, closed=closed, kinds=kinds)
+
+elif MODE == "upgrade":
+    t = tunnel(["h2", "http/1.1"])
+    alpn = t.selected_alpn_protocol()
+    t.sendall(b"GET /ws HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        piece = t.recv(1)
+        if not piece: break
+        head += piece
+    status = head.split(b"\r\n")[0].decode(errors="replace")
+    payload = bytes(range(256)) * 64
+    echoed = b""
+    if " 101 " in status + " ":
+        t.sendall(payload)
+        while len(echoed) < len(payload):
+            piece = t.recv(65536)
+            if not piece: break
+            echoed += piece
+    t.close()
+    result(alpn=alpn, status=status, echoed=echoed == payload, n=len(echoed))
+"""#
+
+/// A tiny HTTP/2 origin written frame by frame, to send GOAWAY at a chosen moment (nghttpd cannot).
+/// argv: CERT KEY BODY_FILE ANSWER WAIT. The first connection waits until WAIT requests arrived (at most 3 s),
+/// sends GOAWAY with last-stream-id = its ANSWER-th stream, then answers those streams and no others. Later
+/// connections answer every request. Every answer is BODY_FILE (kept below the 64 KiB windows, so no flow
+/// control is needed). Prints "PORT n", then one "CONN i answered=k goaway_last=l" line per connection.
+let goAwayOriginScript = #"""
+import select, socket, ssl, struct, sys, threading, time
+
+CERT, KEY, BODY, ANSWER, WAIT = sys.argv[1], sys.argv[2], open(sys.argv[3], "rb").read(), int(sys.argv[4]), int(sys.argv[5])
+assert len(BODY) <= 16384
+
+def frame(kind, flags, sid, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", sid) + payload
+
+# HPACK: ":status: 200" is static entry 8; content-length (static 28) as a literal without indexing.
+length = str(len(BODY)).encode()
+RESPONSE = b"\x88" + b"\x0f\x0d" + bytes([len(length)]) + length
+
+def answer(s, sid):
+    s.sendall(frame(1, 0x4, sid, RESPONSE) + frame(0, 0x1, sid, BODY))
+
+def read_exact(s, n):
+    data = b""
+    while len(data) < n:
+        piece = s.recv(n - len(data))
+        if not piece: return None
+        data += piece
+    return data
+
+lock = threading.Lock()
+count = [0]
+
+def serve(raw):
+    with lock:
+        count[0] += 1; index = count[0]
+    first = index == 1
+    s = ctx.wrap_socket(raw, server_side=True)
+    s.settimeout(10)
+    answered, last, seen, started = 0, None, [], None
+    deadline = time.time() + 20
+    try:
+        if read_exact(s, 24) is None: return
+        s.sendall(frame(4, 0, 0, b""))
+        while time.time() < deadline:
+            if first and last is None and seen and (len(seen) >= WAIT or time.time() - started > 3):
+                keep = sorted(seen)[:ANSWER]
+                last = keep[-1]
+                s.sendall(frame(7, 0, 0, struct.pack(">II", last, 0)))
+                for sid in keep: answer(s, sid); answered += 1
+            # Wait for a whole frame only when one has begun, so the GOAWAY moment is checked between frames.
+            if not s.pending() and not select.select([s], [], [], 0.1)[0]: continue
+            header = read_exact(s, 9)
+            if header is None: break
+            size, kind, flags = int.from_bytes(header[:3], "big"), header[3], header[4]
+            sid = struct.unpack(">I", header[5:9])[0] & 0x7FFFFFFF
+            payload = read_exact(s, size) if size else b""
+            if payload is None: break
+            if kind == 4 and not flags & 1: s.sendall(frame(4, 1, 0, b""))
+            elif kind == 6 and not flags & 1: s.sendall(frame(6, 1, 0, payload))
+            elif kind == 1 and first:
+                seen.append(sid); started = started or time.time()
+            elif kind == 1:
+                answer(s, sid); answered += 1
+    except (ConnectionError, ssl.SSLError, socket.timeout):
+        pass
+    finally:
+        print("CONN %d answered=%d goaway_last=%s requests=%d" % (index, answered, last, len(seen)), flush=True)
+        s.close()
+
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(CERT, KEY)
+ctx.set_alpn_protocols(["h2"])
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(64)
+print("PORT %d" % srv.getsockname()[1], flush=True)
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""#
