@@ -9,7 +9,8 @@ import ProxyTrace
 // 2. Streams map one to one. Request heads go through the same `decide` as HTTP/1 (forward with annotation, or
 //    answer locally for `--block http`); header fields are copied as they are (both sides speak h2).
 // 3. Flow control follows the slower side: bytes received on one session are consumed (WINDOW_UPDATE) only as
-//    the other session actually sends them, so a slow reader stops the writer without unbounded buffering.
+//    the other session actually sends them, so a slow reader stops the writer without unbounded buffering. The
+//    connection windows hold every stream's full window, so only the stalled stream stops.
 // 4. RST_STREAM affects only its stream, mirrored to the other side. A GOAWAY from the upstream refuses the
 //    client streams it did not process and tells the client to go elsewhere for new ones.
 // 5. nghttp2 is never re-entered: all submits happen after `receive` has returned, and output is pumped last.
@@ -44,8 +45,16 @@ final class H2Relay: ExchangeRelay {
     private var failed = false
 
     init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
-        client = try H2Session(role: .server)
-        upstream = try H2Session(role: .client)
+        // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
+        // reader stopped (its window at the client is 0), or request bodies waiting for an upstream stream slot
+        // (the origin allows fewer concurrent streams than the client opened). With the RFC's 64 KiB connection
+        // window, one such stream holds the whole window and every other stream on the connection stalls. Room
+        // for every stream's full window keeps the stream windows the only limit, so memory stays bounded by
+        // them (at most 100 × 64 KiB per direction).
+        let defaults = H2Settings()
+        let settings = H2Settings(connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize)
+        client = try H2Session(role: .server, settings: settings)
+        upstream = try H2Session(role: .client, settings: settings)
         self.now = now
         self.decide = decide
         pump()

@@ -10,6 +10,7 @@ func writeScript(_ text: String, named name: String, in folder: URL) throws -> S
 /// A raw HTTP/2 client behind a CONNECT tunnel (no h2 library is installed: frames are written by hand).
 /// argv: PROXY_PORT PROXY_CA HOST MODE; prints one JSON object.
 /// MODE malformed-<kind>: TLS with ALPN h2, the preface and SETTINGS, then one broken frame; reports the GOAWAY.
+/// MODE stall-one PATH1 PATH2: two GETs; stream 1 is never given window credit, stream 3 is (see below).
 /// MODE upgrade: TLS offering h2 and http/1.1, then an HTTP/1.1 Upgrade to the echo origin; reports the echo.
 let h2ClientScript = #"""
 import json, socket, ssl, struct, sys, time
@@ -74,6 +75,42 @@ if MODE.startswith("malformed-"):
     except (ConnectionError, ssl.SSLError, socket.timeout) as e:
         closed = not isinstance(e, socket.timeout)
     result(alpn=alpn, goaway=goaway, closed=closed, kinds=kinds)
+
+elif MODE == "stall-one":
+    # GET argv[5] on stream 1 and argv[6] on stream 3 with the RFC's default 64 KiB windows. The connection window
+    # is credited for everything received; stream 1's window never is (a reader that stopped reading that
+    # response), stream 3's is. Reports the bytes each stream got and whether stream 3 ended.
+    STALLED, OTHER = sys.argv[5], sys.argv[6]
+    def request(sid, path):
+        def lit(index, value): return bytes([index, len(value)]) + value.encode()
+        block = b"\x82\x87" + lit(4, path) + lit(1, HOST)
+        return frame(1, 0x5, sid, block)
+    t = tunnel(["h2"])
+    t.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") + request(1, STALLED) + request(3, OTHER))
+    got, ended, statuses = {1: 0, 3: 0}, set(), {}
+    deadline = time.time() + 8
+    t.settimeout(1)
+    while time.time() < deadline and 3 not in ended:
+        try:
+            header = read_exact(t, 9)
+        except socket.timeout:
+            continue
+        if header is None: break
+        length, kind, flags = int.from_bytes(header[:3], "big"), header[3], header[4]
+        sid = struct.unpack(">I", header[5:9])[0] & 0x7FFFFFFF
+        payload = read_exact(t, length) if length else b""
+        if payload is None: break
+        if kind == 4 and not flags & 1: t.sendall(frame(4, 1, 0, b""))
+        elif kind == 1: statuses[sid] = payload[:1].hex()
+        elif kind == 0 and sid in got:
+            got[sid] += length
+            if length:
+                credit = frame(8, 0, 0, struct.pack(">I", length))
+                if sid == 3: credit += frame(8, 0, 3, struct.pack(">I", length))
+                t.sendall(credit)
+            if flags & 1: ended.add(sid)
+        elif kind == 3 and sid in got: ended.add(sid)
+    result(stalled=got[1], other=got[3], other_ended=3 in ended, statuses=statuses)
 
 elif MODE == "upgrade":
     t = tunnel(["h2", "http/1.1"])

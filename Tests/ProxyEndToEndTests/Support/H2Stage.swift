@@ -10,14 +10,16 @@ struct H2Stage {
     let host: String
 
     /// `files`: name → size. `certificate`/`host`: the test certificate nghttpd serves and the host it is for.
-    init(files: [String: Int], certificate: String = "good", host: String = "good.test", _ extra: [String] = [])
-        async throws
-    {
+    /// `originArguments`: extra nghttpd options.
+    init(
+        files: [String: Int], certificate: String = "good", host: String = "good.test", originArguments: [String] = [],
+        _ extra: [String] = []
+    ) async throws {
         e2e = try E2E.shared()
         folder = try e2e.folder()
         self.host = host
         htdocs = try await Htdocs(in: folder, files: files)
-        origin = try await NghttpdOrigin(e2e, certificate: certificate, htdocs: htdocs, in: folder)
+        origin = try await NghttpdOrigin(e2e, certificate: certificate, htdocs: htdocs, arguments: originArguments, in: folder)
         proxy = try await Proxy(e2e, origin.map(host) + extra, in: folder)
     }
 
@@ -37,18 +39,18 @@ struct H2Stage {
     }
 
     /// Runs the raw h2 Python client (`h2ClientScript`) through the proxy to `host` in `mode`.
-    func h2Client(_ mode: String) async throws -> [String: Any] {
-        try await runH2Client(e2e, proxy, host: host, mode: mode, in: folder)
+    func h2Client(_ mode: String, _ arguments: [String] = []) async throws -> [String: Any] {
+        try await runH2Client(e2e, proxy, host: host, mode: mode, arguments, in: folder)
     }
 }
 
 /// Runs `h2ClientScript` through `proxy` and decodes its JSON line.
-func runH2Client(_ e2e: E2E, _ proxy: Proxy, host: String, mode: String, in folder: URL) async throws
-    -> [String: Any]
-{
+func runH2Client(
+    _ e2e: E2E, _ proxy: Proxy, host: String, mode: String, _ arguments: [String] = [], in folder: URL
+) async throws -> [String: Any] {
     let script = try writeScript(h2ClientScript, named: "h2client.py", in: folder)
     let r = try await runProcess(
-        "/usr/bin/python3", [script, String(proxy.port), e2e.proxyCA, host, mode], in: folder, timeout: .seconds(30))
+        "/usr/bin/python3", [script, String(proxy.port), e2e.proxyCA, host, mode] + arguments, in: folder, timeout: .seconds(30))
     guard r.status == 0, let line = r.stdout.split(separator: "\n").last,
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
     else { throw HarnessError("h2client.py \(mode) failed (\(r.status)): \(r.stdout)\n\(r.stderr.suffix(3000))") }

@@ -31,11 +31,12 @@ final class NghttpdOrigin: Sendable {
     let process: TestProcess
     let port: Int
 
-    init(_ e2e: E2E, certificate: String, htdocs: Htdocs, in folder: URL) async throws {
+    /// `arguments`: extra nghttpd options (e.g. `-m 5`, `--echo-upload`).
+    init(_ e2e: E2E, certificate: String, htdocs: Htdocs, arguments: [String] = [], in folder: URL) async throws {
         let (cert, key) = e2e.cert(certificate)
         port = try freeLoopbackPort()
         process = try TestProcess(
-            "/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", htdocs.folder.path, String(port), key, cert], in: folder,
+            "/usr/sbin/nghttpd", arguments + ["-a", "127.0.0.1", "-d", htdocs.folder.path, String(port), key, cert], in: folder,
             name: "nghttpd-\(certificate)")
         // nghttpd prints nothing when it is ready: poll its port (bounded).
         let deadline = ContinuousClock.now + .seconds(10)
