@@ -91,11 +91,12 @@ final class H2Relay: ExchangeRelay {
     }
 
     func upstreamEOF() -> RelayOutput {
-        // Streams still open upstream are lost: reset them towards the client, then let the client go.
-        for (id, s) in streams where !s.local {
-            reset(client, id, .internalError)
+        // Streams still open upstream are lost: reset them towards the client, then let the client go. Each is
+        // finished so its exchange is logged and traced like any other (iterating a copy of `streams`).
+        for (id, s) in streams {
+            if !s.local { reset(client, id, .internalError) }
+            finish(clientID: id)
         }
-        streams.removeAll()
         goAway(client, last: 0, .noError)
         pump()
         out.closeUpstream = true

@@ -47,6 +47,38 @@ struct HTTP2FailureTests {
         #expect(proxy.process.isRunning)
     }
 
+    @Test("An h2 origin that dies mid-body: the client's stream fails promptly and the exchange is still logged")
+    func upstreamDiesMidBody() async throws {
+        let e2e = try E2E.shared()
+        let log = try e2e.folder().appendingPathComponent("events.jsonl")
+        let stage = try await H2Stage(files: ["huge": 64 << 20], ["--quiet", "--log-json", log.path])
+        let reader = try stage.backgroundCurl(
+            ["--http2", "--limit-rate", "4M", "-o", "/dev/null", "-w", "%{http_version} %{response_code}",
+             stage.url("huge")], maxTime: 30)
+        try await Task.sleep(for: .seconds(1))
+        #expect(reader.isRunning, "the download is in flight when the origin dies: \(reader.stderr)")
+        stage.origin.stop()
+        // What was already in flight drains at 4 MiB/s, then the stream ends in an error, not a hang.
+        let status = try await reader.waitForExit(timeout: .seconds(20))
+        #expect(status != 0, "curl reports the broken transfer")
+        #expect(reader.stdout == "2 200", "\(reader.stdout) \(reader.stderr)")
+        let deadline = ContinuousClock.now + .seconds(5)
+        var lines: [Substring] = []
+        while ContinuousClock.now < deadline {
+            lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                .filter { $0.contains("\"kind\":\"exchange\"") && $0.contains("/huge") }
+            if !lines.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(lines.count == 1, "one exchange record for the broken stream")
+        let exchange = lines.first.flatMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["exchange"] as? [String: Any]
+        }
+        #expect(exchange?["httpVersion"] as? String == "HTTP/2.0", "\(lines)")
+        #expect((exchange?["responseBytes"] as? Int).map { $0 > 0 && $0 < 64 << 20 } == true, "\(lines)")
+        #expect(stage.proxy.process.isRunning)
+    }
+
     @Test("Malformed client frames: the proxy answers GOAWAY with the RFC 9113 code and closes only that connection")
     func malformedClientFrames() async throws {
         let stage = try await H2Stage(files: ["load": 24 << 20], ["--quiet"])
