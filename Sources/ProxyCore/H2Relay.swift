@@ -43,6 +43,12 @@ final class H2Relay: ExchangeRelay {
     private var streams: [Int32: Stream] = [:]
     private var byUpstream: [Int32: Int32] = [:]
     private var failed = false
+    /// Set once the proxy relayed an upstream GOAWAY to the client. The client, told to go away, closes the
+    /// connection itself when its streams are done, so the proxy does not close first: closing while the client
+    /// still sends its last WINDOW_UPDATE/RST_STREAM frames makes the kernel answer with a TCP RST, which can
+    /// destroy response bytes the client has not read yet (curl then failed finished streams with error 55).
+    /// The idle timeout bounds a client that never closes.
+    private var clientToldToGoAway = false
 
     init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
         // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
@@ -244,6 +250,7 @@ final class H2Relay: ExchangeRelay {
             }
             let highest = streams.keys.max() ?? 0
             goAway(client, last: highest, .noError)
+            clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
@@ -329,6 +336,6 @@ final class H2Relay: ExchangeRelay {
             out.toUpstream += upstream.pendingOutput()
             out.toClient += client.pendingOutput()
         }
-        if !client.wantsRead && !client.wantsWrite && streams.isEmpty { out.closeClient = true }
+        if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
     }
 }
