@@ -200,7 +200,8 @@ def serve(raw):
     except (ConnectionError, ssl.SSLError, socket.timeout):
         pass
     finally:
-        print("CONN %d answered=%d goaway_last=%s requests=%d" % (index, answered, last, len(seen)), flush=True)
+        with lock:  # one whole line at a time: the threads would interleave their output
+            print("CONN %d answered=%d goaway_last=%s requests=%d" % (index, answered, last, len(seen)), flush=True)
         s.close()
 
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
