@@ -46,11 +46,11 @@ struct HTTP2MultiplexTests {
         let stage = try await H2Stage(files: files, ["--quiet"])
         let out = stage.folder.appendingPathComponent("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
-        // One curl, one connection: "big" is abandoned by --max-time after about 3 MiB (curl resets its stream)
+        // One curl, one connection: "big" is abandoned by --max-time after about 6 MiB (curl resets its stream)
         // while eight slower 1 MiB downloads are still in flight on the same connection.
         let r = try await stage.curl(
             ["--parallel", "--parallel-max", "100",
-             "--http2", "--limit-rate", "2M", "--max-time", "1.5", "-o", out.appendingPathComponent("big").path,
+             "--http2", "--limit-rate", "2M", "--max-time", "3", "-o", out.appendingPathComponent("big").path,
              "-w", Self.writeOut, stage.url("big"),
              "--next", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA, "--max-time", "30",
              "--http2", "--limit-rate", "400K", "--output-dir", out.path, "--remote-name-all", "-w", Self.writeOut]
