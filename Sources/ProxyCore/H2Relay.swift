@@ -38,6 +38,8 @@ final class H2Relay: ExchangeRelay {
         /// Bytes handed to the client session (upstream → client) not yet credited back to the upstream.
         var uncreditedToClient = 0
         var local = false
+        /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
+        var upstreamEnded = false
     }
 
     private var streams: [Int32: Stream] = [:]
@@ -49,6 +51,8 @@ final class H2Relay: ExchangeRelay {
     /// destroy response bytes the client has not read yet (curl then failed finished streams with error 55).
     /// The idle timeout bounds a client that never closes.
     private var clientToldToGoAway = false
+    /// The upstream connection is gone; what the upstream session still queues has nowhere to go.
+    private var upstreamClosed = false
 
     init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
         // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
@@ -97,16 +101,20 @@ final class H2Relay: ExchangeRelay {
     }
 
     func upstreamEOF() -> RelayOutput {
-        // Streams still open upstream are lost: reset them towards the client, then let the client go. Each is
-        // finished so its exchange is logged and traced like any other (iterating a copy of `streams`).
-        for (id, s) in streams {
-            if !s.local { reset(client, id, .internalError) }
+        upstreamClosed = true
+        // Responses the upstream sent in full stay until the client has read them: they may be waiting for the
+        // client's flow control, and an origin may close right after its last response. The other streams are
+        // lost: reset towards the client and finished, so their exchanges are logged and traced (iterating a copy
+        // of `streams`). The client is told to go away and closes once it has what is left.
+        for (id, s) in streams where !s.upstreamEnded && !s.local {
+            reset(client, id, .internalError)
             finish(clientID: id)
         }
-        goAway(client, last: 0, .noError)
+        goAway(client, last: streams.keys.max() ?? 0, .noError)
+        clientToldToGoAway = true
         pump()
         out.closeUpstream = true
-        out.closeClient = true
+        if streams.isEmpty { out.closeClient = true }
         return take()
     }
 
@@ -214,6 +222,7 @@ final class H2Relay: ExchangeRelay {
                     try client.submitInformational(streamID: id, headers: fields)
                 } else {
                     s.status = status
+                    s.upstreamEnded = endStream
                     streams[id] = s
                     try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
                 }
@@ -222,6 +231,7 @@ final class H2Relay: ExchangeRelay {
             }
         case .headers(let up, let fields, .trailers, _):
             guard let id = byUpstream[up] else { return }
+            streams[id]?.upstreamEnded = true
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
             guard let id = byUpstream[up], var s = streams[id] else {
@@ -230,6 +240,7 @@ final class H2Relay: ExchangeRelay {
             }
             s.responseBytes += bytes.count
             s.uncreditedToClient += bytes.count
+            if endStream { s.upstreamEnded = true }
             streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
@@ -308,7 +319,8 @@ final class H2Relay: ExchangeRelay {
 
     /// Writes what both sessions have queued, and returns flow-control credit for bytes the other side sent.
     private func pump() {
-        out.toUpstream += upstream.pendingOutput()
+        let toUpstream = upstream.pendingOutput()
+        if !upstreamClosed { out.toUpstream += toUpstream }
         out.toClient += client.pendingOutput()
         var credited = false
         for (id, var s) in streams {
@@ -333,7 +345,8 @@ final class H2Relay: ExchangeRelay {
         for event in client.takeEvents() { clientEvent(event) }
         for event in upstream.takeEvents() { upstreamEvent(event) }
         if credited {
-            out.toUpstream += upstream.pendingOutput()
+            let more = upstream.pendingOutput()
+            if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
         }
         if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
