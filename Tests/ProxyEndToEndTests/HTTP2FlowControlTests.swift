@@ -37,4 +37,23 @@ struct HTTP2FlowControlTests {
         // The proxy respected the client's window on the stalled stream: exactly the initial 65 535 bytes.
         #expect(r["stalled"] as? Int == 65_535, "\(r)")
     }
+
+    @Test("An origin that closes right after its last response: a slow-reading client still gets all of it")
+    func responseOutlivesUpstreamClose() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let script = try writeScript(closingOriginScript, named: "closing-origin.py", in: folder)
+        let (cert, key) = e2e.cert("good")
+        let origin = try TestProcess("/usr/bin/python3", [script, cert, key, "60000"], in: folder, name: "closing-origin")
+        defer { origin.stop() }
+        let port = try await origin.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) }
+        }
+        let proxy = try await Proxy(e2e, ["--quiet", "--map", "good.test=127.0.0.1:\(port)"], in: folder)
+        // The client's 1000-byte window keeps most of the response in the proxy when the origin closes.
+        let r = try await runH2Client(e2e, proxy, host: "good.test", mode: "small-window", ["/x"], in: folder)
+        #expect(r["received"] as? Int == 60000, "\(r)")
+        #expect(r["ending"] as? String == "END_STREAM", "\(r)")
+        #expect(proxy.process.isRunning)
+    }
 }

@@ -11,6 +11,7 @@ func writeScript(_ text: String, named name: String, in folder: URL) throws -> S
 /// argv: PROXY_PORT PROXY_CA HOST MODE; prints one JSON object.
 /// MODE malformed-<kind>: TLS with ALPN h2, the preface and SETTINGS, then one broken frame; reports the GOAWAY.
 /// MODE stall-one PATH1 PATH2: two GETs; stream 1 is never given window credit, stream 3 is (see below).
+/// MODE small-window PATH: one GET with a 1000-byte stream window, read after a second (see below).
 /// MODE upgrade: TLS offering h2 and http/1.1, then an HTTP/1.1 Upgrade to the echo origin; reports the echo.
 let h2ClientScript = #"""
 import json, socket, ssl, struct, sys, time
@@ -112,6 +113,29 @@ elif MODE == "stall-one":
         elif kind == 3 and sid in got: ended.add(sid)
     result(stalled=got[1], other=got[3], other_ended=3 in ended, statuses=statuses)
 
+elif MODE == "small-window":
+    # GET argv[5] with SETTINGS_INITIAL_WINDOW_SIZE 1000, wait a second (the origin has answered and closed by
+    # then), then open the windows and read the response. Reports the bytes and how the stream ended.
+    def lit(index, value): return bytes([index, len(value)]) + value.encode()
+    t = tunnel(["h2"])
+    t.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, struct.pack(">HI", 4, 1000))
+              + frame(1, 0x5, 1, b"\x82\x87" + lit(4, sys.argv[5]) + lit(1, HOST)))
+    time.sleep(1)
+    t.sendall(frame(8, 0, 1, struct.pack(">I", 1 << 20)) + frame(8, 0, 0, struct.pack(">I", 1 << 20)))
+    got, ending = 0, "connection closed"
+    while True:
+        header = read_exact(t, 9)
+        if header is None: break
+        length, kind, flags = int.from_bytes(header[:3], "big"), header[3], header[4]
+        payload = read_exact(t, length) if length else b""
+        if payload is None: break
+        if kind == 0:
+            got += length
+            if flags & 1: ending = "END_STREAM"; break
+        elif kind == 3:
+            ending = "RST_STREAM %d" % struct.unpack(">I", payload)[0]; break
+    result(received=got, ending=ending)
+
 elif MODE == "upgrade":
     t = tunnel(["h2", "http/1.1"])
     alpn = t.selected_alpn_protocol()
@@ -212,4 +236,63 @@ print("PORT %d" % srv.getsockname()[1], flush=True)
 while True:
     conn, _ = srv.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""#
+
+/// An HTTP/2 origin that answers the first request with BODY_SIZE bytes, sends GOAWAY and closes the TCP
+/// connection (after 0.3 s of reading), as servers do when they shut down. argv: CERT KEY BODY_SIZE. Prints "PORT n".
+let closingOriginScript = #"""
+import socket, ssl, struct, sys
+
+CERT, KEY, SIZE = sys.argv[1], sys.argv[2], int(sys.argv[3])
+BODY = bytes(i % 251 for i in range(SIZE))
+
+def frame(kind, flags, sid, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", sid) + payload
+
+def read_exact(s, n):
+    data = b""
+    while len(data) < n:
+        piece = s.recv(n - len(data))
+        if not piece: return None
+        data += piece
+    return data
+
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(CERT, KEY)
+ctx.set_alpn_protocols(["h2"])
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(8)
+print("PORT %d" % srv.getsockname()[1], flush=True)
+while True:
+    raw, _ = srv.accept()
+    try:
+        s = ctx.wrap_socket(raw, server_side=True)
+        s.settimeout(10)
+        if read_exact(s, 24) is None: continue
+        s.sendall(frame(4, 0, 0, b""))
+        while True:
+            header = read_exact(s, 9)
+            if header is None: break
+            size, kind, flags = int.from_bytes(header[:3], "big"), header[3], header[4]
+            sid = struct.unpack(">I", header[5:9])[0] & 0x7FFFFFFF
+            if size and read_exact(s, size) is None: break
+            if kind == 4 and not flags & 1: s.sendall(frame(4, 1, 0, b""))
+            elif kind == 1:
+                # :status 200 (static 8), content-length (static 28) literal; DATA in 16 KiB frames (the
+                # proxy's SETTINGS_MAX_FRAME_SIZE), within its 64 KiB stream window.
+                length = str(len(BODY)).encode()
+                out = frame(1, 0x4, sid, b"\x88\x0f\x0d" + bytes([len(length)]) + length)
+                for i in range(0, len(BODY), 16384):
+                    out += frame(0, 1 if i + 16384 >= len(BODY) else 0, sid, BODY[i:i + 16384])
+                s.sendall(out + frame(7, 0, 0, struct.pack(">II", sid, 0)))
+                break
+        # Read what the proxy still sends for a moment before closing, as servers do: closing with unread input
+        # would make the kernel send a TCP RST, which can destroy the response before the proxy reads it.
+        s.settimeout(0.3)
+        try:
+            while s.recv(65536): pass
+        except (socket.timeout, ssl.SSLError, ConnectionError):
+            pass
+        s.close()
+    except (ConnectionError, ssl.SSLError, socket.timeout):
+        pass
 """#
