@@ -9,7 +9,8 @@ import ProxyTrace
 // 2. Streams map one to one. Request heads go through the same `decide` as HTTP/1 (forward with annotation, or
 //    answer locally for `--block http`); header fields are copied as they are (both sides speak h2).
 // 3. Flow control follows the slower side: bytes received on one session are consumed (WINDOW_UPDATE) only as
-//    the other session actually sends them, so a slow reader stops the writer without unbounded buffering.
+//    the other session actually sends them, so a slow reader stops the writer without unbounded buffering. The
+//    connection windows hold every stream's full window, so only the stalled stream stops.
 // 4. RST_STREAM affects only its stream, mirrored to the other side. A GOAWAY from the upstream refuses the
 //    client streams it did not process and tells the client to go elsewhere for new ones.
 // 5. nghttp2 is never re-entered: all submits happen after `receive` has returned, and output is pumped last.
@@ -37,15 +38,33 @@ final class H2Relay: ExchangeRelay {
         /// Bytes handed to the client session (upstream → client) not yet credited back to the upstream.
         var uncreditedToClient = 0
         var local = false
+        /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
+        var upstreamEnded = false
     }
 
     private var streams: [Int32: Stream] = [:]
     private var byUpstream: [Int32: Int32] = [:]
     private var failed = false
+    /// Set once the proxy relayed an upstream GOAWAY to the client. The client, told to go away, closes the
+    /// connection itself when its streams are done, so the proxy does not close first: closing while the client
+    /// still sends its last WINDOW_UPDATE/RST_STREAM frames makes the kernel answer with a TCP RST, which can
+    /// destroy response bytes the client has not read yet (curl then failed finished streams with error 55).
+    /// The idle timeout bounds a client that never closes.
+    private var clientToldToGoAway = false
+    /// The upstream connection is gone; what the upstream session still queues has nowhere to go.
+    private var upstreamClosed = false
 
     init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
-        client = try H2Session(role: .server)
-        upstream = try H2Session(role: .client)
+        // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
+        // reader stopped (its window at the client is 0), or request bodies waiting for an upstream stream slot
+        // (the origin allows fewer concurrent streams than the client opened). With the RFC's 64 KiB connection
+        // window, one such stream holds the whole window and every other stream on the connection stalls. Room
+        // for every stream's full window keeps the stream windows the only limit, so memory stays bounded by
+        // them (at most 100 × 64 KiB per direction).
+        let defaults = H2Settings()
+        let settings = H2Settings(connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize)
+        client = try H2Session(role: .server, settings: settings)
+        upstream = try H2Session(role: .client, settings: settings)
         self.now = now
         self.decide = decide
         pump()
@@ -82,15 +101,20 @@ final class H2Relay: ExchangeRelay {
     }
 
     func upstreamEOF() -> RelayOutput {
-        // Streams still open upstream are lost: reset them towards the client, then let the client go.
-        for (id, s) in streams where !s.local {
+        upstreamClosed = true
+        // Responses the upstream sent in full stay until the client has read them: they may be waiting for the
+        // client's flow control, and an origin may close right after its last response. The other streams are
+        // lost: reset towards the client and finished, so their exchanges are logged and traced (iterating a copy
+        // of `streams`). The client is told to go away and closes once it has what is left.
+        for (id, s) in streams where !s.upstreamEnded && !s.local {
             reset(client, id, .internalError)
+            finish(clientID: id)
         }
-        streams.removeAll()
-        goAway(client, last: 0, .noError)
+        goAway(client, last: streams.keys.max() ?? 0, .noError)
+        clientToldToGoAway = true
         pump()
         out.closeUpstream = true
-        out.closeClient = true
+        if streams.isEmpty { out.closeClient = true }
         return take()
     }
 
@@ -198,6 +222,7 @@ final class H2Relay: ExchangeRelay {
                     try client.submitInformational(streamID: id, headers: fields)
                 } else {
                     s.status = status
+                    s.upstreamEnded = endStream
                     streams[id] = s
                     try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
                 }
@@ -206,6 +231,7 @@ final class H2Relay: ExchangeRelay {
             }
         case .headers(let up, let fields, .trailers, _):
             guard let id = byUpstream[up] else { return }
+            streams[id]?.upstreamEnded = true
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
             guard let id = byUpstream[up], var s = streams[id] else {
@@ -214,6 +240,7 @@ final class H2Relay: ExchangeRelay {
             }
             s.responseBytes += bytes.count
             s.uncreditedToClient += bytes.count
+            if endStream { s.upstreamEnded = true }
             streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
@@ -234,6 +261,7 @@ final class H2Relay: ExchangeRelay {
             }
             let highest = streams.keys.max() ?? 0
             goAway(client, last: highest, .noError)
+            clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
@@ -291,7 +319,8 @@ final class H2Relay: ExchangeRelay {
 
     /// Writes what both sessions have queued, and returns flow-control credit for bytes the other side sent.
     private func pump() {
-        out.toUpstream += upstream.pendingOutput()
+        let toUpstream = upstream.pendingOutput()
+        if !upstreamClosed { out.toUpstream += toUpstream }
         out.toClient += client.pendingOutput()
         var credited = false
         for (id, var s) in streams {
@@ -316,9 +345,10 @@ final class H2Relay: ExchangeRelay {
         for event in client.takeEvents() { clientEvent(event) }
         for event in upstream.takeEvents() { upstreamEvent(event) }
         if credited {
-            out.toUpstream += upstream.pendingOutput()
+            let more = upstream.pendingOutput()
+            if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
         }
-        if !client.wantsRead && !client.wantsWrite && streams.isEmpty { out.closeClient = true }
+        if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
     }
 }
