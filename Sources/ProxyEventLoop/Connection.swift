@@ -33,6 +33,11 @@ public final class Connection {
     private var writeShutdownRequested = false
     private var writeShutdownDone = false
     private var closeRequested = false
+    /// After `close()`: FIN sent, unread input discarded until the peer's EOF or `lingerLimit`.
+    private var lingering = false
+    private var lingerTimer: TimerID?
+    /// How long a closing connection waits for the peer's EOF (see `beginLinger`).
+    static let lingerLimit: Duration = .seconds(2)
 
     private var writeQueue: [[UInt8]] = []
     private var writeQueueHead = 0
@@ -191,8 +196,30 @@ public final class Connection {
             readingPaused = true
             updateInterest()
         } else {
-            finish(error: nil)
+            beginLinger()
         }
+    }
+
+    /// Closing a socket whose receive queue holds unread bytes makes the kernel send a reset, which can destroy
+    /// what the peer has not read yet (the last response, a block answer sent before the request body arrived).
+    /// So: FIN first, then read and discard until the peer's EOF, or `lingerLimit`, then close.
+    private func beginLinger() {
+        guard state != .closed else { return }
+        if readEOF || state == .connecting || fd < 0 {
+            finish(error: nil)
+            return
+        }
+        lingering = true
+        if !writeShutdownDone {
+            writeShutdownDone = true
+            if Glibc.shutdown(fd, Int32(SHUT_WR)) < 0 {
+                finish(error: nil)
+                return
+            }
+        }
+        readingPaused = false
+        updateInterest()
+        lingerTimer = loop.scheduleTimer(after: Self.lingerLimit) { [weak self] in self?.finish(error: nil) }
     }
 
     /// Closes at once, dropping queued bytes. `connectionClosed(error: nil)` follows.
@@ -327,7 +354,7 @@ public final class Connection {
         }
         if bufferedWriteBytes == 0 {
             if closeRequested {
-                finish(error: nil)
+                beginLinger()
                 return
             }
             if writeShutdownRequested && !writeShutdownDone { performWriteShutdown() }
@@ -406,6 +433,13 @@ public final class Connection {
     private func readOnce() {
         let buffer = loop.readBuffer
         let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if lingering {
+            // Closing: input is discarded; EOF or an error ends the linger.
+            if n > 0 { return }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+            finish(error: nil)
+            return
+        }
         if n > 0 {
             if idleTimeout > 0 { lastActivity = monotonicNanoseconds() }
             handler?.connection(self, received: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
@@ -448,6 +482,7 @@ public final class Connection {
         if let timer = idleTimer { loop.cancelTimer(timer) }
         timers.removeAll()
         if let timer = connectTimer { loop.cancelTimer(timer) }
+        if let timer = lingerTimer { loop.cancelTimer(timer) }
         writeQueue = []
         bufferedWriteBytes = 0
         let id = self.id
