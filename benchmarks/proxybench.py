@@ -218,6 +218,9 @@ def main():
         results = {}
         for name, direct, proxied, n, c, ka, unit in cases:
             rows = {"direct": [], "proxy": []}
+            # A short discarded run of each side first: caches, minted leaves and TCP state settle.
+            hey(direct, max(200, n // 10), c, keepalive=ka)
+            hey(proxied, max(200, n // 10), c, proxy=proxy_url, keepalive=ka)
             for _ in range(args.rounds):
                 rows["direct"].append(hey(direct, n, c, keepalive=ka))
                 before = cpu_seconds(proxy.pid)
@@ -228,6 +231,8 @@ def main():
         for name, processes, c in [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]:
             rows = {"direct": [], "proxy": []}
             n = max(800, args.requests // processes)
+            hey_parallel(h2_direct, max(200, n // 10), c, processes, h2=True)
+            hey_parallel(h2_proxied, max(200, n // 10), c, processes, proxy=proxy_url, h2=True)
             for _ in range(args.rounds):
                 rows["direct"].append(hey_parallel(h2_direct, n, c, processes, h2=True))
                 before = cpu_seconds(proxy.pid)
