@@ -18,22 +18,14 @@ struct NghttpdInteropTests {
         try Data(big).write(to: htdocs.appendingPathComponent("big.bin"))
         try Data("hello\n".utf8).write(to: htdocs.appendingPathComponent("small.txt"))
 
-        let port = try freeLoopbackPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["nghttpd", "--no-tls", "--echo-upload", "-a", "127.0.0.1", "-d", htdocs.path, "\(port)"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let (server, port, fd) = try startNghttpd(htdocs: htdocs)
         defer {
             // SIGKILL, not SIGTERM: the child inherits the test thread's signal mask, in which Dispatch
             // worker threads block SIGTERM, so nghttpd would never see it.
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
+            close(fd)
         }
-
-        let fd = try connectWithRetry(port: port)
-        defer { close(fd) }
 
         let client = try H2Session(role: .client)
         let authority = "127.0.0.1:\(port)"
@@ -115,6 +107,29 @@ private func freeLoopbackPort() throws -> UInt16 {
 }
 
 /// Connects to 127.0.0.1:`port`, retrying while the server starts (at most ~5 s).
+/// Starts `nghttpd --no-tls` on a free port and connects to it. Tests run in parallel, so another test's server
+/// can take the port between the probe and nghttpd's bind; then this nghttpd exits while the port still accepts.
+/// The server is only ours if its process is still running once connected: otherwise retry on a new port.
+private func startNghttpd(htdocs: URL) throws -> (Process, UInt16, Int32) {
+    var attempt = 0
+    while true {
+        attempt += 1
+        let port = try freeLoopbackPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["nghttpd", "--no-tls", "--echo-upload", "-a", "127.0.0.1", "-d", htdocs.path, "\(port)"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        let fd = try connectWithRetry(port: port)
+        usleep(100_000)
+        if server.isRunning { return (server, port, fd) }
+        close(fd)
+        server.waitUntilExit()
+        guard attempt < 5 else { throw SocketFailure(call: "nghttpd on a free port", code: EADDRINUSE) }
+    }
+}
+
 private func connectWithRetry(port: UInt16) throws -> Int32 {
     var lastError: Int32 = 0
     for _ in 0..<100 {

@@ -34,18 +34,35 @@ final class NghttpdOrigin: Sendable {
     /// `arguments`: extra nghttpd options (e.g. `-m 5`, `--echo-upload`).
     init(_ e2e: E2E, certificate: String, htdocs: Htdocs, arguments: [String] = [], in folder: URL) async throws {
         let (cert, key) = e2e.cert(certificate)
-        port = try freeLoopbackPort()
-        process = try TestProcess(
-            "/usr/sbin/nghttpd", arguments + ["-a", "127.0.0.1", "-d", htdocs.folder.path, String(port), key, cert], in: folder,
-            name: "nghttpd-\(certificate)")
-        // nghttpd prints nothing when it is ready: poll its port (bounded).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !loopbackAccepts(port) {
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                stop()
-                throw HarnessError("nghttpd did not listen on \(port): \(process.stderr)")
+        // Tests run in parallel, so a "free" port can be taken by another test's server between the probe and
+        // nghttpd's bind. Then this nghttpd exits at once while the port still accepts (the other server): the
+        // origin is only ours if our process is still running once the port answers. Retry on a new port (bounded).
+        var attempt = 0
+        while true {
+            attempt += 1
+            let candidate = try freeLoopbackPort()
+            let started = try TestProcess(
+                "/usr/sbin/nghttpd",
+                arguments + ["-a", "127.0.0.1", "-d", htdocs.folder.path, String(candidate), key, cert], in: folder,
+                name: "nghttpd-\(certificate)")
+            // nghttpd prints nothing when it is ready: poll its port (bounded).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !loopbackAccepts(candidate), started.isRunning, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(100))
+            if started.isRunning && loopbackAccepts(candidate) {
+                port = candidate
+                process = started
+                return
+            }
+            if started.isRunning {
+                kill(started.pid, SIGKILL)
+                started.process.waitUntilExit()
+            }
+            guard attempt < 5 else {
+                throw HarnessError("nghttpd did not listen on a free port after 5 tries: \(started.stderr)")
+            }
         }
     }
 
