@@ -215,9 +215,15 @@ public final class Diagnoser {
         }
         defer { client.close() }
         let timeout = options.timeout
-        let step = engine.runHandshake(
-            send: { bytes in try? client.send(bytes, timeout: timeout) },
-            receive: { (try? client.receive(timeout: timeout)) ?? nil })
+        let step: TLSEngine.HandshakeStep
+        do {
+            step = try engine.runHandshake(
+                send: { bytes in try client.send(bytes, timeout: timeout) },
+                receive: { try client.receive(timeout: timeout) })
+        } catch {
+            // A reset or a broken socket mid-handshake reaches the app's stack as the peer closing: judged as such.
+            return .ran(engine, .closedByPeer)
+        }
         switch step {
         case .complete: return .ran(engine, nil)
         case .failed(let error): return .ran(engine, error)
