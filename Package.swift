@@ -55,10 +55,12 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures).
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], swiftSettings: strict),
-        .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader"], swiftSettings: strict),
-        .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader"], swiftSettings: strict),
-        .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore"], swiftSettings: strict),
+        .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"], swiftSettings: strict),
@@ -66,6 +68,6 @@ let package = Package(
         .testTarget(name: "ProxyEndToEndTests", dependencies: ["atsproxy", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
-        .testTarget(name: "CLITests", dependencies: ["atsproxy"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
     ]
 )

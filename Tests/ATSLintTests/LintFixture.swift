@@ -2,26 +2,14 @@ import ATSLint
 import ATSPolicy
 import Foundation
 import PolicyLoader
+import TestSupport
 
 /// Lints an ATS dictionary written as XML, loaded through `PolicyLoader` from a temporary file in XML and again
 /// re-encoded as a binary plist; both must give the same findings.
 enum LintFixture {
-    static func xml(_ body: String) -> [UInt8] {
-        Array(
-            """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0">
-            \(body)
-            </plist>
+    static func xml(_ body: String) -> [UInt8] { PlistFixture.xml(body) }
 
-            """.utf8)
-    }
-
-    static func binary(fromXML xml: [UInt8]) throws -> [UInt8] {
-        let any = try PropertyListSerialization.propertyList(from: Data(xml), options: [], format: nil)
-        return [UInt8](try PropertyListSerialization.data(fromPropertyList: any, format: .binary, options: 0))
-    }
+    static func binary(fromXML xml: [UInt8]) throws -> [UInt8] { try PlistFixture.binary(fromXML: xml) }
 
     /// Writes `bytes` to a fresh temporary folder and loads them.
     static func load(_ bytes: [UInt8], name: String = "ats.plist") throws -> LoadedPolicy {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -106,56 +107,13 @@ private final class DiagnosePKI: Sendable {
     }
 }
 
-/// `openssl s_server` on 127.0.0.1 with a kernel-chosen port; killed by pid on deinit.
-private final class SServer {
-    let process = Process()
-    let port: Int
-
-    init(cert: String, key: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key, "-naccept", "200"]
-            + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = Pipe()  // s_server quits at EOF on stdin; keep it open
-        try process.run()
-        let fd = out.fileHandleForReading.fileDescriptor
-        var text = ""
-        var found: Int?
-        let deadline = Date().addingTimeInterval(10)
-        while found == nil, Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 500) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 512)
-            let n = read(fd, &buffer, 512)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }) {
-                found = line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            }
-        }
-        guard let found else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw DiagnoseTestError(message: "s_server did not start: \(text)")
-        }
-        port = found
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-}
-
 @Suite("atsproxy diagnose")
 struct DiagnoseCLITests {
     private let pki: DiagnosePKI
 
     init() throws { pki = try #require(DiagnosePKI.shared) }
 
-    private func diagnose(_ server: SServer, host: String, _ extra: [String] = [], trust: Bool = true) throws
+    private func diagnose(_ server: OpenSSLServer, host: String, _ extra: [String] = [], trust: Bool = true) throws
         -> (status: Int32, out: String, err: String)
     {
         var args = ["diagnose", "https://\(host):\(server.port)/", "--connect-to", "127.0.0.1", "--timeout", "5"]
@@ -174,7 +132,7 @@ struct DiagnoseCLITests {
     @Test("a compliant TLS 1.3 server passes everything; nscurl's layout; exit 0")
     func compliantServer() throws {
         let (cert, key) = try pki.leaf("good.test", san: "DNS:good.test")
-        let s = try SServer(cert: cert, key: key, ["-tls1_3"])
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-tls1_3"])
         let r = try diagnose(s, host: "good.test")
         #expect(r.status == 0)
         #expect(r.out.hasPrefix("Starting ATS Diagnostics\n\nConfiguring ATS Info.plist keys"))
@@ -201,7 +159,7 @@ struct DiagnoseCLITests {
     @Test("TLS 1.0-only server: FAIL with -1200/-9836, TLSv1.0 rows PASS, the TLSv1.0 exception is recommended")
     func tls10OnlyServer() throws {
         let (cert, key) = try pki.leaf("old.test", san: "DNS:old.test")
-        let s = try SServer(cert: cert, key: key, ["-tls1", "-cipher", "ALL:@SECLEVEL=0"])
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-tls1", "-cipher", "ALL:@SECLEVEL=0"])
         let r = try diagnose(s, host: "old.test", ["--ios", "17", "--verbose"])
         #expect(r.status == 1)
         #expect(result(r.out, "ATS Default Connection") == "Result : FAIL")
@@ -234,7 +192,7 @@ struct DiagnoseCLITests {
     @Test("static-RSA-only server: only PFS-disabled rows pass; NSExceptionRequiresForwardSecrecy = NO is recommended")
     func nonForwardSecretServer() throws {
         let (cert, key) = try pki.leaf("rsa.test", san: "DNS:rsa.test", key: ["-newkey", "rsa:2048"])
-        let s = try SServer(cert: cert, key: key, ["-cipher", "AES128-SHA", "-no_tls1_3"])
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-cipher", "AES128-SHA", "-no_tls1_3"])
         let r = try diagnose(s, host: "rsa.test", ["--ios", "17"])
         #expect(r.status == 1)
         #expect(result(r.out, "Disabling Perfect Forward Secrecy") == "Result : PASS")
@@ -265,7 +223,7 @@ struct DiagnoseCLITests {
             leaf = try pki.leaf(host, san: "DNS:\(host)", key: ["-newkey", "rsa:1024"])
             serverArgs = ["-cipher", "ALL:@SECLEVEL=0"]
         }
-        let s = try SServer(cert: leaf.0, key: leaf.1, serverArgs)
+        let s = try OpenSSLServer(certificate: leaf.0, key: leaf.1, arguments: serverArgs)
         let r = try diagnose(s, host: host, ["--verbose"])
         #expect(r.status == 1)
         #expect(result(r.out, "ATS Default Connection") == "Result : FAIL")
@@ -284,7 +242,7 @@ struct DiagnoseCLITests {
     @Test("--json carries the matrix, the capabilities and the recommendation")
     func json() throws {
         let (cert, key) = try pki.leaf("json.test", san: "DNS:json.test")
-        let s = try SServer(cert: cert, key: key, ["-tls1_2"])
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-tls1_2"])
         let r = try diagnose(s, host: "json.test", ["--json"])
         #expect(r.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
@@ -298,7 +256,7 @@ struct DiagnoseCLITests {
     @Test("--plist judges the app's own policy for the host")
     func appPolicy() throws {
         let (cert, key) = try pki.leaf("app.test", san: "DNS:app.test")
-        let s = try SServer(cert: cert, key: key, ["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"])
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"])
         let plist = pki.dir.path("app-ats.plist")
         try """
             <?xml version="1.0" encoding="UTF-8"?>

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import PolicyLoader
 
 /// A fresh folder under the system temporary directory, removed by `remove()`.
@@ -26,23 +27,10 @@ struct TempDir {
 
 /// Plist fixtures: every test writes XML and derives the binary form from it, so both encodings are exercised.
 enum Fixture {
-    static func xml(_ body: String) -> [UInt8] {
-        Array(
-            """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0">
-            \(body)
-            </plist>
-
-            """.utf8)
-    }
+    static func xml(_ body: String) -> [UInt8] { PlistFixture.xml(body) }
 
     /// The same plist re-encoded as `bplist00` by Foundation.
-    static func binary(fromXML xml: [UInt8]) throws -> [UInt8] {
-        let any = try PropertyListSerialization.propertyList(from: Data(xml), options: [], format: nil)
-        return [UInt8](try PropertyListSerialization.data(fromPropertyList: any, format: .binary, options: 0))
-    }
+    static func binary(fromXML xml: [UInt8]) throws -> [UInt8] { try PlistFixture.binary(fromXML: xml) }
 
     /// Both encodings of one XML body, labelled.
     static func both(_ body: String) throws -> [(LoadedPolicy.Format, [UInt8])] {

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import TestSupport
 import Testing
 import TLSCore
 

@@ -3,54 +3,6 @@ import Foundation
 import Glibc
 #endif
 
-/// An `openssl s_server` on 127.0.0.1 with a kernel-chosen port, stopped by pid when released.
-final class OpenSSLServer {
-    let process = Process()
-    let port: Int
-
-    init(certificate: String, key: String, chain: String? = nil, arguments: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        var args = ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", certificate, "-key", key, "-naccept", "50"]
-        if let chain { args += ["-cert_chain", chain] }
-        process.arguments = args + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = Pipe()
-        try process.run()
-        // s_server prints "ACCEPT 127.0.0.1:PORT" once listening; read lines for at most 10 seconds.
-        let handle = out.fileHandleForReading
-        let fd = handle.fileDescriptor
-        var text = ""
-        var found: Int?
-        let deadline = Date().addingTimeInterval(10)
-        while found == nil, Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 500) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            let n = read(fd, &buffer, 1024)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
-                let p = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
-            {
-                found = p
-            }
-        }
-        guard let found else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw CLIError(message: "s_server did not start: \(text)")
-        }
-        port = found
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-}
-
 /// A minimal blocking TCP connection to 127.0.0.1 for driving a TLSEngine against a real server.
 final class TCPConnection {
     let fd: Int32
