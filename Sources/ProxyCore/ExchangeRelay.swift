@@ -1,3 +1,48 @@
+import HTTP1Core
+import ProxyTrace
+
+/// What the owner decides for one request.
+enum RequestDecision {
+    /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
+    /// `annotation` to the response.
+    case forward(head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
+    /// Answer locally with this response; the request body is read and dropped.
+    case answer(head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String])
+}
+
+/// A host and port to connect to for plain-HTTP forwarding.
+struct UpstreamTarget: Equatable {
+    var host: String
+    var port: Int
+}
+
+/// Bytes and decisions produced by one relay step.
+struct RelayOutput {
+    var toClient: [UInt8] = []
+    var toUpstream: [UInt8] = []
+    var exchanges: [ExchangeSummary] = []
+    /// Connect (or reconnect) the upstream before `toUpstream` can go out; set by plain-HTTP forwarding.
+    var connect: UpstreamTarget?
+    /// Close the client after `toClient` is flushed (and the upstream with it).
+    var closeClient = false
+    /// The upstream connection is finished (not reusable).
+    var closeUpstream = false
+    /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
+    var switchedToRaw = false
+    /// Extra upstream connections to open, bytes for them, and lanes that are finished (H2ToH1Relay only; its
+    /// lane `.primary` is the session's upstream and uses `toUpstream`/`closeUpstream` instead).
+    var openLanes: [UpstreamLane] = []
+    var toLanes: [(lane: UpstreamLane, bytes: [UInt8])] = []
+    var closeLanes: [UpstreamLane] = []
+    /// Reading to pause (true) or resume (false) because the other side's flow control is full or drained.
+    var pauseReading: [ProxyPeer: Bool] = [:]
+}
+
+extension UpstreamLane {
+    /// The session's own upstream connection, when a relay treats it as the first of its lanes.
+    static let primary = UpstreamLane(0)
+}
+
 /// A relay of HTTP exchanges between a client's and an upstream's plaintext byte streams (HTTP/1.1 or HTTP/2).
 protocol ExchangeRelay: AnyObject {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
@@ -6,6 +51,14 @@ protocol ExchangeRelay: AnyObject {
     func upstreamEOF() -> RelayOutput
     /// No exchange in flight: closing now loses nothing.
     var isIdle: Bool { get }
+}
+
+/// A relay that spreads exchanges over several upstream connections (lanes) the session opens for it.
+protocol LaneRelay: ExchangeRelay {
+    func laneConnected(_ lane: UpstreamLane) -> RelayOutput
+    func laneFailed(_ lane: UpstreamLane, error: String) -> RelayOutput
+    func laneBytes(_ lane: UpstreamLane, _ bytes: [UInt8]) -> RelayOutput
+    func laneEOF(_ lane: UpstreamLane) -> RelayOutput
 }
 
 extension HTTP1Relay: ExchangeRelay {}

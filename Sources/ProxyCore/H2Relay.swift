@@ -163,12 +163,7 @@ final class H2Relay: ExchangeRelay {
 
     private func openStream(_ id: Int32, fields: [H2Header], endStream: Bool) {
         let head: HTTPRequestHead
-        do {
-            let h1 = try H2HeaderTranslation.h1Request(from: fields)
-            head = HTTPRequestHead(
-                method: h1.method, target: h1.target, version: .http1_1,
-                headers: HTTPHeaders(h1.headers.map { ($0.name, $0.value) }))
-        } catch {
+        do { head = try HTTPRequestHead(h2Request: fields) } catch {
             reset(client, id, .protocolError)
             return
         }
@@ -192,20 +187,14 @@ final class H2Relay: ExchangeRelay {
             s.status = response.status
             s.responseBytes = body.count
             streams[id] = s
-            let headers = response.headers.fields
-                .filter { !H2HeaderTranslation.connectionSpecificFields.contains($0.name.lowercased()) }
-                .map { H2Header($0.name.lowercased(), $0.value) }
-            answer(id, status: response.status, headers: headers, body: head.method == "HEAD" ? [] : body)
+            do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
+                reset(client, id, .internalError)
+            }
         }
     }
 
     private func answer(_ id: Int32, status: Int, headers: [H2Header], body: [UInt8]) {
-        let fields = [H2Header(":status", String(status))] + headers
-            + [H2Header("content-length", String(body.count))]
-        do {
-            try client.submitResponse(streamID: id, headers: fields, body: body.isEmpty ? .none : .streaming)
-            if !body.isEmpty { try client.sendData(streamID: id, body, endStream: true) }
-        } catch {
+        do { try client.answerLocally(streamID: id, status: status, headers: headers, body: body) } catch {
             reset(client, id, .internalError)
         }
     }

@@ -14,36 +14,6 @@ import ProxyTrace
 // 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
 // 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
 
-/// What the owner decides for one request.
-enum RequestDecision {
-    /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
-    /// `annotation` to the response.
-    case forward(head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
-    /// Answer locally with this response; the request body is read and dropped.
-    case answer(head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String])
-}
-
-/// A host and port to connect to for plain-HTTP forwarding.
-struct UpstreamTarget: Equatable {
-    var host: String
-    var port: Int
-}
-
-/// Bytes and decisions produced by one relay step.
-struct RelayOutput {
-    var toClient: [UInt8] = []
-    var toUpstream: [UInt8] = []
-    var exchanges: [ExchangeSummary] = []
-    /// Connect (or reconnect) the upstream before `toUpstream` can go out; set by plain-HTTP forwarding.
-    var connect: UpstreamTarget?
-    /// Close the client after `toClient` is flushed (and the upstream with it).
-    var closeClient = false
-    /// The upstream connection is finished (not reusable).
-    var closeUpstream = false
-    /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
-    var switchedToRaw = false
-}
-
 final class HTTP1Relay {
     private var requests = HTTP1Parser(role: .requests)
     private var responses = HTTP1Parser(role: .responses)

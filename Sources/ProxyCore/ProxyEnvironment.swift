@@ -20,6 +20,8 @@ public final class ProxyEnvironment: Sendable {
     public let jsonEvents: Bool
     /// Connect, handshake and idle limits.
     public let timeouts: Timeouts
+    /// What the upstream is offered by ALPN.
+    public let upstreamALPN: UpstreamALPN
     let contexts = TLSContextCache()
 
     public struct Timeouts: Sendable {
@@ -36,7 +38,7 @@ public final class ProxyEnvironment: Sendable {
     public init(
         policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [String],
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
-        diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init()
+        diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror
     ) {
         self.policy = policy
         self.mode = mode
@@ -49,6 +51,7 @@ public final class ProxyEnvironment: Sendable {
         self.diagnosticsLevel = diagnosticsLevel
         self.jsonEvents = jsonEvents
         self.timeouts = timeouts
+        self.upstreamALPN = upstreamALPN
     }
 
     /// Where to connect for `host:port`: the `--map` target, or the host itself.

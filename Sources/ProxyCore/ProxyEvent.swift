@@ -16,6 +16,28 @@ public enum ProxyEvent: Sendable {
     case upstreamBytes([UInt8])
     case upstreamEOF
     case upstreamClosed(error: String?)
+    /// Events of the session's extra upstream connections (`connectLane`), used when an HTTP/2 client is relayed
+    /// to an HTTP/1.1 upstream: one exchange at a time per connection, so several connections carry its streams.
+    case laneConnected(UpstreamLane)
+    case laneConnectFailed(UpstreamLane, error: String)
+    case laneBytes(UpstreamLane, [UInt8])
+    case laneEOF(UpstreamLane)
+    case laneClosed(UpstreamLane, error: String?)
+}
+
+/// Names one extra upstream connection of a session. Numbers are never reused within a session, so a late event
+/// of a closed lane cannot be taken for a new one's.
+public struct UpstreamLane: Hashable, Sendable, CustomStringConvertible {
+    public let number: Int
+    public init(_ number: Int) { self.number = number }
+    public var description: String { "lane \(number)" }
+}
+
+/// A connection of a session whose reading the session can pause.
+public enum ProxyPeer: Hashable, Sendable {
+    case client
+    case upstream
+    case lane(UpstreamLane)
 }
 
 /// What a session asks the event loop adapter to do, in order.
@@ -31,6 +53,15 @@ public enum ProxyCommand: Sendable, Equatable {
     /// Close after the queued bytes are written.
     case closeClient
     case closeUpstream
+    /// Open an extra upstream connection (see `ProxyEvent.laneConnected`).
+    case connectLane(UpstreamLane, address: String, port: Int)
+    case sendToLane(UpstreamLane, [UInt8])
+    case closeLane(UpstreamLane)
+    /// Stop or restart reading a connection: the other side's flow control (HTTP/2 windows), not a socket
+    /// buffer, is what is full, so only the session knows. Socket-level backpressure never resumes what the session
+    /// paused.
+    case pauseReading(ProxyPeer)
+    case resumeReading(ProxyPeer)
     /// Hand both connections to a raw byte relay (passthrough and non-TLS tunnels): the session is done.
     case startTunnel
     case log(ProxyLog)

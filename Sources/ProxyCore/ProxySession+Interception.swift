@@ -40,11 +40,19 @@ final class Interception {
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var raw = false
     var upstreamFinished = false
-    /// What the upstream chose by ALPN; the client is answered with the same (ALPN mirroring).
+    /// What the upstream chose by ALPN; the client is answered with the same when it offered it (ALPN mirroring).
     var upstreamALPN: String?
-
-    /// The client's ALPN offer, less what the proxy cannot relay, in the client's order.
-    var mirroredALPN: [String] { hello.alpnProtocols.filter { $0 == "h2" || $0 == "http/1.1" } }
+    /// The upstream refused the mirrored offer with no_application_protocol; the retry offers both protocols.
+    var widenedALPN = false
+    /// The upstream's TLS client context and SNI, kept for the extra connections of an HTTP/1.1 upstream pool.
+    var upstreamContext: TLSContext?
+    var upstreamSNI: String?
+    /// The client sent plaintext (a request) since its handshake.
+    var clientSpoke = false
+    /// What the upstream was last offered by ALPN.
+    var upstreamOffer: [String] = []
+    /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.
+    var lanes: [UpstreamLane: LaneTLS] = [:]
 
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
          decision: PolicyDecision) {
@@ -111,24 +119,28 @@ extension ProxySession {
     func interceptUpstreamConnected() {
         guard let i = interception else { return }
         trace(.tcpConnectionConnected(connectionID: id))
+        let offer = env.upstreamALPN.upstreamOffer(clientOffer: i.hello.alpnProtocols, widened: i.widenedALPN)
+        i.upstreamOffer = offer
         var configuration: TLSConfiguration
         switch i.attempt {
         case .iOSLike:
             guard let req = i.requirements else { return }
-            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: i.mirroredALPN)
+            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: offer)
         case .permissive:
             configuration = UpstreamTLS.permissiveProbeConfiguration()
-            configuration.alpnProtocols = i.mirroredALPN
+            configuration.alpnProtocols = offer
         }
         let key = TLSContextKey.upstream(
             minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
-            cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: i.mirroredALPN)
+            cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: offer)
         do {
             let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
             // iOS sends no SNI for IP literals.
             let sni = IPAddress(i.host) == nil ? i.host : nil
             let engine = try TLSEngine(context: context, serverName: sni)
             i.upstream = engine
+            i.upstreamContext = context
+            i.upstreamSNI = sni
             i.stage = .upstreamHandshake
             stepUpstreamHandshake(i)
         } catch {
@@ -164,6 +176,7 @@ extension ProxySession {
 
     func interceptUpstreamEOF() {
         guard let i = interception else { return }
+        if i.stage == .clientHandshake || i.stage == .relaying { noteUpstreamClosedBeforeRequest(i) }
         i.upstream?.feedEndOfInput()
         switch i.stage {
         case .upstreamHandshake:
@@ -189,6 +202,16 @@ extension ProxySession {
         }
     }
 
+    /// An upstream that closes right after the handshake, before any request, with no ALPN protocol chosen and no
+    /// h2 offered, is most likely an h2-only server (nghttpd closes clients that do not offer h2): say how to reach it.
+    private func noteUpstreamClosedBeforeRequest(_ i: Interception) {
+        guard !i.clientSpoke, !i.upstreamFinished, i.upstreamALPN == nil, !i.upstreamOffer.contains("h2") else { return }
+        notice("\(i.host):\(i.port): the upstream closed the connection right after the TLS handshake, before any "
+            + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
+            + "\(i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ","))). Run with "
+            + "--upstream-alpn ios so the proxy offers h2 and translates")
+    }
+
     private func upstreamGone(_ i: Interception) {
         guard !i.upstreamFinished, i.blockAnswer == nil else { return }
         i.upstreamFinished = true
@@ -198,8 +221,9 @@ extension ProxySession {
         }
         guard let relay else { return }
         apply(relay.upstreamEOF(), tls: true)
-        // The upstream TLS session is over; the client reconnects for its next request.
-        if relay.isIdle, !isDone { closeAll(tlsClose: true) }
+        // The upstream TLS session is over; the client reconnects for its next request. A pool of lanes only lost
+        // one of its connections and opens another when needed.
+        if relay.isIdle, !(relay is LaneRelay), !isDone { closeAll(tlsClose: true) }
     }
 
     // MARK: - Upstream handshake and verdict
@@ -223,6 +247,15 @@ extension ProxySession {
         commands.append(.closeUpstream)
         upstreamOpen = false
         i.upstream = nil
+        if case .peerAlert(.noApplicationProtocol) = error, !i.widenedALPN, env.upstreamALPN == .mirror {
+            // The origin speaks none of the client's protocols (an h2-only origin and an HTTP/1.1 client): offer
+            // both and translate, as the app, which always offers both, would have reached it.
+            i.widenedALPN = true
+            notice("\(i.host):\(i.port): the upstream refused the client's ALPN offer \(i.hello.alpnProtocols); "
+                + "retrying with h2 and http/1.1 (the proxy translates)")
+            connectInterceptionUpstream(i)
+            return
+        }
         if i.attempt == .iOSLike {
             // Learn what the server does support, so the verdict can explain the failure.
             i.iOSLikeFailure = error
@@ -375,8 +408,12 @@ extension ProxySession {
 
     private func startClientHandshake(_ i: Interception, leaf: LeafOptions) {
         do {
-            // ALPN mirroring: h2 for the client exactly when the upstream chose h2 (never while blocking).
-            let preference = i.upstreamALPN == "h2" && i.blockAnswer == nil ? ["h2", "http/1.1"] : ["http/1.1"]
+            // ALPN mirroring: the upstream's choice when the client offered it, else what the client can speak
+            // (the relay translates). Blocked connections have no upstream: HTTP/1.1 unless the client offered h2
+            // alone.
+            let preference = i.blockAnswer == nil
+                ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
+                : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
             let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
@@ -438,17 +475,23 @@ extension ProxySession {
             let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
                 self.decideIntercepted(head, i)
             }
-            if engine.negotiated?.alpn == "h2" {
-                do { relay = try H2Relay(now: now, decide: decide) } catch {
-                    notice("\(i.host): cannot start HTTP/2: \(error)")
-                    closeAll()
-                    return
+            let clientH2 = engine.negotiated?.alpn == "h2"
+            let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
+            do {
+                switch (clientH2, upstreamH2) {
+                case (true, true): relay = try H2Relay(now: now, decide: decide)
+                case (true, false): relay = try H2ToH1Relay(primaryConnected: i.upstream != nil, now: now, decide: decide)
+                case (false, true): relay = try H1ToH2Relay(now: now, decide: decide)
+                case (false, false):
+                    relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
                 }
-                // The HTTP/2 connection preface and SETTINGS of both sessions.
-                if let h2 = relay { apply(h2.upstreamBytes([]), tls: true) }
-            } else {
-                relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+            } catch {
+                notice("\(i.host): cannot start HTTP/2: \(error)")
+                closeAll()
+                return
             }
+            // HTTP/2 sessions start with their connection preface and SETTINGS.
+            if clientH2 || upstreamH2, let relay { apply(relay.upstreamBytes([]), tls: true) }
             readClient(i)
             // Bytes the upstream sent before the client was ready (rare for HTTP/1.1).
             if i.upstream != nil { readUpstream(i) }
@@ -498,7 +541,7 @@ extension ProxySession {
 
     /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
     /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
-    private func drain(_ engine: TLSEngine, feeding incoming: [UInt8] = []) -> (
+    func drain(_ engine: TLSEngine, feeding incoming: [UInt8] = []) -> (
         plaintext: [UInt8], ended: Bool, error: TLSError?
     ) {
         var plaintext: [UInt8] = []
@@ -543,6 +586,7 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
+            i.clientSpoke = true
             if i.raw { interceptSendUpstream(plaintext) } else if let relay { apply(relay.clientBytes(plaintext), tls: true) }
         }
         if closed, !isDone {

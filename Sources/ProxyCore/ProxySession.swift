@@ -77,6 +77,7 @@ public final class ProxySession {
         case .upstreamBytes(let bytes): upstreamBytes(bytes)
         case .upstreamEOF: upstreamEOF()
         case .upstreamClosed(let error): upstreamClosed(error)
+        case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         }
         let out = commands
         commands = []
@@ -405,6 +406,7 @@ public final class ProxySession {
             if tls { interceptSendClient(o.toClient) } else { commands.append(.sendToClient(o.toClient)) }
         }
         for exchange in o.exchanges { logExchange(exchange) }
+        applyLanes(o)
         if o.switchedToRaw, tls { interception?.raw = true }
         if o.switchedToRaw, !tls {
             commands.append(.startTunnel)
@@ -420,6 +422,7 @@ public final class ProxySession {
 
     /// Ends the session: close_notify to the client when intercepting, then both connections.
     func closeAll(tlsClose: Bool = false) {
+        closeAllLanes()
         if tlsClose, let client = interception?.client {
             client.close()
             let bytes = client.takeOutput()

@@ -46,6 +46,10 @@ final class ClientSide: ConnectionHandler {
     /// Distinguishes the current upstream from closed ones whose late events must be ignored.
     private var upstreamGeneration = 0
     private var tunnelled = false
+    /// Extra upstream connections of the session (an HTTP/1.1 pool behind an h2 client).
+    private var lanes: [UpstreamLane: Connection] = [:]
+    /// Connections whose reading the session paused (flow control), which socket backpressure must not resume.
+    private var sessionPaused: Set<ProxyPeer> = []
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -71,7 +75,13 @@ final class ClientSide: ConnectionHandler {
 
     func connection(_ connection: Connection, writabilityChanged writable: Bool) {
         // Backpressure: the client cannot take more, so stop reading what would be sent to it.
-        if writable { upstream?.resumeReading() } else { upstream?.pauseReading() }
+        if writable {
+            if !sessionPaused.contains(.upstream) { upstream?.resumeReading() }
+            for (lane, connection) in lanes where !sessionPaused.contains(.lane(lane)) { connection.resumeReading() }
+        } else {
+            upstream?.pauseReading()
+            for connection in lanes.values { connection.pauseReading() }
+        }
     }
 
     func connectionShutdownRequested(_ connection: Connection) {
@@ -83,6 +93,8 @@ final class ClientSide: ConnectionHandler {
         if !tunnelled { run(session.handle(.clientClosed(error: error?.description))) }
         upstream?.close()
         upstream = nil
+        for connection in lanes.values { connection.close() }
+        lanes = [:]
         client = nil
     }
 
@@ -105,7 +117,17 @@ final class ClientSide: ConnectionHandler {
 
     fileprivate func upstreamWritability(_ generation: Int, _ writable: Bool) {
         guard generation == upstreamGeneration else { return }
-        if writable { client?.resumeReading() } else { client?.pauseReading() }
+        upstreamSideWritability(writable)
+    }
+
+    /// An upstream (or lane) connection's write buffer filled or drained: stop or restart reading the client.
+    private func upstreamSideWritability(_ writable: Bool) {
+        if writable {
+            let allWritable = (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable)
+            if allWritable, !sessionPaused.contains(.client) { client?.resumeReading() }
+        } else {
+            client?.pauseReading()
+        }
     }
 
     fileprivate func upstreamClosed(_ generation: Int, connected: Bool, _ error: IOError?) {
@@ -129,6 +151,28 @@ final class ClientSide: ConnectionHandler {
             case .sendToUpstream(let bytes):
                 upstream?.write(bytes)
                 if let upstream, !upstream.isWritable { client?.pauseReading() }
+            case .connectLane(let lane, let address, let port):
+                connectLane(lane, address: address, port: port)
+            case .sendToLane(let lane, let bytes):
+                guard let connection = lanes[lane] else { break }
+                connection.write(bytes)
+                if !connection.isWritable { client?.pauseReading() }
+            case .closeLane(let lane):
+                // Detached first: the session is done with the lane and wants none of its late events.
+                if let connection = lanes.removeValue(forKey: lane) {
+                    (connection.handler as? LaneSide)?.detach()
+                    connection.close()
+                }
+            case .pauseReading(let peer):
+                sessionPaused.insert(peer)
+                connection(for: peer)?.pauseReading()
+            case .resumeReading(let peer):
+                sessionPaused.remove(peer)
+                let blocked = switch peer {
+                case .client: !((upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable))
+                case .upstream, .lane: !(client?.isWritable ?? true)
+                }
+                if !blocked { connection(for: peer)?.resumeReading() }
             case .connectUpstream(let address, let port):
                 connectUpstream(address: address, port: port)
             case .shutdownClientWrite:
@@ -152,6 +196,65 @@ final class ClientSide: ConnectionHandler {
         }
     }
 
+    private func connection(for peer: ProxyPeer) -> Connection? {
+        switch peer {
+        case .client: client
+        case .upstream: upstream
+        case .lane(let lane): lanes[lane]
+        }
+    }
+
+    // MARK: Lanes
+
+    fileprivate func laneOpened(_ lane: UpstreamLane) {
+        run(session.handle(.laneConnected(lane)))
+    }
+
+    fileprivate func laneReceived(_ lane: UpstreamLane, _ bytes: UnsafeRawBufferPointer) {
+        run(session.handle(.laneBytes(lane, Array(bytes))))
+    }
+
+    fileprivate func laneEOF(_ lane: UpstreamLane) {
+        run(session.handle(.laneEOF(lane)))
+    }
+
+    fileprivate func laneWritability(_ lane: UpstreamLane, _ writable: Bool) {
+        upstreamSideWritability(writable)
+    }
+
+    fileprivate func laneClosed(_ lane: UpstreamLane, connected: Bool, _ error: IOError?) {
+        lanes[lane] = nil
+        if connected {
+            run(session.handle(.laneClosed(lane, error: error?.description)))
+        } else {
+            run(session.handle(.laneConnectFailed(lane, error: error?.description ?? "connection closed")))
+        }
+    }
+
+    private func connectLane(_ lane: UpstreamLane, address: String, port: Int) {
+        let timeout = server.environment.timeouts.connect
+        loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
+            guard client != nil else { return }
+            switch result {
+            case .success(let addresses):
+                guard let target = Self.preferredAddress(addresses) else {
+                    run(session.handle(.laneConnectFailed(lane, error: "no address for \(address)")))
+                    return
+                }
+                let connection = loop.connect(to: target, timeout: timeout, handler: LaneSide(owner: self, lane: lane))
+                // A connect that failed at once has already reported it.
+                if !connection.isClosed { lanes[lane] = connection }
+            case .failure(let error):
+                run(session.handle(.laneConnectFailed(lane, error: error.description)))
+            }
+        }
+    }
+
+    /// IPv4 first: most origins answer there, and a failed IPv6 route would cost the connect timeout.
+    private static func preferredAddress(_ addresses: [SocketAddress]) -> SocketAddress? {
+        addresses.first(where: { if case .ipv4 = $0 { true } else { false } }) ?? addresses.first
+    }
+
     private func connectUpstream(address: String, port: Int) {
         upstreamGeneration += 1
         let generation = upstreamGeneration
@@ -161,9 +264,7 @@ final class ClientSide: ConnectionHandler {
             guard generation == upstreamGeneration, client != nil else { return }
             switch result {
             case .success(let addresses):
-                // IPv4 first: most origins answer there, and a failed IPv6 route would cost the connect timeout.
-                guard let target = addresses.first(where: { if case .ipv4 = $0 { true } else { false } }) ?? addresses.first
-                else {
+                guard let target = Self.preferredAddress(addresses) else {
                     run(session.handle(.upstreamConnectFailed(error: "no address for \(address)")))
                     return
                 }
@@ -209,5 +310,45 @@ final class UpstreamSide: ConnectionHandler {
 
     func connectionClosed(_ connection: Connection, error: IOError?) {
         owner?.upstreamClosed(generation, connected: opened, error)
+    }
+}
+
+/// An extra upstream connection's handler (a lane of the session's HTTP/1.1 pool).
+final class LaneSide: ConnectionHandler {
+    private weak var owner: ClientSide?
+    private let lane: UpstreamLane
+    private var opened = false
+
+    init(owner: ClientSide, lane: UpstreamLane) {
+        self.owner = owner
+        self.lane = lane
+    }
+
+    /// Stops reporting to the session (it closed the lane).
+    func detach() { owner = nil }
+
+    func connectionOpened(_ connection: Connection) {
+        opened = true
+        owner?.laneOpened(lane)
+    }
+
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+        owner?.laneReceived(lane, bytes)
+    }
+
+    func connectionReadEOF(_ connection: Connection) {
+        owner?.laneEOF(lane)
+    }
+
+    func connection(_ connection: Connection, writabilityChanged writable: Bool) {
+        owner?.laneWritability(lane, writable)
+    }
+
+    func connectionShutdownRequested(_ connection: Connection) {
+        // The client side decides when its session is done; the lanes close with it.
+    }
+
+    func connectionClosed(_ connection: Connection, error: IOError?) {
+        owner?.laneClosed(lane, connected: opened, error)
     }
 }

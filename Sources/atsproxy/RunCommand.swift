@@ -43,6 +43,11 @@ struct RunCommand: ParsableCommand {
     @Option(help: "How enforce blocks: tls (fail the client's handshake as the app's would) or http (502/403 answers).")
     var block: BlockStyleArgument = .tls
 
+    @Option(
+        name: .customLong("upstream-alpn"),
+        help: "What the upstream is offered by ALPN: mirror (what the client offered; an origin that refuses it is retried with h2 and http/1.1) or ios (h2 and http/1.1, as URLSession; HTTP/1.1 clients are translated).")
+    var upstreamALPN: UpstreamALPN = .mirror
+
     @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
     var trustCA: [String] = []
 
@@ -117,7 +122,7 @@ struct RunCommand: ParsableCommand {
             passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil)
+            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil, upstreamALPN: upstreamALPN)
         let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
         let group = try EventLoopGroup(configuration: .init(loopCount: threads))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
@@ -170,3 +175,5 @@ enum BlockStyleArgument: String, ExpressibleByArgument, CaseIterable {
     case tls, http
     var style: BlockStyle { BlockStyle(rawValue: rawValue) ?? .tls }
 }
+
+extension UpstreamALPN: ExpressibleByArgument {}

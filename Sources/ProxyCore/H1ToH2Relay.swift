@@ -1,0 +1,455 @@
+import HTTP1Core
+import HTTP2Core
+import ProxyTrace
+
+// Theory of operation:
+//
+// 1. Used when the client speaks HTTP/1.1 and the upstream chose h2 (an h2-only origin, or `--upstream-alpn ios`).
+//    The client side is an HTTP1Parser; the upstream side an H2Session in the client role.
+// 2. As in HTTP1Relay, one exchange is in flight at a time: pipelined requests wait in the parser. Each request
+//    becomes a new stream (H2HeaderTranslation: Host → :authority, connection-specific fields dropped).
+// 3. Response heads are translated back. HTTP/1 needs a framing HTTP/2 does not: a response without
+//    Content-Length is sent chunked to an HTTP/1.1 client, and close-delimited to an HTTP/1.0 one.
+// 4. Flow control: response DATA is credited back as soon as it is handed to the client connection, whose socket
+//    backpressure stops reading the upstream when the client is slow. Request bodies wait in the stream's outbound
+//    queue for the upstream's window; past `queueHighWater` the client connection stops being read.
+// 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection closes
+//    (HTTP/1 has no other way to say a body is incomplete). Upgrade requests cannot cross to HTTP/2 and get a 501.
+
+final class H1ToH2Relay: ExchangeRelay {
+    private var requests = HTTP1Parser(role: .requests)
+    private let upstream: H2Session
+    private let decide: (HTTPRequestHead) -> RequestDecision
+    private let now: () -> Double
+    private var out = RelayOutput()
+
+    private struct Exchange {
+        var method: String
+        var url: String
+        var outcome: ExchangeSummary.ATSOutcome
+        var codes: [String]
+        var annotation: [(String, String)]
+        var started: Double
+        var clientVersion: HTTPVersion
+        var requestKeepAlive: Bool
+        var streamID: Int32?
+        /// The request head went out without END_STREAM: DATA or trailers must end it.
+        var requestStreaming = false
+        var requestEnded = false
+        var requestBytes = 0
+        var responseBytes = 0
+        var status: Int?
+        var responseHeadSent = false
+        var responseWriter: HTTP1BodyWriter?
+        var responseTrailers: HTTPHeaders = []
+        var responseEnded = false
+        /// A local answer: the request body is read and dropped, then this goes out.
+        var localAnswer: [UInt8]?
+    }
+
+    private var exchange: Exchange?
+    private var finished = false
+    private var clientPaused = false
+    /// The upstream said GOAWAY or closed: the exchange in flight may finish, then the client must reconnect.
+    private var upstreamGone = false
+
+    /// Request-body bytes allowed to wait for the upstream's flow-control window before the client is paused.
+    static let queueHighWater = 1 << 20
+    static let queueLowWater = 256 << 10
+
+    init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+        upstream = try H2Session(role: .client)
+        self.now = now
+        self.decide = decide
+        pump()
+    }
+
+    var isIdle: Bool { exchange == nil }
+
+    // MARK: - Input
+
+    func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
+        requests.receive(bytes)
+        pumpRequests()
+        pump()
+        return take()
+    }
+
+    func clientEOF() -> RelayOutput {
+        requests.receiveEOF()
+        pumpRequests()
+        pump()
+        return take()
+    }
+
+    func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
+        guard !finished else { return take() }
+        do {
+            for event in try upstream.receive(bytes) { upstreamEvent(event) }
+        } catch {
+            upstreamGone = true
+            failExchange(reason: "the upstream's HTTP/2 connection failed: \(error)")
+            out.closeUpstream = true
+        }
+        pump()
+        return take()
+    }
+
+    func upstreamEOF() -> RelayOutput {
+        upstreamGone = true
+        if exchange?.localAnswer == nil, exchange?.responseEnded == false {
+            failExchange(reason: "the upstream closed the connection before the response ended")
+        } else if exchange == nil {
+            close()
+        }
+        out.closeUpstream = true
+        return take()
+    }
+
+    private func take() -> RelayOutput {
+        let o = out
+        out = RelayOutput()
+        return o
+    }
+
+    // MARK: - Requests (client → upstream)
+
+    private func pumpRequests() {
+        while !finished {
+            let event: HTTP1Event
+            do { event = try requests.nextEvent() } catch {
+                clientProtocolError(error)
+                return
+            }
+            switch event {
+            case .requestHead(let head):
+                begin(head)
+            case .body(let piece):
+                guard var ex = exchange else { return }
+                ex.requestBytes += piece.count
+                exchange = ex
+                if let id = ex.streamID {
+                    do { try upstream.sendData(streamID: id, piece, endStream: false) } catch {
+                        failExchange(reason: "the upstream refused the request body: \(error)")
+                        return
+                    }
+                    if !clientPaused, upstream.outboundQueuedBytes(streamID: id) > Self.queueHighWater {
+                        clientPaused = true
+                        out.pauseReading[.client] = true
+                    }
+                }
+            case .end(let trailers):
+                guard var ex = exchange else { return }
+                ex.requestEnded = true
+                exchange = ex
+                if let id = ex.streamID, ex.requestStreaming {
+                    do {
+                        if trailers.isEmpty {
+                            try upstream.sendData(streamID: id, [], endStream: true)
+                        } else {
+                            try upstream.submitTrailers(
+                                streamID: id,
+                                H2HeaderTranslation.h2Trailers(from: trailers.fields.map { H2Header($0.name, $0.value) }))
+                        }
+                    } catch {
+                        failExchange(reason: "the upstream refused the end of the request: \(error)")
+                        return
+                    }
+                }
+                if let answer = ex.localAnswer {
+                    out.toClient += answer
+                    complete()
+                } else if ex.responseEnded {
+                    complete()
+                }
+                return  // paused until the response ends
+            case .needMoreData, .paused:
+                return
+            case .connectionClosed:
+                if exchange == nil { close() }
+                return
+            case .switchedProtocols, .responseHead:
+                return
+            }
+        }
+    }
+
+    private func begin(_ head: HTTPRequestHead) {
+        switch decide(head) {
+        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
+            var ex = Exchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
+                started: now(), clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            if head.mayChangeProtocol {
+                exchange = ex
+                answerLocally(head, &ex, status: 501, reason: "Not Implemented",
+                    body: "ATSProxy: the upstream speaks HTTP/2, which cannot carry this \(head.method == "CONNECT" ? "CONNECT" : "Upgrade") request from an HTTP/1.1 client\n")
+                return
+            }
+            let framing: HTTP1BodyFraming
+            let fields: [H2Header]
+            do {
+                framing = try HTTP1Framing.forRequest(head)
+                fields = try H2HeaderTranslation.h2Request(
+                    from: H1RequestHead(method: forwarded.method, target: forwarded.target,
+                        headers: forwarded.headers.fields.map { H2Header($0.name, $0.value) }),
+                    scheme: "https")
+            } catch let error as HTTP1Error {
+                exchange = ex
+                clientProtocolError(error)
+                return
+            } catch {
+                exchange = ex
+                answerLocally(head, &ex, status: 400, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                return
+            }
+            guard !upstreamGone else {
+                exchange = ex
+                answerLocally(head, &ex, status: 502, reason: "Bad Gateway",
+                    body: "ATSProxy: the upstream's HTTP/2 connection is going away; retry on a new connection\n")
+                return
+            }
+            do {
+                ex.streamID = try upstream.submitRequest(fields, body: framing == .none ? .none : .streaming)
+                ex.requestStreaming = framing != .none
+            } catch {
+                exchange = ex
+                answerLocally(head, &ex, status: 502, reason: "Bad Gateway",
+                    body: "ATSProxy: the upstream refused a new stream (\(error))\n")
+                return
+            }
+            exchange = ex
+        case .answer(let response, let body, let url, let outcome, let codes):
+            var ex = Exchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            exchange = ex
+            answer(head, &ex, response: response, body: body)
+        }
+    }
+
+    private func answerLocally(_ head: HTTPRequestHead, _ ex: inout Exchange, status: Int, reason: String, body: String) {
+        let response = HTTPResponseHead(
+            status: status, reason: reason, headers: [("Content-Type", "text/plain; charset=utf-8")])
+        answer(head, &ex, response: response, body: Array(body.utf8))
+    }
+
+    private func answer(_ head: HTTPRequestHead, _ ex: inout Exchange, response: HTTPResponseHead, body: [UInt8]) {
+        let local: HTTP1LocalAnswer
+        do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
+            clientProtocolError(error)
+            return
+        }
+        ex.localAnswer = local.bytes
+        ex.status = local.status
+        ex.responseBytes = local.bodyCount
+        ex.responseHeadSent = true
+        ex.requestKeepAlive = local.keepAlive
+        exchange = ex
+        if local.answerNow {
+            out.toClient += local.bytes
+            complete(keepParsing: false)
+            close()
+        }
+    }
+
+    // MARK: - Responses (upstream → client)
+
+    private func upstreamEvent(_ event: H2Event) {
+        switch event {
+        case .headers(let id, let fields, .response, let endStream):
+            guard var ex = exchange, ex.streamID == id else { return }
+            let translated: H1ResponseHead
+            do { translated = try H2HeaderTranslation.h1Response(from: fields) } catch {
+                resetAndFail(id, reason: "the upstream sent an invalid response head: \(error)")
+                return
+            }
+            if translated.status < 200 {
+                // 100 Continue and other interim answers; an HTTP/1.0 client does not know them.
+                guard ex.clientVersion.minor >= 1, translated.status != 101 else { return }
+                writeHead(HTTPResponseHead(status: translated.status, reason: translated.reason,
+                    headers: HTTPHeaders(translated.headers.map { ($0.name, $0.value) })))
+                return
+            }
+            var head = HTTPResponseHead(
+                status: translated.status, reason: translated.reason,
+                headers: HTTPHeaders(translated.headers.map { ($0.name, $0.value) }))
+            let bodyless = ex.method == "HEAD" || head.status == 204 || head.status == 304
+            if !bodyless, !head.headers.contains(name: "Content-Length") {
+                if endStream {
+                    head.headers.add(name: "Content-Length", value: "0")
+                } else if ex.clientVersion.minor >= 1 {
+                    head.headers.add(name: "Transfer-Encoding", value: "chunked")
+                } else {
+                    ex.requestKeepAlive = false
+                }
+            }
+            if !ex.requestKeepAlive || upstreamGone { head.headers.replaceOrAdd(name: "Connection", value: "close") }
+            for (name, value) in ex.annotation { head.headers.add(name: name, value: value) }
+            do {
+                ex.responseWriter = HTTP1BodyWriter(framing: try HTTP1Framing.forResponse(head, requestMethod: ex.method))
+            } catch {
+                exchange = ex
+                resetAndFail(id, reason: "the upstream's response cannot be framed for HTTP/1.1: \(error)")
+                return
+            }
+            ex.status = head.status
+            ex.responseHeadSent = true
+            exchange = ex
+            writeHead(head)
+            if endStream { endResponse() }
+        case .headers(let id, let fields, .trailers, _):
+            guard exchange?.streamID == id else { return }
+            exchange?.responseTrailers = HTTPHeaders(
+                H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            endResponse()
+        case .data(let id, let bytes, let endStream):
+            upstream.consume(streamID: id, count: bytes.count)
+            guard var ex = exchange, ex.streamID == id, ex.responseWriter != nil else { return }
+            ex.responseBytes += bytes.count
+            do { try ex.responseWriter!.write(bytes, into: &out.toClient) } catch {
+                exchange = ex
+                resetAndFail(id, reason: "the upstream's body does not match its Content-Length: \(error)")
+                return
+            }
+            exchange = ex
+            if endStream { endResponse() }
+        case .rstStream(let id, let code):
+            guard exchange?.streamID == id else { return }
+            failExchange(reason: "the upstream reset the stream (\(code))")
+        case .streamClosed(let id, let code):
+            guard exchange?.streamID == id, code != .noError, exchange?.responseEnded == false else { return }
+            failExchange(reason: "the upstream closed the stream (\(code))")
+        case .goAway(let last, _, _):
+            upstreamGone = true
+            if let id = exchange?.streamID, id > last {
+                failExchange(reason: "the upstream went away (GOAWAY) before processing the request; retry it")
+            }
+        case .headers, .settings, .windowUpdate, .ping:
+            break
+        }
+    }
+
+    private func writeHead(_ head: HTTPResponseHead) {
+        do { try HTTP1Serializer.write(head, into: &out.toClient) } catch {
+            failExchange(reason: "the upstream's response head cannot be written as HTTP/1.1: \(error)")
+        }
+    }
+
+    private func endResponse() {
+        guard var ex = exchange, !ex.responseEnded else { return }
+        ex.responseEnded = true
+        do { try ex.responseWriter?.finish(trailers: ex.responseTrailers, into: &out.toClient) } catch {
+            exchange = ex
+            failExchange(reason: "the upstream's body ended early: \(error)")
+            return
+        }
+        exchange = ex
+        if ex.responseWriter?.framing == .untilClose {
+            complete(keepParsing: false)
+            close()
+        } else if ex.requestEnded {
+            complete()
+        }
+    }
+
+    // MARK: - Bookkeeping
+
+    /// The exchange is over: log it and go on with the next request if both sides allow it.
+    private func complete(keepParsing: Bool = true) {
+        guard let ex = exchange else { return }
+        exchange = nil
+        out.exchanges.append(ExchangeSummary(
+            method: ex.method, url: ex.url, status: ex.status, httpVersion: "HTTP/2.0", outcome: ex.outcome,
+            errorCodes: ex.codes, requestBytes: ex.requestBytes, responseBytes: ex.responseBytes,
+            durationMilliseconds: max(0, (now() - ex.started) * 1000)))
+        if clientPaused {
+            clientPaused = false
+            out.pauseReading[.client] = false
+        }
+        guard keepParsing else { return }
+        guard ex.requestKeepAlive, !upstreamGone else {
+            close()
+            return
+        }
+        do { try requests.startNextMessage() } catch {
+            close()
+            return
+        }
+        pumpRequests()
+    }
+
+    private func resetAndFail(_ id: Int32, reason: String) {
+        do { try upstream.submitRSTStream(streamID: id, errorCode: .protocolError) } catch {
+            upstreamGone = true
+        }
+        failExchange(reason: reason)
+    }
+
+    /// Ends the exchange in flight with a 502 if its response has not started, or by closing the client (the only
+    /// way HTTP/1 has to say that a response is incomplete).
+    private func failExchange(reason: String) {
+        guard var ex = exchange else {
+            close()
+            return
+        }
+        if let id = ex.streamID, upstream.streamState(id) != nil, !upstreamGone {
+            do { try upstream.submitRSTStream(streamID: id, errorCode: .cancel) } catch { upstreamGone = true }
+        }
+        if !ex.responseHeadSent {
+            let body = Array("ATSProxy: \(reason)\n".utf8)
+            let head = HTTPResponseHead(
+                status: 502, reason: "Bad Gateway",
+                headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+                          ("Connection", "close")])
+            writeHead(head)
+            out.toClient += body
+            ex.status = 502
+            ex.responseBytes = body.count
+            exchange = ex
+        }
+        complete(keepParsing: false)
+        close()
+    }
+
+    private func clientProtocolError(_ error: HTTP1Error) {
+        if exchange == nil {
+            exchange = Exchange(
+                method: "-", url: "-", outcome: .notEvaluated, codes: [], annotation: [], started: now(),
+                clientVersion: .http1_1, requestKeepAlive: false)
+        }
+        guard var ex = exchange, !ex.responseHeadSent else {
+            complete(keepParsing: false)
+            close()
+            return
+        }
+        let body = Array("ATSProxy: \(error)\n".utf8)
+        let head = HTTPResponseHead(
+            status: error.suggestedStatus, reason: "Bad Request",
+            headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+                      ("Connection", "close")])
+        writeHead(head)
+        out.toClient += body
+        ex.status = error.suggestedStatus
+        ex.responseHeadSent = true
+        exchange = ex
+        complete(keepParsing: false)
+        close()
+    }
+
+    private func close() {
+        finished = true
+        out.closeClient = true
+    }
+
+    /// Writes what the upstream session queued and resumes the client once queued request bodies drained.
+    private func pump() {
+        out.toUpstream += upstream.pendingOutput()
+        for event in upstream.takeEvents() { upstreamEvent(event) }
+        if clientPaused, let id = exchange?.streamID, upstream.outboundQueuedBytes(streamID: id) < Self.queueLowWater {
+            clientPaused = false
+            out.pauseReading[.client] = false
+        }
+        out.toUpstream += upstream.pendingOutput()
+    }
+}

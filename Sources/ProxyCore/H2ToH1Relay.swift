@@ -1,0 +1,515 @@
+import HTTP1Core
+import HTTP2Core
+import ProxyTrace
+
+// Theory of operation:
+//
+// 1. Used when the client speaks h2 and the upstream HTTP/1.1 (an origin without HTTP/2, reached by a client that
+//    offered h2 alone), and for `--block http` answers to such a client. The client side is an H2Session in the
+//    server role; the upstream side is a bounded pool of HTTP/1.1 connections ("lanes"), since HTTP/1.1 carries one
+//    exchange at a time. Lane `.primary` is the session's own upstream (the connection whose handshake was
+//    judged); the session opens the others on request (`RelayOutput.openLanes`) with the same TLS settings.
+// 2. Each request stream waits in a FIFO for an idle lane; a new lane is opened while the pool is below `maxLanes`
+//    and more streams wait than lanes are connecting. A lane is reused when both sides allow keep-alive.
+// 3. Heads are translated (H2HeaderTranslation: :authority → Host, cookie crumbs joined). A request body without
+//    Content-Length is sent chunked. Trailers cross both ways.
+// 4. Flow control: request DATA is credited back once written to its lane (the lane's socket backpressure pauses
+//    the client when the upstream reads slowly); DATA of a stream still waiting for a lane stays uncredited, so its
+//    window bounds it. Response bodies wait in the client stream's outbound queue; past `queueHighWater` the lane
+//    stops being read until the client's window lets them out.
+// 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
+//    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM.
+
+final class H2ToH1Relay: LaneRelay {
+    private let client: H2Session
+    private let decide: (HTTPRequestHead) -> RequestDecision
+    private let now: () -> Double
+    private let maxLanes: Int
+    private var out = RelayOutput()
+
+    /// The pool of upstream HTTP/1.1 connections a browser would open per host (Chrome and Safari use 6).
+    static let defaultMaxLanes = 6
+    /// Response bytes allowed to wait for the client's window before the lane stops being read.
+    static let queueHighWater = 256 << 10
+    static let queueLowWater = 64 << 10
+
+    private struct Lane {
+        var connected: Bool
+        var responses = HTTP1Parser(role: .responses)
+        var streamID: Int32?
+        var requestWriter: HTTP1BodyWriter?
+        var paused = false
+    }
+
+    private struct Stream {
+        var method: String
+        var url: String
+        var outcome: ExchangeSummary.ATSOutcome
+        var codes: [String]
+        var annotation: [H2Header]
+        var started: Double
+        var status: Int?
+        var requestBytes = 0
+        var responseBytes = 0
+        var local = false
+        /// The serialised HTTP/1.1 head and its body framing, sent when a lane is free.
+        var head: [UInt8] = []
+        var framing: HTTP1BodyFraming = .none
+        var keepAlive = true
+        /// Body received before a lane was assigned (not yet credited to the client).
+        var pendingBody: [UInt8] = []
+        var requestEnded = false
+        var trailers: HTTPHeaders = []
+        var lane: UpstreamLane?
+        var responseHeadSent = false
+        var responseEnded = false
+        /// The response head went out without END_STREAM: DATA or trailers must end it.
+        var responseStreaming = false
+    }
+
+    private var lanes: [UpstreamLane: Lane] = [:]
+    private var nextLane = 1
+    private var streams: [Int32: Stream] = [:]
+    private var waiting: [Int32] = []
+    private var failed = false
+
+    /// - Parameter primaryConnected: the session's upstream is connected and serves as the first lane (false when
+    ///   every request is answered locally, as with `--block http`).
+    init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
+         decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+        // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
+        // (its DATA uncredited) never stalls the others.
+        let defaults = H2Settings()
+        client = try H2Session(
+            role: .server, settings: H2Settings(connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize))
+        self.maxLanes = max(1, maxLanes)
+        self.now = now
+        self.decide = decide
+        if primaryConnected { lanes[.primary] = Lane(connected: true) }
+        pump()
+    }
+
+    var isIdle: Bool { streams.isEmpty }
+
+    // MARK: - Input
+
+    func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
+        guard !failed else { return take() }
+        do {
+            for event in try client.receive(bytes) { clientEvent(event) }
+        } catch {
+            // The session queued its GOAWAY; the lanes have nothing left to do.
+            abandon()
+        }
+        pump()
+        return take()
+    }
+
+    func clientEOF() -> RelayOutput {
+        abandon()
+        return take()
+    }
+
+    func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput { laneBytes(.primary, bytes) }
+    func upstreamEOF() -> RelayOutput { laneEOF(.primary) }
+
+    func laneConnected(_ lane: UpstreamLane) -> RelayOutput {
+        lanes[lane]?.connected = true
+        assignLanes()
+        pump()
+        return take()
+    }
+
+    func laneFailed(_ lane: UpstreamLane, error: String) -> RelayOutput {
+        lanes[lane] = nil
+        if lanes.isEmpty {
+            // Nothing left that could serve the waiting streams.
+            for id in waiting { answer(id, status: 502, body: "ATSProxy: cannot connect to the upstream: \(error)\n") }
+            waiting = []
+        } else {
+            assignLanes()
+        }
+        pump()
+        return take()
+    }
+
+    func laneBytes(_ lane: UpstreamLane, _ bytes: [UInt8]) -> RelayOutput {
+        guard !failed, lanes[lane] != nil else { return take() }
+        lanes[lane]?.responses.receive(bytes)
+        pumpLane(lane)
+        pump()
+        return take()
+    }
+
+    func laneEOF(_ lane: UpstreamLane) -> RelayOutput {
+        guard lanes[lane] != nil else { return take() }
+        lanes[lane]?.responses.receiveEOF()
+        pumpLane(lane)
+        if let id = lanes[lane]?.streamID {
+            failStream(id, reason: "the upstream closed the connection before the response ended")
+        }
+        dropLane(lane, close: true)
+        assignLanes()
+        pump()
+        return take()
+    }
+
+    private func take() -> RelayOutput {
+        let o = out
+        out = RelayOutput()
+        return o
+    }
+
+    // MARK: - Client → lanes
+
+    private func clientEvent(_ event: H2Event) {
+        switch event {
+        case .headers(let id, let fields, .request, let endStream):
+            openStream(id, fields: fields, endStream: endStream)
+        case .headers(let id, let fields, .trailers, _):
+            guard streams[id] != nil else { return }
+            streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            endRequest(id)
+        case .data(let id, let bytes, let endStream):
+            guard var s = streams[id], !s.local else {
+                client.consume(streamID: id, count: bytes.count)
+                return
+            }
+            s.requestBytes += bytes.count
+            if let lane = s.lane {
+                streams[id] = s
+                writeBody(bytes, stream: id, lane: lane)
+            } else {
+                s.pendingBody += bytes
+                streams[id] = s
+            }
+            if endStream { endRequest(id) }
+        case .rstStream(let id, _), .streamClosed(let id, _):
+            finish(id)
+        case .goAway, .headers, .settings, .windowUpdate, .ping:
+            break
+        }
+    }
+
+    private func openStream(_ id: Int32, fields: [H2Header], endStream: Bool) {
+        let head: HTTPRequestHead
+        do { head = try HTTPRequestHead(h2Request: fields) } catch {
+            reset(id, .protocolError)
+            return
+        }
+        switch decide(head) {
+        case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
+            var s = Stream(
+                method: head.method, url: url, outcome: outcome, codes: codes,
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+            streams[id] = s
+            guard head.method != "CONNECT" else {
+                answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
+                return
+            }
+            // HTTP/1.1 needs the body's framing that HTTP/2 leaves to its frames.
+            if !forwarded.headers.contains(name: "Content-Length") {
+                if !endStream {
+                    forwarded.headers.add(name: "Transfer-Encoding", value: "chunked")
+                } else if ["POST", "PUT", "PATCH"].contains(head.method) {
+                    forwarded.headers.add(name: "Content-Length", value: "0")
+                }
+            }
+            do {
+                s.framing = try HTTP1Framing.forRequest(forwarded)
+                try HTTP1Serializer.write(forwarded, into: &s.head)
+            } catch {
+                answer(id, status: 400, body: "ATSProxy: the request cannot be sent as HTTP/1.1: \(error)\n")
+                return
+            }
+            s.keepAlive = forwarded.keepAlive
+            s.requestEnded = endStream
+            streams[id] = s
+            waiting.append(id)
+            assignLanes()
+        case .answer(let response, let body, let url, let outcome, let codes):
+            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            s.local = true
+            s.status = response.status
+            s.responseBytes = body.count
+            s.responseHeadSent = true
+            streams[id] = s
+            do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
+                reset(id, .internalError)
+            }
+        }
+    }
+
+    private func endRequest(_ id: Int32) {
+        guard var s = streams[id], !s.local else { return }
+        s.requestEnded = true
+        streams[id] = s
+        guard let lane = s.lane, var l = lanes[lane], l.streamID == id else { return }
+        var bytes: [UInt8] = []
+        do { try l.requestWriter?.finish(trailers: s.trailers, into: &bytes) } catch {
+            failStream(id, reason: "the request body does not match its Content-Length: \(error)")
+            return
+        }
+        l.requestWriter = nil
+        lanes[lane] = l
+        send(bytes, to: lane)
+        releaseIfDone(lane)
+    }
+
+    private func writeBody(_ bytes: [UInt8], stream id: Int32, lane: UpstreamLane) {
+        guard var l = lanes[lane], l.streamID == id, l.requestWriter != nil else {
+            client.consume(streamID: id, count: bytes.count)
+            return
+        }
+        var framed: [UInt8] = []
+        do { try l.requestWriter!.write(bytes, into: &framed) } catch {
+            lanes[lane] = l
+            failStream(id, reason: "the request body does not match its Content-Length: \(error)")
+            return
+        }
+        lanes[lane] = l
+        send(framed, to: lane)
+        client.consume(streamID: id, count: bytes.count)
+    }
+
+    // MARK: - Lanes
+
+    private func assignLanes() {
+        while let id = waiting.first {
+            guard streams[id] != nil else {
+                waiting.removeFirst()
+                continue
+            }
+            guard let lane = lanes.first(where: { $0.value.connected && $0.value.streamID == nil })?.key else {
+                let connecting = lanes.values.filter { !$0.connected }.count
+                if lanes.count < maxLanes, connecting < waiting.count {
+                    let lane = UpstreamLane(nextLane)
+                    nextLane += 1
+                    lanes[lane] = Lane(connected: false)
+                    out.openLanes.append(lane)
+                }
+                return
+            }
+            waiting.removeFirst()
+            assign(id, to: lane)
+        }
+    }
+
+    private func assign(_ id: Int32, to lane: UpstreamLane) {
+        guard var s = streams[id], var l = lanes[lane] else { return }
+        l.streamID = id
+        l.requestWriter = HTTP1BodyWriter(framing: s.framing)
+        l.responses.expectResponse(toRequestMethod: s.method)
+        lanes[lane] = l
+        s.lane = lane
+        let pending = s.pendingBody
+        s.pendingBody = []
+        let ended = s.requestEnded
+        s.requestEnded = false
+        streams[id] = s
+        send(s.head, to: lane)
+        if !pending.isEmpty { writeBody(pending, stream: id, lane: lane) }
+        if ended || s.framing == .none { endRequest(id) }
+    }
+
+    private func pumpLane(_ lane: UpstreamLane) {
+        while !failed, var l = lanes[lane] {
+            let event: HTTP1Event
+            do { event = try l.responses.nextEvent() } catch {
+                lanes[lane] = l
+                if let id = l.streamID { failStream(id, reason: "the upstream sent an invalid response: \(error)") }
+                dropLane(lane, close: true)
+                return
+            }
+            lanes[lane] = l
+            guard let id = l.streamID, var s = streams[id] else {
+                switch event {
+                case .connectionClosed, .responseHead, .body, .end, .switchedProtocols:
+                    // A response nobody asked for, or the end of an idle connection: the lane is done.
+                    dropLane(lane, close: true)
+                case .needMoreData, .paused, .requestHead:
+                    break
+                }
+                return
+            }
+            switch event {
+            case .responseHead(let head):
+                if head.isInterim {
+                    // 100 Continue and friends become an informational HEADERS frame.
+                    let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers)
+                    do { try client.submitInformational(streamID: id, headers: fields) } catch { failStream(id, reason: "\(error)") }
+                    continue
+                }
+                let bodyless: Bool
+                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.method) == .none } catch {
+                    failStream(id, reason: "the upstream's response cannot be framed: \(error)")
+                    dropLane(lane, close: true)
+                    return
+                }
+                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.annotation
+                do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
+                    failStream(id, reason: "\(error)")
+                    continue
+                }
+                s.status = head.status
+                s.responseHeadSent = true
+                s.responseStreaming = !bodyless
+                streams[id] = s
+            case .body(let piece):
+                s.responseBytes += piece.count
+                streams[id] = s
+                do { try client.sendData(streamID: id, piece, endStream: false) } catch {
+                    failStream(id, reason: "\(error)")
+                    continue
+                }
+                if !l.paused, client.outboundQueuedBytes(streamID: id) > Self.queueHighWater {
+                    lanes[lane]?.paused = true
+                    out.pauseReading[peer(lane)] = true
+                }
+            case .end(let trailers):
+                if s.responseStreaming {
+                    do {
+                        if trailers.isEmpty {
+                            try client.sendData(streamID: id, [], endStream: true)
+                        } else {
+                            try client.submitTrailers(streamID: id, h2Fields(trailers))
+                        }
+                    } catch {
+                        // The client reset the stream meanwhile: there is nothing left to end.
+                    }
+                }
+                s.responseEnded = true
+                streams[id] = s
+                releaseIfDone(lane)
+                return
+            case .switchedProtocols:
+                failStream(id, reason: "the upstream switched protocols, which HTTP/2 cannot carry")
+                dropLane(lane, close: true)
+                return
+            case .connectionClosed:
+                return
+            case .needMoreData, .paused, .requestHead:
+                return
+            }
+        }
+    }
+
+    /// Frees a lane whose exchange is over in both directions, for the next waiting stream, or closes it when
+    /// either side did not allow keep-alive or the request is unfinished.
+    private func releaseIfDone(_ lane: UpstreamLane) {
+        guard var l = lanes[lane], let id = l.streamID, let s = streams[id], s.responseEnded else { return }
+        guard s.requestEnded || l.requestWriter == nil else {
+            // The upstream answered before the request body ended: that body would be read as the next request.
+            dropLane(lane, close: true)
+            assignLanes()
+            return
+        }
+        l.streamID = nil
+        l.requestWriter = nil
+        let reusable = s.keepAlive && l.responses.lastMessageKeepAlive
+        lanes[lane] = l
+        if reusable {
+            do { try lanes[lane]?.responses.startNextMessage() } catch {
+                dropLane(lane, close: true)
+                assignLanes()
+                return
+            }
+            if l.paused {
+                lanes[lane]?.paused = false
+                out.pauseReading[peer(lane)] = false
+            }
+        } else {
+            dropLane(lane, close: true)
+        }
+        assignLanes()
+    }
+
+    private func dropLane(_ lane: UpstreamLane, close: Bool) {
+        guard lanes.removeValue(forKey: lane) != nil else { return }
+        guard close else { return }
+        if lane == .primary { out.closeUpstream = true } else { out.closeLanes.append(lane) }
+    }
+
+    private func send(_ bytes: [UInt8], to lane: UpstreamLane) {
+        guard !bytes.isEmpty else { return }
+        if lane == .primary { out.toUpstream += bytes } else { out.toLanes.append((lane, bytes)) }
+    }
+
+    private func peer(_ lane: UpstreamLane) -> ProxyPeer { lane == .primary ? .upstream : .lane(lane) }
+
+    private func h2Fields(_ headers: HTTPHeaders) -> [H2Header] {
+        H2HeaderTranslation.h2Trailers(from: headers.fields.map { H2Header($0.name, $0.value) })
+    }
+
+    // MARK: - Bookkeeping
+
+    private func answer(_ id: Int32, status: Int, body: String) {
+        guard var s = streams[id] else { return }
+        s.local = true
+        s.status = status
+        s.responseBytes = body.utf8.count
+        s.responseHeadSent = true
+        streams[id] = s
+        do {
+            try client.answerLocally(
+                streamID: id, status: status, headers: [H2Header("content-type", "text/plain; charset=utf-8")],
+                body: s.method == "HEAD" ? [] : Array(body.utf8))
+        } catch {
+            reset(id, .internalError)
+        }
+    }
+
+    /// Ends a stream whose lane failed: a 502 if no response head went out, else a reset.
+    private func failStream(_ id: Int32, reason: String) {
+        guard let s = streams[id] else { return }
+        if let lane = s.lane, lanes[lane]?.streamID == id {
+            lanes[lane]?.streamID = nil
+            dropLane(lane, close: true)
+        }
+        streams[id]?.lane = nil
+        if s.responseHeadSent { reset(id, .internalError) } else { answer(id, status: 502, body: "ATSProxy: \(reason)\n") }
+    }
+
+    private func reset(_ id: Int32, _ code: H2ErrorCode) {
+        do { try client.submitRSTStream(streamID: id, errorCode: code) } catch { abandon() }
+    }
+
+    /// The client's stream is closed (normally or reset): log it, and free or close its lane.
+    private func finish(_ id: Int32) {
+        guard let s = streams.removeValue(forKey: id) else { return }
+        if let lane = s.lane, lanes[lane]?.streamID == id {
+            // Its exchange is still in flight on HTTP/1.1, which cannot cancel one: the lane goes.
+            dropLane(lane, close: true)
+        }
+        let unsent = s.pendingBody.count
+        if unsent > 0 { client.consume(streamID: id, count: unsent) }
+        out.exchanges.append(ExchangeSummary(
+            method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/1.1", outcome: s.outcome,
+            errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
+            durationMilliseconds: max(0, (now() - s.started) * 1000)))
+        assignLanes()
+    }
+
+    private func abandon() {
+        failed = true
+        out.closeClient = true
+        for lane in Array(lanes.keys) { dropLane(lane, close: true) }
+    }
+
+    /// Writes what the client session queued, and resumes lanes whose response bodies drained.
+    private func pump() {
+        out.toClient += client.pendingOutput()
+        for event in client.takeEvents() { clientEvent(event) }
+        for (lane, l) in lanes where l.paused {
+            guard let id = l.streamID, client.outboundQueuedBytes(streamID: id) < Self.queueLowWater else { continue }
+            lanes[lane]?.paused = false
+            out.pauseReading[peer(lane)] = false
+        }
+        out.toClient += client.pendingOutput()
+        if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty {
+            failed = true
+            out.closeClient = true
+            for lane in Array(lanes.keys) { dropLane(lane, close: true) }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import HTTP1Core
+
+/// A response the proxy gives itself to an HTTP/1 client's request (a block, an error), framed for that client.
+struct HTTP1LocalAnswer {
+    /// Head and body, ready to send.
+    let bytes: [UInt8]
+    let status: Int
+    let bodyCount: Int
+    /// The client holds its body back for `Expect: 100-continue`: the answer goes out at once and the connection
+    /// closes, since the body may or may not follow (RFC 9110 §10.1.1), instead of making the client wait for its
+    /// timeout.
+    let answerNow: Bool
+    /// The connection can go on after the request body is read and dropped: the client allows it and the body's
+    /// framing is known.
+    let keepAlive: Bool
+
+    init(response: HTTPResponseHead, body: [UInt8], request: HTTPRequestHead) throws(HTTP1Error) {
+        var head = response
+        head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+        let hasBody = request.headers.contains(name: "Content-Length") || request.headers.contains(name: "Transfer-Encoding")
+        answerNow = request.expectsContinue && hasBody
+        var framable = true
+        do { _ = try HTTP1Framing.forRequest(request) } catch { framable = false }
+        keepAlive = request.keepAlive && framable && !answerNow
+        if !request.keepAlive || answerNow { head.headers.replaceOrAdd(name: "Connection", value: "close") }
+        var out: [UInt8] = []
+        try HTTP1Serializer.write(head, into: &out)
+        if request.method != "HEAD" { out += body }
+        bytes = out
+        status = head.status
+        bodyCount = body.count
+    }
+}
