@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"], swiftSettings: strict),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
         .testTarget(name: "ProxyEndToEndTests", dependencies: ["atsproxy", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),

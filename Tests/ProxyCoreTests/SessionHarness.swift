@@ -8,7 +8,8 @@ import TLSCore
 enum SessionHarness {
     static func environment(
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
-        credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = []
+        credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
+        upstreamALPN: UpstreamALPN = .mirror
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -20,7 +21,7 @@ enum SessionHarness {
             passthrough: passthrough, credentials: credentials,
             minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
-            diagnosticsLevel: 0, jsonEvents: false)
+            diagnosticsLevel: 0, jsonEvents: false, upstreamALPN: upstreamALPN)
     }
 
     static func session(_ env: ProxyEnvironment) -> ProxySession {

@@ -1,0 +1,111 @@
+import HTTP1Core
+import HTTP2Core
+import Testing
+
+@testable import ProxyCore
+
+/// An h2 client session (nghttp2) paired with an H2ToH1Relay, with the upstream lanes played by the test.
+private final class PoolScene {
+    let client: H2Session
+    let relay: H2ToH1Relay
+    var toLanes: [UpstreamLane: String] = [:]
+    var opened: [UpstreamLane] = []
+    var closed: [UpstreamLane] = []
+    var responses: [Int32: (status: String?, body: [UInt8], ended: Bool)] = [:]
+
+    init(maxLanes: Int) throws {
+        client = try H2Session(role: .client)
+        relay = try H2ToH1Relay(primaryConnected: true, maxLanes: maxLanes, now: { 0 }) { head in
+            .forward(head: head, url: "https://good.test" + head.target, upstream: nil, annotation: [], outcome: .allowed, codes: [])
+        }
+        take(relay.upstreamBytes([]))
+    }
+
+    /// Carries the client's pending frames to the relay and the relay's answer back, until both are quiet (bounded).
+    func exchange() throws {
+        for _ in 0..<20 {
+            let bytes = client.pendingOutput()
+            guard !bytes.isEmpty else { return }
+            take(relay.clientBytes(bytes))
+        }
+    }
+
+    func take(_ o: RelayOutput) {
+        opened += o.openLanes
+        closed += o.closeLanes
+        if o.closeUpstream { closed.append(.primary) }
+        toLanes[.primary, default: ""] += String(decoding: o.toUpstream, as: UTF8.self)
+        for (lane, bytes) in o.toLanes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
+        guard !o.toClient.isEmpty else { return }
+        let events = (try? client.receive(o.toClient)) ?? []
+        for event in events {
+            switch event {
+            case .headers(let id, let fields, .response, let end):
+                responses[id] = (fields.first(named: ":status"), [], end)
+            case .data(let id, let bytes, let end):
+                responses[id]?.body += bytes
+                if end { responses[id]?.ended = true }
+                client.consume(streamID: id, count: bytes.count)
+            default: break
+            }
+        }
+    }
+
+    func get(_ path: String) throws -> Int32 {
+        try client.submitRequest(
+            [H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+             H2Header(":path", path), H2Header("cookie", "a=1"), H2Header("cookie", "b=2")],
+            body: .none)
+    }
+}
+
+@Suite("H2ToH1Relay: an h2 client over a bounded pool of HTTP/1.1 connections")
+struct H2ToH1RelayTests {
+    @Test("Five concurrent streams use at most three lanes; each lane carries one translated exchange at a time")
+    func boundedPool() throws {
+        let scene = try PoolScene(maxLanes: 3)
+        let ids = try (1...5).map { try scene.get("/r\($0)") }
+        try scene.exchange()
+        // The first connection serves stream 1; two more are asked for, no more than the pool allows.
+        #expect(scene.opened == [UpstreamLane(1), UpstreamLane(2)])
+        let primary = scene.toLanes[.primary] ?? ""
+        #expect(primary.hasPrefix("GET /r1 HTTP/1.1\r\nhost: good.test\r\n"), "\(primary)")
+        #expect(primary.contains("cookie: a=1; b=2\r\n"), "cookie crumbs joined: \(primary)")
+        scene.take(scene.relay.laneConnected(UpstreamLane(1)))
+        #expect(scene.toLanes[UpstreamLane(1)]?.hasPrefix("GET /r2 HTTP/1.1\r\n") == true)
+
+        // The first response ends: the connection is reused for the next waiting stream.
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")))
+        #expect(scene.responses[ids[0]]?.status == "200")
+        #expect(scene.responses[ids[0]]?.body == bytes("hello"))
+        #expect(scene.responses[ids[0]]?.ended == true)
+        #expect(scene.toLanes[.primary]?.contains("GET /r3 HTTP/1.1\r\n") == true)
+        #expect(scene.opened.count == 2, "no lane beyond the pool")
+    }
+
+    @Test("A client reset of a stream in flight closes its lane (HTTP/1.1 cannot cancel); the others go on")
+    func resetClosesLane() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let first = try scene.get("/a")
+        let second = try scene.get("/b")
+        try scene.exchange()
+        scene.take(scene.relay.laneConnected(UpstreamLane(1)))
+        try scene.client.submitRSTStream(streamID: second, errorCode: .cancel)
+        try scene.exchange()
+        #expect(scene.closed == [UpstreamLane(1)])
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")))
+        #expect(scene.responses[first]?.body == bytes("abc"))
+        #expect(scene.responses[first]?.ended == true)
+    }
+
+    @Test("A lane that closes before its response head turns into a 502 on that stream only")
+    func laneFailureIs502() throws {
+        let scene = try PoolScene(maxLanes: 1)
+        let id = try scene.get("/gone")
+        try scene.exchange()
+        scene.take(scene.relay.upstreamEOF())
+        #expect(scene.responses[id]?.status == "502")
+        let text = String(decoding: scene.responses[id]?.body ?? [], as: UTF8.self)
+        #expect(text.contains("closed the connection"), "\(text)")
+    }
+}
