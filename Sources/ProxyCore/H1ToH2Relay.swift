@@ -356,13 +356,13 @@ final class H1ToH2Relay: ExchangeRelay {
     // MARK: - Bookkeeping
 
     /// The exchange is over: log it and go on with the next request if both sides allow it.
-    private func complete(keepParsing: Bool = true) {
+    private func complete(keepParsing: Bool = true, interruption: String? = nil) {
         guard let ex = exchange else { return }
         exchange = nil
         out.exchanges.append(ExchangeSummary(
             method: ex.method, url: ex.url, status: ex.status, httpVersion: "HTTP/2.0", outcome: ex.outcome,
             errorCodes: ex.codes, requestBytes: ex.requestBytes, responseBytes: ex.responseBytes,
-            durationMilliseconds: max(0, (now() - ex.started) * 1000)))
+            durationMilliseconds: max(0, (now() - ex.started) * 1000), interruption: interruption))
         if clientPaused {
             clientPaused = false
             out.pauseReading[.client] = false
@@ -396,6 +396,7 @@ final class H1ToH2Relay: ExchangeRelay {
         if let id = ex.streamID, upstream.streamState(id) != nil, !upstreamGone {
             do { try upstream.submitRSTStream(streamID: id, errorCode: .cancel) } catch { upstreamGone = true }
         }
+        let cutOff = ex.responseHeadSent ? reason : nil
         if !ex.responseHeadSent {
             let body = Array("ATSProxy: \(reason)\n".utf8)
             let head = HTTPResponseHead(
@@ -408,7 +409,7 @@ final class H1ToH2Relay: ExchangeRelay {
             ex.responseBytes = body.count
             exchange = ex
         }
-        complete(keepParsing: false)
+        complete(keepParsing: false, interruption: cutOff)
         close()
     }
 

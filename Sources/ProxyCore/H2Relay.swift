@@ -97,6 +97,7 @@ final class H2Relay: ExchangeRelay {
     func clientEOF() -> RelayOutput {
         out.closeClient = true
         failed = true
+        finishAll(interruption: "the client closed the connection")
         return take()
     }
 
@@ -108,7 +109,7 @@ final class H2Relay: ExchangeRelay {
         // of `streams`). The client is told to go away and closes once it has what is left.
         for (id, s) in streams where !s.upstreamEnded && !s.local {
             reset(client, id, .internalError)
-            finish(clientID: id)
+            finish(clientID: id, interruption: "the upstream connection closed")
         }
         goAway(client, last: streams.keys.max() ?? 0, .noError)
         clientToldToGoAway = true
@@ -150,9 +151,9 @@ final class H2Relay: ExchangeRelay {
             }
         case .rstStream(let id, let code):
             if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
-            finish(clientID: id)
-        case .streamClosed(let id, _):
-            finish(clientID: id)
+            finish(clientID: id, interruption: "reset by the client (\(code))")
+        case .streamClosed(let id, let code):
+            finish(clientID: id, interruption: code == .noError ? nil : "stream closed with \(code)")
         case .goAway:
             // The client opens no more streams; the ones in flight finish, then the client closes.
             break
@@ -235,18 +236,18 @@ final class H2Relay: ExchangeRelay {
         case .rstStream(let up, let code):
             if let id = byUpstream[up] {
                 reset(client, id, code)
-                finish(clientID: id)
+                finish(clientID: id, interruption: "reset by the upstream (\(code))")
             }
         case .streamClosed(let up, let code):
             if let id = byUpstream[up], code != .noError {
                 reset(client, id, code)
-                finish(clientID: id)
+                finish(clientID: id, interruption: "the upstream closed the stream with \(code)")
             }
         case .goAway(let last, _, _):
             // Streams the upstream never processed are refused, so the client may retry them elsewhere.
             for (up, id) in byUpstream where up > last {
                 reset(client, id, .refusedStream)
-                finish(clientID: id)
+                finish(clientID: id, interruption: "refused by the upstream's GOAWAY (the client may retry)")
             }
             let highest = streams.keys.max() ?? 0
             goAway(client, last: highest, .noError)
@@ -274,7 +275,7 @@ final class H2Relay: ExchangeRelay {
         out.closeUpstream = true
     }
 
-    private func finish(clientID id: Int32) {
+    private func finish(clientID id: Int32, interruption: String? = nil) {
         guard let s = streams.removeValue(forKey: id) else { return }
         if let up = s.upstreamID {
             byUpstream[up] = nil
@@ -285,17 +286,23 @@ final class H2Relay: ExchangeRelay {
         out.exchanges.append(ExchangeSummary(
             method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/2.0", outcome: s.outcome,
             errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
-            durationMilliseconds: max(0, (now() - s.started) * 1000)))
+            durationMilliseconds: max(0, (now() - s.started) * 1000), interruption: interruption))
+    }
+
+    /// Logs every stream still open as cut off: the connection is ending.
+    private func finishAll(interruption: String) {
+        for id in streams.keys.sorted() { finish(clientID: id, interruption: interruption) }
     }
 
     private func resetBoth(clientID id: Int32) {
         if let up = streams[id]?.upstreamID { reset(upstream, up, .internalError) }
         reset(client, id, .internalError)
-        finish(clientID: id)
+        finish(clientID: id, interruption: "the relay could not pass the stream on")
     }
 
     private func connectionFailed(clientSide: Bool, _ error: H2Error) {
         failed = true
+        finishAll(interruption: "the \(clientSide ? "client" : "upstream") connection failed: \(error)")
         if clientSide {
             // The client's GOAWAY is already queued by the session; the upstream is told we are going away.
             goAway(upstream, last: 0, .noError)

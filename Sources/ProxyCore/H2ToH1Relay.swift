@@ -65,6 +65,8 @@ final class H2ToH1Relay: LaneRelay {
         var responseEnded = false
         /// The response head went out without END_STREAM: DATA or trailers must end it.
         var responseStreaming = false
+        /// Why the response was cut off, when it was.
+        var interruption: String?
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
@@ -107,6 +109,7 @@ final class H2ToH1Relay: LaneRelay {
 
     func clientEOF() -> RelayOutput {
         abandon()
+        for id in streams.keys.sorted() { finish(id, interruption: "the client closed the connection") }
         return take()
     }
 
@@ -184,8 +187,10 @@ final class H2ToH1Relay: LaneRelay {
                 streams[id] = s
             }
             if endStream { endRequest(id) }
-        case .rstStream(let id, _), .streamClosed(let id, _):
-            finish(id)
+        case .rstStream(let id, let code):
+            finish(id, interruption: "reset by the client (\(code))")
+        case .streamClosed(let id, let code):
+            finish(id, interruption: code == .noError ? nil : "stream closed with \(code)")
         case .goAway, .headers, .settings, .windowUpdate, .ping:
             break
         }
@@ -467,7 +472,12 @@ final class H2ToH1Relay: LaneRelay {
             dropLane(lane, close: true)
         }
         streams[id]?.lane = nil
-        if s.responseHeadSent { reset(id, .internalError) } else { answer(id, status: 502, body: "ATSProxy: \(reason)\n") }
+        if s.responseHeadSent {
+            streams[id]?.interruption = reason
+            reset(id, .internalError)
+        } else {
+            answer(id, status: 502, body: "ATSProxy: \(reason)\n")
+        }
     }
 
     private func reset(_ id: Int32, _ code: H2ErrorCode) {
@@ -475,7 +485,7 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     /// The client's stream is closed (normally or reset): log it, and free or close its lane.
-    private func finish(_ id: Int32) {
+    private func finish(_ id: Int32, interruption: String?) {
         guard let s = streams.removeValue(forKey: id) else { return }
         if let lane = s.lane, lanes[lane]?.streamID == id {
             // Its exchange is still in flight on HTTP/1.1, which cannot cancel one: the lane goes.
@@ -486,7 +496,7 @@ final class H2ToH1Relay: LaneRelay {
         out.exchanges.append(ExchangeSummary(
             method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/1.1", outcome: s.outcome,
             errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
-            durationMilliseconds: max(0, (now() - s.started) * 1000)))
+            durationMilliseconds: max(0, (now() - s.started) * 1000), interruption: interruption ?? s.interruption))
         assignLanes()
     }
 

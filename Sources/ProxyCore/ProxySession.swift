@@ -70,6 +70,9 @@ public final class ProxySession {
         case .clientEOF: clientEOF()
         case .clientClosed:
             clientClosed = true
+            // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).
+            if !isDone, let relay { for exchange in relay.clientEOF().exchanges { logExchange(exchange) } }
+            closeAllLanes()
             if upstreamOpen { commands.append(.closeUpstream) }
             phase = .done
         case .upstreamConnected: upstreamConnected()

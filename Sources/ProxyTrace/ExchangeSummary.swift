@@ -24,10 +24,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var requestBytes: Int
     public var responseBytes: Int
     public var durationMilliseconds: Double
+    /// Why the exchange ended before its response was complete (a reset stream, a lost connection); nil when it
+    /// completed. A status alone would make a cut-off transfer look like a success.
+    public var interruption: String?
 
     public init(
         method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errorCodes: [String],
-        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double
+        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double, interruption: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -38,6 +41,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         self.requestBytes = requestBytes
         self.responseBytes = responseBytes
         self.durationMilliseconds = durationMilliseconds
+        self.interruption = interruption
     }
 
     /// The codes of a violation as one token: `-1200/-9836`, or `-1022`.
@@ -61,7 +65,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         let ms = durationMilliseconds < 10
             ? String(Double(Int(durationMilliseconds * 10)) / 10) : String(Int(durationMilliseconds.rounded()))
         let verdict = colour ? tint + ats + "\u{1B}[0m" : ats
-        return "\(method) \(url) \(statusText) \(httpVersion) \(verdict) \(size) \(ms) ms"
+        let line = "\(method) \(url) \(statusText) \(httpVersion) \(verdict) \(size) \(ms) ms"
+        return interruption.map { line + " INCOMPLETE: " + $0 } ?? line
     }
 
     static func formatBytes(_ n: Int) -> String {

@@ -23,7 +23,7 @@ struct HTTP2MultiplexTests {
         let files = Dictionary(uniqueKeysWithValues: (0..<100).map { i in
             ("s\(i)", i == 99 ? 1 << 20 : (i * 10_613) % (1 << 20))
         })
-        let stage = try await H2Stage(files: files, ["--quiet"])
+        let stage = try await H2Stage(files: files)
         let out = stage.folder.appendingPathComponent("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         let r = try await stage.curl(
@@ -43,7 +43,7 @@ struct HTTP2MultiplexTests {
     func clientResetsOneStream() async throws {
         var files = ["big": 20 << 20]
         for i in 0..<8 { files["m\(i)"] = 1 << 20 }
-        let stage = try await H2Stage(files: files, ["--quiet"])
+        let stage = try await H2Stage(files: files)
         let out = stage.folder.appendingPathComponent("out")
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         // One curl, one connection: "big" is abandoned by --max-time after about 6 MiB (curl resets its stream)
@@ -65,6 +65,11 @@ struct HTTP2MultiplexTests {
         #expect(transfers.map(\.connects).reduce(0, +) == 1, "all on one connection: \(r.writeOut)")
         let wrong = (0..<8).filter { !stage.htdocs.same("m\($0)", as: out.appendingPathComponent("m\($0)")) }
         #expect(wrong.isEmpty, "not byte-exact: \(wrong)")
+        // The console line of the abandoned download says it was cut off, not just "200".
+        let line = try await stage.proxy.process.waitForOutput(timeout: .seconds(5)) { text in
+            text.split(separator: "\n").first { $0.hasPrefix("GET \(stage.url("big")) ") }.map(String.init)
+        }
+        #expect(line.contains(" 200 HTTP/2.0 ") && line.contains("INCOMPLETE: "), "\(line)")
         // The proxy and the upstream connection are fine afterwards.
         let after = try await stage.curl(["--http2", "-o", "/dev/null", "-w", "%{http_version} %{size_download}", stage.url("m0")])
         #expect(after.writeOut == ["2 1048576"], "\(after.stderr)")

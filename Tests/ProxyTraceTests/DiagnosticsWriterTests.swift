@@ -94,6 +94,16 @@ struct ExchangeSummaryTests {
         #expect(blocked.consoleLine(colour: false) == "GET https://old.test/x 502 HTTP/1.1 ATS BLOCKED -1200/-9836 1.5 KiB 12 ms")
     }
 
+    @Test("A response cut off mid-body says so after its status, so it does not pass for a success")
+    func interrupted() {
+        let cut = ExchangeSummary(
+            method: "GET", url: "https://h2.test/big", status: 200, httpVersion: "HTTP/2.0", outcome: .allowed,
+            errorCodes: [], requestBytes: 0, responseBytes: 3 << 20, durationMilliseconds: 40,
+            interruption: "reset by the client (CANCEL)")
+        #expect(cut.consoleLine(colour: false)
+            == "GET https://h2.test/big 200 HTTP/2.0 ATS ok 3.0 MiB 40 ms INCOMPLETE: reset by the client (CANCEL)")
+    }
+
     @Test("Colour only when asked (a terminal)")
     func colour() {
         #expect(blocked.consoleLine(colour: true).contains("\u{1B}[31mATS BLOCKED"))
