@@ -23,6 +23,7 @@ public final class ProxyEnvironment: Sendable {
     /// What the upstream is offered by ALPN.
     public let upstreamALPN: UpstreamALPN
     let contexts = TLSContextCache()
+    let h2OnlyOrigins = H2OnlyOrigins()
 
     public struct Timeouts: Sendable {
         public var connect: Duration

@@ -51,6 +51,9 @@ final class Interception {
     var clientSpoke = false
     /// What the upstream was last offered by ALPN.
     var upstreamOffer: [String] = []
+    /// Where the client side was when a retry of the upstream put it on hold (see
+    /// `retryOfferingH2IfClosedBeforeRequest`).
+    var resumeStage: Stage?
     /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.
     var lanes: [UpstreamLane: LaneTLS] = [:]
 
@@ -119,6 +122,9 @@ extension ProxySession {
     func interceptUpstreamConnected() {
         guard let i = interception else { return }
         trace(.tcpConnectionConnected(connectionID: id))
+        if env.upstreamALPN == .mirror, !i.widenedALPN, env.h2OnlyOrigins.contains(host: i.host, port: i.port) {
+            i.widenedALPN = true
+        }
         let offer = env.upstreamALPN.upstreamOffer(clientOffer: i.hello.alpnProtocols, widened: i.widenedALPN)
         i.upstreamOffer = offer
         var configuration: TLSConfiguration
@@ -176,7 +182,7 @@ extension ProxySession {
 
     func interceptUpstreamEOF() {
         guard let i = interception else { return }
-        if i.stage == .clientHandshake || i.stage == .relaying { noteUpstreamClosedBeforeRequest(i) }
+        if retryOfferingH2IfClosedBeforeRequest(i) { return }
         i.upstream?.feedEndOfInput()
         switch i.stage {
         case .upstreamHandshake:
@@ -191,6 +197,7 @@ extension ProxySession {
 
     func interceptUpstreamClosed(_ error: String?) {
         guard let i = interception else { return }
+        if retryOfferingH2IfClosedBeforeRequest(i) { return }
         switch i.stage {
         case .upstreamHandshake:
             i.upstream?.feedEndOfInput()
@@ -202,14 +209,34 @@ extension ProxySession {
         }
     }
 
-    /// An upstream that closes right after the handshake, before any request, with no ALPN protocol chosen and no
-    /// h2 offered, is most likely an h2-only server (nghttpd closes clients that do not offer h2): say how to reach it.
-    private func noteUpstreamClosedBeforeRequest(_ i: Interception) {
-        guard !i.clientSpoke, !i.upstreamFinished, i.upstreamALPN == nil, !i.upstreamOffer.contains("h2") else { return }
-        notice("\(i.host):\(i.port): the upstream closed the connection right after the TLS handshake, before any "
-            + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
-            + "\(i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ","))). Run with "
-            + "--upstream-alpn ios so the proxy offers h2 and translates")
+    /// An upstream that closes right after the handshake, before any request, having chosen no ALPN protocol from
+    /// an offer without h2, is most likely an h2-only server that refuses such clients (nghttpd does). With
+    /// `--upstream-alpn mirror` it is reconnected once offering both protocols, while the client's side waits (its
+    /// bytes are held); the relay then translates. Returns whether the retry started.
+    private func retryOfferingH2IfClosedBeforeRequest(_ i: Interception) -> Bool {
+        guard i.stage == .clientHandshake || i.stage == .relaying, !i.clientSpoke, !i.upstreamFinished,
+            i.upstreamALPN == nil, !i.upstreamOffer.contains("h2"), relay?.isIdle ?? true
+        else { return false }
+        let offered = i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ",")
+        guard env.upstreamALPN == .mirror, !i.widenedALPN else {
+            notice("\(i.host):\(i.port): the upstream closed the connection right after the TLS handshake, before any "
+                + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
+                + "\(offered)). Run with --upstream-alpn ios so the proxy offers h2 and translates")
+            return false
+        }
+        if env.h2OnlyOrigins.insert(host: i.host, port: i.port) {
+            notice("\(i.host):\(i.port): the upstream closed the connection before any request without choosing a "
+                + "protocol (the client offered \(offered)); it is taken for h2-only: connections to it now offer h2 "
+                + "and http/1.1, and the proxy translates")
+        }
+        i.widenedALPN = true
+        i.resumeStage = i.stage
+        relay = nil
+        commands.append(.closeUpstream)
+        upstreamOpen = false
+        i.upstream = nil
+        connectInterceptionUpstream(i)
+        return true
     }
 
     private func upstreamGone(_ i: Interception) {
@@ -307,17 +334,17 @@ extension ProxySession {
         if i.requirements == nil {
             i.outcome = .notEvaluated
             traceDecision(url: i.url, decision: i.decision, violations: [], action: "not evaluated (--ats off)")
-            startClientHandshake(i, leaf: .standard)
+            proceedWithClient(i)
         } else if i.violations.isEmpty {
             i.outcome = .allowed
             if env.mode == .annotate { i.annotation = answer.headers }
             traceDecision(url: i.url, decision: i.decision, violations: [], action: "allowed")
-            startClientHandshake(i, leaf: .standard)
+            proceedWithClient(i)
         } else if env.mode == .annotate {
             i.outcome = .violation
             i.annotation = answer.headers
             traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "annotated (not blocked)")
-            startClientHandshake(i, leaf: .standard)
+            proceedWithClient(i)
         } else {
             i.outcome = .blocked
             commands.append(.closeUpstream)
@@ -340,6 +367,12 @@ extension ProxySession {
     /// Makes the client fail the way the app would (`--block tls`), or answers every request with the violation
     /// (`--block http`).
     private func blockClient(_ i: Interception, style: BlockStyle) {
+        guard i.resumeStage == nil else {
+            // The client's handshake was already answered before the retry: its connection can only be closed.
+            notice("\(i.host):\(i.port): the retried upstream connection failed; closing the client")
+            closeAll()
+            return
+        }
         let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
         if let first = i.violations.first {
             trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
@@ -403,6 +436,27 @@ extension ProxySession {
             // RSA-1024) that --block tls serves; the client must get them and fail its own trust check.
             if leaf != .standard { configuration.securityLevel = 0 }
             return try TLSContext(configuration)
+        }
+    }
+
+    /// After an upstream handshake: start the client's, or resume the client side a retry had put on hold (with
+    /// the client's TLS bytes that arrived meanwhile).
+    private func proceedWithClient(_ i: Interception) {
+        guard let resumed = i.resumeStage, let engine = i.client else {
+            startClientHandshake(i, leaf: .standard)
+            return
+        }
+        i.resumeStage = nil
+        let held = i.pendingClientBytes
+        i.pendingClientBytes = []
+        if resumed == .relaying {
+            i.stage = .relaying
+            startRelaying(i, engine)
+            readClient(i, incoming: held)
+        } else {
+            i.stage = .clientHandshake
+            engine.feed(held)
+            stepClientHandshake(i)
         }
     }
 
@@ -472,30 +526,35 @@ extension ProxySession {
             clientHandshakeFailed(i, error)
         case .complete:
             i.stage = .relaying
-            let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
-                self.decideIntercepted(head, i)
-            }
-            let clientH2 = engine.negotiated?.alpn == "h2"
-            let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
-            do {
-                switch (clientH2, upstreamH2) {
-                case (true, true): relay = try H2Relay(now: now, decide: decide)
-                case (true, false): relay = try H2ToH1Relay(primaryConnected: i.upstream != nil, now: now, decide: decide)
-                case (false, true): relay = try H1ToH2Relay(now: now, decide: decide)
-                case (false, false):
-                    relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
-                }
-            } catch {
-                notice("\(i.host): cannot start HTTP/2: \(error)")
-                closeAll()
-                return
-            }
-            // HTTP/2 sessions start with their connection preface and SETTINGS.
-            if clientH2 || upstreamH2, let relay { apply(relay.upstreamBytes([]), tls: true) }
+            startRelaying(i, engine)
             readClient(i)
             // Bytes the upstream sent before the client was ready (rare for HTTP/1.1).
             if i.upstream != nil { readUpstream(i) }
         }
+    }
+
+    /// Picks the relay for the protocols both sides negotiated, translating where they differ.
+    private func startRelaying(_ i: Interception, _ engine: TLSEngine) {
+        let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
+            self.decideIntercepted(head, i)
+        }
+        let clientH2 = engine.negotiated?.alpn == "h2"
+        let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
+        do {
+            switch (clientH2, upstreamH2) {
+            case (true, true): relay = try H2Relay(now: now, decide: decide)
+            case (true, false): relay = try H2ToH1Relay(primaryConnected: i.upstream != nil, now: now, decide: decide)
+            case (false, true): relay = try H1ToH2Relay(now: now, decide: decide)
+            case (false, false):
+                relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+            }
+        } catch {
+            notice("\(i.host): cannot start HTTP/2: \(error)")
+            closeAll()
+            return
+        }
+        // HTTP/2 sessions start with their connection preface and SETTINGS.
+        if clientH2 || upstreamH2, let relay { apply(relay.upstreamBytes([]), tls: true) }
     }
 
     private func clientHandshakeFailed(_ i: Interception, _ error: TLSError) {

@@ -3,8 +3,9 @@
 public enum UpstreamALPN: String, Sendable, CaseIterable {
     /// The client's own offer (h2, http/1.1), so the upstream sees the protocol the client asked for. A client
     /// offering h2 alone also offers http/1.1 upstream, since the proxy can translate and an origin without h2 would
-    /// otherwise refuse the handshake (nginx sends no_application_protocol). An origin that refuses the offer that
-    /// way is retried with the other protocol added, so an HTTP/1.1 client still reaches an h2-only origin.
+    /// otherwise refuse the handshake (nginx sends no_application_protocol). An origin that refuses an offer without
+    /// h2 (that alert, or a close before any request) is retried with both and remembered, so an HTTP/1.1 client
+    /// still reaches an h2-only origin.
     case mirror
     /// What URLSession offers whatever the client did (h2, then http/1.1): the upstream negotiates exactly what
     /// the app's connection would, and an HTTP/1.1-only client is translated to h2 when the origin chooses it.

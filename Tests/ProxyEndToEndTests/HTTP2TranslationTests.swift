@@ -70,6 +70,25 @@ struct HTTP2TranslationTests {
         #expect(trace.contains("Response: HTTP/2.0 200"), "\(trace.suffix(3000))")
     }
 
+    @Test("Default --upstream-alpn mirror: curl --http1.1 to an h2-only origin that closes it is retried offering h2, once")
+    func mirrorLearnsH2OnlyOrigin() async throws {
+        let stage = try await H2Stage(files: ["a": 70_000], [])
+        for attempt in 1...2 {
+            let body = stage.folder.appendingPathComponent("a\(attempt)")
+            let r = try await stage.curl(["--http1.1", "-o", body.path, "-w", "%{http_version} %{response_code}", stage.url("a")])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.writeOut == ["1.1 200"], "attempt \(attempt)")
+            #expect(stage.htdocs.same("a", as: body), "attempt \(attempt)")
+        }
+        let lines = try await stage.proxy.process.waitForOutput { text in
+            text.split(separator: "\n").filter { $0.hasPrefix("GET \(stage.url("a")) 200 HTTP/2.0") }.count == 2 ? text : nil
+        }
+        #expect(!lines.isEmpty)
+        // Learned once: the second connection offered h2 from the start.
+        let notices = stage.proxy.process.stderr.components(separatedBy: "it is taken for h2-only").count - 1
+        #expect(notices == 1, "\(stage.proxy.process.stderr)")
+    }
+
     @Test("curl --http1.1: three requests on one keep-alive connection to an h2-only origin, one connection, byte-exact")
     func h1KeepAliveToH2Origin() async throws {
         let stage = try await H2Stage(files: ["a": 100, "b": 200_000, "c": 0], ["--upstream-alpn", "ios", "--quiet"])
