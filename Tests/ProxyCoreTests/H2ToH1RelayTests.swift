@@ -12,6 +12,10 @@ private final class PoolScene {
     var opened: [UpstreamLane] = []
     var closed: [UpstreamLane] = []
     var responses: [Int32: (status: String?, body: [UInt8], ended: Bool)] = [:]
+    var paused: [ProxyPeer: Bool] = [:]
+    /// Whether this client gives flow-control credit back for what it receives (a reader that keeps up).
+    var reads = true
+    var consumed: [Int32: Int] = [:]
 
     init(maxLanes: Int) throws {
         client = try H2Session(role: .client)
@@ -32,6 +36,7 @@ private final class PoolScene {
 
     func take(_ o: RelayOutput) {
         opened += o.openLanes
+        paused.merge(o.pauseReading) { _, new in new }
         closed += o.closeLanes
         if o.closeUpstream { closed.append(.primary) }
         toLanes[.primary, default: ""] += String(decoding: o.toUpstream, as: UTF8.self)
@@ -45,7 +50,7 @@ private final class PoolScene {
             case .data(let id, let bytes, let end):
                 responses[id]?.body += bytes
                 if end { responses[id]?.ended = true }
-                client.consume(streamID: id, count: bytes.count)
+                if reads { client.consume(streamID: id, count: bytes.count) }
             default: break
             }
         }
@@ -96,6 +101,26 @@ struct H2ToH1RelayTests {
         scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")))
         #expect(scene.responses[first]?.body == bytes("abc"))
         #expect(scene.responses[first]?.ended == true)
+    }
+
+    @Test("A client that stops reading: its lane stops being read once 256 KiB wait, and resumes as the client reads")
+    func slowReaderPausesLane() throws {
+        let scene = try PoolScene(maxLanes: 1)
+        scene.reads = false
+        let id = try scene.get("/big")
+        try scene.exchange()
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2000000\r\n\r\n")))
+        let piece = [UInt8](repeating: 0x61, count: 16_384)
+        for _ in 0..<32 { scene.take(scene.relay.upstreamBytes(piece)) }
+        #expect(scene.paused[.upstream] == true, "paused with 512 KiB relayed and 64 KiB read")
+        // The client reads what it got, and opens its window again: the lane is resumed.
+        for _ in 0..<10 where scene.paused[.upstream] == true {
+            let read = scene.responses[id]?.body.count ?? 0
+            scene.client.consume(streamID: id, count: read - (scene.consumed[id] ?? 0))
+            scene.consumed[id] = read
+            try scene.exchange()
+        }
+        #expect(scene.paused[.upstream] == false)
     }
 
     @Test("A lane that closes before its response head turns into a 502 on that stream only")
