@@ -49,6 +49,10 @@ final class Interception {
     var upstreamSNI: String?
     /// The client sent plaintext (a request) since its handshake.
     var clientSpoke = false
+    /// What the client sent before the upstream said anything (at most `replayLimit` bytes; nil once the upstream
+    /// answered or the client sent more): a retried upstream gets it again.
+    var unansweredClientPlaintext: [UInt8]? = []
+    static let replayLimit = 64 << 10
     /// What the upstream was last offered by ALPN.
     var upstreamOffer: [String] = []
     /// Where the client side was when a retry of the upstream put it on hold (see
@@ -214,8 +218,8 @@ extension ProxySession {
     /// `--upstream-alpn mirror` it is reconnected once offering both protocols, while the client's side waits (its
     /// bytes are held); the relay then translates. Returns whether the retry started.
     private func retryOfferingH2IfClosedBeforeRequest(_ i: Interception) -> Bool {
-        guard i.stage == .clientHandshake || i.stage == .relaying, !i.clientSpoke, !i.upstreamFinished,
-            i.upstreamALPN == nil, !i.upstreamOffer.contains("h2"), relay?.isIdle ?? true
+        guard i.stage == .clientHandshake || i.stage == .relaying, !i.upstreamFinished, i.upstreamALPN == nil,
+            !i.upstreamOffer.contains("h2"), !i.clientSpoke || Self.isReplayable(i.unansweredClientPlaintext)
         else { return false }
         let offered = i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ",")
         guard env.upstreamALPN == .mirror, !i.widenedALPN else {
@@ -231,12 +235,20 @@ extension ProxySession {
         }
         i.widenedALPN = true
         i.resumeStage = i.stage
+        // The old relay's exchange never reached the origin; the retried connection gets the request again.
         relay = nil
         commands.append(.closeUpstream)
         upstreamOpen = false
         i.upstream = nil
         connectInterceptionUpstream(i)
         return true
+    }
+
+    /// Requests that may be sent again after a connection closed before any response (RFC 9110 §9.2.2): safe
+    /// methods, complete in what was kept.
+    static func isReplayable(_ plaintext: [UInt8]?) -> Bool {
+        guard let plaintext, !plaintext.isEmpty else { return false }
+        return ["GET ", "HEAD ", "OPTIONS "].contains { plaintext.starts(with: $0.utf8) }
     }
 
     private func upstreamGone(_ i: Interception) {
@@ -452,6 +464,9 @@ extension ProxySession {
         if resumed == .relaying {
             i.stage = .relaying
             startRelaying(i, engine)
+            if let replay = i.unansweredClientPlaintext, !replay.isEmpty, let relay {
+                apply(relay.clientBytes(replay), tls: true)
+            }
             readClient(i, incoming: held)
         } else {
             i.stage = .clientHandshake
@@ -586,7 +601,10 @@ extension ProxySession {
 
     private func decideIntercepted(_ head: HTTPRequestHead, _ i: Interception) -> RequestDecision {
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
-        let version = i.client?.negotiated?.alpn == "h2" ? "HTTP/2.0" : "HTTP/1.1"
+        // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
+        // translates, and the client's when there is no upstream (block answers).
+        let protocolName = i.blockAnswer == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
+        let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
         traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         let codes = i.violations.map(ExchangeSummary.shortCode)
         if let answer = i.blockAnswer {
@@ -646,6 +664,9 @@ extension ProxySession {
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
             i.clientSpoke = true
+            if let kept = i.unansweredClientPlaintext {
+                i.unansweredClientPlaintext = kept.count + plaintext.count <= Interception.replayLimit ? kept + plaintext : nil
+            }
             if i.raw { interceptSendUpstream(plaintext) } else if let relay { apply(relay.clientBytes(plaintext), tls: true) }
         }
         if closed, !isDone {
@@ -666,6 +687,7 @@ extension ProxySession {
         if let error { notice("\(i.host): TLS error from the upstream: \(error)") }
         flushUpstreamTLS(i)
         if !plaintext.isEmpty {
+            i.unansweredClientPlaintext = nil
             if i.raw { interceptSendClient(plaintext) } else if let relay { apply(relay.upstreamBytes(plaintext), tls: true) }
         }
         if closed { upstreamGone(i) }

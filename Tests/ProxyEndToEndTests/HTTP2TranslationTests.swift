@@ -7,7 +7,7 @@ struct HTTP2TranslationTests {
 
     @Test("An h2-only client to an HTTP/1.1-only origin gets h2; 30 concurrent streams arrive byte-exact over the pool")
     func h2ClientToH1Origin() async throws {
-        let stage = try await Stage(["--quiet"])
+        let stage = try await Stage(["--quiet", "--diagnostics", "1"])
         let sizes = [0, 1, 1024, 65_536, 1_048_576]
         let paths = (0..<30).map { "/bytes/\(sizes[$0 % sizes.count] + $0)" }
         let r = try await runH2LibraryClient(
@@ -22,6 +22,13 @@ struct HTTP2TranslationTests {
             // The origin saw the path and no proxy-only fields.
             #expect(headers["x-seen-target"] == s["path"] as? String)
         }
+        // The trace shows what the app would get from this origin: HTTP/1.1.
+        let trace = try await stage.proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.components(separatedBy: "Did Finish").count > paths.count ? text : nil
+        }
+        #expect(trace.contains("Protocol Enqueue: request GET https://\(Stage.httpsHost)/bytes/0 HTTP/1.1"))
+        #expect(trace.contains("Response: HTTP/1.1 200"))
+        #expect(!trace.contains("HTTP/2.0"), "\(trace.suffix(2000))")
     }
 
     @Test("An h2-only client's upload without content-length reaches the HTTP/1.1 origin chunked and byte-exact")
@@ -67,6 +74,7 @@ struct HTTP2TranslationTests {
         let trace = try await stage.proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
             text.contains("Did Finish") ? text : nil
         }
+        #expect(trace.contains("Protocol Enqueue: request GET \(stage.url(name)) HTTP/2.0"), "\(trace.suffix(3000))")
         #expect(trace.contains("Response: HTTP/2.0 200"), "\(trace.suffix(3000))")
     }
 
