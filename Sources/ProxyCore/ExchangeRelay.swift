@@ -38,6 +38,37 @@ struct RelayOutput {
     var pauseReading: [ProxyPeer: Bool] = [:]
 }
 
+extension RelayOutput {
+    /// Hands over what a relay step collected and starts afresh.
+    mutating func take() -> RelayOutput {
+        let collected = self
+        self = RelayOutput()
+        return collected
+    }
+}
+
+/// What every relay records of one exchange, for its console line and trace.
+protocol ExchangeRecording {
+    var method: String { get }
+    var url: String { get }
+    var outcome: ExchangeSummary.ATSOutcome { get }
+    var codes: [String] { get }
+    var started: Double { get }
+    var status: Int? { get }
+    var requestBytes: Int { get }
+    var responseBytes: Int { get }
+}
+
+extension ExchangeRecording {
+    /// The finished exchange; `httpVersion` is the protocol the app would have spoken with the server.
+    func summary(httpVersion: String, now: Double, interruption: String? = nil) -> ExchangeSummary {
+        ExchangeSummary(
+            method: method, url: url, status: status, httpVersion: httpVersion, outcome: outcome, errorCodes: codes,
+            requestBytes: requestBytes, responseBytes: responseBytes,
+            durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
+    }
+}
+
 extension UpstreamLane {
     /// The session's own upstream connection, when a relay treats it as the first of its lanes.
     static let primary = UpstreamLane(0)

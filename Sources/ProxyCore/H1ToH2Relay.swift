@@ -23,7 +23,7 @@ final class H1ToH2Relay: ExchangeRelay {
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Exchange {
+    private struct Exchange: ExchangeRecording {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
@@ -72,18 +72,18 @@ final class H1ToH2Relay: ExchangeRelay {
         requests.receive(bytes)
         pumpRequests()
         pump()
-        return take()
+        return out.take()
     }
 
     func clientEOF() -> RelayOutput {
         requests.receiveEOF()
         pumpRequests()
         pump()
-        return take()
+        return out.take()
     }
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
-        guard !finished else { return take() }
+        guard !finished else { return out.take() }
         do {
             for event in try upstream.receive(bytes) { upstreamEvent(event) }
         } catch {
@@ -92,7 +92,7 @@ final class H1ToH2Relay: ExchangeRelay {
             out.closeUpstream = true
         }
         pump()
-        return take()
+        return out.take()
     }
 
     func upstreamEOF() -> RelayOutput {
@@ -103,13 +103,7 @@ final class H1ToH2Relay: ExchangeRelay {
             close()
         }
         out.closeUpstream = true
-        return take()
-    }
-
-    private func take() -> RelayOutput {
-        let o = out
-        out = RelayOutput()
-        return o
+        return out.take()
     }
 
     // MARK: - Requests (client → upstream)
@@ -359,10 +353,7 @@ final class H1ToH2Relay: ExchangeRelay {
     private func complete(keepParsing: Bool = true, interruption: String? = nil) {
         guard let ex = exchange else { return }
         exchange = nil
-        out.exchanges.append(ExchangeSummary(
-            method: ex.method, url: ex.url, status: ex.status, httpVersion: "HTTP/2.0", outcome: ex.outcome,
-            errorCodes: ex.codes, requestBytes: ex.requestBytes, responseBytes: ex.responseBytes,
-            durationMilliseconds: max(0, (now() - ex.started) * 1000), interruption: interruption))
+        out.exchanges.append(ex.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
         if clientPaused {
             clientPaused = false
             out.pauseReading[.client] = false
@@ -389,28 +380,10 @@ final class H1ToH2Relay: ExchangeRelay {
     /// Ends the exchange in flight with a 502 if its response has not started, or by closing the client (the only
     /// way HTTP/1 has to say that a response is incomplete).
     private func failExchange(reason: String) {
-        guard var ex = exchange else {
-            close()
-            return
-        }
-        if let id = ex.streamID, upstream.streamState(id) != nil, !upstreamGone {
+        if let id = exchange?.streamID, upstream.streamState(id) != nil, !upstreamGone {
             do { try upstream.submitRSTStream(streamID: id, errorCode: .cancel) } catch { upstreamGone = true }
         }
-        let cutOff = ex.responseHeadSent ? reason : nil
-        if !ex.responseHeadSent {
-            let body = Array("ATSProxy: \(reason)\n".utf8)
-            let head = HTTPResponseHead(
-                status: 502, reason: "Bad Gateway",
-                headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
-                          ("Connection", "close")])
-            writeHead(head)
-            out.toClient += body
-            ex.status = 502
-            ex.responseBytes = body.count
-            exchange = ex
-        }
-        complete(keepParsing: false, interruption: cutOff)
-        close()
+        end(status: 502, text: reason)
     }
 
     private func clientProtocolError(_ error: HTTP1Error) {
@@ -419,22 +392,26 @@ final class H1ToH2Relay: ExchangeRelay {
                 method: "-", url: "-", outcome: .notEvaluated, codes: [], annotation: [], started: now(),
                 clientVersion: .http1_1, requestKeepAlive: false)
         }
-        guard var ex = exchange, !ex.responseHeadSent else {
-            complete(keepParsing: false)
+        end(status: error.suggestedStatus, text: "\(error)")
+    }
+
+    /// Answers `status` with `text` if no response head went out yet, else records the response as cut off; then
+    /// closes the client.
+    private func end(status: Int, text: String) {
+        guard var ex = exchange else {
             close()
             return
         }
-        let body = Array("ATSProxy: \(error)\n".utf8)
-        let head = HTTPResponseHead(
-            status: error.suggestedStatus, reason: "Bad Request",
-            headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
-                      ("Connection", "close")])
-        writeHead(head)
-        out.toClient += body
-        ex.status = error.suggestedStatus
-        ex.responseHeadSent = true
-        exchange = ex
-        complete(keepParsing: false)
+        let cutOff = ex.responseHeadSent ? text : nil
+        if !ex.responseHeadSent {
+            let answer = HTTP1LocalAnswer.closing(status: status, text: "ATSProxy: \(text)\n")
+            out.toClient += answer
+            ex.status = status
+            ex.responseBytes = "ATSProxy: \(text)\n".utf8.count
+            ex.responseHeadSent = true
+            exchange = ex
+        }
+        complete(keepParsing: false, interruption: cutOff)
         close()
     }
 

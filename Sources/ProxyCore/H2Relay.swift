@@ -22,7 +22,7 @@ final class H2Relay: ExchangeRelay {
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Stream {
+    private struct Stream: ExchangeRecording {
         var upstreamID: Int32?
         var method: String
         var url: String
@@ -73,32 +73,32 @@ final class H2Relay: ExchangeRelay {
     var isIdle: Bool { streams.isEmpty }
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
-        guard !failed else { return take() }
+        guard !failed else { return out.take() }
         do {
             for event in try client.receive(bytes) { clientEvent(event) }
         } catch {
             connectionFailed(clientSide: true, error)
         }
         pump()
-        return take()
+        return out.take()
     }
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
-        guard !failed else { return take() }
+        guard !failed else { return out.take() }
         do {
             for event in try upstream.receive(bytes) { upstreamEvent(event) }
         } catch {
             connectionFailed(clientSide: false, error)
         }
         pump()
-        return take()
+        return out.take()
     }
 
     func clientEOF() -> RelayOutput {
         out.closeClient = true
         failed = true
         finishAll(interruption: "the client closed the connection")
-        return take()
+        return out.take()
     }
 
     func upstreamEOF() -> RelayOutput {
@@ -116,13 +116,7 @@ final class H2Relay: ExchangeRelay {
         pump()
         out.closeUpstream = true
         if streams.isEmpty { out.closeClient = true }
-        return take()
-    }
-
-    private func take() -> RelayOutput {
-        let o = out
-        out = RelayOutput()
-        return o
+        return out.take()
     }
 
     // MARK: - Client → upstream
@@ -283,10 +277,7 @@ final class H2Relay: ExchangeRelay {
             if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
             if s.uncreditedToClient > 0 { upstream.consume(streamID: up, count: s.uncreditedToClient) }
         }
-        out.exchanges.append(ExchangeSummary(
-            method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/2.0", outcome: s.outcome,
-            errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
-            durationMilliseconds: max(0, (now() - s.started) * 1000), interruption: interruption))
+        out.exchanges.append(s.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
     }
 
     /// Logs every stream still open as cut off: the connection is ending.

@@ -41,7 +41,7 @@ final class H2ToH1Relay: LaneRelay {
         var paused = false
     }
 
-    private struct Stream {
+    private struct Stream: ExchangeRecording {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
@@ -96,7 +96,7 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Input
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
-        guard !failed else { return take() }
+        guard !failed else { return out.take() }
         do {
             for event in try client.receive(bytes) { clientEvent(event) }
         } catch {
@@ -104,13 +104,13 @@ final class H2ToH1Relay: LaneRelay {
             abandon()
         }
         pump()
-        return take()
+        return out.take()
     }
 
     func clientEOF() -> RelayOutput {
         abandon()
         for id in streams.keys.sorted() { finish(id, interruption: "the client closed the connection") }
-        return take()
+        return out.take()
     }
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput { laneBytes(.primary, bytes) }
@@ -120,7 +120,7 @@ final class H2ToH1Relay: LaneRelay {
         lanes[lane]?.connected = true
         assignLanes()
         pump()
-        return take()
+        return out.take()
     }
 
     func laneFailed(_ lane: UpstreamLane, error: String) -> RelayOutput {
@@ -133,19 +133,19 @@ final class H2ToH1Relay: LaneRelay {
             assignLanes()
         }
         pump()
-        return take()
+        return out.take()
     }
 
     func laneBytes(_ lane: UpstreamLane, _ bytes: [UInt8]) -> RelayOutput {
-        guard !failed, lanes[lane] != nil else { return take() }
+        guard !failed, lanes[lane] != nil else { return out.take() }
         lanes[lane]?.responses.receive(bytes)
         pumpLane(lane)
         pump()
-        return take()
+        return out.take()
     }
 
     func laneEOF(_ lane: UpstreamLane) -> RelayOutput {
-        guard lanes[lane] != nil else { return take() }
+        guard lanes[lane] != nil else { return out.take() }
         lanes[lane]?.responses.receiveEOF()
         pumpLane(lane)
         if let id = lanes[lane]?.streamID {
@@ -154,13 +154,7 @@ final class H2ToH1Relay: LaneRelay {
         dropLane(lane, close: true)
         assignLanes()
         pump()
-        return take()
-    }
-
-    private func take() -> RelayOutput {
-        let o = out
-        out = RelayOutput()
-        return o
+        return out.take()
     }
 
     // MARK: - Client → lanes
@@ -493,10 +487,7 @@ final class H2ToH1Relay: LaneRelay {
         }
         let unsent = s.pendingBody.count
         if unsent > 0 { client.consume(streamID: id, count: unsent) }
-        out.exchanges.append(ExchangeSummary(
-            method: s.method, url: s.url, status: s.status, httpVersion: "HTTP/1.1", outcome: s.outcome,
-            errorCodes: s.codes, requestBytes: s.requestBytes, responseBytes: s.responseBytes,
-            durationMilliseconds: max(0, (now() - s.started) * 1000), interruption: interruption ?? s.interruption))
+        out.exchanges.append(s.summary(httpVersion: "HTTP/1.1", now: now(), interruption: interruption ?? s.interruption))
         assignLanes()
     }
 

@@ -1,4 +1,5 @@
 import HTTP1Core
+import HTTP2Core
 
 /// A response the proxy gives itself to an HTTP/1 client's request (a block, an error), framed for that client.
 struct HTTP1LocalAnswer {
@@ -29,5 +30,24 @@ struct HTTP1LocalAnswer {
         bytes = out
         status = head.status
         bodyCount = body.count
+    }
+}
+
+extension HTTP1LocalAnswer {
+    /// A complete plain-text answer after which the connection closes (errors and refusals of the proxy's own).
+    static func closing(status: Int, text: String, extraHeaders: [(String, String)] = []) -> [UInt8] {
+        let body = Array(text.utf8)
+        let head = HTTPResponseHead(
+            status: status, reason: H2HeaderTranslation.reasonPhrase(status),
+            headers: HTTPHeaders(
+                [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+                 ("Connection", "close")] + extraHeaders))
+        var out: [UInt8] = []
+        do { try HTTP1Serializer.write(head, into: &out) } catch {
+            // Only our own fixed fields are here; should one ever be refused, the status line alone still answers.
+            out = Array("HTTP/1.1 \(status) \(head.reason)\r\nConnection: close\r\n\r\n".utf8)
+            return out
+        }
+        return out + body
     }
 }

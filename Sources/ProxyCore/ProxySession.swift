@@ -200,21 +200,20 @@ public final class ProxySession {
     private func pumpFront() {
         let event: HTTP1Event
         do { event = try front.nextEvent() } catch {
-            answerFront(status: error.suggestedStatus, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+            answerFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
             return
         }
         guard case .requestHead(let head) = event else { return }
         if let credentials = env.credentials,
             !credentials.accepts(proxyAuthorization: head.headers[first: "Proxy-Authorization"])
         {
-            answerFront(
-                status: 407, reason: "Proxy Authentication Required", body: "ATSProxy: proxy credentials required\n",
+            answerFront(status: 407, body: "ATSProxy: proxy credentials required\n",
                 extra: [("Proxy-Authenticate", "Basic realm=\"atsproxy\"")])
             return
         }
         let target: HTTPRequestTarget
         do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch {
-            answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+            answerFront(status: 400, body: "ATSProxy: \(error)\n")
             return
         }
         switch target {
@@ -222,16 +221,16 @@ public final class ProxySession {
             // CONNECT carries no body: what follows the head belongs to the tunnel.
             let afterHead: HTTP1Event
             do { afterHead = try front.nextEvent() } catch {
-                answerFront(status: error.suggestedStatus, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                answerFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
                 return
             }
             guard case .end = afterHead else {
-                answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: CONNECT must not have a body\n")
+                answerFront(status: 400, body: "ATSProxy: CONNECT must not have a body\n")
                 return
             }
             let leftover: [UInt8]
             do { leftover = try front.switchProtocols() } catch {
-                answerFront(status: 400, reason: "Bad Request", body: "ATSProxy: \(error)\n")
+                answerFront(status: 400, body: "ATSProxy: \(error)\n")
                 return
             }
             frontBytes = []
@@ -239,13 +238,9 @@ public final class ProxySession {
         case .absolute(let scheme, _, _, _) where scheme == "http":
             startPlain()
         case .absolute:
-            answerFront(
-                status: 400, reason: "Bad Request",
-                body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n")
+            answerFront(status: 400, body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n")
         case .origin, .asterisk:
-            answerFront(
-                status: 400, reason: "Bad Request",
-                body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n")
+            answerFront(status: 400, body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n")
         }
     }
 
@@ -295,18 +290,8 @@ public final class ProxySession {
         }
     }
 
-    private func answerFront(status: Int, reason: String, body: String, extra: [(String, String)] = []) {
-        var head = HTTPResponseHead(status: status, reason: reason)
-        head.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-        head.headers.add(name: "Content-Length", value: String(body.utf8.count))
-        head.headers.add(name: "Connection", value: "close")
-        for (n, v) in extra { head.headers.add(name: n, value: v) }
-        var bytes: [UInt8] = []
-        do { try HTTP1Serializer.write(head, into: &bytes) } catch {
-            closeAll()
-            return
-        }
-        commands.append(.sendToClient(bytes + Array(body.utf8)))
+    private func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
+        commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
         closeAll()
     }
 
