@@ -218,8 +218,10 @@ extension ProxySession {
     /// `--upstream-alpn mirror` it is reconnected once offering both protocols, while the client's side waits (its
     /// bytes are held); the relay then translates. Returns whether the retry started.
     private func retryOfferingH2IfClosedBeforeRequest(_ i: Interception) -> Bool {
+        // The upstream never sent application data (`unansweredClientPlaintext` is nil once it has).
         guard i.stage == .clientHandshake || i.stage == .relaying, !i.upstreamFinished, i.upstreamALPN == nil,
-            !i.upstreamOffer.contains("h2"), !i.clientSpoke || Self.isReplayable(i.unansweredClientPlaintext)
+            !i.upstreamOffer.contains("h2"), let unanswered = i.unansweredClientPlaintext,
+            !i.clientSpoke || Self.isReplayable(unanswered)
         else { return false }
         let offered = i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ",")
         guard env.upstreamALPN == .mirror, !i.widenedALPN else {
@@ -246,8 +248,8 @@ extension ProxySession {
 
     /// Requests that may be sent again after a connection closed before any response (RFC 9110 §9.2.2): safe
     /// methods, complete in what was kept.
-    static func isReplayable(_ plaintext: [UInt8]?) -> Bool {
-        guard let plaintext, !plaintext.isEmpty else { return false }
+    static func isReplayable(_ plaintext: [UInt8]) -> Bool {
+        guard !plaintext.isEmpty else { return false }
         return ["GET ", "HEAD ", "OPTIONS "].contains { plaintext.starts(with: $0.utf8) }
     }
 
@@ -690,7 +692,8 @@ extension ProxySession {
             i.unansweredClientPlaintext = nil
             if i.raw { interceptSendClient(plaintext) } else if let relay { apply(relay.upstreamBytes(plaintext), tls: true) }
         }
-        if closed { upstreamGone(i) }
+        // A close_notify can come before the TCP close: the retry check applies to it too.
+        if closed, !retryOfferingH2IfClosedBeforeRequest(i) { upstreamGone(i) }
     }
 
     private func shutdownClientTLS(_ i: Interception) {
