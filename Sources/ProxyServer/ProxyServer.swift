@@ -93,7 +93,10 @@ final class ClientSide: ConnectionHandler {
         if !tunnelled { run(session.handle(.clientClosed(error: error?.description))) }
         upstream?.close()
         upstream = nil
-        for connection in lanes.values { connection.close() }
+        for connection in lanes.values {
+            (connection.handler as? LaneSide)?.detach()
+            connection.close()
+        }
         lanes = [:]
         client = nil
     }
