@@ -94,7 +94,7 @@ final class ClientSide: ConnectionHandler {
         upstream?.close()
         upstream = nil
         for connection in lanes.values {
-            (connection.handler as? LaneSide)?.detach()
+            (connection.handler as? OutboundSide)?.detach()
             connection.close()
         }
         lanes = [:]
@@ -103,24 +103,34 @@ final class ClientSide: ConnectionHandler {
 
     // MARK: Upstream events (from the current generation only)
 
-    fileprivate func upstreamOpened(_ generation: Int) {
-        guard generation == upstreamGeneration else { return }
-        run(session.handle(.upstreamConnected))
-    }
-
-    fileprivate func upstreamReceived(_ generation: Int, _ bytes: UnsafeRawBufferPointer) {
-        guard generation == upstreamGeneration else { return }
-        run(session.handle(.upstreamBytes(Array(bytes))))
-    }
-
-    fileprivate func upstreamEOF(_ generation: Int) {
-        guard generation == upstreamGeneration else { return }
-        run(session.handle(.upstreamEOF))
-    }
-
-    fileprivate func upstreamWritability(_ generation: Int, _ writable: Bool) {
-        guard generation == upstreamGeneration else { return }
-        upstreamSideWritability(writable)
+    /// An event of the upstream or of a lane, as the session sees it. Events of replaced upstreams (an older
+    /// generation) are dropped; closed lanes are detached and report nothing.
+    fileprivate func outbound(_ tag: OutboundTag, _ event: OutboundEvent) {
+        let sessionEvent: ProxyEvent
+        switch (tag, event) {
+        case (.upstream(let generation), _) where generation != upstreamGeneration:
+            return
+        case (_, .writable(let writable)):
+            upstreamSideWritability(writable)
+            return
+        case (.upstream, .opened): sessionEvent = .upstreamConnected
+        case (.upstream, .received(let bytes)): sessionEvent = .upstreamBytes(Array(bytes))
+        case (.upstream, .eof): sessionEvent = .upstreamEOF
+        case (.upstream, .closed(let connected, let error)):
+            upstream = nil
+            sessionEvent = connected
+                ? .upstreamClosed(error: error?.description)
+                : .upstreamConnectFailed(error: error?.description ?? "connection closed")
+        case (.lane(let lane), .opened): sessionEvent = .laneConnected(lane)
+        case (.lane(let lane), .received(let bytes)): sessionEvent = .laneBytes(lane, Array(bytes))
+        case (.lane(let lane), .eof): sessionEvent = .laneEOF(lane)
+        case (.lane(let lane), .closed(let connected, let error)):
+            lanes[lane] = nil
+            sessionEvent = connected
+                ? .laneClosed(lane, error: error?.description)
+                : .laneConnectFailed(lane, error: error?.description ?? "connection closed")
+        }
+        run(session.handle(sessionEvent))
     }
 
     /// An upstream (or lane) connection's write buffer filled or drained: stop or restart reading the client.
@@ -130,16 +140,6 @@ final class ClientSide: ConnectionHandler {
             if allWritable, !sessionPaused.contains(.client) { client?.resumeReading() }
         } else {
             client?.pauseReading()
-        }
-    }
-
-    fileprivate func upstreamClosed(_ generation: Int, connected: Bool, _ error: IOError?) {
-        guard generation == upstreamGeneration else { return }
-        upstream = nil
-        if connected {
-            run(session.handle(.upstreamClosed(error: error?.description)))
-        } else {
-            run(session.handle(.upstreamConnectFailed(error: error?.description ?? "connection closed")))
         }
     }
 
@@ -163,7 +163,7 @@ final class ClientSide: ConnectionHandler {
             case .closeLane(let lane):
                 // Detached first: the session is done with the lane and wants none of its late events.
                 if let connection = lanes.removeValue(forKey: lane) {
-                    (connection.handler as? LaneSide)?.detach()
+                    (connection.handler as? OutboundSide)?.detach()
                     connection.close()
                 }
             case .pauseReading(let peer):
@@ -209,31 +209,6 @@ final class ClientSide: ConnectionHandler {
 
     // MARK: Lanes
 
-    fileprivate func laneOpened(_ lane: UpstreamLane) {
-        run(session.handle(.laneConnected(lane)))
-    }
-
-    fileprivate func laneReceived(_ lane: UpstreamLane, _ bytes: UnsafeRawBufferPointer) {
-        run(session.handle(.laneBytes(lane, Array(bytes))))
-    }
-
-    fileprivate func laneEOF(_ lane: UpstreamLane) {
-        run(session.handle(.laneEOF(lane)))
-    }
-
-    fileprivate func laneWritability(_ lane: UpstreamLane, _ writable: Bool) {
-        upstreamSideWritability(writable)
-    }
-
-    fileprivate func laneClosed(_ lane: UpstreamLane, connected: Bool, _ error: IOError?) {
-        lanes[lane] = nil
-        if connected {
-            run(session.handle(.laneClosed(lane, error: error?.description)))
-        } else {
-            run(session.handle(.laneConnectFailed(lane, error: error?.description ?? "connection closed")))
-        }
-    }
-
     private func connectLane(_ lane: UpstreamLane, address: String, port: Int) {
         let timeout = server.environment.timeouts.connect
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
@@ -244,7 +219,7 @@ final class ClientSide: ConnectionHandler {
                     run(session.handle(.laneConnectFailed(lane, error: "no address for \(address)")))
                     return
                 }
-                let connection = loop.connect(to: target, timeout: timeout, handler: LaneSide(owner: self, lane: lane))
+                let connection = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .lane(lane)))
                 // A connect that failed at once has already reported it.
                 if !connection.isClosed { lanes[lane] = connection }
             case .failure(let error):
@@ -271,7 +246,7 @@ final class ClientSide: ConnectionHandler {
                     run(session.handle(.upstreamConnectFailed(error: "no address for \(address)")))
                     return
                 }
-                upstream = loop.connect(to: target, timeout: timeout, handler: UpstreamSide(owner: self, generation: generation))
+                upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))
             case .failure(let error):
                 run(session.handle(.upstreamConnectFailed(error: error.description)))
             }
@@ -279,79 +254,59 @@ final class ClientSide: ConnectionHandler {
     }
 }
 
-/// The upstream connection's handler: hands every event to its client side, tagged with its generation.
-final class UpstreamSide: ConnectionHandler {
-    private weak var owner: ClientSide?
-    private let generation: Int
-    private var opened = false
-
-    init(owner: ClientSide, generation: Int) {
-        self.owner = owner
-        self.generation = generation
-    }
-
-    func connectionOpened(_ connection: Connection) {
-        opened = true
-        owner?.upstreamOpened(generation)
-    }
-
-    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-        owner?.upstreamReceived(generation, bytes)
-    }
-
-    func connectionReadEOF(_ connection: Connection) {
-        owner?.upstreamEOF(generation)
-    }
-
-    func connection(_ connection: Connection, writabilityChanged writable: Bool) {
-        owner?.upstreamWritability(generation, writable)
-    }
-
-    func connectionShutdownRequested(_ connection: Connection) {
-        // The client side decides when its session is done; the upstream closes with it.
-    }
-
-    func connectionClosed(_ connection: Connection, error: IOError?) {
-        owner?.upstreamClosed(generation, connected: opened, error)
-    }
+/// Which outbound connection of a session an event comes from.
+enum OutboundTag {
+    /// The session's upstream; the generation tells it from replaced ones.
+    case upstream(generation: Int)
+    /// An extra upstream connection (a lane of an HTTP/1.1 pool).
+    case lane(UpstreamLane)
 }
 
-/// An extra upstream connection's handler (a lane of the session's HTTP/1.1 pool).
-final class LaneSide: ConnectionHandler {
+/// What an outbound connection reports to its client side.
+enum OutboundEvent {
+    case opened
+    case received(UnsafeRawBufferPointer)
+    case eof
+    case writable(Bool)
+    case closed(connected: Bool, IOError?)
+}
+
+/// The handler of an upstream or lane connection: hands every event to its client side, tagged.
+final class OutboundSide: ConnectionHandler {
     private weak var owner: ClientSide?
-    private let lane: UpstreamLane
+    private let tag: OutboundTag
     private var opened = false
 
-    init(owner: ClientSide, lane: UpstreamLane) {
+    init(owner: ClientSide, tag: OutboundTag) {
         self.owner = owner
-        self.lane = lane
+        self.tag = tag
     }
 
-    /// Stops reporting to the session (it closed the lane).
+    /// Stops reporting to the session (it closed this connection).
     func detach() { owner = nil }
 
     func connectionOpened(_ connection: Connection) {
         opened = true
-        owner?.laneOpened(lane)
+        owner?.outbound(tag, .opened)
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-        owner?.laneReceived(lane, bytes)
+        owner?.outbound(tag, .received(bytes))
     }
 
     func connectionReadEOF(_ connection: Connection) {
-        owner?.laneEOF(lane)
+        owner?.outbound(tag, .eof)
     }
 
     func connection(_ connection: Connection, writabilityChanged writable: Bool) {
-        owner?.laneWritability(lane, writable)
+        owner?.outbound(tag, .writable(writable))
     }
 
     func connectionShutdownRequested(_ connection: Connection) {
-        // The client side decides when its session is done; the lanes close with it.
+        // The client side decides when its session is done; its outbound connections close with it.
     }
 
     func connectionClosed(_ connection: Connection, error: IOError?) {
-        owner?.laneClosed(lane, connected: opened, error)
+        owner?.outbound(tag, .closed(connected: opened, error))
     }
 }

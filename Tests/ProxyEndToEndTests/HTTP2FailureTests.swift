@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Testing
 
 @Suite("HTTP/2 relay: upstream GOAWAY and malformed client frames")
@@ -64,10 +67,16 @@ struct HTTP2FailureTests {
         let e2e = try E2E.shared()
         let log = try e2e.folder().appendingPathComponent("events.jsonl")
         let stage = try await H2Stage(files: ["huge": 64 << 20], ["--quiet", "--log-json", log.path])
+        let partial = stage.folder.appendingPathComponent("huge.partial")
         let reader = try stage.backgroundCurl(
-            ["--http2", "--limit-rate", "4M", "-o", "/dev/null", "-w", "%{http_version} %{response_code}",
+            ["--http2", "--limit-rate", "4M", "-o", partial.path, "-w", "%{http_version} %{response_code}",
              stage.url("huge")], maxTime: 30)
-        try await Task.sleep(for: .seconds(1))
+        // The origin dies as soon as the body flows (polled, not slept: a loaded machine stretches sleeps).
+        let flowing = ContinuousClock.now + .seconds(10)
+        var info = stat()
+        while ContinuousClock.now < flowing, stat(partial.path, &info) != 0 || info.st_size == 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(reader.isRunning, "the download is in flight when the origin dies: \(reader.stderr)")
         stage.origin.stop()
         // What was already in flight drains at 4 MiB/s, then the stream ends in an error, not a hang.
