@@ -80,8 +80,9 @@ struct HTTP2MultiplexTests {
         let stage = try await H2Stage(files: ["huge": 100 << 20], ["--quiet"])
         let before = try stage.proxy.resources()
         let reader = try stage.backgroundCurl(
-            ["--http2", "--limit-rate", "1M", "-o", "/dev/null", stage.url("huge")], maxTime: 20)
+            ["--http2", "--limit-rate", "1M", "-o", "/dev/null", stage.url("huge")], maxTime: 120)
         // Long enough for nghttpd to have sent far more than the client read, had flow control not held it back.
+        // (The readers are stopped below; their long --max-time only keeps a loaded machine from ending them first.)
         try await Task.sleep(for: .seconds(3))
         let during = try stage.proxy.resources()
         #expect(reader.isRunning, "the slow download is still going: \(reader.stderr)")

@@ -30,7 +30,7 @@ struct LoadTests {
         let clients = try (0..<4).map { _ in
             try TestProcess(
                 "/usr/bin/curl",
-                ["-sS", "--max-time", "30", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA, "--limit-rate", "1M",
+                ["-sS", "--max-time", "120", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA, "--limit-rate", "1M",
                  "-o", "/dev/null", "https://\(Stage.httpsHost)/bytes/104857600"],
                 in: stage.folder, name: "slow-curl")
         }
