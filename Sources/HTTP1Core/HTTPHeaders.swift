@@ -61,6 +61,13 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
         fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }
     }
 
+    /// How many fields have this name: `values(for:).count` without building the list.
+    public func count(of name: String) -> Int {
+        var n = 0
+        for field in fields where field.name.asciiCaseInsensitiveEquals(name) { n += 1 }
+        return n
+    }
+
     /// Whether a comma-separated list element of a field named `name` is `token` (ASCII case-insensitive, OWS
     /// trimmed): `listTokens(for:).contains(token)` without building the list, for the per-message checks
     /// (`Connection: close`, `Expect: 100-continue`) on a proxy's hot path.
@@ -96,16 +103,30 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
     }
 }
 
+/// Two equal-length byte runs, compared ASCII case-insensitively.
+@inline(__always)
+func asciiCaseInsensitiveEqualBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+    for i in 0..<x.count where !asciiCaseInsensitiveEqualByte(x[i], y[i]) { return false }
+    return true
+}
+
+@inline(__always)
+func asciiCaseInsensitiveEqualByte(_ x: UInt8, _ y: UInt8) -> Bool {
+    x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+}
+
 extension StringProtocol {
     /// ASCII-only case-insensitive comparison; header names are ASCII tokens.
     func asciiCaseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
         let a = self.utf8, b = other.utf8
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
-            guard x | 0x20 == y | 0x20, (x | 0x20) >= UInt8(ascii: "a"), (x | 0x20) <= UInt8(ascii: "z") else {
-                return false
-            }
+        // Several lookups per message run over every field: compare contiguous UTF-8 (native and small strings
+        // both have it) rather than through generic iterators.
+        let fast = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in asciiCaseInsensitiveEqualBytes(x, y) }
         }
+        if let fast, let result = fast { return result }
+        for (x, y) in zip(a, b) where !asciiCaseInsensitiveEqualByte(x, y) { return false }
         return true
     }
 

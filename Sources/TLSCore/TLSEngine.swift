@@ -157,10 +157,25 @@ public final class TLSEngine {
     /// Reads decrypted application data (up to 16 KiB per call).
     public func read() -> ReadResult {
         if let failure { return .failed(failure) }
+        let ciphertext = Int(BIO_ctrl_pending(readBIO))
+        let decrypted = Int(SSL_pending(ssl))
+        // Callers read until `.needsMoreInput`, so every drain ends with a call that finds nothing: with no ciphertext
+        // fed, no record half-processed, the handshake done and no close_notify seen, SSL_read could only ask for
+        // more input, so it is not called (and no buffer is allocated).
+        if ciphertext == 0, decrypted == 0, !endOfInput, SSL_has_pending(ssl) == 0, SSL_is_init_finished(ssl) == 1,
+            SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN == 0
+        {
+            return .needsMoreInput
+        }
         OpenSSLError.clear()
         var n: Int32 = 0
-        // Uninitialized capacity: no zero-fill, and the bytes are not copied again into a right-sized array.
-        let buffer = [UInt8](unsafeUninitializedCapacity: 16_384) { raw, count in
+        // A record's plaintext is never longer than its ciphertext, so what is pending bounds what one SSL_read can
+        // return: a 1 KiB record gets a ~1 KiB array, not 16 KiB of mostly unused capacity that the HTTP parser would
+        // then keep. Uninitialized: no zero-fill, and the bytes are not copied again into a right-sized array.
+        // Unprocessed bytes inside OpenSSL are not counted; with nothing counted, the full record size is used.
+        let known = max(ciphertext, decrypted)
+        let capacity = known > 0 ? min(16_384, known) : 16_384
+        let buffer = [UInt8](unsafeUninitializedCapacity: capacity) { raw, count in
             n = SSL_read(ssl, raw.baseAddress, Int32(raw.count))
             count = n > 0 ? Int(n) : 0
         }
