@@ -70,25 +70,17 @@ public enum HTTP1Framing {
         }
         if hasCL {
             var length: Int?
-            // The list elements of every Content-Length field (`listTokens`), read straight from the UTF-8 bytes:
-            // this runs for nearly every message, and digits need neither lower-casing nor Strings.
-            for field in headers.fields where field.name.asciiCaseInsensitiveEquals("Content-Length") {
-                for element in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-                    var lo = element.startIndex
-                    var hi = element.endIndex
-                    while lo < hi, element[lo] == 0x20 || element[lo] == 0x09 { lo = element.index(after: lo) }
-                    while hi > lo, element[element.index(before: hi)] == 0x20 || element[element.index(before: hi)] == 0x09 {
-                        hi = element.index(before: hi)
-                    }
-                    let token = element[lo..<hi]
-                    if token.isEmpty { continue }
+            // The list elements of every Content-Length field (`listTokens`), read straight from the bytes: this runs
+            // for nearly every message, and digits need neither lower-casing nor Strings.
+            try headers.forEachValue(of: "Content-Length") { (field) throws(HTTP1Error) in
+                try HTTPHeaders.forEachListElement(field) { (token) throws(HTTP1Error) in
                     var value = 0
                     var digits = 0
                     for byte in token {
                         guard byte >= 0x30 && byte <= 0x39, digits < 18 else {
                             throw HTTP1Error(
                                 .remote, .invalidContentLength, status: errorStatus,
-                                detail: "invalid Content-Length \(String(decoding: token, as: UTF8.self).asciiLowercased())")
+                                detail: "invalid Content-Length \(HTTP1Syntax.string(token).asciiLowercased())")
                         }
                         value = value * 10 + Int(byte - 0x30)
                         digits += 1

@@ -333,8 +333,14 @@ public struct HTTP1Parser: Sendable {
 
     /// Parses the field lines in `from..<to` (which ends with the empty line); sets `bareLF` when a line, the empty
     /// one included, ends with LF alone.
+    /// The fields are kept as a copy of the section's bytes with the position of each name and value: no String is
+    /// made unless someone reads `HTTPHeaders.fields`.
     private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
-        var headers = HTTPHeaders()
+        var ranges: [HTTPHeaders.WireRange] = []
+        // One allocation for the list instead of one per doubling: every line but the empty one is a field.
+        var lines = 0
+        for i in from..<to where buffer[i] == 0x0A { lines += 1 }
+        ranges.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
         var lineStart = from
         while lineStart < to {
             guard let lf = buffer[lineStart..<to].firstIndex(of: 0x0A) else { break }
@@ -345,7 +351,7 @@ public struct HTTP1Parser: Sendable {
             if first == 0x20 || first == 0x09 {
                 throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
             }
-            if headers.count >= limits.maxHeaderCount {
+            if ranges.count >= limits.maxHeaderCount {
                 throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
             }
             guard let colon = buffer[lineStart..<lineEnd].firstIndex(of: UInt8(ascii: ":")), colon > lineStart else {
@@ -366,13 +372,12 @@ public struct HTTP1Parser: Sendable {
             for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(buffer[i]) {
                 throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
             }
-            headers.fields.append(
-                HTTPHeaders.Field(
-                    name: HTTP1Syntax.string(buffer[lineStart..<colon]),
-                    value: HTTP1Syntax.string(buffer[valueStart..<valueEnd])))
+            ranges.append(
+                HTTPHeaders.WireRange(name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
             lineStart = lf + 1
         }
-        return headers
+        if ranges.isEmpty { return HTTPHeaders() }
+        return HTTPHeaders(wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges))
     }
 
     private func parseVersion(_ b: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
