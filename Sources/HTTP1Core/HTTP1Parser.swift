@@ -310,25 +310,23 @@ public struct HTTP1Parser: Sendable {
     /// Finds the end (index after the final LF) of a field section that ends with an empty line, scanning only bytes
     /// not scanned before so that byte-by-byte delivery stays linear.
     private mutating func findSectionEnd(from sectionStart: Int) -> Int? {
-        var i = max(headScanIndex, sectionStart)
-        let end = buffer.count
-        while i < end {
-            if buffer[i] == 0x0A {
-                // An empty line: LF right at the section start, or preceded by LF or CRLF.
-                if i == sectionStart || (i == sectionStart + 1 && buffer[sectionStart] == 0x0D) {
-                    headScanIndex = sectionStart
-                    return i + 1
+        let scanFrom = max(headScanIndex, sectionStart)
+        // Every byte of every head passes through here: scan without per-byte bounds checks.
+        let found: Int? = buffer.withUnsafeBufferPointer { b in
+            var i = scanFrom
+            while i < b.count {
+                if b[i] == 0x0A {
+                    // An empty line: LF right at the section start, or preceded by LF or CRLF.
+                    if i == sectionStart || (i == sectionStart + 1 && b[sectionStart] == 0x0D) { return i + 1 }
+                    if b[i - 1] == 0x0A || (b[i - 1] == 0x0D && i - 2 >= sectionStart && b[i - 2] == 0x0A) { return i + 1 }
                 }
-                if buffer[i - 1] == 0x0A || (buffer[i - 1] == 0x0D && i - 2 >= sectionStart && buffer[i - 2] == 0x0A) {
-                    headScanIndex = sectionStart
-                    return i + 1
-                }
+                i += 1
             }
-            i += 1
+            return nil
         }
         // Keep two bytes of look-behind for the CR LF check.
-        headScanIndex = max(sectionStart, end - 2)
-        return nil
+        headScanIndex = found == nil ? max(sectionStart, buffer.count - 2) : sectionStart
+        return found
     }
 
     /// Parses the field lines in `from..<to` (which ends with the empty line); sets `bareLF` when a line, the empty
@@ -336,45 +334,54 @@ public struct HTTP1Parser: Sendable {
     /// The fields are kept as a copy of the section's bytes with the position of each name and value: no String is
     /// made unless someone reads `HTTPHeaders.fields`.
     private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
-        var ranges: [HTTPHeaders.WireRange] = []
-        // One allocation for the list instead of one per doubling: every line but the empty one is a field.
-        var lines = 0
-        for i in from..<to where buffer[i] == 0x0A { lines += 1 }
-        ranges.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
-        var lineStart = from
-        while lineStart < to {
-            guard let lf = buffer[lineStart..<to].firstIndex(of: 0x0A) else { break }
-            var lineEnd = lf
-            if lineEnd > lineStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
-            if lineEnd == lineStart { break }
-            let first = buffer[lineStart]
-            if first == 0x20 || first == 0x09 {
-                throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+        // Every byte of every head is checked here: read them without per-byte bounds checks.
+        let ranges = try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
+            var ranges: [HTTPHeaders.WireRange] = []
+            // One allocation for the list instead of one per doubling: every line but the empty one is a field.
+            var lines = 0
+            for i in from..<to where b[i] == 0x0A { lines += 1 }
+            ranges.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
+            var lineStart = from
+            while lineStart < to {
+                var lf = lineStart
+                while lf < to, b[lf] != 0x0A { lf += 1 }
+                if lf == to { break }
+                var lineEnd = lf
+                if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
+                if lineEnd == lineStart { break }
+                let first = b[lineStart]
+                if first == 0x20 || first == 0x09 {
+                    throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+                }
+                if ranges.count >= limits.maxHeaderCount {
+                    throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+                }
+                var colon = lineStart
+                while colon < lineEnd, b[colon] != UInt8(ascii: ":") { colon += 1 }
+                guard colon < lineEnd, colon > lineStart else {
+                    throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
+                }
+                let last = b[colon - 1]
+                if last == 0x20 || last == 0x09 {
+                    // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
+                    throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
+                }
+                for i in lineStart..<colon where !HTTP1Syntax.isToken(b[i]) {
+                    throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
+                }
+                var valueStart = colon + 1
+                var valueEnd = lineEnd
+                while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
+                while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+                for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(b[i]) {
+                    throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
+                }
+                ranges.append(
+                    HTTPHeaders.WireRange(
+                        name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
+                lineStart = lf + 1
             }
-            if ranges.count >= limits.maxHeaderCount {
-                throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
-            }
-            guard let colon = buffer[lineStart..<lineEnd].firstIndex(of: UInt8(ascii: ":")), colon > lineStart else {
-                throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
-            }
-            let last = buffer[colon - 1]
-            if last == 0x20 || last == 0x09 {
-                // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
-                throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
-            }
-            for i in lineStart..<colon where !HTTP1Syntax.isToken(buffer[i]) {
-                throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
-            }
-            var valueStart = colon + 1
-            var valueEnd = lineEnd
-            while valueStart < valueEnd, buffer[valueStart] == 0x20 || buffer[valueStart] == 0x09 { valueStart += 1 }
-            while valueEnd > valueStart, buffer[valueEnd - 1] == 0x20 || buffer[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-            for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(buffer[i]) {
-                throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
-            }
-            ranges.append(
-                HTTPHeaders.WireRange(name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
-            lineStart = lf + 1
+            return ranges
         }
         if ranges.isEmpty { return HTTPHeaders() }
         return HTTPHeaders(wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges))
