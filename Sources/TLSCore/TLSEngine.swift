@@ -159,27 +159,28 @@ public final class TLSEngine {
         if let failure { return .failed(failure) }
         let ciphertext = Int(BIO_ctrl_pending(readBIO))
         let decrypted = Int(SSL_pending(ssl))
-        // Callers read until `.needsMoreInput`, so every drain ends with a call that finds nothing: with no ciphertext
-        // fed, no record half-processed, the handshake done and no close_notify seen, SSL_read could only ask for
-        // more input, so it is not called (and no buffer is allocated).
-        if ciphertext == 0, decrypted == 0, !endOfInput, SSL_has_pending(ssl) == 0, SSL_is_init_finished(ssl) == 1,
-            SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN == 0
-        {
-            return .needsMoreInput
-        }
         OpenSSLError.clear()
         var n: Int32 = 0
-        // A record's plaintext is never longer than its ciphertext, so what is pending bounds what one SSL_read can
-        // return: a 1 KiB record gets a ~1 KiB array, not 16 KiB of mostly unused capacity that the HTTP parser would
-        // then keep. Uninitialized: no zero-fill, and the bytes are not copied again into a right-sized array.
-        // Unprocessed bytes inside OpenSSL are not counted; with nothing counted, the full record size is used.
-        let known = max(ciphertext, decrypted)
-        let capacity = known > 0 ? min(16_384, known) : 16_384
-        let buffer = [UInt8](unsafeUninitializedCapacity: capacity) { raw, count in
-            n = SSL_read(ssl, raw.baseAddress, Int32(raw.count))
-            count = n > 0 ? Int(n) : 0
+        if ciphertext == 0, decrypted == 0, SSL_has_pending(ssl) == 0 {
+            // Nothing to decrypt: the read that ends every drain. It still goes to OpenSSL (it may report the end
+            // of input, and with SSL_MODE_RELEASE_BUFFERS it hands the record buffer back, which keeps idle
+            // connections small), but without an array; should a byte come out after all, it is returned.
+            var byte: UInt8 = 0
+            n = SSL_read(ssl, &byte, 1)
+            if n > 0 { return .data([byte]) }
+        } else {
+            // A record's plaintext is never longer than its ciphertext, so what is pending bounds what one SSL_read
+            // returns: a 1 KiB record gets a ~1 KiB array, not 16 KiB of mostly unused capacity that the HTTP parser
+            // would then keep. Uninitialized: no zero-fill, and the bytes are not copied again into a right-sized
+            // array. Bytes OpenSSL holds unprocessed are not counted; when only those exist, a full record's size.
+            let known = max(ciphertext, decrypted)
+            let capacity = known > 0 ? min(16_384, known) : 16_384
+            let buffer = [UInt8](unsafeUninitializedCapacity: capacity) { raw, count in
+                n = SSL_read(ssl, raw.baseAddress, Int32(raw.count))
+                count = n > 0 ? Int(n) : 0
+            }
+            if n > 0 { return .data(buffer) }
         }
-        if n > 0 { return .data(buffer) }
         let code = SSL_get_error(ssl, n)
         if code == SSL_ERROR_ZERO_RETURN { return .closed }
         switch classify(n, context: "SSL_read") {
