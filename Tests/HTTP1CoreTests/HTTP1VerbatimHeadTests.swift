@@ -128,4 +128,31 @@ struct HTTP1VerbatimHeadTests {
         }
         #expect(out == bytes("kept"))
     }
+
+    @Test("Parsed headers answer lookups from their bytes, and become ordinary fields once changed")
+    func wireHeaders() throws {
+        var parser = HTTP1Parser(role: .requests)
+        parser.receive(bytes("GET / HTTP/1.1\r\nHost: a\r\nconnection: Keep-Alive ,  Upgrade\r\nX-Multi: 1\r\n"
+            + "Upgrade: h2c\r\nx-multi:  2 \r\n\r\n"))
+        guard case .requestHead(let head) = try parser.nextEvent() else {
+            Issue.record("expected a request head")
+            return
+        }
+        var headers = head.headers
+        #expect(headers.count == 5)
+        #expect(headers[first: "X-MULTI"] == "1")
+        #expect(headers.values(for: "x-multi") == ["1", "2"])
+        #expect(headers.count(of: "X-Multi") == 2)
+        #expect(headers.containsToken("upgrade", for: "Connection"))
+        #expect(!headers.containsToken("close", for: "Connection"))
+        #expect(headers.listTokens(for: "Connection") == ["keep-alive", "upgrade"])
+        #expect(headers == HTTPHeaders([
+            ("Host", "a"), ("connection", "Keep-Alive ,  Upgrade"), ("X-Multi", "1"), ("Upgrade", "h2c"), ("x-multi", "2"),
+        ]))
+        headers.remove(name: "x-multi")
+        headers.add(name: "Via", value: "1.1 atsproxy")
+        #expect(headers.fields.map(\.name) == ["Host", "connection", "Upgrade", "Via"])
+        #expect(headers != head.headers)
+        #expect(head.headers.count == 5, "the parsed head is a value: changing a copy leaves it alone")
+    }
 }
