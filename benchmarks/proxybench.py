@@ -7,6 +7,9 @@ so each ratio comes from the same minutes of a noisy machine. It prints one tabl
 started is stopped by pid.
 
 Usage: benchmarks/proxybench.py [--rounds 3] [--requests 20000] [--binary .build/release/atsproxy]
+                                [--only SUBSTRING] [--proxy-arg=--threads=1 ...]
+`--only` runs the cases whose name contains SUBSTRING (and skips the idle-connection measure), for quick
+iterations; the default runs everything.
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages).
 """
 import argparse, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time
@@ -167,6 +170,9 @@ def main():
     ap.add_argument("--requests", type=int, default=20000)
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build/release/atsproxy"))
     ap.add_argument("--idle", type=int, default=1000)
+    ap.add_argument("--only", help="run only the cases whose name contains this text (no idle measure)")
+    ap.add_argument("--proxy-arg", action="append", default=[],
+                    help="extra argument for `atsproxy run` (repeatable), e.g. --proxy-arg=--threads=1")
     args = ap.parse_args()
     for tool in ("nginx", "hey", "openssl", "curl"):
         if not shutil.which(tool):
@@ -183,7 +189,7 @@ def main():
         proxy = subprocess.Popen(
             [args.binary, "run", "--listen", f"127.0.0.1:{proxy_port}", "--ca-dir", cadir,
              "--trust-ca", f"{d}/ca.pem", "--map", f"bench.test=127.0.0.1:{tls_port}",
-             "--map", f"bench-h2.test=127.0.0.1:{h2_port}", "--quiet"],
+             "--map", f"bench-h2.test=127.0.0.1:{h2_port}", "--quiet"] + args.proxy_arg,
             stdout=subprocess.DEVNULL, stderr=open(f"{d}/proxy.log", "w"))
         procs.append(proxy)
         wait_port(proxy_port)
@@ -216,6 +222,8 @@ def main():
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
         h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
         results = {}
+        if args.only:
+            cases = [case for case in cases if args.only in case[0]]
         for name, direct, proxied, n, c, ka, unit in cases:
             rows = {"direct": [], "proxy": []}
             # A short discarded run of each side first: caches, minted leaves and TCP state settle.
@@ -228,7 +236,10 @@ def main():
                 r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / n * 1e6
                 rows["proxy"].append(r)
             results[name] = (rows, unit)
-        for name, processes, c in [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]:
+        h2_cases = [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]
+        if args.only:
+            h2_cases = [case for case in h2_cases if args.only in case[0]]
+        for name, processes, c in h2_cases:
             rows = {"direct": [], "proxy": []}
             n = max(800, args.requests // processes)
             hey_parallel(h2_direct, max(200, n // 10), c, processes, h2=True)
@@ -255,6 +266,8 @@ def main():
             for r in bad:
                 print(f"   non-200 responses: {r['codes']} {r['errors']}")
 
+        if args.only:
+            return
         socks = idle_intercepted(proxy_port, tls_port, f"{cadir}/atsproxy-ca.pem", args.idle)
         time.sleep(0.5)
         rss_idle = rss_kib(proxy.pid)

@@ -12,6 +12,10 @@
 // 5. Any error is sticky: the connection cannot be resynchronised, every later call rethrows it.
 // 6. Line endings: the head accepts CRLF or a bare LF (RFC 9112 §2.2 allows it), but chunk-size lines and chunk data
 //    terminators require CRLF, because lenient chunk parsing is a classic request-smuggling vector.
+// 7. A proxy that relays a head unchanged can send the bytes it received instead of serialising the parsed head
+//    again (`lastHeadBytes`, with the framing the parser already worked out in `lastBodyFraming`). Only heads in
+//    canonical form qualify (CRLF everywhere, HTTP/1.0 or 1.1), so a bare LF is never passed on to a server that
+//    might split lines differently.
 
 /// An incremental, sans-io HTTP/1.1 parser for one direction of a connection.
 ///
@@ -54,10 +58,25 @@ public struct HTTP1Parser: Sendable {
     private var state: State = .idle
     private var pendingMethods: [String] = []
     private var currentMayChangeProtocol = false
+    /// The wire range of the last head, and whether it may be relayed verbatim (theory of operation, rule 7).
+    private var lastHead: Range<Int> = 0..<0
+    private var lastHeadIsCanonical = false
 
     /// Whether the last message (head) allows the connection to persist; meaningful once a head was parsed.
     /// For a whole exchange, combine the request's and the response's answer.
     public private(set) var lastMessageKeepAlive = true
+
+    /// How the body of the last final (non-1xx) head is framed, as ``HTTP1Framing`` decided while parsing it.
+    public private(set) var lastBodyFraming: HTTP1BodyFraming = .none
+
+    /// The exact bytes of the head `nextEvent()` just returned (start line through the empty line) when they are in
+    /// canonical form: every line ends with CRLF and the version is HTTP/1.0 or 1.1, so they are what
+    /// ``HTTP1Serializer`` would produce for an unchanged head, up to the spelling the peer chose (`Name:value`
+    /// spacing, trailing whitespace, non-UTF-8 bytes, all relayed as received). nil for other heads, and after any
+    /// later call that changes the parser (`receive`, `nextEvent`, …).
+    public var lastHeadBytes: ArraySlice<UInt8>? {
+        lastHeadIsCanonical ? buffer[lastHead] : nil
+    }
 
     public init(role: Role, limits: HTTP1Limits = .init()) {
         self.role = role
@@ -69,6 +88,7 @@ public struct HTTP1Parser: Sendable {
 
     /// Appends bytes read from the peer.
     public mutating func receive(_ bytes: some Sequence<UInt8>) {
+        lastHeadIsCanonical = false
         compactIfWorthwhile()
         buffer.append(contentsOf: bytes)
     }
@@ -76,6 +96,7 @@ public struct HTTP1Parser: Sendable {
     /// Appends bytes read from the peer; when nothing is buffered the array is adopted without a copy (the usual
     /// case for a relay, where each read is parsed to the end before the next arrives).
     public mutating func receive(_ bytes: [UInt8]) {
+        lastHeadIsCanonical = false
         compactIfWorthwhile()
         if buffer.isEmpty {
             buffer = bytes
@@ -86,6 +107,7 @@ public struct HTTP1Parser: Sendable {
 
     /// Appends bytes read from the peer, straight from a (loop-owned) read buffer.
     public mutating func receive(_ bytes: UnsafeRawBufferPointer) {
+        lastHeadIsCanonical = false
         compactIfWorthwhile()
         buffer.append(contentsOf: bytes)
     }
@@ -124,11 +146,13 @@ public struct HTTP1Parser: Sendable {
                 detail: "switchProtocols is only valid after a CONNECT or Upgrade request has ended")
         }
         state = .switched
+        lastHeadIsCanonical = false
         return takeBuffered()
     }
 
     /// Returns the next event. See the theory of operation at the top of this file.
     public mutating func nextEvent() throws(HTTP1Error) -> HTTP1Event {
+        lastHeadIsCanonical = false
         do {
             return try step()
         } catch {
@@ -235,7 +259,9 @@ public struct HTTP1Parser: Sendable {
                 .startLineTooLong, requestStatus: 414, "start line exceeds \(limits.maxStartLineBytes) bytes")
         }
         let startLine = buffer[start..<lineEnd]
-        let headers = try parseFields(from: firstLF + 1, to: headEnd)
+        var bareLF = lineEnd == firstLF
+        let headers = try parseFields(from: firstLF + 1, to: headEnd, bareLF: &bareLF)
+        let headStart = start
         start = headEnd
         headScanIndex = start
 
@@ -245,13 +271,17 @@ public struct HTTP1Parser: Sendable {
             let framing = try HTTP1Framing.forRequest(head, limits: limits)
             lastMessageKeepAlive = head.keepAlive
             currentMayChangeProtocol = head.mayChangeProtocol
+            lastBodyFraming = framing
             state = .body(bodyState(for: framing))
+            recordHead(headStart..<headEnd, canonical: !bareLF && head.version.minor <= 1)
             return .requestHead(head)
         case .responses:
             let head = try parseStatusLine(startLine, headers: headers)
             let method = pendingMethods[0]
             let framing = try HTTP1Framing.forResponse(head, requestMethod: method, limits: limits)
+            recordHead(headStart..<headEnd, canonical: !bareLF && head.version.minor <= 1)
             if head.isInterim { return .responseHead(head) }
+            lastBodyFraming = framing
             pendingMethods.removeFirst()
             lastMessageKeepAlive = head.keepAlive && framing != .untilClose
             if framing == .switchProtocols {
@@ -261,6 +291,11 @@ public struct HTTP1Parser: Sendable {
             }
             return .responseHead(head)
         }
+    }
+
+    private mutating func recordHead(_ range: Range<Int>, canonical: Bool) {
+        lastHead = range
+        lastHeadIsCanonical = canonical
     }
 
     private func bodyState(for framing: HTTP1BodyFraming) -> BodyState {
@@ -275,68 +310,81 @@ public struct HTTP1Parser: Sendable {
     /// Finds the end (index after the final LF) of a field section that ends with an empty line, scanning only bytes
     /// not scanned before so that byte-by-byte delivery stays linear.
     private mutating func findSectionEnd(from sectionStart: Int) -> Int? {
-        var i = max(headScanIndex, sectionStart)
-        let end = buffer.count
-        while i < end {
-            if buffer[i] == 0x0A {
-                // An empty line: LF right at the section start, or preceded by LF or CRLF.
-                if i == sectionStart || (i == sectionStart + 1 && buffer[sectionStart] == 0x0D) {
-                    headScanIndex = sectionStart
-                    return i + 1
+        let scanFrom = max(headScanIndex, sectionStart)
+        // Every byte of every head passes through here: scan without per-byte bounds checks.
+        let found: Int? = buffer.withUnsafeBufferPointer { b in
+            var i = scanFrom
+            while i < b.count {
+                if b[i] == 0x0A {
+                    // An empty line: LF right at the section start, or preceded by LF or CRLF.
+                    if i == sectionStart || (i == sectionStart + 1 && b[sectionStart] == 0x0D) { return i + 1 }
+                    if b[i - 1] == 0x0A || (b[i - 1] == 0x0D && i - 2 >= sectionStart && b[i - 2] == 0x0A) { return i + 1 }
                 }
-                if buffer[i - 1] == 0x0A || (buffer[i - 1] == 0x0D && i - 2 >= sectionStart && buffer[i - 2] == 0x0A) {
-                    headScanIndex = sectionStart
-                    return i + 1
-                }
+                i += 1
             }
-            i += 1
+            return nil
         }
         // Keep two bytes of look-behind for the CR LF check.
-        headScanIndex = max(sectionStart, end - 2)
-        return nil
+        headScanIndex = found == nil ? max(sectionStart, buffer.count - 2) : sectionStart
+        return found
     }
 
-    /// Parses the field lines in `from..<to` (which ends with the empty line).
-    private func parseFields(from: Int, to: Int) throws(HTTP1Error) -> HTTPHeaders {
-        var headers = HTTPHeaders()
-        var lineStart = from
-        while lineStart < to {
-            guard let lf = buffer[lineStart..<to].firstIndex(of: 0x0A) else { break }
-            var lineEnd = lf
-            if lineEnd > lineStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
-            if lineEnd == lineStart { break }
-            let first = buffer[lineStart]
-            if first == 0x20 || first == 0x09 {
-                throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+    /// Parses the field lines in `from..<to` (which ends with the empty line); sets `bareLF` when a line, the empty
+    /// one included, ends with LF alone.
+    /// The fields are kept as a copy of the section's bytes with the position of each name and value: no String is
+    /// made unless someone reads `HTTPHeaders.fields`.
+    private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
+        // Every byte of every head is checked here: read them without per-byte bounds checks.
+        let ranges = try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
+            var ranges: [HTTPHeaders.WireRange] = []
+            // One allocation for the list instead of one per doubling: every line but the empty one is a field.
+            var lines = 0
+            for i in from..<to where b[i] == 0x0A { lines += 1 }
+            ranges.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
+            var lineStart = from
+            while lineStart < to {
+                var lf = lineStart
+                while lf < to, b[lf] != 0x0A { lf += 1 }
+                if lf == to { break }
+                var lineEnd = lf
+                if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
+                if lineEnd == lineStart { break }
+                let first = b[lineStart]
+                if first == 0x20 || first == 0x09 {
+                    throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+                }
+                if ranges.count >= limits.maxHeaderCount {
+                    throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+                }
+                var colon = lineStart
+                while colon < lineEnd, b[colon] != UInt8(ascii: ":") { colon += 1 }
+                guard colon < lineEnd, colon > lineStart else {
+                    throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
+                }
+                let last = b[colon - 1]
+                if last == 0x20 || last == 0x09 {
+                    // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
+                    throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
+                }
+                for i in lineStart..<colon where !HTTP1Syntax.isToken(b[i]) {
+                    throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
+                }
+                var valueStart = colon + 1
+                var valueEnd = lineEnd
+                while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
+                while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+                for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(b[i]) {
+                    throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
+                }
+                ranges.append(
+                    HTTPHeaders.WireRange(
+                        name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
+                lineStart = lf + 1
             }
-            if headers.count >= limits.maxHeaderCount {
-                throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
-            }
-            guard let colon = buffer[lineStart..<lineEnd].firstIndex(of: UInt8(ascii: ":")), colon > lineStart else {
-                throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
-            }
-            let last = buffer[colon - 1]
-            if last == 0x20 || last == 0x09 {
-                // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
-                throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
-            }
-            for i in lineStart..<colon where !HTTP1Syntax.isToken(buffer[i]) {
-                throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
-            }
-            var valueStart = colon + 1
-            var valueEnd = lineEnd
-            while valueStart < valueEnd, buffer[valueStart] == 0x20 || buffer[valueStart] == 0x09 { valueStart += 1 }
-            while valueEnd > valueStart, buffer[valueEnd - 1] == 0x20 || buffer[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-            for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(buffer[i]) {
-                throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
-            }
-            headers.fields.append(
-                HTTPHeaders.Field(
-                    name: HTTP1Syntax.string(buffer[lineStart..<colon]),
-                    value: HTTP1Syntax.string(buffer[valueStart..<valueEnd])))
-            lineStart = lf + 1
+            return ranges
         }
-        return headers
+        if ranges.isEmpty { return HTTPHeaders() }
+        return HTTPHeaders(wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges))
     }
 
     private func parseVersion(_ b: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
@@ -372,7 +420,7 @@ public struct HTTP1Parser: Sendable {
             method: HTTP1Syntax.string(methodBytes), target: HTTP1Syntax.string(targetBytes), version: version,
             headers: headers)
         // RFC 9112 §3.2: HTTP/1.1 requests need exactly one Host field.
-        let hosts = headers.values(for: "Host").count
+        let hosts = headers.count(of: "Host")
         if (version.minor >= 1 && hosts == 0) || hosts > 1 {
             throw remoteError(.invalidHeaderValue, requestStatus: 400, "HTTP/1.1 request needs exactly one Host field")
         }
@@ -530,7 +578,8 @@ public struct HTTP1Parser: Sendable {
             if eof { throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside trailers") }
             return .needMoreData
         }
-        let trailers = try parseFields(from: start, to: end)
+        var bareLF = false
+        let trailers = try parseFields(from: start, to: end, bareLF: &bareLF)
         start = end
         headScanIndex = start
         return endMessage(trailers: trailers)

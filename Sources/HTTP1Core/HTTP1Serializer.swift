@@ -41,23 +41,51 @@ public enum HTTP1Serializer {
         try writeFields(head.headers, into: &out)
     }
 
+    /// Appends a head as received from a peer (``HTTP1Parser/lastHeadBytes``) with `fields` added after its own:
+    /// the received bytes up to their final empty line, the new field lines, the empty line. A proxy annotating a
+    /// response this way relays the peer's fields byte for byte instead of serialising them again.
+    public static func write(
+        rawHead: ArraySlice<UInt8>, adding fields: [(String, String)], into out: inout [UInt8]
+    ) throws(HTTP1Error) {
+        let end = rawHead.endIndex
+        guard rawHead.count >= 4, rawHead[end - 4] == 0x0D, rawHead[end - 3] == 0x0A, rawHead[end - 2] == 0x0D,
+            rawHead[end - 1] == 0x0A
+        else {
+            throw HTTP1Error(.local, .invalidState, status: 500, detail: "a raw head must end with CRLF CRLF")
+        }
+        // Validated before anything is appended, so a failure leaves `out` as it was.
+        for (name, value) in fields { try checkField(name: name, value: value) }
+        out.append(contentsOf: rawHead[..<(end - 2)])
+        for (name, value) in fields { appendField(name: name, value: value, to: &out) }
+        out.append(0x0D)
+        out.append(0x0A)
+    }
+
     /// Appends field lines and the terminating empty line (also used for chunked trailers).
     static func writeFields(_ headers: HTTPHeaders, into out: inout [UInt8]) throws(HTTP1Error) {
         for field in headers.fields {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTP1Syntax.isToken) else {
-                throw HTTP1Error(.local, .invalidHeaderName, status: 500, detail: "invalid field name \(field.name)")
-            }
-            guard field.value.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
-                throw HTTP1Error(
-                    .local, .invalidHeaderValue, status: 500, detail: "control character in field \(field.name)")
-            }
-            out.append(contentsOf: field.name.utf8)
-            out.append(UInt8(ascii: ":"))
-            out.append(0x20)
-            out.append(contentsOf: field.value.utf8)
-            out.append(0x0D)
-            out.append(0x0A)
+            try checkField(name: field.name, value: field.value)
+            appendField(name: field.name, value: field.value, to: &out)
         }
+        out.append(0x0D)
+        out.append(0x0A)
+    }
+
+    /// Refuses what would not stay one field line: a name that is no token, a value with CR, LF or other controls.
+    private static func checkField(name: String, value: String) throws(HTTP1Error) {
+        guard !name.isEmpty, name.utf8.allSatisfy(HTTP1Syntax.isToken) else {
+            throw HTTP1Error(.local, .invalidHeaderName, status: 500, detail: "invalid field name \(name)")
+        }
+        guard value.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+            throw HTTP1Error(.local, .invalidHeaderValue, status: 500, detail: "control character in field \(name)")
+        }
+    }
+
+    private static func appendField(name: String, value: String, to out: inout [UInt8]) {
+        out.append(contentsOf: name.utf8)
+        out.append(UInt8(ascii: ":"))
+        out.append(0x20)
+        out.append(contentsOf: value.utf8)
         out.append(0x0D)
         out.append(0x0A)
     }

@@ -2,7 +2,11 @@
 ///
 /// Order, the spelling (case) of names and duplicate fields are all preserved, because a proxy must relay them
 /// faithfully. Lookups by name are ASCII case-insensitive, as RFC 9110 §5.1 requires.
-public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLiteral {
+///
+/// Fields the parser produced stay as wire bytes (one array for the whole section plus the positions of each name and
+/// value) until someone asks for `fields`: a proxy that only looks up a few names per message (framing, keep-alive)
+/// and relays the head as received never builds a String per field. Lookups work on either form.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
     /// One header field: a name and its value without surrounding whitespace.
     public struct Field: Equatable, Sendable {
         public var name: String
@@ -14,19 +18,68 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
         }
     }
 
-    /// The fields in wire order.
-    public var fields: [Field]
+    /// Where one field's name and value lie in `WireFields.bytes`.
+    struct WireRange: Equatable, Sendable {
+        var name: Range<Int>
+        var value: Range<Int>
+    }
+
+    /// A field section as received: its bytes and the range of every field, in order.
+    struct WireFields: Equatable, Sendable {
+        var bytes: [UInt8]
+        var ranges: [WireRange]
+    }
+
+    private enum Storage: Sendable {
+        case wire(WireFields)
+        case fields([Field])
+    }
+
+    private var storage: Storage
+
+    /// The fields in wire order. Reading it from parsed headers decodes every name and value (use the lookups on the
+    /// hot path); setting it replaces the list.
+    public var fields: [Field] {
+        get {
+            switch storage {
+            case .fields(let fields):
+                return fields
+            case .wire(let wire):
+                return wire.ranges.map { r in
+                    Field(name: HTTP1Syntax.string(wire.bytes[r.name]), value: HTTP1Syntax.string(wire.bytes[r.value]))
+                }
+            }
+        }
+        set { storage = .fields(newValue) }
+        _modify {
+            var list = fields
+            storage = .fields([])
+            defer { storage = .fields(list) }
+            yield &list
+        }
+    }
 
     public init(_ fields: [(String, String)] = []) {
-        self.fields = fields.map { Field(name: $0.0, value: $0.1) }
+        storage = .fields(fields.map { Field(name: $0.0, value: $0.1) })
     }
 
     public init(arrayLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
-    public var count: Int { fields.count }
-    public var isEmpty: Bool { fields.isEmpty }
+    /// Parsed fields, kept as wire bytes (names and values already validated by the parser).
+    init(wire: WireFields) {
+        storage = .wire(wire)
+    }
+
+    public var count: Int {
+        switch storage {
+        case .fields(let fields): fields.count
+        case .wire(let wire): wire.ranges.count
+        }
+    }
+
+    public var isEmpty: Bool { count == 0 }
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
@@ -37,6 +90,7 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
 
     /// Removes every field with this name (case-insensitive).
     public mutating func remove(name: String) {
+        guard contains(name: name) else { return }
         fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) }
     }
 
@@ -48,17 +102,33 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
 
     /// All values of fields with this name, in order (case-insensitive name match).
     public func values(for name: String) -> [String] {
-        fields.lazy.filter { $0.name.asciiCaseInsensitiveEquals(name) }.map(\.value)
+        var result: [String] = []
+        forEachValue(of: name) { value in result.append(HTTP1Syntax.string(value)) }
+        return result
     }
 
     /// The first value of a field with this name, if any.
     public subscript(first name: String) -> String? {
-        fields.first { $0.name.asciiCaseInsensitiveEquals(name) }?.value
+        switch storage {
+        case .fields(let fields):
+            return fields.first { $0.name.asciiCaseInsensitiveEquals(name) }?.value
+        case .wire(let wire):
+            let wanted = Array(name.utf8)
+            guard let r = wire.ranges.first(where: { Self.nameMatches(wire.bytes[$0.name], wanted) }) else { return nil }
+            return HTTP1Syntax.string(wire.bytes[r.value])
+        }
     }
 
     /// Whether a field with this name exists.
     public func contains(name: String) -> Bool {
-        fields.contains { $0.name.asciiCaseInsensitiveEquals(name) }
+        count(of: name) > 0
+    }
+
+    /// How many fields have this name: `values(for:).count` without building the list.
+    public func count(of name: String) -> Int {
+        var n = 0
+        forEachValue(of: name) { _ in n += 1 }
+        return n
     }
 
     /// Whether a comma-separated list element of a field named `name` is `token` (ASCII case-insensitive, OWS
@@ -66,34 +136,89 @@ public struct HTTPHeaders: Equatable, Sendable, Sequence, ExpressibleByArrayLite
     /// (`Connection: close`, `Expect: 100-continue`) on a proxy's hot path.
     public func containsToken(_ token: String, for name: String) -> Bool {
         let wanted = Array(token.utf8)
-        for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
-            for element in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-                var lo = element.startIndex
-                var hi = element.endIndex
-                while lo < hi, element[lo] == 0x20 || element[lo] == 0x09 { lo = element.index(after: lo) }
-                while hi > lo, element[element.index(before: hi)] == 0x20 || element[element.index(before: hi)] == 0x09 {
-                    hi = element.index(before: hi)
-                }
-                let trimmed = element[lo..<hi]
-                guard trimmed.count == wanted.count else { continue }
-                if zip(trimmed, wanted).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }) { return true }
+        var found = false
+        forEachValue(of: name) { value in
+            if found { return }
+            Self.forEachListElement(value) { element in
+                if !found, Self.nameMatches(element, wanted) { found = true }
             }
         }
-        return false
+        return found
     }
 
     /// The comma-separated list elements of every field with this name, trimmed and lower-cased, empty elements
     /// dropped (RFC 9110 §5.6.1 list syntax). Used for `Connection`, `Transfer-Encoding`, `Content-Length`.
     public func listTokens(for name: String) -> [String] {
         var result: [String] = []
-        for value in values(for: name) {
-            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
-                let trimmed = element.trimmingOWS()
-                if !trimmed.isEmpty { result.append(trimmed.asciiLowercased()) }
+        forEachValue(of: name) { value in
+            Self.forEachListElement(value) { element in
+                result.append(HTTP1Syntax.string(element).asciiLowercased())
             }
         }
         return result
     }
+
+    /// Calls `body` with the bytes of each value of a field named `name`, in order.
+    func forEachValue<E: Error>(of name: String, _ body: (ArraySlice<UInt8>) throws(E) -> Void) throws(E) {
+        switch storage {
+        case .fields(let fields):
+            for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
+                try body(Array(field.value.utf8)[...])
+            }
+        case .wire(let wire):
+            let wanted = Array(name.utf8)
+            for r in wire.ranges where Self.nameMatches(wire.bytes[r.name], wanted) {
+                try body(wire.bytes[r.value])
+            }
+        }
+    }
+
+    /// Calls `body` with each non-empty element of a comma-separated list, OWS trimmed.
+    static func forEachListElement<E: Error>(_ value: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) throws(E) -> Void)
+        throws(E)
+    {
+        var i = value.startIndex
+        while i < value.endIndex {
+            var end = i
+            while end < value.endIndex, value[end] != UInt8(ascii: ",") { end += 1 }
+            var lo = i
+            var hi = end
+            while lo < hi, value[lo] == 0x20 || value[lo] == 0x09 { lo += 1 }
+            while hi > lo, value[hi - 1] == 0x20 || value[hi - 1] == 0x09 { hi -= 1 }
+            if lo < hi { try body(value[lo..<hi]) }
+            i = end + 1
+        }
+    }
+
+    @inline(__always)
+    static func nameMatches(_ bytes: ArraySlice<UInt8>, _ wanted: [UInt8]) -> Bool {
+        guard bytes.count == wanted.count else { return false }
+        var j = 0
+        for b in bytes {
+            if !asciiCaseInsensitiveEqualByte(b, wanted[j]) { return false }
+            j += 1
+        }
+        return true
+    }
+}
+
+extension HTTPHeaders: Equatable {
+    /// Equal when the fields are: same names (exact spelling) and values in the same order.
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        // Copies of one parsed section share their arrays, which makes this check O(1) for an unchanged head.
+        if case .wire(let a) = lhs.storage, case .wire(let b) = rhs.storage, a == b { return true }
+        return lhs.fields == rhs.fields
+    }
+}
+
+extension HTTPHeaders: CustomReflectable {
+    /// Shows the fields, whichever form they are kept in (test failures and debugger output).
+    public var customMirror: Mirror { Mirror(self, children: ["fields": fields]) }
+}
+
+@inline(__always)
+func asciiCaseInsensitiveEqualByte(_ x: UInt8, _ y: UInt8) -> Bool {
+    x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
 }
 
 extension StringProtocol {
@@ -101,24 +226,11 @@ extension StringProtocol {
     func asciiCaseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
         let a = self.utf8, b = other.utf8
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
-            guard x | 0x20 == y | 0x20, (x | 0x20) >= UInt8(ascii: "a"), (x | 0x20) <= UInt8(ascii: "z") else {
-                return false
-            }
-        }
+        for (x, y) in zip(a, b) where !asciiCaseInsensitiveEqualByte(x, y) { return false }
         return true
     }
 
     func asciiLowercased() -> String {
         String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
-    }
-
-    /// Strips optional whitespace (SP / HTAB) from both ends.
-    func trimmingOWS() -> String {
-        let bytes = Array(utf8)
-        var lo = 0, hi = bytes.count
-        while lo < hi, bytes[lo] == 0x20 || bytes[lo] == 0x09 { lo += 1 }
-        while hi > lo, bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09 { hi -= 1 }
-        return String(decoding: bytes[lo..<hi], as: UTF8.self)
     }
 }

@@ -4,7 +4,11 @@ import ProxyTrace
 // Theory of operation:
 //
 // 1. The relay sits between the client's and the upstream's *plaintext* byte streams (inside TLS when
-//    intercepting), parsing both directions with HTTP1Core and re-serialising heads so headers can be changed.
+//    intercepting), parsing both directions with HTTP1Core. A head the owner leaves unchanged is relayed as the
+//    bytes received (`HTTP1Parser.lastHeadBytes`), a response head being annotated as those bytes with the
+//    `X-ATS-*` fields spliced in before the empty line; only a changed head, or one not in canonical form (bare LF),
+//    is serialised again. Relaying the received bytes keeps the peer's exact spelling and saves the per-field work
+//    on the hot path.
 // 2. At most one exchange is in flight: after a request ends, the request parser stays paused until the response
 //    has ended. Pipelined requests wait in the parser's buffer. This keeps local answers (blocks) and forwarded
 //    responses in order without a queue, at no cost for the usual request → response → request pattern.
@@ -113,8 +117,8 @@ final class HTTP1Relay {
 
     // MARK: - Requests (client → upstream)
 
-    private func sendUpstream(_ bytes: [UInt8]) {
-        if awaitingUpstream { held += bytes } else { out.toUpstream += bytes }
+    private func sendUpstream(_ bytes: some Collection<UInt8>) {
+        if awaitingUpstream { held.append(contentsOf: bytes) } else { out.toUpstream.append(contentsOf: bytes) }
     }
 
     private func pumpRequests() {
@@ -179,32 +183,36 @@ final class HTTP1Relay {
     }
 
     private func begin(_ head: HTTPRequestHead) {
+        // Read before anything else touches the parser: both describe the head just parsed.
+        let received = requests.lastHeadBytes
+        let framing = requests.lastBodyFraming
         let decision = decide(head)
         switch decision {
         case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now())
-            ex.requestKeepAlive = head.keepAlive
-            do {
-                ex.requestWriter = HTTP1BodyWriter(framing: try HTTP1Framing.forRequest(head))
-            } catch {
-                exchange = ex
-                protocolError(error, fromClient: true)
-                return
-            }
+            ex.requestKeepAlive = requests.lastMessageKeepAlive
+            // The parser framed this very head (and refused it had the framing been invalid).
+            ex.requestWriter = HTTP1BodyWriter(framing: framing)
             exchange = ex
             if let upstream, upstream != connectedUpstream {
                 awaitingUpstream = true
                 out.connect = upstream
                 responses = HTTP1Parser(role: .responses)
             }
-            var bytes: [UInt8] = []
-            do { try HTTP1Serializer.write(forwarded, into: &bytes) } catch {
-                protocolError(error, fromClient: true)
-                return
+            // Unchanged (the common case: interception forwards the head as parsed; equal values share storage, so
+            // the comparison is cheap): the received bytes go up as they came.
+            if let received, forwarded == head {
+                sendUpstream(received)
+            } else {
+                var bytes: [UInt8] = []
+                do { try HTTP1Serializer.write(forwarded, into: &bytes) } catch {
+                    protocolError(error, fromClient: true)
+                    return
+                }
+                sendUpstream(bytes)
             }
             responses.expectResponse(toRequestMethod: head.method)
-            sendUpstream(bytes)
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
             ex.requestKeepAlive = head.keepAlive
@@ -256,27 +264,38 @@ final class HTTP1Relay {
                     protocolError(nil, fromClient: false)
                     return
                 }
-                var bytes: [UInt8] = []
+                let received = responses.lastHeadBytes
                 if head.isInterim {
-                    do { try HTTP1Serializer.write(head, into: &bytes) } catch { return }
-                    out.toClient += bytes
+                    if let received {
+                        out.toClient.append(contentsOf: received)
+                    } else {
+                        var bytes: [UInt8] = []
+                        do { try HTTP1Serializer.write(head, into: &bytes) } catch { return }
+                        out.toClient += bytes
+                    }
                     continue
                 }
-                var annotated = head
-                for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
                 do {
-                    try HTTP1Serializer.write(annotated, into: &bytes)
-                    ex.responseWriter = HTTP1BodyWriter(
-                        framing: try HTTP1Framing.forResponse(head, requestMethod: ex.method))
+                    if let received {
+                        // Validates the annotation before appending anything, so `out` stays whole on failure.
+                        try HTTP1Serializer.write(rawHead: received, adding: ex.annotation, into: &out.toClient)
+                    } else {
+                        var annotated = head
+                        for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
+                        var bytes: [UInt8] = []
+                        try HTTP1Serializer.write(annotated, into: &bytes)
+                        out.toClient += bytes
+                    }
                 } catch {
                     exchange = ex
                     protocolError(error, fromClient: false)
                     return
                 }
+                // The parser framed this head for the method the request had (`expectResponse` in `begin`).
+                ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
                 ex.status = head.status
                 ex.responseHeadSent = true
                 exchange = ex
-                out.toClient += bytes
             case .body(let piece):
                 guard var ex = exchange else { return }
                 ex.responseBytes += piece.count

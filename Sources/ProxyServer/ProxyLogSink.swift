@@ -31,6 +31,8 @@ public final class ProxyLogSink: @unchecked Sendable {
     }
 
     func write(_ entry: ProxyLog) {
+        // Quiet drops every exchange line: no need to take the lock that all loop threads share, once per exchange.
+        if quiet, case .exchange = entry { return }
         lock.lock()
         defer { lock.unlock() }
         switch entry {

@@ -121,4 +121,67 @@ struct HTTP1RelayTests {
         #expect(String(decoding: second.toUpstream, as: UTF8.self) == "GET /2 HTTP/1.1\r\nHost: a.test\r\n\r\n")
         #expect(second.exchanges.count == 1)
     }
+
+    // MARK: - Heads relayed as received
+
+    private func relay(
+        annotation: [(String, String)] = [], rewrite: @escaping (HTTPRequestHead) -> HTTPRequestHead = { $0 }
+    ) -> HTTP1Relay {
+        HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+            .forward(head: rewrite(head), url: head.target, upstream: nil, annotation: annotation, outcome: .allowed, codes: [])
+        }
+    }
+
+    @Test("An unchanged request goes up byte for byte, spelling and non-UTF-8 bytes included")
+    func unchangedRequestIsVerbatim() {
+        var request = bytes("PUT /a%20b HTTP/1.1\r\nHost: a.test\r\nx-lower:tight   \r\nX-Latin: caf")
+        request.append(0xE9)
+        request += bytes("\r\nContent-Length: 3\r\n\r\nabc")
+        let out = relay().clientBytes(request)
+        #expect(out.toUpstream == request)
+    }
+
+    @Test("An unannotated response comes back byte for byte; an annotated one gets the fields before the empty line")
+    func responseSplice() {
+        let response = bytes("HTTP/1.1 200 OK\r\nServer:origin\r\nContent-Length: 2\r\n\r\nok")
+        let get = bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        let plain = relay()
+        _ = plain.clientBytes(get)
+        #expect(plain.upstreamBytes(response).toClient == response)
+        let annotated = relay(annotation: [("X-ATS-Verdict", "allowed"), ("X-ATS-Rule", "NSAllowsArbitraryLoads")])
+        _ = annotated.clientBytes(get)
+        let down = annotated.upstreamBytes(response).toClient
+        #expect(down == bytes("HTTP/1.1 200 OK\r\nServer:origin\r\nContent-Length: 2\r\n"
+            + "X-ATS-Verdict: allowed\r\nX-ATS-Rule: NSAllowsArbitraryLoads\r\n\r\nok"))
+    }
+
+    @Test("An interim 100 Continue is relayed as received before the final response")
+    func interimVerbatim() {
+        let r = relay(annotation: [("X-ATS-Verdict", "allowed")])
+        _ = r.clientBytes(bytes("POST / HTTP/1.1\r\nHost: a.test\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n"))
+        let interim = r.upstreamBytes(bytes("HTTP/1.1 100 Continue\r\nX-I:1\r\n\r\n"))
+        #expect(interim.toClient == bytes("HTTP/1.1 100 Continue\r\nX-I:1\r\n\r\n"))
+    }
+
+    @Test("A head the owner rewrites is serialised from the new head, not relayed")
+    func rewrittenHeadIsSerialised() {
+        let r = relay { head in
+            var h = head
+            h.target = "/path"
+            h.headers.remove(name: "Proxy-Connection")
+            h.headers.replaceOrAdd(name: "Host", value: "b.test")
+            return h
+        }
+        let out = r.clientBytes(bytes("GET http://b.test/path HTTP/1.1\r\nHost: a.test\r\nProxy-Connection: keep-alive\r\nAccept:*/*\r\n\r\n"))
+        #expect(String(decoding: out.toUpstream, as: UTF8.self) == "GET /path HTTP/1.1\r\nAccept: */*\r\nHost: b.test\r\n\r\n")
+    }
+
+    @Test("Bare-LF heads are serialised again with CRLF, never passed on as received")
+    func bareLFIsNormalised() {
+        let r = relay()
+        let up = r.clientBytes(bytes("GET / HTTP/1.1\nHost: a.test\n\n")).toUpstream
+        #expect(String(decoding: up, as: UTF8.self) == "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        let down = r.upstreamBytes(bytes("HTTP/1.1 204 No Content\nX-A: 1\n\n")).toClient
+        #expect(String(decoding: down, as: UTF8.self) == "HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n")
+    }
 }

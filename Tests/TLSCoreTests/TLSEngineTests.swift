@@ -111,6 +111,42 @@ struct TLSEngineTests {
         #expect(p.client.read() == .closed)
     }
 
+    @Test("Records fed in odd slices read back whole, whatever part of a record is pending when read() is called",
+          arguments: [7, 1000, 16_389, 70_000])
+    func recordsFedInSlices(slice: Int) throws {
+        let p = try pair()
+        p.handshake()
+        let message = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try p.client.write(message)
+        let ciphertext = p.client.takeOutput()
+        var received: [UInt8] = []
+        var offset = 0
+        // Bounded: every turn feeds at least one byte.
+        while offset < ciphertext.count {
+            let end = min(ciphertext.count, offset + slice)
+            p.server.feed(ciphertext[offset..<end])
+            offset = end
+            for _ in 0..<1_000 {
+                guard case .data(let piece) = p.server.read() else { break }
+                received += piece
+            }
+        }
+        #expect(received == message)
+        #expect(p.server.read() == .needsMoreInput)
+        p.client.close()
+        p.server.feed(p.client.takeOutput())
+        #expect(p.server.read() == .closed)
+        #expect(p.server.read() == .closed)
+    }
+
+    @Test func endOfInputAfterTheHandshakeIsClosedByPeer() throws {
+        let p = try pair()
+        p.handshake()
+        #expect(p.server.read() == .needsMoreInput)
+        p.server.feedEndOfInput()
+        #expect(p.server.read() == .failed(.closedByPeer))
+    }
+
     @Test func endOfInputDuringHandshakeIsClosedByPeer() throws {
         let p = try pair()
         _ = p.client.handshake()
