@@ -25,7 +25,7 @@ final class HTTP1Relay {
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Exchange {
+    private struct Exchange: ExchangeRecording {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
@@ -66,19 +66,19 @@ final class HTTP1Relay {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
         pumpRequests()
-        return take()
+        return out.take()
     }
 
     func clientEOF() -> RelayOutput {
         requests.receiveEOF()
         pumpRequests()
-        return take()
+        return out.take()
     }
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
         responses.receive(bytes)
         pumpResponses()
-        return take()
+        return out.take()
     }
 
     func upstreamEOF() -> RelayOutput {
@@ -89,7 +89,7 @@ final class HTTP1Relay {
         }
         out.closeUpstream = true
         connectedUpstream = nil
-        return take()
+        return out.take()
     }
 
     /// The upstream asked for with `RelayOutput.connect` is open: release what was held for it.
@@ -98,7 +98,7 @@ final class HTTP1Relay {
         awaitingUpstream = false
         out.toUpstream += held
         held = []
-        return take()
+        return out.take()
     }
 
     /// The upstream asked for could not be reached.
@@ -106,13 +106,7 @@ final class HTTP1Relay {
         awaitingUpstream = false
         held = []
         failExchange(status: 502, reason: message)
-        return take()
-    }
-
-    private func take() -> RelayOutput {
-        let o = out
-        out = RelayOutput()
-        return o
+        return out.take()
     }
 
     // MARK: - Requests (client → upstream)
@@ -215,36 +209,26 @@ final class HTTP1Relay {
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
-            ex.requestKeepAlive = head.keepAlive
-            var bytes: [UInt8] = []
-            var r = response
-            r.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
-            // A client that sent `Expect: 100-continue` holds its body back: answer at once instead of making it
-            // wait for its timeout, and close, since the body may or may not follow (RFC 9110 §10.1.1).
-            let answerNow = head.expectsContinue && head.headers.contains(name: "Content-Length")
-                || head.expectsContinue && head.headers.contains(name: "Transfer-Encoding")
-            if !head.keepAlive || answerNow { r.headers.replaceOrAdd(name: "Connection", value: "close") }
-            do { try HTTP1Serializer.write(r, into: &bytes) } catch {
+            let local: HTTP1LocalAnswer
+            do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
+                exchange = ex
                 protocolError(error, fromClient: true)
                 return
             }
-            if head.method != "HEAD" { bytes += body }
-            ex.localAnswer = bytes
-            ex.status = r.status
-            ex.responseBytes = body.count
+            ex.localAnswer = local.bytes
+            ex.status = local.status
+            ex.responseBytes = local.bodyCount
             ex.responseHeadSent = true
-            if answerNow {
-                exchange = ex
-                out.toClient += bytes
+            // The body of a request answered locally is read and dropped; a body that cannot be framed ends the
+            // connection after the answer.
+            ex.requestKeepAlive = local.keepAlive
+            exchange = ex
+            if local.answerNow {
+                out.toClient += local.bytes
                 complete(keepParsing: false)
                 out.closeClient = true
                 finished = true
-                return
             }
-            // The body of a request answered locally is read and dropped; a body we cannot frame ends the
-            // connection after the answer.
-            do { _ = try HTTP1Framing.forRequest(head) } catch { ex.requestKeepAlive = false }
-            exchange = ex
         }
     }
 
@@ -349,14 +333,10 @@ final class HTTP1Relay {
     }
 
     /// The exchange is over: log it and go on with the next request if both sides allow it.
-    private func complete(keepParsing: Bool = true) {
+    private func complete(keepParsing: Bool = true, interruption: String? = nil) {
         guard let ex = exchange else { return }
         exchange = nil
-        out.exchanges.append(
-            ExchangeSummary(
-                method: ex.method, url: ex.url, status: ex.status, httpVersion: httpVersionLabel, outcome: ex.outcome,
-                errorCodes: ex.codes, requestBytes: ex.requestBytes, responseBytes: ex.responseBytes,
-                durationMilliseconds: max(0, (now() - ex.started) * 1000)))
+        out.exchanges.append(ex.summary(httpVersion: httpVersionLabel, now: now(), interruption: interruption))
         guard keepParsing else { return }
         let upstreamKeepAlive = ex.localAnswer != nil || responses.lastMessageKeepAlive
         guard ex.requestEnded, ex.requestKeepAlive, upstreamKeepAlive, !out.closeClient else {
@@ -379,27 +359,24 @@ final class HTTP1Relay {
         pumpRequests()
     }
 
+    /// Ends the exchange in flight: an error answer if no response head went out yet, else it is logged as cut off
+    /// (closing is the only way HTTP/1 has to say a response is incomplete). The client connection ends.
     private func failExchange(status: Int, reason: String) {
-        guard let ex = exchange, !ex.responseHeadSent else {
+        guard let ex = exchange else {
             out.closeClient = true
             finished = true
             return
         }
-        let body = Array("ATSProxy: \(reason)\n".utf8)
-        var bytes: [UInt8] = []
-        let head = HTTPResponseHead(
-            status: status, reason: status == 502 ? "Bad Gateway" : "Bad Request",
-            headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
-                      ("Connection", "close")])
-        do {
-            try HTTP1Serializer.write(head, into: &bytes)
-            out.toClient += bytes + body
-        } catch {
-            // Our own head cannot be invalid; if it ever is, closing is the only honest answer left.
+        if ex.responseHeadSent {
+            complete(keepParsing: false, interruption: ex.localAnswer == nil ? reason : nil)
+        } else {
+            let text = "ATSProxy: \(reason)\n"
+            out.toClient += HTTP1LocalAnswer.closing(status: status, text: text)
+            exchange?.status = status
+            exchange?.responseBytes = text.utf8.count
+            exchange?.responseHeadSent = true
+            complete(keepParsing: false)
         }
-        exchange?.status = status
-        exchange?.responseHeadSent = true
-        complete(keepParsing: false)
         out.closeClient = true
         finished = true
     }
