@@ -42,7 +42,11 @@ private final class PoolScene {
         toLanes[.primary, default: ""] += String(decoding: o.toUpstream, as: UTF8.self)
         for (lane, bytes) in o.toLanes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
         guard !o.toClient.isEmpty else { return }
-        let events = (try? client.receive(o.toClient)) ?? []
+        let events: [H2Event]
+        do { events = try client.receive(o.toClient) } catch {
+            Issue.record("the client session refused the relay's frames: \(error)")
+            return
+        }
         for event in events {
             switch event {
             case .headers(let id, let fields, .response, let end):
