@@ -64,6 +64,8 @@ final class TestProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(25))
         }
+        // One last look: a busy machine can resume this task only after the deadline.
+        if let found = match(useStderr ? stderr : stdout) { return found }
         throw HarnessError("\(name): expected output did not appear within \(timeout).\n"
             + "stdout: \(stdout.suffix(2000))\nstderr: \(stderr.suffix(2000))")
     }
@@ -73,7 +75,7 @@ final class TestProcess: @unchecked Sendable {
     func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while isRunning {
-            if ContinuousClock.now >= deadline {
+            if ContinuousClock.now >= deadline, isRunning {
                 stop()
                 throw HarnessError("\(name) did not finish within \(timeout).\nstderr: \(stderr.suffix(2000))")
             }
@@ -82,15 +84,14 @@ final class TestProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// SIGTERM, then SIGKILL if it is still there after a second.
+    /// Ends the process at once (SIGKILL). This used to send SIGTERM and wait up to a second, which nghttpd
+    /// ignores and atsproxy answers with a graceful drain: each stop then held one of the few cooperative threads
+    /// the parallel tests share for a second, and while several tests cleaned up, the others' sleeps and polls
+    /// stretched past their timeouts (the clean-clone run failed on that).
     func stop() {
         guard process.isRunning else { return }
-        kill(pid, SIGTERM)
-        for _ in 0..<100 where process.isRunning { usleep(10_000) }
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            process.waitUntilExit()
-        }
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
     }
 }
 
