@@ -25,18 +25,9 @@ struct HTTP2RelayTests {
     @Test("curl --http2 to an HTTP/1.1-only origin is answered with http/1.1 (the upstream's choice is mirrored)")
     func mirrorsHTTP11() async throws {
         let stage = try await Stage(["--quiet"])
-        let headers = stage.folder.appendingPathComponent("h11.headers")
-        let body = stage.folder.appendingPathComponent("h11.body")
-        let r = try await curlThrough(
-            stage.e2e, stage.proxy,
-            ["--http2", "-D", headers.path, "-o", body.path, "-w", "%{http_version}",
-             "https://\(Stage.httpsHost)/bytes/65536"],
-            in: stage.folder)
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.writeOut == ["1.1"])
-        let result = CurlResult(
-            exit: r.status, headerText: (try? String(contentsOf: headers, encoding: .utf8)) ?? "", body: body,
-            stderr: r.stderr)
+        let result = try await stage.curl(["--http2", "-w", "%{http_version}", "https://\(Stage.httpsHost)/bytes/65536"])
+        #expect(result.exit == 0, "\(result.stderr)")
+        #expect(result.writeOut == ["1.1"])
         #expect(try await stage.matchesAnnouncedChecksum(result), "\(result.headerText)")
     }
 
@@ -44,36 +35,27 @@ struct HTTP2RelayTests {
     func annotateH2() async throws {
         let stage = try await H2Stage(
             files: ["a": 4096], certificate: "expired", host: "expired.test", ["--ats", "annotate", "--quiet"])
-        let headers = stage.folder.appendingPathComponent("a.headers")
-        let body = stage.folder.appendingPathComponent("a.body")
-        let r = try await stage.curl(
-            ["--http2", "-D", headers.path, "-o", body.path, "-w", "%{http_version} %{response_code}", stage.url("a")])
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.writeOut == ["2 200"])
-        #expect(stage.htdocs.same("a", as: body))
-        let text = (try? String(contentsOf: headers, encoding: .utf8)) ?? ""
+        let result = try await stage.curlResult(["--http2", "-w", "%{http_version} %{response_code}", stage.url("a")])
+        #expect(result.exit == 0, "\(result.stderr)")
+        #expect(result.writeOut == ["2 200"])
+        #expect(stage.htdocs.same("a", as: result.body))
+        let text = result.headerText
         // h2 forbids uppercase field names (RFC 9113 §8.2.1): curl prints them as received.
         #expect(text.contains("\r\nx-ats-verdict: violation\r\n"), "\(text)")
         #expect(text.contains("\r\nx-ats-error: -1202 NSURLErrorServerCertificateUntrusted\r\n"), "\(text)")
         #expect(!text.contains("X-ATS-"), "\(text)")
     }
 
-    @Test("--block http: a policy-violating h2 origin gets the 502 block answer, over http/1.1 by design")
+    @Test("--block http: a policy-violating h2 origin gets the 502 block answer (http/1.1 for a client offering both)")
     func blockHTTPOverH2Offer() async throws {
         let stage = try await H2Stage(
             files: ["a": 4096], certificate: "expired", host: "expired.test", ["--block", "http", "--quiet"])
-        let headers = stage.folder.appendingPathComponent("b.headers")
-        let body = stage.folder.appendingPathComponent("b.body")
-        let r = try await stage.curl(
-            ["--http2", "-D", headers.path, "-o", body.path, "-w", "%{http_version} %{response_code}", stage.url("a")])
-        #expect(r.status == 0, "\(r.stderr)")
-        // The block answer is written by the HTTP/1 path: the client is offered only http/1.1 while blocking.
-        #expect(r.writeOut == ["1.1 502"])
-        let result = CurlResult(
-            exit: r.status, headerText: (try? String(contentsOf: headers, encoding: .utf8)) ?? "", body: body,
-            stderr: r.stderr)
+        let result = try await stage.curlResult(["--http2", "-w", "%{http_version} %{response_code}", stage.url("a")])
+        #expect(result.exit == 0, "\(result.stderr)")
+        // A client that offers both is answered http/1.1 while blocking (an h2-only client gets h2).
+        #expect(result.writeOut == ["1.1 502"])
         #expect(result.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted", "\(result.headerText)")
-        #expect(!stage.htdocs.same("a", as: body))
+        #expect(!stage.htdocs.same("a", as: result.body))
     }
 
     @Test("A client offering h2 and http/1.1 to an HTTP/1.1-only origin gets http/1.1, and Upgrade/101 relays")

@@ -142,6 +142,8 @@ struct CurlResult {
     var headerText: String
     var body: URL
     var stderr: String
+    /// What curl printed for `-w`, a line per transfer.
+    var writeOut: [String] = []
 
     /// Status code of the final response, if any.
     var status: Int? {
@@ -175,7 +177,9 @@ func curl(_ arguments: [String], environment: [String: String] = [:], in folder:
         ["-sS", "--max-time", "60", "-D", headers.path, "-o", body.path] + arguments,
         environment: environment, in: folder, timeout: .seconds(70))
     let headerText = (try? String(contentsOf: headers, encoding: .utf8)) ?? ""
-    return CurlResult(exit: r.status, headerText: headerText, body: body, stderr: r.stderr)
+    return CurlResult(
+        exit: r.status, headerText: headerText, body: body, stderr: r.stderr,
+        writeOut: r.stdout.split(separator: "\n").map(String.init))
 }
 
 /// SHA-256 of a file, by the sha256sum CLI.

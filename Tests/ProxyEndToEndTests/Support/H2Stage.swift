@@ -30,6 +30,11 @@ struct H2Stage {
         try await curlThrough(e2e, proxy, arguments, in: folder, maxTime: maxTime)
     }
 
+    /// curl through the proxy with its headers and body kept (see `curl(_:environment:in:)`).
+    func curlResult(_ arguments: [String]) async throws -> CurlResult {
+        try await ProxyEndToEndTests.curl(["-x", proxy.url, "--cacert", e2e.proxyCA] + arguments, in: folder)
+    }
+
     /// A curl left running in the background (for load during another step); stopped when released.
     func backgroundCurl(_ arguments: [String], maxTime: Int = 30) throws -> TestProcess {
         try TestProcess(
