@@ -56,10 +56,7 @@ final class NghttpdOrigin: Sendable {
                 process = started
                 return
             }
-            if started.isRunning {
-                kill(started.pid, SIGKILL)
-                started.process.waitUntilExit()
-            }
+            started.stop()
             guard attempt < 5 else {
                 throw HarnessError("nghttpd did not listen on a free port after 5 tries: \(started.stderr)")
             }
@@ -68,11 +65,7 @@ final class NghttpdOrigin: Sendable {
 
     deinit { stop() }
 
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.pid, SIGKILL)
-        process.process.waitUntilExit()
-    }
+    func stop() { process.stop() }
 
     /// A `--map` argument sending `host` here.
     func map(_ host: String) -> [String] { ["--map", "\(host)=127.0.0.1:\(port)"] }
