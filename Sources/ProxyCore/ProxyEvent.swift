@@ -23,6 +23,8 @@ public enum ProxyEvent: Sendable {
     case laneBytes(UpstreamLane, [UInt8])
     case laneEOF(UpstreamLane)
     case laneClosed(UpstreamLane, error: String?)
+    /// The connection to `peer` carried nothing for a while: a moment to give back memory only traffic needs.
+    case peerQuiet(ProxyPeer)
 }
 
 /// Names one extra upstream connection of a session. Numbers are never reused within a session, so a late event

@@ -727,3 +727,16 @@ extension ProxySession {
         if !out.isEmpty { commands.append(.sendToClient(out)) }
     }
 }
+
+extension ProxySession {
+    /// A quiet connection gives its TLS record buffers back; they come back with the next record. This is what
+    /// keeps a thousand idle intercepted connections small without paying for buffers on every record.
+    func releaseBuffers(of peer: ProxyPeer) {
+        guard let i = interception else { return }
+        switch peer {
+        case .client: i.client?.releaseBuffers()
+        case .upstream: i.upstream?.releaseBuffers()
+        case .lane(let lane): i.lanes[lane]?.engine?.releaseBuffers()
+        }
+    }
+}

@@ -81,6 +81,7 @@ public final class ProxySession {
         case .upstreamEOF: upstreamEOF()
         case .upstreamClosed(let error): upstreamClosed(error)
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
+        case .peerQuiet(let peer): releaseBuffers(of: peer)
         }
         let out = commands
         commands = []

@@ -48,8 +48,10 @@ public final class Connection {
 
     private var timers: Set<TimerID> = []
     private var connectTimer: TimerID?
-    /// Idle-timeout bookkeeping (see Connection+IdleTimeout.swift).
+    /// Inactivity bookkeeping: the idle timeout and the quiet notice (see Connection+Activity.swift).
     var idleTimeout: UInt64 = 0
+    var quietAfter: UInt64 = 0
+    var quietNoticed = false
     var idleTimer: TimerID?
     var lastActivity: UInt64 = 0
 
@@ -311,7 +313,7 @@ public final class Connection {
     private func sendSome(_ bytes: UnsafeRawBufferPointer) -> SendResult {
         do {
             let sent = try syscall("send") { clinux_send(fd, bytes.baseAddress, bytes.count) }
-            if idleTimeout > 0, sent != nil { lastActivity = monotonicNanoseconds() }
+            if sent != nil { noteActivity() }
             return .success(sent.map { Int($0) } ?? 0)
         } catch {
             return .failure(error)
@@ -441,7 +443,7 @@ public final class Connection {
             return
         }
         if n > 0 {
-            if idleTimeout > 0 { lastActivity = monotonicNanoseconds() }
+            noteActivity()
             handler?.connection(self, received: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             return
         }

@@ -15,6 +15,8 @@ public protocol ConnectionHandler: AnyObject {
     func connection(_ connection: Connection, writabilityChanged writable: Bool)
     /// A timer started with `Connection.startTimer(after:)` fired.
     func connection(_ connection: Connection, timerFired timer: TimerID)
+    /// The connection made no progress for the delay given to `Connection.setQuietNotice(after:)`.
+    func connectionBecameQuiet(_ connection: Connection)
     /// The loop is shutting down gracefully: finish the exchange in flight, then close.
     func connectionShutdownRequested(_ connection: Connection)
     /// The connection is closed; `error` is nil for an orderly close. Called exactly once, last.
@@ -26,6 +28,7 @@ extension ConnectionHandler {
     public func connectionReadEOF(_ connection: Connection) {}
     public func connection(_ connection: Connection, writabilityChanged writable: Bool) {}
     public func connection(_ connection: Connection, timerFired timer: TimerID) {}
+    public func connectionBecameQuiet(_ connection: Connection) {}
     /// By default a connection asked to shut down is closed once its queued bytes are written.
     public func connectionShutdownRequested(_ connection: Connection) { connection.close() }
     public func connectionClosed(_ connection: Connection, error: IOError?) {}

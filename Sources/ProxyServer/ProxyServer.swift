@@ -38,6 +38,10 @@ final class SessionCounter: @unchecked Sendable {
 
 /// The client connection's handler: feeds its events to the session and carries out the session's commands.
 final class ClientSide: ConnectionHandler {
+    /// How long a connection carries nothing before its session gives back the buffers only traffic needs. Short
+    /// enough that idle connections stay small, long enough that a busy one never pays for it.
+    static let quietDelay: Duration = .milliseconds(250)
+
     private let server: ProxyServer
     private let loop: EventLoop
     private let session: ProxySession
@@ -63,6 +67,7 @@ final class ClientSide: ConnectionHandler {
     func connectionOpened(_ connection: Connection) {
         client = connection
         connection.setIdleTimeout(server.environment.timeouts.idle)
+        connection.setQuietNotice(after: ClientSide.quietDelay)
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
@@ -82,6 +87,10 @@ final class ClientSide: ConnectionHandler {
             upstream?.pauseReading()
             for connection in lanes.values { connection.pauseReading() }
         }
+    }
+
+    func connectionBecameQuiet(_ connection: Connection) {
+        if !tunnelled { run(session.handle(.peerQuiet(.client))) }
     }
 
     func connectionShutdownRequested(_ connection: Connection) {
@@ -116,6 +125,8 @@ final class ClientSide: ConnectionHandler {
         case (.upstream, .opened): sessionEvent = .upstreamConnected
         case (.upstream, .received(let bytes)): sessionEvent = .upstreamBytes(Array(bytes))
         case (.upstream, .eof): sessionEvent = .upstreamEOF
+        case (.upstream, .quiet): sessionEvent = .peerQuiet(.upstream)
+        case (.lane(let lane), .quiet): sessionEvent = .peerQuiet(.lane(lane))
         case (.upstream, .closed(let connected, let error)):
             upstream = nil
             sessionEvent = connected
@@ -268,6 +279,7 @@ enum OutboundEvent {
     case received(UnsafeRawBufferPointer)
     case eof
     case writable(Bool)
+    case quiet
     case closed(connected: Bool, IOError?)
 }
 
@@ -287,6 +299,7 @@ final class OutboundSide: ConnectionHandler {
 
     func connectionOpened(_ connection: Connection) {
         opened = true
+        connection.setQuietNotice(after: ClientSide.quietDelay)
         owner?.outbound(tag, .opened)
     }
 
@@ -300,6 +313,10 @@ final class OutboundSide: ConnectionHandler {
 
     func connection(_ connection: Connection, writabilityChanged writable: Bool) {
         owner?.outbound(tag, .writable(writable))
+    }
+
+    func connectionBecameQuiet(_ connection: Connection) {
+        owner?.outbound(tag, .quiet)
     }
 
     func connectionShutdownRequested(_ connection: Connection) {

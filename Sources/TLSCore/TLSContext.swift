@@ -50,12 +50,12 @@ public final class TLSContext: @unchecked Sendable {
             let list = groups.joined(separator: ":")
             try checkPositive("SSL_CTX_set1_groups_list(\(list))") { copenssl_SSL_CTX_set1_groups_list(ctx, list) }
         }
-        // Partial writes let the engine hand out whatever fits; moving buffers are safe because we copy. Released
-        // buffers: an idle connection gives its ~34 KiB of record buffers back (a proxy holds two per client).
+        // Partial writes let the engine hand out whatever fits; moving buffers are safe because we copy. Record buffers
+        // are kept while traffic flows (SSL_MODE_RELEASE_BUFFERS would free and reallocate ~17 KiB per record) and
+        // given back when a connection goes quiet (`TLSEngine.releaseBuffers()`).
         _ = copenssl_SSL_CTX_set_mode(
             ctx,
-            Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
-                | Int(SSL_MODE_RELEASE_BUFFERS))
+            Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         // No session tickets: every probe must be a full handshake that shows the real chain.
         SSL_CTX_set_options(ctx, copenssl_SSL_OP_NO_TICKET())
 

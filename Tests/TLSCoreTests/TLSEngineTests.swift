@@ -147,6 +147,32 @@ struct TLSEngineTests {
         #expect(p.server.read() == .failed(.closedByPeer))
     }
 
+    @Test func releasedRecordBuffersComeBackWithTheNextRecordEvenMidRecord() throws {
+        let p = try pair()
+        p.handshake()
+        let request = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try p.client.write(request)
+        let ciphertext = p.client.takeOutput()
+        // Half a record in: releasing must keep the partial record, not lose it.
+        p.server.feed(ciphertext[0..<4_000])
+        #expect(p.server.read() == .needsMoreInput)
+        p.server.releaseBuffers()
+        p.client.releaseBuffers()
+        p.server.feed(ciphertext[4_000...])
+        var received: [UInt8] = []
+        for _ in 0..<10 {
+            guard case .data(let piece) = p.server.read() else { break }
+            received += piece
+        }
+        #expect(received == request)
+        // Both directions work again after both sides gave their buffers back while quiet.
+        p.server.releaseBuffers()
+        try p.server.write(Array("pong".utf8))
+        p.client.feed(p.server.takeOutput())
+        #expect(p.client.read() == .data(Array("pong".utf8)))
+        #expect(p.client.read() == .needsMoreInput)
+    }
+
     @Test func endOfInputDuringHandshakeIsClosedByPeer() throws {
         let p = try pair()
         _ = p.client.handshake()
