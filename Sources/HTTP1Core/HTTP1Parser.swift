@@ -313,14 +313,12 @@ public struct HTTP1Parser: Sendable {
         let scanFrom = max(headScanIndex, sectionStart)
         // Every byte of every head passes through here: scan without per-byte bounds checks.
         let found: Int? = buffer.withUnsafeBufferPointer { b in
-            var i = scanFrom
-            while i < b.count {
-                if b[i] == 0x0A {
-                    // An empty line: LF right at the section start, or preceded by LF or CRLF.
-                    if i == sectionStart || (i == sectionStart + 1 && b[sectionStart] == 0x0D) { return i + 1 }
-                    if b[i - 1] == 0x0A || (b[i - 1] == 0x0D && i - 2 >= sectionStart && b[i - 2] == 0x0A) { return i + 1 }
-                }
-                i += 1
+            var from = scanFrom
+            while let i = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: from, to: b.count) {
+                // An empty line: LF right at the section start, or preceded by LF or CRLF.
+                if i == sectionStart || (i == sectionStart + 1 && b[sectionStart] == 0x0D) { return i + 1 }
+                if b[i - 1] == 0x0A || (b[i - 1] == 0x0D && i - 2 >= sectionStart && b[i - 2] == 0x0A) { return i + 1 }
+                from = i + 1
             }
             return nil
         }
@@ -337,15 +335,10 @@ public struct HTTP1Parser: Sendable {
         // Every byte of every head is checked here: read them without per-byte bounds checks.
         let ranges = try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
             var ranges: [HTTPHeaders.WireRange] = []
-            // One allocation for the list instead of one per doubling: every line but the empty one is a field.
-            var lines = 0
-            for i in from..<to where b[i] == 0x0A { lines += 1 }
-            ranges.reserveCapacity(min(lines, limits.maxHeaderCount + 1))
+            ranges.reserveCapacity(16)
             var lineStart = from
             while lineStart < to {
-                var lf = lineStart
-                while lf < to, b[lf] != 0x0A { lf += 1 }
-                if lf == to { break }
+                guard let lf = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: lineStart, to: to) else { break }
                 var lineEnd = lf
                 if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
                 if lineEnd == lineStart { break }
@@ -356,8 +349,7 @@ public struct HTTP1Parser: Sendable {
                 if ranges.count >= limits.maxHeaderCount {
                     throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
                 }
-                var colon = lineStart
-                while colon < lineEnd, b[colon] != UInt8(ascii: ":") { colon += 1 }
+                let colon = HTTP1Syntax.firstIndex(of: UInt8(ascii: ":"), in: b, from: lineStart, to: lineEnd) ?? lineEnd
                 guard colon < lineEnd, colon > lineStart else {
                     throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
                 }
@@ -373,7 +365,7 @@ public struct HTTP1Parser: Sendable {
                 var valueEnd = lineEnd
                 while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
                 while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-                for i in valueStart..<valueEnd where !HTTP1Syntax.isFieldValueByte(b[i]) {
+                guard HTTP1Syntax.allFieldValueBytes(b, from: valueStart, to: valueEnd) else {
                     throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
                 }
                 ranges.append(

@@ -113,7 +113,11 @@ public struct HTTP1BodyWriter: Sendable {
     }
 
     /// Appends one piece of body, framed. Empty pieces write nothing (an empty chunk would end a chunked body).
-    public mutating func write(_ piece: some Collection<UInt8>, into out: inout [UInt8]) throws(HTTP1Error) {
+    /// Specialized for arrays and slices: called from other modules, the generic version pays a metadata lookup per
+    /// piece.
+    @_specialize(exported: true, where Piece == [UInt8])
+    @_specialize(exported: true, where Piece == ArraySlice<UInt8>)
+    public mutating func write<Piece: Collection<UInt8>>(_ piece: Piece, into out: inout [UInt8]) throws(HTTP1Error) {
         guard !finished else {
             throw HTTP1Error(.local, .invalidState, status: 500, detail: "body written after finish")
         }

@@ -19,6 +19,34 @@ enum HTTP1Syntax {
         b == 0x09 || (b >= 0x20 && b != 0x7F)
     }
 
+    /// True when every byte of `b[from..<to]` may appear in a field value. Branch-free over the bytes so that the
+    /// compiler can vectorize it: a head's values are most of its bytes.
+    @inline(__always) static func allFieldValueBytes(_ b: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Bool {
+        var bad: UInt8 = 0
+        for i in from..<to { bad |= isFieldValueByte(b[i]) ? 0 : 1 }
+        return bad == 0
+    }
+
+    /// The index of the first `byte` in `b[from..<to]`, eight bytes at a time (the zero-byte test on the word
+    /// XOR-ed with the pattern: the lowest flagged byte is always a real match).
+    @inline(__always) static func firstIndex(of byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Int? {
+        guard let base = b.baseAddress else { return nil }
+        let raw = UnsafeRawPointer(base)
+        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
+        var i = from
+        while i + 8 <= to {
+            let v = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) ^ pattern
+            let zero = (v &- 0x0101_0101_0101_0101) & ~v & 0x8080_8080_8080_8080
+            if zero != 0 { return i + zero.trailingZeroBitCount >> 3 }
+            i += 8
+        }
+        while i < to {
+            if base[i] == byte { return i }
+            i += 1
+        }
+        return nil
+    }
+
     /// Request-target bytes: visible ASCII and obs-text, but no whitespace or controls.
     @inline(__always) static func isTargetByte(_ b: UInt8) -> Bool { b > 0x20 && b != 0x7F }
 

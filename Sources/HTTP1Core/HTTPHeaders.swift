@@ -113,8 +113,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         case .fields(let fields):
             return fields.first { $0.name.asciiCaseInsensitiveEquals(name) }?.value
         case .wire(let wire):
-            let wanted = Array(name.utf8)
-            guard let r = wire.ranges.first(where: { Self.nameMatches(wire.bytes[$0.name], wanted) }) else { return nil }
+            guard let r = wire.ranges.first(where: { Self.nameMatches(wire.bytes[$0.name], name.utf8) }) else { return nil }
             return HTTP1Syntax.string(wire.bytes[r.value])
         }
     }
@@ -135,7 +134,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
     /// trimmed): `listTokens(for:).contains(token)` without building the list, for the per-message checks
     /// (`Connection: close`, `Expect: 100-continue`) on a proxy's hot path.
     public func containsToken(_ token: String, for name: String) -> Bool {
-        let wanted = Array(token.utf8)
+        let wanted = token.utf8
         var found = false
         forEachValue(of: name) { value in
             if found { return }
@@ -166,7 +165,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
                 try body(Array(field.value.utf8)[...])
             }
         case .wire(let wire):
-            let wanted = Array(name.utf8)
+            let wanted = name.utf8
             for r in wire.ranges where Self.nameMatches(wire.bytes[r.name], wanted) {
                 try body(wire.bytes[r.value])
             }
@@ -190,14 +189,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         }
     }
 
+    /// ASCII case-insensitive equality of wire bytes and a name, without copying the name (a lookup runs several
+    /// times per message).
     @inline(__always)
-    static func nameMatches(_ bytes: ArraySlice<UInt8>, _ wanted: [UInt8]) -> Bool {
+    static func nameMatches(_ bytes: ArraySlice<UInt8>, _ wanted: String.UTF8View) -> Bool {
         guard bytes.count == wanted.count else { return false }
-        var j = 0
-        for b in bytes {
-            if !asciiCaseInsensitiveEqualByte(b, wanted[j]) { return false }
-            j += 1
-        }
+        for (b, w) in zip(bytes, wanted) where !asciiCaseInsensitiveEqualByte(b, w) { return false }
         return true
     }
 }

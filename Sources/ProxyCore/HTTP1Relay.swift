@@ -25,13 +25,15 @@ final class HTTP1Relay {
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Exchange: ExchangeRecording {
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [String]
-        var annotation: [(String, String)]
-        var started: Double
+    /// The exchange in flight. A class, so each parser event updates it in place instead of copying its strings and
+    /// arrays out of the optional and back.
+    private final class Exchange: ExchangeRecording {
+        let method: String
+        let url: String
+        let outcome: ExchangeSummary.ATSOutcome
+        let codes: [String]
+        let annotation: [(String, String)]
+        let started: Double
         var requestBytes = 0
         var responseBytes = 0
         var status: Int?
@@ -42,6 +44,18 @@ final class HTTP1Relay {
         var responseWriter: HTTP1BodyWriter?
         var localAnswer: [UInt8]?
         var responseHeadSent = false
+
+        init(
+            method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String],
+            annotation: [(String, String)], started: Double
+        ) {
+            self.method = method
+            self.url = url
+            self.outcome = outcome
+            self.codes = codes
+            self.annotation = annotation
+            self.started = started
+        }
     }
 
     private var exchange: Exchange?
@@ -126,7 +140,7 @@ final class HTTP1Relay {
             case .requestHead(let head):
                 begin(head)
             case .body(let piece):
-                guard var ex = exchange else { return }
+                guard let ex = exchange else { return }
                 ex.requestBytes += piece.count
                 if ex.requestWriter != nil {
                     do {
@@ -136,25 +150,21 @@ final class HTTP1Relay {
                             try ex.requestWriter!.write(piece, into: &out.toUpstream)
                         }
                     } catch {
-                        exchange = ex
                         protocolError(error, fromClient: true)
                         return
                     }
                 }
-                exchange = ex
             case .end(let trailers):
-                guard var ex = exchange else { return }
+                guard let ex = exchange else { return }
                 ex.requestEnded = true
                 if ex.requestWriter != nil {
                     var bytes: [UInt8] = []
                     do { try ex.requestWriter!.finish(trailers: trailers, into: &bytes) } catch {
-                        exchange = ex
                         protocolError(error, fromClient: true)
                         return
                     }
                     sendUpstream(bytes)
                 }
-                exchange = ex
                 if let answer = ex.localAnswer {
                     out.toClient += answer
                     complete()
@@ -183,7 +193,7 @@ final class HTTP1Relay {
         let decision = decide(head)
         switch decision {
         case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
-            var ex = Exchange(
+            let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now())
             ex.requestKeepAlive = requests.lastMessageKeepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
@@ -208,7 +218,7 @@ final class HTTP1Relay {
             }
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
-            var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            let ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
                 exchange = ex
@@ -243,7 +253,7 @@ final class HTTP1Relay {
             }
             switch event {
             case .responseHead(let head):
-                guard var ex = exchange else {
+                guard let ex = exchange else {
                     // A response nobody asked for: the upstream is broken.
                     protocolError(nil, fromClient: false)
                     return
@@ -271,7 +281,6 @@ final class HTTP1Relay {
                         out.toClient += bytes
                     }
                 } catch {
-                    exchange = ex
                     protocolError(error, fromClient: false)
                     return
                 }
@@ -279,26 +288,21 @@ final class HTTP1Relay {
                 ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
                 ex.status = head.status
                 ex.responseHeadSent = true
-                exchange = ex
             case .body(let piece):
-                guard var ex = exchange else { return }
+                guard let ex = exchange else { return }
                 ex.responseBytes += piece.count
                 // Framed straight into the output: a body piece is copied once here, not twice.
                 do { try ex.responseWriter?.write(piece, into: &out.toClient) } catch {
-                    exchange = ex
                     protocolError(error, fromClient: false)
                     return
                 }
-                exchange = ex
             case .end(let trailers):
-                guard var ex = exchange else { return }
+                guard let ex = exchange else { return }
                 var bytes: [UInt8] = []
                 do { try ex.responseWriter?.finish(trailers: trailers, into: &bytes) } catch {
-                    exchange = ex
                     protocolError(error, fromClient: false)
                     return
                 }
-                exchange = ex
                 out.toClient += bytes
                 if ex.responseWriter?.framing == .untilClose { out.closeClient = true }
                 complete()
