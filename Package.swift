@@ -55,6 +55,11 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // The protocol core's user-space cost per request, in memory (`swift run -c release proxycore-bench`).
+        .executableTarget(
+            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore"],
+            path: "Sources/ProxyCoreBenchmark", swiftSettings: strict),
+
         // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], swiftSettings: strict),

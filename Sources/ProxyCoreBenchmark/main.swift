@@ -1,0 +1,218 @@
+import ATSPolicy
+import Foundation
+import ProxyCore
+import TLSCore
+
+// The user-space cost of the proxy's protocol core per request, without sockets or a kernel: an in-memory TLS
+// client and an in-memory TLS origin exchange keep-alive requests through a `ProxySession` (CONNECT, both
+// handshakes, ATS evaluated in enforce mode), and the same client and origin work is timed again without the
+// session in between. The difference is what the proxy adds in user space; system calls and loopback delivery come
+// on top (see benchmarks/proxybench.py for the whole). Single-threaded and deterministic in its work, so it can
+// tell small changes apart where the socket benchmark on a shared 2-core machine cannot.
+//
+// Usage: proxycore-bench [--requests N] [--rounds R] [--connections N]
+
+struct Options {
+    var requests = 20_000
+    var rounds = 5
+    var connections = 200
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+                throw BenchmarkError("\(flag) needs a positive number")
+            }
+            switch flag {
+            case "--requests": requests = value
+            case "--rounds": rounds = value
+            case "--connections": connections = value
+            default: throw BenchmarkError("unknown option \(flag)")
+            }
+        }
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A 1 KiB response with the head nginx sends for a static file.
+let responseBytes: [UInt8] = {
+    let head = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 19:00:00 GMT\r\n"
+        + "Content-Type: application/octet-stream\r\nContent-Length: 1024\r\n"
+        + "Last-Modified: Sun, 22 Nov 2026 18:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"6740c2a0-400\"\r\n"
+        + "Accept-Ranges: bytes\r\n\r\n"
+    return Array(head.utf8) + (0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+}()
+
+/// The request `hey` sends.
+let requestBytes = Array(
+    "GET /1k HTTP/1.1\r\nHost: bench.test:443\r\nUser-Agent: hey/0.0.1\r\nContent-Type: text/html\r\nAccept-Encoding: gzip\r\n\r\n"
+        .utf8)
+
+/// Everything a session sent to one side.
+func collect(_ commands: [ProxyCommand]) -> (toClient: [UInt8], toUpstream: [UInt8]) {
+    var toClient: [UInt8] = []
+    var toUpstream: [UInt8] = []
+    for command in commands {
+        switch command {
+        case .sendToClient(let bytes): toClient += bytes
+        case .sendToUpstream(let bytes): toUpstream += bytes
+        default: break
+        }
+    }
+    return (toClient, toUpstream)
+}
+
+/// Reads all the plaintext an engine can give now.
+func drain(_ engine: TLSEngine) throws -> [UInt8] {
+    var plaintext: [UInt8] = []
+    for _ in 0..<64 {
+        switch engine.read() {
+        case .data(let piece): plaintext += piece
+        case .needsMoreInput: return plaintext
+        case .closed: throw BenchmarkError("closed")
+        case .failed(let error): throw BenchmarkError("TLS read failed: \(error)")
+        }
+    }
+    return plaintext
+}
+
+/// The fixed parts: a CA the proxy mints with, an origin identity it trusts, and the session environment.
+struct Scene {
+    let env: ProxyEnvironment
+    let originContext: TLSContext
+    let clientContext: TLSContext
+
+    init() throws {
+        let authority = try CertificateAuthority.create(commonName: "proxycore-bench CA")
+        let minter = LeafMinter(authority: authority)
+        env = ProxyEnvironment(
+            policy: ATSPolicy(atsDictionary: .dictionary(PlistDictionary())), mode: .enforce, blockStyle: .tls,
+            mappings: [try HostMapping(parsing: "bench.test=127.0.0.1:443")], passthrough: [], credentials: nil,
+            minter: minter,
+            factsCollector: HandshakeFactsCollector(
+                trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
+            diagnosticsLevel: 0, jsonEvents: false)
+        originContext = try TLSContext(.server(identity: try minter.identity(for: "bench.test"), alpn: ["http/1.1"]))
+        clientContext = try TLSContext(.client(alpn: ["http/1.1"]))
+    }
+
+    /// A client connection through a new session: CONNECT and both handshakes done.
+    func connect() throws -> (session: ProxySession, client: TLSEngine, origin: TLSEngine) {
+        let session = ProxySession(id: 1, environment: env, now: { Date().timeIntervalSince1970 })
+        let client = try TLSEngine(context: clientContext, serverName: "bench.test")
+        let origin = try TLSEngine(context: originContext)
+        _ = session.handle(.clientBytes(Array("CONNECT bench.test:443 HTTP/1.1\r\nHost: bench.test:443\r\n\r\n".utf8)))
+        _ = client.handshake()
+        _ = session.handle(.clientBytes(client.takeOutput()))
+        var toOrigin = collect(session.handle(.upstreamConnected)).toUpstream
+        var toClient: [UInt8] = []
+        for _ in 0..<10 where !toOrigin.isEmpty {
+            origin.feed(toOrigin)
+            _ = origin.handshake()
+            let sent = collect(session.handle(.upstreamBytes(origin.takeOutput())))
+            toClient += sent.toClient
+            toOrigin = sent.toUpstream
+        }
+        for _ in 0..<10 where !toClient.isEmpty {
+            client.feed(toClient)
+            _ = client.handshake()
+            toClient = collect(session.handle(.clientBytes(client.takeOutput()))).toClient
+        }
+        guard client.isHandshakeComplete, origin.isHandshakeComplete else {
+            throw BenchmarkError("the handshakes through the session did not complete (blocked?)")
+        }
+        return (session, client, origin)
+    }
+
+    /// A client connected straight to an origin.
+    func direct() throws -> (client: TLSEngine, origin: TLSEngine) {
+        let client = try TLSEngine(context: clientContext, serverName: "bench.test")
+        let origin = try TLSEngine(context: originContext)
+        _ = client.handshake()
+        for _ in 0..<10 where client.hasOutput || origin.hasOutput {
+            origin.feed(client.takeOutput())
+            _ = origin.handshake()
+            client.feed(origin.takeOutput())
+            _ = client.handshake()
+        }
+        guard client.isHandshakeComplete, origin.isHandshakeComplete else {
+            throw BenchmarkError("the direct handshake did not complete")
+        }
+        return (client, origin)
+    }
+}
+
+/// One request and its response through the session; returns the response bytes the client got.
+func exchangeThroughSession(_ session: ProxySession, _ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
+    try client.write(requestBytes)
+    origin.feed(collect(session.handle(.clientBytes(client.takeOutput()))).toUpstream)
+    guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
+    try origin.write(responseBytes)
+    client.feed(collect(session.handle(.upstreamBytes(origin.takeOutput()))).toClient)
+    return try drain(client).count
+}
+
+/// The same client and origin work without the session.
+func exchangeDirect(_ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
+    try client.write(requestBytes)
+    origin.feed(client.takeOutput())
+    guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
+    try origin.write(responseBytes)
+    client.feed(origin.takeOutput())
+    return try drain(client).count
+}
+
+func microseconds(_ duration: Duration, per count: Int) -> Double {
+    let c = duration.components
+    return (Double(c.seconds) * 1e6 + Double(c.attoseconds) / 1e12) / Double(count)
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func run() throws {
+    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    let scene = try Scene()
+    let clock = ContinuousClock()
+    let (session, client, origin) = try scene.connect()
+    let (directClient, directOrigin) = try scene.direct()
+    guard try exchangeThroughSession(session, client, origin) == responseBytes.count else {
+        throw BenchmarkError("the response through the session is not byte-exact in length")
+    }
+    var proxied: [Double] = []
+    var direct: [Double] = []
+    var connections: [Double] = []
+    for _ in 0..<options.rounds {
+        let a = try clock.measure {
+            for _ in 0..<options.requests { _ = try exchangeThroughSession(session, client, origin) }
+        }
+        let b = try clock.measure {
+            for _ in 0..<options.requests { _ = try exchangeDirect(directClient, directOrigin) }
+        }
+        proxied.append(microseconds(a, per: options.requests))
+        direct.append(microseconds(b, per: options.requests))
+        let c = try clock.measure {
+            for _ in 0..<options.connections {
+                let (s, cl, o) = try scene.connect()
+                _ = try exchangeThroughSession(s, cl, o)
+            }
+        }
+        connections.append(microseconds(c, per: options.connections))
+    }
+    let added = zip(proxied, direct).map { $0 - $1 }
+    print("proxy core, user space, one thread (\(options.rounds) rounds of \(options.requests) keep-alive requests, "
+        + "1 KiB responses, HTTPS intercepted, ATS enforce):")
+    print(String(format: "  client+origin+session   %7.2f µs/request (median; min %.2f)", median(proxied), proxied.min() ?? 0))
+    print(String(format: "  client+origin directly  %7.2f µs/request (median; min %.2f)", median(direct), direct.min() ?? 0))
+    print(String(format: "  added by the session    %7.2f µs/request (median of per-round differences)", median(added)))
+    print(String(format: "  new intercepted connection with one request: %.0f µs (median of %d rounds of %d; "
+        + "includes the client's and origin's handshakes)", median(connections), options.rounds, options.connections))
+}
+
+do { try run() } catch {
+    FileHandle.standardError.write(Data("proxycore-bench: \(error)\n".utf8))
+    exit(1)
+}
