@@ -18,7 +18,7 @@ hey dials more than its concurrency when it races its own pool, and every extra 
 pair of handshakes, so runs with many are not comparable.
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages).
 """
-import argparse, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time
+import argparse, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,6 +82,7 @@ http {{
   server {{
     listen 127.0.0.1:{http_port};
     root {d}/www;
+    location = /nginx-status {{ stub_status; }}
   }}
   server {{
     listen 127.0.0.1:{h2_port} ssl http2;
@@ -103,7 +104,7 @@ http {{
     return proc
 
 
-def start_nginx_reverse_proxy(d, listen_port, origin_port):
+def start_nginx_reverse_proxy(d, listen_port, origin_port, status_port):
     """nginx as a TLS-terminating reverse proxy to the origin, with upstream keep-alive: per keep-alive request the
     same work an intercepting proxy does (decrypt, parse, re-encrypt, and back), done by a mature C server. Its own
     process, so its worker's CPU can be read; a reference for what CPU per request this machine allows."""
@@ -130,6 +131,10 @@ http {{
       proxy_ssl_session_reuse on;
     }}
   }}
+  server {{
+    listen 127.0.0.1:{status_port};
+    location = /nginx-status {{ stub_status; }}
+  }}
 }}
 """
     with open(f"{d}/nginx-ref.conf", "w") as f:
@@ -137,6 +142,7 @@ http {{
     proc = subprocess.Popen(["nginx", "-c", f"{d}/nginx-ref.conf", "-g", "daemon off;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(listen_port)
+    wait_port(status_port)
     return proc
 
 
@@ -151,12 +157,12 @@ def only_child(pid):
     raise RuntimeError(f"nginx {pid} has no worker")
 
 
-def passive_opens():
-    """TCP connections accepted on this machine so far (origin and proxy both accept: a proxied client connection
-    counts twice)."""
-    with open("/proc/net/snmp") as f:
-        rows = [line.split() for line in f if line.startswith("Tcp:")]
-    return int(rows[1][rows[0].index("PassiveOpens")])
+def accepts(status_port):
+    """Connections an nginx has accepted so far (its stub_status), not counting the one that asks. Every proxied
+    client connection has one upstream connection, so the origin's count serves direct and proxied runs alike;
+    other programs on the machine do not disturb it, as a system-wide TCP counter would."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{status_port}/nginx-status", timeout=5) as r:
+        return int(r.read().decode().splitlines()[2].split()[0]) - 1
 
 
 def hey(url, n, c, proxy=None, keepalive=True, h2=False):
@@ -245,9 +251,9 @@ def main():
     try:
         make_certs(d)
         tls_port, http_port, h2_port, proxy_port = free_port(), free_port(), free_port(), free_port()
-        ref_port = free_port()
+        ref_port, ref_status_port = free_port(), free_port()
         procs.append(start_nginx(d, tls_port, http_port, h2_port))
-        reference_nginx = start_nginx_reverse_proxy(d, ref_port, tls_port)
+        reference_nginx = start_nginx_reverse_proxy(d, ref_port, tls_port, ref_status_port)
         procs.append(reference_nginx)
         cadir = f"{d}/proxy-ca"
         os.makedirs(cadir)
@@ -295,14 +301,14 @@ def main():
             hey(direct, max(200, n // 10), c, keepalive=ka)
             hey(proxied, max(200, n // 10), c, proxy=proxy_url, keepalive=ka)
             for _ in range(args.rounds):
-                opens = passive_opens()
+                opens = accepts(http_port)
                 r = hey(direct, n, c, keepalive=ka)
-                r["conns"] = passive_opens() - opens
+                r["conns"] = accepts(http_port) - opens
                 rows["direct"].append(r)
-                before, opens = cpu_seconds(proxy.pid), passive_opens()
+                before, opens = cpu_seconds(proxy.pid), accepts(http_port)
                 r = hey(proxied, n, c, proxy=proxy_url, keepalive=ka)
                 r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / n * 1e6
-                r["conns"] = (passive_opens() - opens) / 2
+                r["conns"] = accepts(http_port) - opens
                 rows["proxy"].append(r)
             results[name] = (rows, unit)
         reference = "reference: nginx TLS reverse proxy, 32 conns"
@@ -314,14 +320,14 @@ def main():
             hey(direct_1k, max(200, args.requests // 10), 32)
             hey(ref_url, max(200, args.requests // 10), 32)
             for _ in range(args.rounds):
-                opens = passive_opens()
+                opens = accepts(http_port)
                 r = hey(direct_1k, args.requests, 32)
-                r["conns"] = passive_opens() - opens
+                r["conns"] = accepts(http_port) - opens
                 rows["direct"].append(r)
-                before, opens = cpu_seconds(worker), passive_opens()
+                before, opens = cpu_seconds(worker), accepts(ref_status_port)
                 r = hey(ref_url, args.requests, 32)
                 r["cpu_us"] = (cpu_seconds(worker) - before) / args.requests * 1e6
-                r["conns"] = (passive_opens() - opens) / 2
+                r["conns"] = accepts(ref_status_port) - opens
                 rows["proxy"].append(r)
             results[reference] = (rows, "rps")
         h2_cases = [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]
