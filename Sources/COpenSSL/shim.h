@@ -33,6 +33,9 @@ static inline int copenssl_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x509) {
     return (int)SSL_CTX_add1_chain_cert(ctx, x509);
 }
 static inline int copenssl_SSL_set_app_data(SSL *ssl, void *data) { return SSL_set_app_data(ssl, data); }
+static inline long copenssl_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
 static inline void *copenssl_SSL_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
 
 // MARK: BIO
@@ -99,4 +102,8 @@ static inline void copenssl_SSL_CTX_set_alpn_select_cb(SSL_CTX *ctx, copenssl_al
 
 static inline unsigned long copenssl_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 static inline uint64_t copenssl_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+/// Client sessions reach the new-session callback; OpenSSL keeps none in its own (server-oriented) cache.
+static inline long copenssl_SSL_SESS_CACHE_CLIENT_ONLY_CALLBACK(void) {
+    return SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL;
+}
 static inline int copenssl_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }

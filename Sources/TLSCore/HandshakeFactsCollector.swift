@@ -10,16 +10,26 @@ public struct HandshakeFactsCollector: Sendable {
     /// Facts of the handshake `engine` ran against `host`. Pass the failure when the handshake did not complete.
     /// When the engine saw no certificate (the handshake failed before it), `fallbackChain` (e.g. the chain a
     /// permissive probe received) is judged instead, so certificate problems are reported alongside the failure.
+    ///
+    /// A handshake that resumed a cached session (`TLSEngine.offerSession`) is judged on the certificate facts of
+    /// the full handshake that established the session, with trust evaluated again when a certificate's validity
+    /// began or ended since; the negotiated parameters are this handshake's. A full handshake's certificate facts
+    /// are recorded on the engine, for the sessions it produces.
     public func facts(
         from engine: TLSEngine, host: String, failure: TLSError? = nil, capabilities: ServerCapabilities? = nil,
         fallbackChain: [Certificate] = [], now: Date = Date()
     ) -> HandshakeFacts {
-        let seen = engine.peerCertificateChain
-        let chain = seen.isEmpty ? fallbackChain : seen
-        let chainFacts = chain.map(CertificateInspector.facts)
+        let peer: PeerCertificateFacts
+        if failure == nil, let resumed = engine.resumedPeerFacts {
+            peer = resumed.trustHolds(at: now) ? resumed : peerFacts(chain: resumed.chain, at: now)
+        } else {
+            let seen = engine.peerCertificateChain
+            peer = peerFacts(chain: seen.isEmpty ? fallbackChain : seen, at: now)
+            if failure == nil, !seen.isEmpty { engine.recordPeerFacts(peer) }
+        }
+        let chainFacts = peer.certificates
         let negotiated = failure == nil ? engine.negotiated : nil
-        let trustResult: TrustResult =
-            chain.isEmpty ? .untrusted(.invalidChain) : trust.evaluate(chain: chain, at: now).result
+        let trustResult: TrustResult = chainFacts.isEmpty ? .untrusted(.invalidChain) : peer.trust.result
         return HandshakeFacts(
             failure: failure.map(HandshakeFactsCollector.handshakeFailure),
             version: negotiated?.version,
@@ -34,6 +44,13 @@ public struct HandshakeFactsCollector: Sendable {
             hostnameMatches: chainFacts.first.map { CertificateInspector.hostnameMatches(host, leaf: $0) } ?? false,
             observedAt: now,
             serverCapabilities: capabilities)
+    }
+
+    /// Everything ATS reads from `chain` (leaf first) at `date`.
+    public func peerFacts(chain: [Certificate], at date: Date = Date()) -> PeerCertificateFacts {
+        PeerCertificateFacts(
+            chain: chain, certificates: chain.map(CertificateInspector.facts), trust: trust.evaluate(chain: chain, at: date),
+            evaluatedAt: date)
     }
 
     /// Facts for a connection that never produced a TLS engine result (e.g. TCP connect failed).

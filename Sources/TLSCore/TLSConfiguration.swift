@@ -46,6 +46,10 @@ public struct TLSConfiguration: Sendable {
     /// Servers: picks a certificate per connection from the SNI name (nil when the client sent none). Returning
     /// nil keeps `identity`. Called on the thread running the handshake.
     public var certificateSelector: (@Sendable (_ serverName: String?) -> ServerIdentity?)?
+    /// Session resumption. Off (the default), every handshake is a full one that shows the real chain (what a probe
+    /// needs). On, a server issues session tickets and a client hands its sessions to the `TLSSessionCache` an
+    /// engine was given (`TLSEngine.offerSession(from:key:)`) and offers them again.
+    public var sessionResumption: Bool = false
 
     public init(
         role: Role, minimumVersion: TLSVersion? = nil, maximumVersion: TLSVersion? = nil, cipherList: String? = nil,

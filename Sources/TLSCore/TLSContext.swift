@@ -9,6 +9,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     /// The configuration this context was built from.
     public let configuration: TLSConfiguration
+    /// What of the configuration shapes a client's ClientHello, as part of a `TLSSessionKey`.
+    let sessionProfile: String
 
     public init(_ configuration: TLSConfiguration) throws(OpenSSLError) {
         self.configuration = configuration
@@ -21,6 +23,11 @@ public final class TLSContext: @unchecked Sendable {
             throw error
         }
         self.ctx = ctx
+        let c = configuration
+        self.sessionProfile = [
+            c.minimumVersion.map { "\($0.rawValue)" }, c.maximumVersion.map { "\($0.rawValue)" }, c.cipherList,
+            c.tls13CipherSuites, c.groups?.joined(separator: ":"), c.securityLevel.map { "\($0)" },
+        ].map { $0 ?? "-" }.joined(separator: "|")
     }
 
     deinit { SSL_CTX_free(ctx) }
@@ -76,6 +83,16 @@ public final class TLSContext: @unchecked Sendable {
         }
 
         SSL_CTX_set_info_callback(ctx, tlsInfoCallback)
+        if c.sessionResumption {
+            // The exception to "no session tickets" above: a context made to resume (the proxy's upstream client;
+            // probes never are). Clients see their sessions only through the callback, which hands them to the
+            // engine's TLSSessionCache.
+            SSL_CTX_clear_options(ctx, copenssl_SSL_OP_NO_TICKET())
+            if c.role == .client {
+                _ = copenssl_SSL_CTX_set_session_cache_mode(ctx, copenssl_SSL_SESS_CACHE_CLIENT_ONLY_CALLBACK())
+                SSL_CTX_sess_set_new_cb(ctx, tlsNewSessionCallback)
+            }
+        }
         if c.role == .server {
             if let identity = c.identity {
                 try TLSContext.install(identity, on: ctx)
@@ -149,6 +166,14 @@ private func tlsALPNSelectCallback(
         }
     }
     return SSL_TLSEXT_ERR_NOACK
+}
+
+/// Hands a client's new session (a full TLS ≤ 1.2 handshake's, or a TLS 1.3 ticket read after the handshake) to the
+/// engine's session cache, which keeps a copy. Returns 0: the reference OpenSSL passed stays OpenSSL's to free.
+private func tlsNewSessionCallback(_ ssl: OpaquePointer?, _ session: OpaquePointer?) -> Int32 {
+    guard let session, let engine = engine(of: ssl) else { return 0 }
+    engine.resumption?.received(session)
+    return 0
 }
 
 /// Lets a server abort right after the ClientHello with a chosen fatal alert (the proxy's `--block tls`).

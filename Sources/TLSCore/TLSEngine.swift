@@ -51,6 +51,8 @@ public final class TLSEngine {
     private var endOfInput = false
     private var receivedCloseNotify = false
     private var failure: TLSError?
+    /// Client: session resumption through a `TLSSessionCache` (TLSEngine+Resumption.swift); nil when not offered.
+    var resumption: SessionResumption?
 
     /// Creates an engine. Clients pass the SNI `serverName` (omit it for IP literals, as iOS does) and may
     /// override the configuration's ALPN offer with `alpn`.
@@ -131,11 +133,15 @@ public final class TLSEngine {
         if SSL_is_init_finished(ssl) == 1 { return .complete }
         OpenSSLError.clear()
         let rc = SSL_do_handshake(ssl)
-        if rc == 1 { return .complete }
+        if rc == 1 {
+            resumption?.handshakeCompleted(reused: SSL_session_reused(ssl) == 1)
+            return .complete
+        }
         switch classify(rc, context: "SSL_do_handshake") {
         case .none: return .needsMoreInput
         case .some(let error):
             failure = error
+            resumption?.invalidate()
             return .failed(error)
         }
     }
@@ -279,8 +285,16 @@ public final class TLSEngine {
 
     // MARK: Callback hooks (called from the C callbacks in TLSContext.swift)
 
-    func recordAlert(received alert: TLSAlert, fatal: Bool) { lastAlertReceived = (alert, fatal) }
-    func recordAlert(sent alert: TLSAlert, fatal: Bool) { lastAlertSent = (alert, fatal) }
+    func recordAlert(received alert: TLSAlert, fatal: Bool) {
+        lastAlertReceived = (alert, fatal)
+        if fatal { resumption?.invalidate() }
+    }
+
+    func recordAlert(sent alert: TLSAlert, fatal: Bool) {
+        lastAlertSent = (alert, fatal)
+        // After the end of input, OpenSSL's fatal alert only reports the missing close_notify; nobody receives it.
+        if fatal, !endOfInput { resumption?.invalidate() }
+    }
     func recordOfferedALPN(_ list: [String]) { offeredALPN = list }
 
     // MARK: Error classification

@@ -9,6 +9,12 @@ public struct TrustEvaluation: Sendable, Hashable {
     public var openSSLCode: Int
     /// `X509_verify_cert_error_string` of that code.
     public var openSSLReason: String
+    /// The latest notBefore and the earliest notAfter of every certificate the verification looked at (the served
+    /// chain and the path it built, anchor included): at any time between the two, every date check it made comes
+    /// out the same, so the result still holds (`PeerCertificateFacts.trustHolds(at:)`). An empty window
+    /// (`validFrom > validUntil`) means some certificate was out of date.
+    public var validFrom: Date = .distantFuture
+    public var validUntil: Date = .distantPast
 }
 
 /// Verifies chains against the simulated device's trust store: the system roots, then the user-installed roots
@@ -72,26 +78,31 @@ public final class TrustEvaluator: @unchecked Sendable {
         guard !chain.isEmpty else {
             return TrustEvaluation(result: .untrusted(.invalidChain), openSSLCode: -1, openSSLReason: "no certificate")
         }
+        var window = ValidityWindow()
+        for cert in chain { window.include(cert.x509) }
         var systemCode: Int32 = X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY
         if let systemStore {
-            systemCode = verify(chain, store: systemStore, at: date)
-            if systemCode == X509_V_OK { return evaluation(.trustedBySystemRoot, X509_V_OK) }
+            systemCode = verify(chain, store: systemStore, at: date, window: &window)
+            if systemCode == X509_V_OK { return evaluation(.trustedBySystemRoot, X509_V_OK, window) }
         }
-        let userCode = verify(chain, store: userStore, at: date)
-        if userCode == X509_V_OK { return evaluation(.trustedByUserRoot, X509_V_OK) }
+        let userCode = verify(chain, store: userStore, at: date, window: &window)
+        if userCode == X509_V_OK { return evaluation(.trustedByUserRoot, X509_V_OK, window) }
         // If the chain reached a user root but failed for another reason (expired, bad signature…), that reason
         // is the real one; otherwise report what the system attempt found.
         let code = TrustEvaluator.isAnchorMissing(userCode) ? systemCode : userCode
-        return evaluation(.untrusted(TrustEvaluator.failure(code)), code)
+        return evaluation(.untrusted(TrustEvaluator.failure(code)), code, window)
     }
 
-    private func evaluation(_ result: TrustResult, _ code: Int32) -> TrustEvaluation {
+    private func evaluation(_ result: TrustResult, _ code: Int32, _ window: ValidityWindow) -> TrustEvaluation {
         TrustEvaluation(
             result: result, openSSLCode: Int(code),
-            openSSLReason: String(cString: X509_verify_cert_error_string(Int(code))))
+            openSSLReason: String(cString: X509_verify_cert_error_string(Int(code))), validFrom: window.from,
+            validUntil: window.until)
     }
 
-    private func verify(_ chain: [Certificate], store: OpaquePointer, at date: Date) -> Int32 {
+    private func verify(_ chain: [Certificate], store: OpaquePointer, at date: Date, window: inout ValidityWindow)
+        -> Int32
+    {
         guard let ctx = X509_STORE_CTX_new() else { return X509_V_ERR_OUT_OF_MEM }
         defer { X509_STORE_CTX_free(ctx) }
         guard let untrusted = copenssl_sk_X509_new_null() else { return X509_V_ERR_OUT_OF_MEM }
@@ -105,7 +116,24 @@ public final class TrustEvaluator: @unchecked Sendable {
         _ = X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER)
         let ok = X509_verify_cert(ctx)
         ERR_clear_error()
+        // The path it built (partial when it failed) may hold store certificates the server did not send: the anchor.
+        if let built = X509_STORE_CTX_get0_chain(ctx) {
+            for i in 0..<copenssl_sk_X509_num(built) {
+                if let x = copenssl_sk_X509_value(built, i) { window.include(x) }
+            }
+        }
         return ok == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx)
+    }
+
+    /// The intersection of certificates' validity periods.
+    private struct ValidityWindow {
+        var from = Date.distantPast
+        var until = Date.distantFuture
+
+        mutating func include(_ x509: OpaquePointer) {
+            from = max(from, CertificateInspector.date(X509_get0_notBefore(x509)))
+            until = min(until, CertificateInspector.date(X509_get0_notAfter(x509)))
+        }
     }
 
     private static func isAnchorMissing(_ code: Int32) -> Bool {
