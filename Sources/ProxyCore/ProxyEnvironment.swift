@@ -22,6 +22,9 @@ public final class ProxyEnvironment: Sendable {
     public let timeouts: Timeouts
     /// What the upstream is offered by ALPN.
     public let upstreamALPN: UpstreamALPN
+    /// Upstream TLS sessions to resume, with the certificate facts they were first judged on; nil with
+    /// `--upstream-resumption off`.
+    public let upstreamSessions: TLSSessionCache?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
 
@@ -39,7 +42,8 @@ public final class ProxyEnvironment: Sendable {
     public init(
         policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [String],
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
-        diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror
+        diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
+        upstreamResumption: UpstreamResumption = .on
     ) {
         self.policy = policy
         self.mode = mode
@@ -53,6 +57,7 @@ public final class ProxyEnvironment: Sendable {
         self.jsonEvents = jsonEvents
         self.timeouts = timeouts
         self.upstreamALPN = upstreamALPN
+        self.upstreamSessions = upstreamResumption == .on ? TLSSessionCache() : nil
     }
 
     /// Where to connect for `host:port`: the `--map` target, or the host itself.

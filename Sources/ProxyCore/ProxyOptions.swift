@@ -19,6 +19,15 @@ public enum BlockStyle: String, Sendable, CaseIterable {
     case http
 }
 
+/// Whether upstream TLS connections resume earlier sessions (`--upstream-resumption`).
+public enum UpstreamResumption: String, Sendable, CaseIterable {
+    /// Offer a session from the last ten minutes to the same origin, as URLSession and Network.framework do; a
+    /// resumed handshake is judged on the certificate facts of the full handshake that established the session.
+    case on
+    /// Every upstream connection makes a full handshake.
+    case off
+}
+
 /// `--map HOST=ADDR:PORT`: connect to another address for `host`, while SNI, Host and certificate checks still
 /// use `host`'s own name.
 public struct HostMapping: Sendable, Hashable {

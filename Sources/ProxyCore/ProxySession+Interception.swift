@@ -140,6 +140,7 @@ extension ProxySession {
             configuration = UpstreamTLS.permissiveProbeConfiguration()
             configuration.alpnProtocols = offer
         }
+        configuration.sessionResumption = env.upstreamSessions != nil
         let key = TLSContextKey.upstream(
             minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
             cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: offer)
@@ -148,6 +149,13 @@ extension ProxySession {
             // iOS sends no SNI for IP literals.
             let sni = IPAddress(i.host) == nil ? i.host : nil
             let engine = try TLSEngine(context: context, serverName: sni)
+            if let sessions = env.upstreamSessions {
+                // iOS resumes a session to an origin it talked to recently; the key holds all that shapes the
+                // ClientHello and the identity checked, so a session is offered only where the app's would be.
+                let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
+                engine.offerSession(from: sessions, key: TLSSessionKey(
+                    context: context, host: i.host, serverName: sni, address: address, port: port, alpn: offer))
+            }
             i.upstream = engine
             i.upstreamContext = context
             i.upstreamSNI = sni
@@ -339,7 +347,9 @@ extension ProxySession {
             facts.failure = HandshakeFactsCollector.handshakeFailure(failure)
             facts.serverCapabilities = caps
         }
-        traceHandshake(i, facts)
+        // A resumed handshake's certificate facts are those of the session's first, full handshake; the policy
+        // is still evaluated here, on every connection, at the current time.
+        traceHandshake(i, facts, resumed: engine.sessionReused)
         if let req = i.requirements {
             i.violations = env.policy.evaluate(facts, against: req).violations
             if i.iOSLikeFailure != nil { i.violations = violationsOrFailure(i.violations, facts, i) }
@@ -368,11 +378,12 @@ extension ProxySession {
         }
     }
 
-    private func traceHandshake(_ i: Interception, _ facts: HandshakeFacts) {
-        trace(.tlsHandshake(connectionID: id, facts: facts))
+    private func traceHandshake(_ i: Interception, _ facts: HandshakeFacts, resumed: Bool = false) {
+        trace(.tlsHandshake(connectionID: id, facts: facts, resumed: resumed))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(
-                kind: .tlsHandshake, time: now(), connectionID: id, url: i.url, handshake: facts))))
+                kind: .tlsHandshake, time: now(), connectionID: id, url: i.url, handshake: facts,
+                sessionResumed: facts.failure == nil ? resumed : nil))))
         }
     }
 

@@ -25,13 +25,16 @@ extension DiagnosticsRecord {
                      .init("Connection ID", String(connectionID)), .init("Error", error ?? "(null)")])
     }
 
-    /// ATSProxy's record of the upstream TLS handshake as the simulated iOS client saw it.
-    public static func tlsHandshake(connectionID: UInt64, facts: HandshakeFacts) -> Self {
+    /// ATSProxy's record of the upstream TLS handshake as the simulated iOS client saw it. `resumed`: the handshake
+    /// resumed an earlier session, so the certificates shown are those of the handshake that established it.
+    public static func tlsHandshake(connectionID: UInt64, facts: HandshakeFacts, resumed: Bool = false) -> Self {
         var fields: [Field] = [.init("Connection ID", String(connectionID))]
         if let failure = facts.failure {
             fields.append(.init("Result", "failed (\(failure))"))
         } else {
             fields.append(.init("Result", "connected"))
+            fields.append(.init(
+                "Session", resumed ? "resumed (certificates as the session's full handshake received them)" : "full handshake"))
         }
         if let v = facts.version { fields.append(.init("Protocol", v.plistName)) }
         if let name = facts.cipherSuiteName {

@@ -14,14 +14,17 @@ public struct TraceEvent: Sendable, Codable, Equatable {
     public var url: String?
     public var exchange: ExchangeSummary?
     public var handshake: HandshakeFacts?
+    /// `tlsHandshake` events: whether the upstream handshake resumed an earlier session (whose certificate facts
+    /// `handshake` then carries).
+    public var sessionResumed: Bool?
     public var decision: PolicyDecision?
     public var violations: [ATSViolation]?
     public var message: String?
 
     public init(
         kind: Kind, time: Double, connectionID: UInt64, url: String? = nil, exchange: ExchangeSummary? = nil,
-        handshake: HandshakeFacts? = nil, decision: PolicyDecision? = nil, violations: [ATSViolation]? = nil,
-        message: String? = nil
+        handshake: HandshakeFacts? = nil, sessionResumed: Bool? = nil, decision: PolicyDecision? = nil,
+        violations: [ATSViolation]? = nil, message: String? = nil
     ) {
         self.kind = kind
         self.time = time
@@ -29,6 +32,7 @@ public struct TraceEvent: Sendable, Codable, Equatable {
         self.url = url
         self.exchange = exchange
         self.handshake = handshake
+        self.sessionResumed = sessionResumed
         self.decision = decision
         self.violations = violations
         self.message = message

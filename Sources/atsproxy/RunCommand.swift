@@ -48,6 +48,11 @@ struct RunCommand: ParsableCommand {
         help: "What the upstream is offered by ALPN: mirror (what the client offered; an origin that refuses it is retried with h2 and http/1.1) or ios (h2 and http/1.1, as URLSession; HTTP/1.1 clients are translated).")
     var upstreamALPN: UpstreamALPN = .mirror
 
+    @Option(
+        name: .customLong("upstream-resumption"),
+        help: "Resume upstream TLS sessions, as iOS does: on (a session to the same origin, address, ALPN offer and requirements is offered for up to 10 minutes; a resumed connection is judged on the certificates its session's full handshake received, the policy evaluated again each time) or off (a full handshake every time).")
+    var upstreamResumption: UpstreamResumption = .on
+
     @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
     var trustCA: [String] = []
 
@@ -122,7 +127,8 @@ struct RunCommand: ParsableCommand {
             passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil, upstreamALPN: upstreamALPN,
+            upstreamResumption: upstreamResumption)
         let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
         let group = try EventLoopGroup(configuration: .init(loopCount: threads))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
@@ -177,3 +183,4 @@ enum BlockStyleArgument: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension UpstreamALPN: ExpressibleByArgument {}
+extension UpstreamResumption: ExpressibleByArgument {}

@@ -51,6 +51,25 @@ struct DiagnosticsWriterTests {
         #expect(dump?.contains("GET / HTTP/1.1..") == true)
     }
 
+    @Test("The TLS Handshake record says whether the session was resumed; a failed handshake has no session")
+    func handshakeSession() {
+        var writer = DiagnosticsWriter(level: 1)
+        let facts = HandshakeFacts(
+            version: .tls13, cipherSuiteCode: 0x1301, cipherSuiteName: "TLS_AES_128_GCM_SHA256",
+            keyExchangeGroup: "x25519", alpn: "h2", chain: [], trust: .trustedByUserRoot, hostnameMatches: true,
+            observedAt: Date(timeIntervalSince1970: 0))
+        let t = TraceTime(unixTime: 0)
+        let resumed = writer.render(.tlsHandshake(connectionID: 1, facts: facts, resumed: true), at: t)
+        #expect(resumed?.contains("Session: resumed") == true)
+        let full = writer.render(.tlsHandshake(connectionID: 2, facts: facts), at: t)
+        #expect(full?.contains("Session: full handshake") == true)
+        var failed = facts
+        failed.failure = .alertReceived(70)
+        let failedText = writer.render(.tlsHandshake(connectionID: 3, facts: failed), at: t)
+        #expect(failedText?.contains("Result: failed") == true)
+        #expect(failedText?.contains("Session:") == false)
+    }
+
     @Test("Time of day is UTC with milliseconds")
     func timeOfDay() {
         #expect(TraceTime(unixTime: 86_400 * 3 + 3_723.0456).description == "01:02:03.045")
@@ -117,5 +136,21 @@ struct ExchangeSummaryTests {
         #expect(!line.contains("\n"))
         let back = try JSONDecoder().decode(TraceEvent.self, from: Data(line.utf8))
         #expect(back == event)
+    }
+
+    @Test("A tlsHandshake event carries sessionResumed; other events leave it out")
+    func sessionResumedInJSON() throws {
+        let facts = HandshakeFacts(
+            version: .tls12, cipherSuiteCode: 0xC02F, cipherSuiteName: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            keyExchangeGroup: nil, alpn: nil, chain: [], trust: .trustedBySystemRoot, hostnameMatches: true,
+            observedAt: Date(timeIntervalSince1970: 0))
+        let event = TraceEvent(kind: .tlsHandshake, time: 1, connectionID: 3, handshake: facts, sessionResumed: true)
+        let line = try event.jsonLine()
+        #expect(line.contains("\"sessionResumed\":true"))
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        #expect(try decoder.decode(TraceEvent.self, from: Data(line.utf8)) == event)
+        let other = try TraceEvent(kind: .exchange, time: 1, connectionID: 3, exchange: blocked).jsonLine()
+        #expect(!other.contains("sessionResumed"))
     }
 }

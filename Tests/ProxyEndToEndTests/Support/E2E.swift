@@ -119,12 +119,13 @@ final class Origin: Sendable {
     let process: TestProcess
     let port: Int
 
-    /// `tls`: the name of a test certificate to serve (nil: plain HTTP). `tls10`: TLS 1.0 only.
-    init(_ e2e: E2E, tls: String? = nil, tls10: Bool = false, in folder: URL) async throws {
+    /// `tls`: the name of a test certificate to serve (nil: plain HTTP). `tls10`: TLS 1.0 only. `tls12`: TLS 1.2 at
+    /// most (its session is made inside the handshake, not by a ticket after it).
+    init(_ e2e: E2E, tls: String? = nil, tls10: Bool = false, tls12: Bool = false, in folder: URL) async throws {
         var args = [e2e.origin]
         if let tls {
             let (cert, key) = e2e.cert(tls)
-            args += ["--tls", cert, key] + (tls10 ? ["--tls10"] : [])
+            args += ["--tls", cert, key] + (tls10 ? ["--tls10"] : []) + (tls12 ? ["--tls12"] : [])
         }
         process = try TestProcess("/usr/bin/python3", args, in: folder, name: "origin-\(tls ?? "plain")")
         port = try await process.waitForOutput { text in

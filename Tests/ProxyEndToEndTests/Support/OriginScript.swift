@@ -3,7 +3,7 @@
 let originScript = #"""
 import hashlib, http.server, random, socket, socketserver, ssl, struct, sys, threading
 
-# Tiny test origin: prints "PORT n" once listening. argv: [--tls CERT KEY] [--tls10]
+# Tiny test origin: prints "PORT n" once listening. argv: [--tls CERT KEY] [--tls10 | --tls12 (at most 1.2)]
 _cache = {}
 _lock = threading.Lock()
 def body(n):
@@ -112,6 +112,8 @@ if args and args[0] == "--tls":
     if "--tls10" in args:
         ctx.minimum_version = ssl.TLSVersion.TLSv1
         ctx.maximum_version = ssl.TLSVersion.TLSv1
+    if "--tls12" in args:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(args[1], args[2])
     # Handshake in the request thread, not the accept loop, so one slow client cannot stall the others.
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
