@@ -6,9 +6,14 @@ private func events(_ log: URL, kind: String, count: Int) async throws -> [[Stri
     let deadline = ContinuousClock.now + .seconds(10)
     var found: [[String: Any]] = []
     while ContinuousClock.now < deadline {
-        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        found = text.split(separator: "\n").compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        let text = FileManager.default.fileExists(atPath: log.path) ? try String(contentsOf: log, encoding: .utf8) : ""
+        // Only whole lines: the last one may still be being written.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        found = try lines.map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw HarnessError("not a JSON object: \(line)")
+            }
+            return object
         }.filter { $0["kind"] as? String == kind }
         if found.count >= count { return found }
         try await Task.sleep(for: .milliseconds(50))
