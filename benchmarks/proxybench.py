@@ -94,13 +94,17 @@ http {{
   }}
 }}
 """
-    with open(f"{d}/nginx.conf", "w") as f:
+    return run_nginx(f"{d}/nginx.conf", conf, [tls_port, http_port, h2_port])
+
+
+def run_nginx(path, conf, ports):
+    """Writes `conf` to `path`, starts nginx in the foreground with it, and waits until it listens on `ports`."""
+    with open(path, "w") as f:
         f.write(conf)
-    proc = subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf", "-g", "daemon off;"],
+    proc = subprocess.Popen(["nginx", "-c", path, "-g", "daemon off;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(tls_port)
-    wait_port(http_port)
-    wait_port(h2_port)
+    for port in ports:
+        wait_port(port)
     return proc
 
 
@@ -137,13 +141,7 @@ http {{
   }}
 }}
 """
-    with open(f"{d}/nginx-ref.conf", "w") as f:
-        f.write(conf)
-    proc = subprocess.Popen(["nginx", "-c", f"{d}/nginx-ref.conf", "-g", "daemon off;"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(listen_port)
-    wait_port(status_port)
-    return proc
+    return run_nginx(f"{d}/nginx-ref.conf", conf, [listen_port, status_port])
 
 
 def only_child(pid):
