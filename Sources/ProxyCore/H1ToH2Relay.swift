@@ -23,7 +23,7 @@ final class H1ToH2Relay: ExchangeRelay {
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Exchange: ExchangeRecording {
+    private struct Exchange: ExchangeRecording, LocallyAnsweredExchange {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
@@ -234,11 +234,7 @@ final class H1ToH2Relay: ExchangeRelay {
             clientProtocolError(error)
             return
         }
-        ex.localAnswer = local.bytes
-        ex.status = local.status
-        ex.responseBytes = local.bodyCount
-        ex.responseHeadSent = true
-        ex.requestKeepAlive = local.keepAlive
+        ex.record(local)
         exchange = ex
         if local.answerNow {
             out.toClient += local.bytes

@@ -51,3 +51,24 @@ extension HTTP1LocalAnswer {
         return out + body
     }
 }
+
+/// The exchange record of a relay with an HTTP/1.1 client, which a local answer fills in.
+protocol LocallyAnsweredExchange {
+    var localAnswer: [UInt8]? { get set }
+    var status: Int? { get set }
+    var responseBytes: Int { get set }
+    var responseHeadSent: Bool { get set }
+    var requestKeepAlive: Bool { get set }
+}
+
+extension LocallyAnsweredExchange {
+    /// Makes `local` the exchange's response. The request's body is still read and dropped; a body that cannot be
+    /// framed ends the connection after the answer.
+    mutating func record(_ local: HTTP1LocalAnswer) {
+        localAnswer = local.bytes
+        status = local.status
+        responseBytes = local.bodyCount
+        responseHeadSent = true
+        requestKeepAlive = local.keepAlive
+    }
+}

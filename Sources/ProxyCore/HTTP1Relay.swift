@@ -27,7 +27,7 @@ final class HTTP1Relay {
 
     /// The exchange in flight. A class, so each parser event updates it in place instead of copying its strings and
     /// arrays out of the optional and back.
-    private final class Exchange: ExchangeRecording {
+    private final class Exchange: ExchangeRecording, LocallyAnsweredExchange {
         let method: String
         let url: String
         let outcome: ExchangeSummary.ATSOutcome
@@ -218,20 +218,14 @@ final class HTTP1Relay {
             }
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
-            let ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
                 exchange = ex
                 protocolError(error, fromClient: true)
                 return
             }
-            ex.localAnswer = local.bytes
-            ex.status = local.status
-            ex.responseBytes = local.bodyCount
-            ex.responseHeadSent = true
-            // The body of a request answered locally is read and dropped; a body that cannot be framed ends the
-            // connection after the answer.
-            ex.requestKeepAlive = local.keepAlive
+            ex.record(local)
             exchange = ex
             if local.answerNow {
                 out.toClient += local.bytes
