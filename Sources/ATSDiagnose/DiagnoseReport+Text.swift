@@ -90,7 +90,7 @@ extension DiagnoseReport {
             for (i, cert) in f.chain.enumerated().dropFirst() where !cert.signatureHash.isSHA2OrBetter {
                 lines.append("Chain certificate \(i) (\(cert.subject)) is signed with \(cert.signatureHash.rawValue.uppercased())")
             }
-            lines.append("Trust: \(describe(f.trust)); host name \(f.hostnameMatches ? "matches" : "does NOT match") the SAN")
+            lines.append("Trust: \(f.trust); host name \(f.hostnameMatches ? "matches" : "does NOT match") the SAN")
         }
         if d.passed {
             lines.append("ATS allows the default connection.")
@@ -133,14 +133,6 @@ extension DiagnoseReport {
         case .localError(let text): text
         case .closedDuringHandshake: "the connection closed before the handshake finished"
         case .notTLS: "the server did not answer with TLS"
-        }
-    }
-
-    private func describe(_ trust: TrustResult) -> String {
-        switch trust {
-        case .trustedBySystemRoot: "chains to a system root"
-        case .trustedByUserRoot: "chains to a user-installed root"
-        case .untrusted(let reason): "untrusted (\(reason.rawValue))"
         }
     }
 

@@ -75,6 +75,17 @@ public enum TrustResult: Sendable, Hashable, Codable {
     case untrusted(TrustFailure)
 }
 
+extension TrustResult: CustomStringConvertible {
+    /// How traces and reports show it: `chains to a user-installed root`, `untrusted (selfSigned)`.
+    public var description: String {
+        switch self {
+        case .trustedBySystemRoot: "chains to a system root"
+        case .trustedByUserRoot: "chains to a user-installed root"
+        case .untrusted(let reason): "untrusted (\(reason.rawValue))"
+        }
+    }
+}
+
 /// Why chain verification failed, in the terms iOS trust evaluation uses.
 public enum TrustFailure: String, Sendable, Hashable, Codable {
     case selfSigned, unknownRoot, expired, notYetValid, badSignature, invalidChain, revoked, other

@@ -70,6 +70,21 @@ struct DiagnosticsWriterTests {
         #expect(failedText?.contains("Session:") == false)
     }
 
+    @Test("The TLS Handshake record names the trust result in words, not as a Swift value")
+    func handshakeTrust() {
+        var writer = DiagnosticsWriter(level: 1)
+        var facts = HandshakeFacts(
+            version: .tls13, cipherSuiteCode: 0x1301, cipherSuiteName: "TLS_AES_128_GCM_SHA256",
+            keyExchangeGroup: "x25519", alpn: nil, chain: [], trust: .untrusted(.selfSigned), hostnameMatches: true,
+            observedAt: Date(timeIntervalSince1970: 0))
+        let t = TraceTime(unixTime: 0)
+        #expect(writer.render(.tlsHandshake(connectionID: 1, facts: facts), at: t)?
+            .contains("Trust: untrusted (selfSigned)") == true)
+        facts.trust = .trustedByUserRoot
+        #expect(writer.render(.tlsHandshake(connectionID: 2, facts: facts), at: t)?
+            .contains("Trust: chains to a user-installed root") == true)
+    }
+
     @Test("Time of day is UTC with milliseconds")
     func timeOfDay() {
         #expect(TraceTime(unixTime: 86_400 * 3 + 3_723.0456).description == "01:02:03.045")
