@@ -33,49 +33,65 @@ public enum HTTPRequestTarget: Equatable, Sendable {
             self = .origin(pathAndQuery: target)
             return
         }
-        guard let schemeEnd = target.firstRange(of: "://") else { throw bad("unrecognised request-target form") }
-        let scheme = target[..<schemeEnd.lowerBound].asciiLowercased()
+        // Scanned as UTF-8 (every delimiter is ASCII): Character-level searches cost more than the rest of relaying
+        // a plain-HTTP request. UTF8View indices are String indices, so the slices below share the target's storage.
+        let bytes = target.utf8
+        guard let schemeEnd = Self.firstIndex(of: "://", in: bytes) else { throw bad("unrecognised request-target form") }
+        let scheme = target[..<schemeEnd].asciiLowercased()
         guard !scheme.isEmpty, scheme.utf8.allSatisfy({ HTTP1Syntax.isSchemeChar($0) }) else {
             throw bad("invalid scheme")
         }
-        let rest = target[schemeEnd.upperBound...]
-        let delimiters: Set<Character> = ["/", "?", "#"]
-        let authorityEnd = rest.firstIndex(where: { delimiters.contains($0) }) ?? rest.endIndex
+        let rest = target[bytes.index(schemeEnd, offsetBy: 3)...]
+        let authorityEnd = rest.utf8.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         // Userinfo is not allowed in http(s) URIs sent on the wire (RFC 9110 §4.2.4).
-        guard !authority.contains("@") else { throw bad("userinfo in request-target") }
+        guard !authority.utf8.contains(UInt8(ascii: "@")) else { throw bad("userinfo in request-target") }
         guard let (host, port) = Self.splitAuthority(authority) else { throw bad("invalid authority") }
-        var path = String(rest[authorityEnd...])
-        if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
-        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
-        self = .absolute(scheme: scheme, host: host, port: port, pathAndQuery: path)
+        var path = rest[authorityEnd...]
+        if let hash = path.utf8.firstIndex(of: UInt8(ascii: "#")) { path = path[..<hash] }
+        let pathAndQuery = path.isEmpty || path.utf8.first == UInt8(ascii: "?") ? "/" + path : String(path)
+        self = .absolute(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
+    }
+
+    /// Where `needle` (ASCII) first starts in `haystack`.
+    private static func firstIndex(of needle: StaticString, in haystack: String.UTF8View) -> String.Index? {
+        let wanted = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
+        guard let first = wanted.first else { return nil }
+        var i = haystack.startIndex
+        while let candidate = haystack[i...].firstIndex(of: first) {
+            if haystack[candidate...].starts(with: wanted) { return candidate }
+            i = haystack.index(after: candidate)
+        }
+        return nil
     }
 
     /// Splits `host[:port]`, handling bracketed IPv6 literals. Returns nil when malformed.
     static func splitAuthority(_ authority: Substring) -> (String, Int?)? {
+        let bytes = authority.utf8
         var host: Substring
         var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = authority[bytes.index(after: bytes.startIndex)..<close]
+            let after = authority[bytes.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
+                guard after.utf8.first == UInt8(ascii: ":") else { return nil }
                 portText = after.dropFirst()
             }
         } else {
-            if let colon = authority.lastIndex(of: ":") {
+            if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
                 host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
+                portText = authority[bytes.index(after: colon)...]
             } else {
                 host = authority
             }
-            guard !host.contains(":") else { return nil }
+            guard !host.utf8.contains(UInt8(ascii: ":")) else { return nil }
         }
         guard !host.isEmpty, host.utf8.allSatisfy({ HTTP1Syntax.isHostChar($0) }) else { return nil }
         var port: Int?
         if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                 let value = Int(portText), value <= 65535
             else { return nil }
             port = value

@@ -113,6 +113,9 @@ struct HTTPRequestTargetTests {
         ("GET", "http://Example.com:8080/x?y#frag", .absolute(scheme: "http", host: "Example.com", port: 8080, pathAndQuery: "/x?y")),
         ("GET", "https://example.com", .absolute(scheme: "https", host: "example.com", port: nil, pathAndQuery: "/")),
         ("GET", "http://[::1]:81?q", .absolute(scheme: "http", host: "::1", port: 81, pathAndQuery: "/?q")),
+        ("GET", "HTTP://[::1]/p", .absolute(scheme: "http", host: "::1", port: nil, pathAndQuery: "/p")),
+        ("GET", "http://x.test#f", .absolute(scheme: "http", host: "x.test", port: nil, pathAndQuery: "/")),
+        ("GET", "http://x.test?q=a:b//c#f", .absolute(scheme: "http", host: "x.test", port: nil, pathAndQuery: "/?q=a:b//c")),
         ("CONNECT", "example.com:443", .authority(host: "example.com", port: 443)),
         ("CONNECT", "[2001:db8::1]:8443", .authority(host: "2001:db8::1", port: 8443)),
         ("OPTIONS", "*", .asterisk),
@@ -124,6 +127,7 @@ struct HTTPRequestTargetTests {
     @Test("rejects", arguments: [
         ("CONNECT", "example.com"), ("CONNECT", "example.com:99999"), ("CONNECT", "/path"), ("GET", "*"),
         ("GET", "example.com/x"), ("GET", "http://user@host/"), ("GET", "http://:80/"), ("GET", "http://a:b:c/"),
+        ("GET", "h_t://x/"), ("GET", "://x/"), ("GET", "http://[::1/"), ("GET", "http://[::1]x/"),
     ])
     func rejects(method: String, target: String) {
         #expect(throws: HTTP1Error.self) { try HTTPRequestTarget(parsing: target, method: method) }
