@@ -27,6 +27,12 @@ public final class ProxyEnvironment: Sendable {
     public let upstreamSessions: TLSSessionCache?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
+    private let verdicts = RequirementsCache()
+
+    /// `policy.requirements(for:)`, evaluated once per target.
+    func requirements(for target: ConnectionTarget) -> PreConnectVerdict {
+        verdicts.verdict(for: target) { policy.requirements(for: target) }
+    }
 
     public struct Timeouts: Sendable {
         public var connect: Duration

@@ -92,7 +92,7 @@ extension ProxySession {
         var requirements: ConnectionRequirements?
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode != .off {
-            switch env.policy.requirements(for: ConnectionTarget(scheme: "https", host: host, port: port)) {
+            switch env.requirements(for: ConnectionTarget(scheme: "https", host: host, port: port)) {
             case .proceed(let r):
                 requirements = r
                 decision = r.decidedBy

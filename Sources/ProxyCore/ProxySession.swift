@@ -335,7 +335,7 @@ public final class ProxySession {
             return .forward(head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
         }
         let target = ConnectionTarget(scheme: "http", host: host, port: port ?? 80)
-        switch env.policy.requirements(for: target) {
+        switch env.requirements(for: target) {
         case .proceed(let req):
             let answer = ATSAnswer(url: url, decision: req.decidedBy, violations: [])
             traceDecision(url: url, decision: req.decidedBy, violations: [], action: "allowed")
