@@ -400,11 +400,7 @@ final class H1ToH2Relay: ExchangeRelay {
         }
         let cutOff = ex.responseHeadSent ? text : nil
         if !ex.responseHeadSent {
-            let answer = HTTP1LocalAnswer.closing(status: status, text: "ATSProxy: \(text)\n")
-            out.toClient += answer
-            ex.status = status
-            ex.responseBytes = "ATSProxy: \(text)\n".utf8.count
-            ex.responseHeadSent = true
+            out.toClient += ex.recordClosingAnswer(status: status, reason: text)
             exchange = ex
         }
         complete(keepParsing: false, interruption: cutOff)

@@ -71,4 +71,14 @@ extension LocallyAnsweredExchange {
         responseHeadSent = true
         requestKeepAlive = local.keepAlive
     }
+
+    /// Makes the proxy's own plain-text error answer the exchange's response and returns its bytes; the connection
+    /// closes after it.
+    mutating func recordClosingAnswer(status: Int, reason: String) -> [UInt8] {
+        let text = "ATSProxy: \(reason)\n"
+        self.status = status
+        responseBytes = text.utf8.count
+        responseHeadSent = true
+        return HTTP1LocalAnswer.closing(status: status, text: text)
+    }
 }

@@ -360,7 +360,7 @@ final class HTTP1Relay {
     /// Ends the exchange in flight: an error answer if no response head went out yet, else it is logged as cut off
     /// (closing is the only way HTTP/1 has to say a response is incomplete). The client connection ends.
     private func failExchange(status: Int, reason: String) {
-        guard let ex = exchange else {
+        guard var ex = exchange else {
             out.closeClient = true
             finished = true
             return
@@ -368,11 +368,7 @@ final class HTTP1Relay {
         if ex.responseHeadSent {
             complete(keepParsing: false, interruption: ex.localAnswer == nil ? reason : nil)
         } else {
-            let text = "ATSProxy: \(reason)\n"
-            out.toClient += HTTP1LocalAnswer.closing(status: status, text: text)
-            exchange?.status = status
-            exchange?.responseBytes = text.utf8.count
-            exchange?.responseHeadSent = true
+            out.toClient += ex.recordClosingAnswer(status: status, reason: reason)
             complete(keepParsing: false)
         }
         out.closeClient = true
