@@ -59,6 +59,15 @@ let package = Package(
         .executableTarget(
             name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore"],
             path: "Sources/ProxyCoreBenchmark", swiftSettings: strict),
+        // A lean keep-alive HTTP/1.1 load client for benchmarks/proxybench.py: a fixed set of connections, one event
+        // loop, closed-loop requests (`swift build -c release --product atsproxy-load`).
+        .executableTarget(
+            name: "atsproxy-load",
+            dependencies: [
+                "TLSCore", "ProxyEventLoop", "HTTP1Core",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/ProxyLoad", swiftSettings: strict),
 
         // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),

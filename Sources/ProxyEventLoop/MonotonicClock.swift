@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// The monotonic clock in nanoseconds, for timer deadlines.
-func monotonicNanoseconds() -> UInt64 {
+/// The monotonic clock (CLOCK_MONOTONIC) in nanoseconds, for timer deadlines and for measuring durations.
+public func monotonicNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
