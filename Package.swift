@@ -81,6 +81,10 @@ let package = Package(
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
         .testTarget(name: "ProxyEndToEndTests", dependencies: ["atsproxy", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"], swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
+        // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
+        .testTarget(
+            name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
+            swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
     ]

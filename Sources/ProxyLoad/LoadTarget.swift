@@ -45,8 +45,9 @@ struct LoadTarget: Equatable, Sendable {
 
     /// Whether the host is an IP literal (TLS then sends no SNI, as curl, Go and iOS do).
     var hostIsIPLiteral: Bool {
-        host.contains(":") || host.split(separator: ".", omittingEmptySubsequences: false).count == 4
-            && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+        if host.contains(":") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
     }
 
     private var bracketedHost: String { host.contains(":") ? "[\(host)]" : host }
