@@ -3,8 +3,9 @@ import ProxyEventLoop
 /// Binds one socket to its ``LoadConnection``: passes the socket's events in, writes what the state machine asks
 /// for, times each request from its write to its response's end, and reports to the ``LoadWorker``.
 final class LoadConnectionHandler: ConnectionHandler {
-    // Unowned: the worker outlives its connections (the run holds it until every loop has stopped).
-    private unowned let worker: LoadWorker
+    // Strong: the loops' teardown still delivers `connectionClosed` after the run has let go of its workers. The
+    // cycle through the worker's open connections ends when each connection closes and drops its handler.
+    private let worker: LoadWorker
     private let machine: LoadConnection
     /// When the request in flight was written (monotonic nanoseconds).
     private var requestStart: UInt64 = 0
