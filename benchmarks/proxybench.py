@@ -2,23 +2,31 @@
 """ATSProxy benchmark: direct versus through the proxy, interleaved, against one local nginx origin.
 
 Everything runs on 127.0.0.1. The script generates a throwaway CA and origin certificate, starts nginx (TLS and
-plain listeners on free ports) and atsproxy (release build), then alternates direct and proxied runs of `hey`
-so each ratio comes from the same minutes of a noisy machine. It prints one table and exits; every server it
-started is stopped by pid.
+plain listeners on free ports) and atsproxy (release build), then alternates direct and proxied runs of the same
+client so each ratio comes from the same minutes of a noisy machine. It prints one table and exits; every server
+it started is stopped by pid.
+
+Clients: the keep-alive rows (HTTPS with 32 connections and with 1, plain HTTP, and the nginx reference) use
+`atsproxy-load`, this package's own load client: exactly -c connections kept for the whole run, one request
+outstanding on each, on one event-loop thread, so it takes little CPU from the proxy and never dials more
+connections than asked. The new-connection, download and HTTP/2 rows use `hey`.
 
 Usage: benchmarks/proxybench.py [--rounds 3] [--requests 20000] [--binary .build/release/atsproxy]
-                                [--only SUBSTRING] [--proxy-arg=--threads=1 ...]
-`--only` runs the cases whose name contains SUBSTRING (and skips the idle-connection measure), for quick
-iterations; the default runs everything.
+                                [--load-binary BUILD_DIR/atsproxy-load] [--only SUBSTRING]
+                                [--proxy-arg=--threads=1 ...]
+`--load-binary` defaults to the atsproxy-load next to `--binary` (build both with
+`swift build -c release`). `--only` runs the cases whose name contains SUBSTRING (and skips the idle-connection
+measure), for quick iterations; the default runs everything.
 
 The reference row runs nginx as a TLS-terminating reverse proxy to the same origin (upstream keep-alive, no CONNECT,
 no ATS), interleaved with direct runs like the others: its CPU per request is what a mature C server spends on the
-same decrypt-parse-encrypt work on this machine. "new conns" counts the TCP connections each run opened (median):
-hey dials more than its concurrency when it races its own pool, and every extra dial through the proxy is a full
-pair of handshakes, so runs with many are not comparable.
-Needs: nginx (nginx-light), hey, openssl, curl (Debian packages).
+same decrypt-parse-encrypt work on this machine. "new conns" counts the TCP connections each run opened at the
+origin (median): for the atsproxy-load rows it equals the connection count unless connections failed (then the
+run also prints the errors); hey dials more than its concurrency when it races its own pool, and every extra dial
+through the proxy is a full pair of handshakes, so hey runs with many are not comparable.
+Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
 """
-import argparse, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -156,11 +164,30 @@ def only_child(pid):
 
 
 def accepts(status_port):
-    """Connections an nginx has accepted so far (its stub_status), not counting the one that asks. Every proxied
-    client connection has one upstream connection, so the origin's count serves direct and proxied runs alike;
-    other programs on the machine do not disturb it, as a system-wide TCP counter would."""
+    """Connections an nginx has accepted so far (its stub_status), the one that asks included: the difference of
+    two calls is the connections opened in between plus one. Every proxied client connection has one upstream
+    connection, so the origin's count serves direct and proxied runs alike; other programs on the machine do not
+    disturb it, as a system-wide TCP counter would."""
     with urllib.request.urlopen(f"http://127.0.0.1:{status_port}/nginx-status", timeout=5) as r:
-        return int(r.read().decode().splitlines()[2].split()[0]) - 1
+        return int(r.read().decode().splitlines()[2].split()[0])
+
+
+def load(binary, url, n, c, proxy=None):
+    """One atsproxy-load run (keep-alive, `c` connections, `n` requests in all); `proxy` is host:port."""
+    cmd = [binary, "--url", url, "-n", str(n), "-c", str(c), "--timeout", "500", "--json"]
+    if proxy:
+        cmd += ["--proxy", proxy]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        r = json.loads(out.stdout)
+    except ValueError:
+        raise RuntimeError(f"atsproxy-load failed ({out.returncode}): {out.stderr.strip()[:300]}")
+    errors = "; ".join(f"{k}: {v}" for k, v in r["error_kinds"].items())
+    if not r["complete"]:
+        errors = f"incomplete ({r['requests']}/{n}) " + errors
+    return {"rps": r["rps"], "p50": r["p50_ms"] or float("nan"), "p99": r["p99_ms"] or float("nan"),
+            "codes": {int(k): v for k, v in r["status_codes"].items()}, "errors": errors[:300],
+            "client_cpu_us": r["client_cpu_us_per_request"]}
 
 
 def hey(url, n, c, proxy=None, keepalive=True, h2=False):
@@ -235,6 +262,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=20000)
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build/release/atsproxy"))
+    ap.add_argument("--load-binary", help="the atsproxy-load client (default: next to --binary)")
     ap.add_argument("--idle", type=int, default=1000)
     ap.add_argument("--only", help="run only the cases whose name contains this text (no idle measure)")
     ap.add_argument("--proxy-arg", action="append", default=[],
@@ -243,6 +271,9 @@ def main():
     for tool in ("nginx", "hey", "openssl", "curl"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing: apt-get install nginx-light hey openssl curl")
+    load_binary = args.load_binary or os.path.join(os.path.dirname(args.binary), "atsproxy-load")
+    if not os.access(load_binary, os.X_OK):
+        sys.exit(f"{load_binary} is missing: swift build -c release (it builds atsproxy and atsproxy-load)")
 
     d = tempfile.mkdtemp(prefix="atsproxy-bench-")
     procs = []
@@ -264,8 +295,15 @@ def main():
         wait_port(proxy_port)
         time.sleep(0.3)
         proxy_url = f"http://127.0.0.1:{proxy_port}"
+        proxy_address = f"127.0.0.1:{proxy_port}"
 
-        # One checked request through the intercepted path first: hey does not verify certificates.
+        def client(kind, url, n, c, proxied=False, keepalive=True):
+            """One run of the case's client, direct or through the proxy."""
+            if kind == "load":
+                return load(load_binary, url, n, c, proxy=proxy_address if proxied else None)
+            return hey(url, n, c, proxy=proxy_url if proxied else None, keepalive=keepalive)
+
+        # One checked request through the intercepted path first: hey and atsproxy-load do not verify certificates.
         curl = run(["curl", "-sS", "--fail", "-x", proxy_url, "--cacert", f"{cadir}/atsproxy-ca.pem",
                     "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
                     f"https://bench.test:{tls_port}/1k"])
@@ -278,35 +316,38 @@ def main():
 
         direct_1k = f"https://127.0.0.1:{tls_port}/1k"
         proxied_1k = f"https://bench.test:{tls_port}/1k"
+        # (name, direct URL, proxied URL, requests, connections, keep-alive, unit, client)
         cases = [
-            ("keep-alive HTTPS 1 KiB, 32 conns", direct_1k, proxied_1k, args.requests, 32, True, "rps"),
+            ("keep-alive HTTPS 1 KiB, 32 conns", direct_1k, proxied_1k, args.requests, 32, True, "rps", "load"),
             # Latency added at low load: one connection, one request at a time.
-            ("keep-alive HTTPS 1 KiB, 1 conn (latency)", direct_1k, proxied_1k, max(1000, args.requests // 7), 1, True, "rps"),
-            ("new connection per request, 8 clients", direct_1k, proxied_1k, max(500, args.requests // 10), 8, False, "rps"),
+            ("keep-alive HTTPS 1 KiB, 1 conn (latency)", direct_1k, proxied_1k, max(1000, args.requests // 7), 1, True,
+             "rps", "load"),
+            ("new connection per request, 8 clients", direct_1k, proxied_1k, max(500, args.requests // 10), 8, False,
+             "rps", "hey"),
             ("1 MiB download, 4 conns (MB/s)", f"https://127.0.0.1:{tls_port}/1m", f"https://bench.test:{tls_port}/1m",
-             max(100, args.requests // 50), 4, True, "mbps"),
+             max(100, args.requests // 50), 4, True, "mbps", "hey"),
             ("plain HTTP 1 KiB, 32 conns", f"http://127.0.0.1:{http_port}/1k", f"http://127.0.0.1:{http_port}/1k",
-             args.requests, 32, True, "rps"),
+             args.requests, 32, True, "rps", "load"),
         ]
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
         h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
         results = {}
         if args.only:
             cases = [case for case in cases if args.only in case[0]]
-        for name, direct, proxied, n, c, ka, unit in cases:
+        for name, direct, proxied, n, c, ka, unit, kind in cases:
             rows = {"direct": [], "proxy": []}
             # A short discarded run of each side first: caches, minted leaves and TCP state settle.
-            hey(direct, max(200, n // 10), c, keepalive=ka)
-            hey(proxied, max(200, n // 10), c, proxy=proxy_url, keepalive=ka)
+            client(kind, direct, max(200, n // 10), c, keepalive=ka)
+            client(kind, proxied, max(200, n // 10), c, proxied=True, keepalive=ka)
             for _ in range(args.rounds):
                 opens = accepts(http_port)
-                r = hey(direct, n, c, keepalive=ka)
-                r["conns"] = accepts(http_port) - opens
+                r = client(kind, direct, n, c, keepalive=ka)
+                r["conns"] = accepts(http_port) - opens - 1
                 rows["direct"].append(r)
                 before, opens = cpu_seconds(proxy.pid), accepts(http_port)
-                r = hey(proxied, n, c, proxy=proxy_url, keepalive=ka)
+                r = client(kind, proxied, n, c, proxied=True, keepalive=ka)
                 r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / n * 1e6
-                r["conns"] = accepts(http_port) - opens
+                r["conns"] = accepts(http_port) - opens - 1
                 rows["proxy"].append(r)
             results[name] = (rows, unit)
         reference = "reference: nginx TLS reverse proxy, 32 conns"
@@ -315,17 +356,17 @@ def main():
             rows = {"direct": [], "proxy": []}
             worker = only_child(reference_nginx.pid)
             ref_url = f"https://127.0.0.1:{ref_port}/1k"
-            hey(direct_1k, max(200, args.requests // 10), 32)
-            hey(ref_url, max(200, args.requests // 10), 32)
+            load(load_binary, direct_1k, max(200, args.requests // 10), 32)
+            load(load_binary, ref_url, max(200, args.requests // 10), 32)
             for _ in range(args.rounds):
                 opens = accepts(http_port)
-                r = hey(direct_1k, args.requests, 32)
-                r["conns"] = accepts(http_port) - opens
+                r = load(load_binary, direct_1k, args.requests, 32)
+                r["conns"] = accepts(http_port) - opens - 1
                 rows["direct"].append(r)
                 before, opens = cpu_seconds(worker), accepts(ref_status_port)
-                r = hey(ref_url, args.requests, 32)
+                r = load(load_binary, ref_url, args.requests, 32)
                 r["cpu_us"] = (cpu_seconds(worker) - before) / args.requests * 1e6
-                r["conns"] = accepts(ref_status_port) - opens
+                r["conns"] = accepts(ref_status_port) - opens - 1
                 rows["proxy"].append(r)
             results[reference] = (rows, "rps")
         h2_cases = [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]
@@ -363,9 +404,9 @@ def main():
                 best = max(r["rps"] for r in rows["direct"]) * factor
                 print(f"   direct runs dialled up to {max(r['conns'] for r in rows['direct']):.0f} connections; "
                       f"against the fastest direct run ({best:.0f}): {p_val / best:.2f}x")
-            bad = [r for side in rows.values() for r in side if set(r["codes"]) - {200}]
+            bad = [r for side in rows.values() for r in side if set(r["codes"]) - {200} or r["errors"]]
             for r in bad:
-                print(f"   non-200 responses: {r['codes']} {r['errors']}")
+                print(f"   non-200 responses or errors: {r['codes']} {r['errors']}")
 
         if args.only:
             return
@@ -377,7 +418,8 @@ def main():
               f"({(rss_idle - rss_start) / len(socks):.1f} KiB per connection)")
         for s in socks:
             s.close()
-        print(f"machine: {os.cpu_count()} cores; origin nginx (1 worker), client hey, proxy atsproxy, all on 127.0.0.1")
+        print(f"machine: {os.cpu_count()} cores; origin nginx (1 worker), clients atsproxy-load (keep-alive rows) and hey "
+              f"(the others), proxy atsproxy, all on 127.0.0.1")
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
