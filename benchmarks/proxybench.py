@@ -224,7 +224,7 @@ def hey_parallel(url, n, c, processes, proxy=None, h2=False):
         for k, v in r["codes"].items():
             codes[k] = codes.get(k, 0) + v
     return {"rps": sum(r["rps"] for r in results), "p50": max(r["p50"] for r in results),
-            "p99": max(r["p99"] for r in results), "codes": codes, "errors": " ".join(r["errors"] for r in results)}
+            "p99": max(r["p99"] for r in results), "codes": codes, "errors": " ".join(r["errors"] for r in results if r["errors"])}
 
 
 def cpu_seconds(pid):
