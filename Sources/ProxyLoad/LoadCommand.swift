@@ -62,7 +62,7 @@ struct LoadCommand: ParsableCommand {
             throw ValidationError(error.description)
         }
         if json {
-            print(report.json)
+            print(try report.json())
             FileHandle.standardError.write(Data((report.summary + "\n").utf8))
         } else {
             print(report.summary)

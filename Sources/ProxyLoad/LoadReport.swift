@@ -22,32 +22,67 @@ struct LoadReport {
         tally.latency.percentile(fraction).map { Double($0) / 1e6 }
     }
 
-    var json: String {
-        func number(_ value: Double?, _ digits: Int) -> String {
-            guard let value, value.isFinite else { return "null" }
-            return String(format: "%.\(digits)f", value)
+    /// The machine-readable form that `benchmarks/proxybench.py` reads. Every key is always present: a percentile
+    /// without responses is null, not missing.
+    private struct JSONForm: Encodable {
+        var requests: Int
+        var errors: Int
+        var connectionsOpened: Int
+        var seconds: Double
+        var rps: Double
+        var p50: Double?
+        var p90: Double?
+        var p99: Double?
+        var statusCodes: [String: Int]
+        var bodyBytes: Int
+        var cpuSeconds: Double
+        var cpuPerRequest: Double?
+        var complete: Bool
+        var errorKinds: [String: Int]
+
+        enum CodingKeys: String, CodingKey {
+            case requests, errors, seconds, rps, complete
+            case connectionsOpened = "connections_opened"
+            case p50 = "p50_ms", p90 = "p90_ms", p99 = "p99_ms"
+            case statusCodes = "status_codes"
+            case bodyBytes = "bytes"
+            case cpuSeconds = "client_cpu_seconds"
+            case cpuPerRequest = "client_cpu_us_per_request"
+            case errorKinds = "error_kinds"
         }
-        let codes = tally.statusCodes.map { "\"\($0.code)\":\($0.count)" }.joined(separator: ",")
-        let kinds = tally.errorKinds.sorted { $0.key < $1.key }
-            .map { "\(Self.jsonString($0.key)):\($0.value)" }.joined(separator: ",")
-        let perRequest = tally.requests > 0 ? cpuSeconds / Double(tally.requests) * 1e6 : nil
-        let fields = [
-            "\"requests\":\(tally.requests)",
-            "\"errors\":\(tally.errors)",
-            "\"connections_opened\":\(tally.connectionsOpened)",
-            "\"seconds\":\(number(seconds, 4))",
-            "\"rps\":\(number(requestsPerSecond, 1))",
-            "\"p50_ms\":\(number(percentileMilliseconds(0.5), 3))",
-            "\"p90_ms\":\(number(percentileMilliseconds(0.9), 3))",
-            "\"p99_ms\":\(number(percentileMilliseconds(0.99), 3))",
-            "\"status_codes\":{\(codes)}",
-            "\"bytes\":\(tally.bodyBytes)",
-            "\"client_cpu_seconds\":\(number(cpuSeconds, 3))",
-            "\"client_cpu_us_per_request\":\(number(perRequest, 2))",
-            "\"complete\":\(isComplete)",
-            "\"error_kinds\":{\(kinds)}",
-        ]
-        return "{" + fields.joined(separator: ",") + "}"
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(requests, forKey: .requests)
+            try c.encode(errors, forKey: .errors)
+            try c.encode(connectionsOpened, forKey: .connectionsOpened)
+            try c.encode(seconds, forKey: .seconds)
+            try c.encode(rps, forKey: .rps)
+            try c.encode(p50, forKey: .p50)
+            try c.encode(p90, forKey: .p90)
+            try c.encode(p99, forKey: .p99)
+            try c.encode(statusCodes, forKey: .statusCodes)
+            try c.encode(bodyBytes, forKey: .bodyBytes)
+            try c.encode(cpuSeconds, forKey: .cpuSeconds)
+            try c.encode(cpuPerRequest, forKey: .cpuPerRequest)
+            try c.encode(complete, forKey: .complete)
+            try c.encode(errorKinds, forKey: .errorKinds)
+        }
+    }
+
+    /// One JSON object on one line.
+    func json() throws -> String {
+        let form = JSONForm(
+            requests: tally.requests, errors: tally.errors, connectionsOpened: tally.connectionsOpened,
+            seconds: seconds, rps: requestsPerSecond, p50: percentileMilliseconds(0.5),
+            p90: percentileMilliseconds(0.9), p99: percentileMilliseconds(0.99),
+            statusCodes: Dictionary(tally.statusCodes.map { (String($0.code), $0.count) }, uniquingKeysWith: +),
+            bodyBytes: tally.bodyBytes, cpuSeconds: cpuSeconds,
+            cpuPerRequest: tally.requests > 0 ? cpuSeconds / Double(tally.requests) * 1e6 : nil,
+            complete: isComplete, errorKinds: tally.errorKinds)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(form), as: UTF8.self)
     }
 
     var summary: String {
@@ -71,26 +106,5 @@ struct LoadReport {
         }
         if let stopReason { lines.append("incomplete: \(stopReason)") }
         return lines.joined(separator: "\n")
-    }
-
-    /// A JSON string literal (quotes, backslashes and control characters escaped).
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
     }
 }
