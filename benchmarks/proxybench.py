@@ -186,8 +186,19 @@ def load(binary, url, n, c, proxy=None):
     if not r["complete"]:
         errors = f"incomplete ({r['requests']}/{n}) " + errors
     return {"rps": r["rps"], "p50": r["p50_ms"] or float("nan"), "p99": r["p99_ms"] or float("nan"),
-            "codes": {int(k): v for k, v in r["status_codes"].items()}, "errors": errors[:300],
-            "client_cpu_us": r["client_cpu_us_per_request"]}
+            "codes": {int(k): v for k, v in r["status_codes"].items()}, "errors": errors[:300]}
+
+
+def counted(run, status_port, cpu_pid=None, requests=None):
+    """Does `run()` and adds to its result the connections the nginx behind `status_port` accepted meanwhile and,
+    given `cpu_pid`, that process's CPU per request."""
+    cpu_before = cpu_seconds(cpu_pid) if cpu_pid else 0.0
+    opens = accepts(status_port)
+    r = run()
+    if cpu_pid:
+        r["cpu_us"] = (cpu_seconds(cpu_pid) - cpu_before) / requests * 1e6
+    r["conns"] = accepts(status_port) - opens - 1
+    return r
 
 
 def hey(url, n, c, proxy=None, keepalive=True, h2=False):
@@ -340,15 +351,9 @@ def main():
             client(kind, direct, max(200, n // 10), c, keepalive=ka)
             client(kind, proxied, max(200, n // 10), c, proxied=True, keepalive=ka)
             for _ in range(args.rounds):
-                opens = accepts(http_port)
-                r = client(kind, direct, n, c, keepalive=ka)
-                r["conns"] = accepts(http_port) - opens - 1
-                rows["direct"].append(r)
-                before, opens = cpu_seconds(proxy.pid), accepts(http_port)
-                r = client(kind, proxied, n, c, proxied=True, keepalive=ka)
-                r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / n * 1e6
-                r["conns"] = accepts(http_port) - opens - 1
-                rows["proxy"].append(r)
+                rows["direct"].append(counted(lambda: client(kind, direct, n, c, keepalive=ka), http_port))
+                rows["proxy"].append(counted(
+                    lambda: client(kind, proxied, n, c, proxied=True, keepalive=ka), http_port, proxy.pid, n))
             results[name] = (rows, unit)
         reference = "reference: nginx TLS reverse proxy, 32 conns"
         if not args.only or args.only in reference:
@@ -359,15 +364,9 @@ def main():
             load(load_binary, direct_1k, max(200, args.requests // 10), 32)
             load(load_binary, ref_url, max(200, args.requests // 10), 32)
             for _ in range(args.rounds):
-                opens = accepts(http_port)
-                r = load(load_binary, direct_1k, args.requests, 32)
-                r["conns"] = accepts(http_port) - opens - 1
-                rows["direct"].append(r)
-                before, opens = cpu_seconds(worker), accepts(ref_status_port)
-                r = load(load_binary, ref_url, args.requests, 32)
-                r["cpu_us"] = (cpu_seconds(worker) - before) / args.requests * 1e6
-                r["conns"] = accepts(ref_status_port) - opens - 1
-                rows["proxy"].append(r)
+                rows["direct"].append(counted(lambda: load(load_binary, direct_1k, args.requests, 32), http_port))
+                rows["proxy"].append(counted(
+                    lambda: load(load_binary, ref_url, args.requests, 32), ref_status_port, worker, args.requests))
             results[reference] = (rows, "rps")
         h2_cases = [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]
         if args.only:
