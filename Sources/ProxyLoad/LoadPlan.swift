@@ -21,8 +21,7 @@ struct LoadPlan: Sendable {
             throw LoadUsageError("--proxy and --connect-to exclude each other (a proxy decides where to connect)")
         }
         if let address = proxy ?? connectTo {
-            let (host, port) = try LoadTarget.splitHostPort(
-                address, defaultPort: nil, what: proxy != nil ? "--proxy" : "--connect-to")
+            let (host, port) = try LoadTarget.splitHostPort(address, what: proxy != nil ? "--proxy" : "--connect-to")
             destination = try Self.numericAddress(host, port)
         } else {
             destination = try Self.numericAddress(target.host, target.port)

@@ -1,3 +1,5 @@
+import HTTP1Core
+
 /// The URL every request of a run asks for: `http://` or `https://`, a host (name, IPv4 or bracketed IPv6), an
 /// optional port and a path with an optional query. User info and fragments are refused: a benchmark URL has none.
 struct LoadTarget: Equatable, Sendable {
@@ -15,23 +17,23 @@ struct LoadTarget: Equatable, Sendable {
     var path: String
 
     init(url: String) throws(LoadUsageError) {
-        guard let schemeEnd = url.range(of: "://") else {
-            throw LoadUsageError("the URL \(url) has no scheme (http:// or https://)")
+        // HTTP1Core reads the URL as a proxy reads an absolute-form request target; the client adds what a benchmark
+        // URL must not have besides (a fragment, port 0, a path that would need encoding).
+        if url.contains("#") { throw LoadUsageError("the URL \(url) has a fragment") }
+        let parsed: HTTPRequestTarget
+        do { parsed = try HTTPRequestTarget(parsing: url, method: "GET") } catch {
+            throw LoadUsageError("the URL \(url) is not an absolute http:// or https:// URL: \(error.detail)")
         }
-        guard let scheme = Scheme(rawValue: url[..<schemeEnd.lowerBound].lowercased()) else {
+        guard case .absolute(let schemeName, let host, let port, let path) = parsed else {
+            throw LoadUsageError("the URL \(url) is not an absolute http:// or https:// URL")
+        }
+        guard let scheme = Scheme(rawValue: schemeName) else {
             throw LoadUsageError("the URL \(url) is neither http:// nor https://")
         }
-        let rest = url[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let pathPart = rest[authorityEnd...]
-        if pathPart.contains("#") { throw LoadUsageError("the URL \(url) has a fragment") }
-        let authority = rest[..<authorityEnd]
-        if authority.contains("@") { throw LoadUsageError("the URL \(url) has user info") }
-        let (host, port) = try Self.splitHostPort(String(authority), defaultPort: scheme.defaultPort, what: "URL")
         self.scheme = scheme
         self.host = host.lowercased()
-        self.port = port
-        self.path = pathPart.isEmpty ? "/" : pathPart.hasPrefix("?") ? "/" + pathPart : String(pathPart)
+        self.port = try Self.validPort(port, default: scheme.defaultPort, in: url)
+        self.path = path
         if path.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
             throw LoadUsageError("the URL path must be percent-encoded ASCII without spaces")
         }
@@ -52,40 +54,28 @@ struct LoadTarget: Equatable, Sendable {
 
     private var bracketedHost: String { host.contains(":") ? "[\(host)]" : host }
 
-    /// Splits `host:port` (IPv6 in brackets); the port may be omitted when `defaultPort` is given.
-    static func splitHostPort(_ text: String, defaultPort: UInt16?, what: String) throws(LoadUsageError) -> (
-        String, UInt16
-    ) {
-        var host: Substring
-        var portText: Substring?
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { throw LoadUsageError("\(what) \(text): unclosed [") }
-            host = text[text.index(after: text.startIndex)..<close]
-            let after = text[text.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw LoadUsageError("\(what) \(text): junk after ]") }
-                portText = after.dropFirst()
-            }
-        } else if let colon = text.lastIndex(of: ":") {
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
-            if host.contains(":") { throw LoadUsageError("\(what) \(text): put an IPv6 address in brackets") }
-        } else {
-            host = text[...]
+    /// Splits `host:port` (IPv6 in brackets), read as a CONNECT authority; the port is required.
+    static func splitHostPort(_ text: String, what: String) throws(LoadUsageError) -> (String, UInt16) {
+        let parsed: HTTPRequestTarget
+        do { parsed = try HTTPRequestTarget(parsing: text, method: "CONNECT") } catch {
+            throw LoadUsageError("\(what) \(text) is not ADDRESS:PORT (IPv6 in brackets): \(error.detail)")
         }
-        guard !host.isEmpty else { throw LoadUsageError("\(what) \(text) has no host") }
-        let port: UInt16
-        if let portText {
-            guard let value = UInt16(portText), value > 0 else {
-                throw LoadUsageError("\(what) \(text) has an invalid port")
-            }
-            port = value
-        } else if let defaultPort {
-            port = defaultPort
-        } else {
-            throw LoadUsageError("\(what) \(text) needs a port (ADDRESS:PORT)")
+        guard case .authority(let host, let port) = parsed else {
+            throw LoadUsageError("\(what) \(text) is not ADDRESS:PORT")
         }
-        return (String(host), port)
+        return (host, try validPort(port, default: nil, in: text))
+    }
+
+    /// A port from 1 to 65535 (the parser already refused anything above); port 0 is nobody's.
+    private static func validPort(_ port: Int?, default defaultPort: UInt16?, in text: String) throws(LoadUsageError)
+        -> UInt16
+    {
+        guard let port else {
+            guard let defaultPort else { throw LoadUsageError("\(text) needs a port") }
+            return defaultPort
+        }
+        guard port > 0, let value = UInt16(exactly: port) else { throw LoadUsageError("\(text) has an invalid port") }
+        return value
     }
 }
 
