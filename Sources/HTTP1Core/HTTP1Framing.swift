@@ -16,8 +16,8 @@ public enum HTTP1BodyFraming: Equatable, Sendable {
 public enum HTTP1Framing {
     /// RFC 9112 §9.3: HTTP/1.1 is persistent unless `Connection: close`; HTTP/1.0 only with `keep-alive`.
     public static func keepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
-        if headers.containsToken("close", for: "Connection") { return false }
-        if version.major == 1 && version.minor == 0 { return headers.containsToken("keep-alive", for: "Connection") }
+        if headers.containsToken(.close, for: .connection) { return false }
+        if version.major == 1 && version.minor == 0 { return headers.containsToken(.keepAlive, for: .connection) }
         return true
     }
 
@@ -45,8 +45,8 @@ public enum HTTP1Framing {
         throws(HTTP1Error) -> HTTP1BodyFraming
     {
         let errorStatus = isRequest ? 400 : 502
-        let hasTE = headers.contains(name: "Transfer-Encoding")
-        let hasCL = headers.contains(name: "Content-Length")
+        let hasTE = headers.contains(.transferEncoding)
+        let hasCL = headers.contains(.contentLength)
         if hasTE {
             if hasCL {
                 throw HTTP1Error(
@@ -58,7 +58,7 @@ public enum HTTP1Framing {
                     .remote, .transferEncodingInHTTP10, status: errorStatus,
                     detail: "Transfer-Encoding in an HTTP/1.0 message")
             }
-            let codings = headers.listTokens(for: "Transfer-Encoding")
+            let codings = headers.listTokens(for: .transferEncoding)
             // Only `chunked` is understood; a final coding other than chunked cannot be delimited safely. Other codings
             // before chunked (e.g. "gzip, chunked") stay in the body untouched, which is what a relaying proxy wants.
             guard codings.last == "chunked", codings.filter({ $0 == "chunked" }).count == 1 else {
@@ -72,7 +72,7 @@ public enum HTTP1Framing {
             var length: Int?
             // The list elements of every Content-Length field (`listTokens`), read straight from the bytes: this runs
             // for nearly every message, and digits need neither lower-casing nor Strings.
-            try headers.forEachValue(of: "Content-Length") { (field) throws(HTTP1Error) in
+            try headers.forEachValue(of: .contentLength) { (field) throws(HTTP1Error) in
                 try HTTPHeaders.forEachListElement(field) { (token) throws(HTTP1Error) in
                     var value = 0
                     var digits = 0

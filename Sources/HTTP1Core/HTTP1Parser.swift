@@ -333,6 +333,7 @@ public struct HTTP1Parser: Sendable {
     /// made unless someone reads `HTTPHeaders.fields`.
     private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
         // Every byte of every head is checked here: read them without per-byte bounds checks.
+        var nameFilter: UInt64 = 0
         let ranges = try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
             var ranges: [HTTPHeaders.WireRange] = []
             ranges.reserveCapacity(16)
@@ -358,9 +359,10 @@ public struct HTTP1Parser: Sendable {
                     // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
                     throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
                 }
-                for i in lineStart..<colon where !HTTP1Syntax.isToken(b[i]) {
+                guard HTTP1Syntax.allTokenBytes(b, from: lineStart, to: colon) else {
                     throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
                 }
+                nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: last)
                 var valueStart = colon + 1
                 var valueEnd = lineEnd
                 while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
@@ -376,12 +378,16 @@ public struct HTTP1Parser: Sendable {
             return ranges
         }
         if ranges.isEmpty { return HTTPHeaders() }
-        return HTTPHeaders(wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges))
+        return HTTPHeaders(
+            wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges, nameFilter: nameFilter))
     }
 
     private func parseVersion(_ b: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {
         let i = b.startIndex
-        guard b.count == 8, b[i..<(i + 5)].elementsEqual("HTTP/".utf8), b[i + 6] == UInt8(ascii: "."),
+        // Byte by byte: `elementsEqual` against a `String.UTF8View` walks the view's indices, which costs more than the
+        // rest of the start line.
+        guard b.count == 8, b[i] == UInt8(ascii: "H"), b[i + 1] == UInt8(ascii: "T"), b[i + 2] == UInt8(ascii: "T"),
+            b[i + 3] == UInt8(ascii: "P"), b[i + 4] == UInt8(ascii: "/"), b[i + 6] == UInt8(ascii: "."),
             b[i + 5] >= 0x30, b[i + 5] <= 0x39, b[i + 7] >= 0x30, b[i + 7] <= 0x39
         else {
             throw remoteError(.invalidStartLine, requestStatus: 400, "malformed HTTP version")
@@ -412,7 +418,7 @@ public struct HTTP1Parser: Sendable {
             method: HTTP1Syntax.string(methodBytes), target: HTTP1Syntax.string(targetBytes), version: version,
             headers: headers)
         // RFC 9112 §3.2: HTTP/1.1 requests need exactly one Host field.
-        let hosts = headers.count(of: "Host")
+        let hosts = headers.count(of: .host)
         if (version.minor >= 1 && hosts == 0) || hosts > 1 {
             throw remoteError(.invalidHeaderValue, requestStatus: 400, "HTTP/1.1 request needs exactly one Host field")
         }

@@ -24,10 +24,20 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         var value: Range<Int>
     }
 
-    /// A field section as received: its bytes and the range of every field, in order.
+    /// A field section as received: its bytes, the range of every field in order, and `nameFilter`, one bit per name
+    /// present (``nameFilterBit(count:first:last:)``). Most lookups on a proxy's hot path are for names a message
+    /// does not have (`Transfer-Encoding`, `Upgrade`, `Expect`…); the filter answers those without a scan.
     struct WireFields: Equatable, Sendable {
         var bytes: [UInt8]
         var ranges: [WireRange]
+        var nameFilter: UInt64
+    }
+
+    /// The `nameFilter` bit of a name with this length and first and last bytes. `| 0x20` folds ASCII letters to
+    /// lower case, so names that match case-insensitively share a bit; other collisions only cost a scan.
+    @inline(__always)
+    static func nameFilterBit(count: Int, first: UInt8, last: UInt8) -> UInt64 {
+        1 &<< UInt64(truncatingIfNeeded: (count &* 7 &+ Int(first | 0x20) &* 3 &+ Int(last | 0x20)) & 63)
     }
 
     private enum Storage: Sendable {
@@ -90,8 +100,9 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
 
     /// Removes every field with this name (case-insensitive).
     public mutating func remove(name: String) {
-        guard contains(name: name) else { return }
-        fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) }
+        let wanted = Name(name)
+        guard contains(wanted) else { return }
+        fields.removeAll { wanted.matches($0.name) }
     }
 
     /// Replaces every field with this name by one field with the given value, appended at the end.
@@ -111,43 +122,62 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
     public subscript(first name: String) -> String? {
         switch storage {
         case .fields(let fields):
-            return fields.first { $0.name.asciiCaseInsensitiveEquals(name) }?.value
-        case .wire(let wire):
-            guard let r = wire.ranges.first(where: { Self.nameMatches(wire.bytes[$0.name], name.utf8) }) else { return nil }
-            return HTTP1Syntax.string(wire.bytes[r.value])
+            let wanted = Name(name)
+            return fields.first { wanted.matches($0.name) }?.value
+        case .wire:
+            var value: String?
+            forEachValue(of: name) { bytes in
+                if value == nil { value = HTTP1Syntax.string(bytes) }
+            }
+            return value
         }
     }
 
     /// Whether a field with this name exists.
     public func contains(name: String) -> Bool {
-        count(of: name) > 0
+        contains(Name(name))
     }
 
     /// How many fields have this name: `values(for:).count` without building the list.
     public func count(of name: String) -> Int {
-        var n = 0
-        forEachValue(of: name) { _ in n += 1 }
-        return n
+        count(of: Name(name))
     }
 
     /// Whether a comma-separated list element of a field named `name` is `token` (ASCII case-insensitive, OWS
     /// trimmed): `listTokens(for:).contains(token)` without building the list, for the per-message checks
     /// (`Connection: close`, `Expect: 100-continue`) on a proxy's hot path.
     public func containsToken(_ token: String, for name: String) -> Bool {
-        let wanted = token.utf8
-        var found = false
-        forEachValue(of: name) { value in
-            if found { return }
-            Self.forEachListElement(value) { element in
-                if !found, Self.nameMatches(element, wanted) { found = true }
-            }
-        }
-        return found
+        containsToken(Name(token), for: Name(name))
     }
 
     /// The comma-separated list elements of every field with this name, trimmed and lower-cased, empty elements
     /// dropped (RFC 9110 §5.6.1 list syntax). Used for `Connection`, `Transfer-Encoding`, `Content-Length`.
     public func listTokens(for name: String) -> [String] {
+        listTokens(for: Name(name))
+    }
+
+    func contains(_ name: Name) -> Bool {
+        count(of: name) > 0
+    }
+
+    func count(of name: Name) -> Int {
+        var n = 0
+        forEachValue(of: name) { _ in n += 1 }
+        return n
+    }
+
+    func containsToken(_ token: Name, for name: Name) -> Bool {
+        var found = false
+        forEachValue(of: name) { value in
+            if found { return }
+            Self.forEachListElement(value) { element in
+                if !found, token.matches(element) { found = true }
+            }
+        }
+        return found
+    }
+
+    func listTokens(for name: Name) -> [String] {
         var result: [String] = []
         forEachValue(of: name) { value in
             Self.forEachListElement(value) { element in
@@ -157,16 +187,21 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         return result
     }
 
-    /// Calls `body` with the bytes of each value of a field named `name`, in order.
     func forEachValue<E: Error>(of name: String, _ body: (ArraySlice<UInt8>) throws(E) -> Void) throws(E) {
+        try forEachValue(of: Name(name), body)
+    }
+
+    /// Calls `body` with the bytes of each value of a field named `name`, in order.
+    func forEachValue<E: Error>(of name: Name, _ body: (ArraySlice<UInt8>) throws(E) -> Void) throws(E) {
         switch storage {
         case .fields(let fields):
-            for field in fields where field.name.asciiCaseInsensitiveEquals(name) {
+            for field in fields where name.matches(field.name) {
                 try body(Array(field.value.utf8)[...])
             }
         case .wire(let wire):
-            let wanted = name.utf8
-            for r in wire.ranges where Self.nameMatches(wire.bytes[r.name], wanted) {
+            guard wire.nameFilter & name.filterBit != 0 else { return }
+            let count = name.lowercased.count
+            for r in wire.ranges where r.name.count == count && name.matches(wire.bytes[r.name]) {
                 try body(wire.bytes[r.value])
             }
         }
@@ -188,14 +223,52 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
             i = end + 1
         }
     }
+}
 
-    /// ASCII case-insensitive equality of wire bytes and a name, without copying the name (a lookup runs several
-    /// times per message).
-    @inline(__always)
-    static func nameMatches(_ bytes: ArraySlice<UInt8>, _ wanted: String.UTF8View) -> Bool {
-        guard bytes.count == wanted.count else { return false }
-        for (b, w) in zip(bytes, wanted) where !asciiCaseInsensitiveEqualByte(b, w) { return false }
-        return true
+extension HTTPHeaders {
+    /// A field name (or list token) prepared for lookups: its lower-cased bytes and ``nameFilterBit(count:first:last:)``.
+    /// The names looked up on every message are made once, as static constants; comparing against bytes is then a
+    /// plain loop, where a `String.UTF8View` walks index by index.
+    struct Name: Sendable {
+        let lowercased: [UInt8]
+        let filterBit: UInt64
+
+        init(_ name: String) {
+            lowercased = name.utf8.map(asciiLowercase)
+            filterBit =
+                lowercased.isEmpty
+                ? 0 : nameFilterBit(count: lowercased.count, first: lowercased[0], last: lowercased[lowercased.count - 1])
+        }
+
+        static let host = Name("Host")
+        static let connection = Name("Connection")
+        static let contentLength = Name("Content-Length")
+        static let transferEncoding = Name("Transfer-Encoding")
+        static let upgrade = Name("Upgrade")
+        static let expect = Name("Expect")
+        static let close = Name("close")
+        static let keepAlive = Name("keep-alive")
+        static let continue100 = Name("100-continue")
+
+        /// ASCII case-insensitive equality with wire bytes.
+        @inline(__always)
+        func matches(_ bytes: ArraySlice<UInt8>) -> Bool {
+            bytes.count == lowercased.count && bytes.withUnsafeBufferPointer(matches)
+        }
+
+        func matches(_ string: String) -> Bool {
+            var string = string
+            return string.withUTF8(matches)
+        }
+
+        @inline(__always)
+        private func matches(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard b.count == lowercased.count else { return false }
+            return lowercased.withUnsafeBufferPointer { w in
+                for i in 0..<w.count where !asciiCaseInsensitiveEqualByte(b[i], w[i]) { return false }
+                return true
+            }
+        }
     }
 }
 
@@ -218,16 +291,13 @@ func asciiCaseInsensitiveEqualByte(_ x: UInt8, _ y: UInt8) -> Bool {
     x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
 }
 
-extension StringProtocol {
-    /// ASCII-only case-insensitive comparison; header names are ASCII tokens.
-    func asciiCaseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
-        let a = self.utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where !asciiCaseInsensitiveEqualByte(x, y) { return false }
-        return true
-    }
+@inline(__always)
+func asciiLowercase(_ b: UInt8) -> UInt8 {
+    b >= 0x41 && b <= 0x5A ? b | 0x20 : b
+}
 
+extension StringProtocol {
     func asciiLowercased() -> String {
-        String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        String(decoding: utf8.map(asciiLowercase), as: UTF8.self)
     }
 }

@@ -19,12 +19,12 @@ public struct HTTPRequestHead: Equatable, Sendable {
 
     /// Whether the client sent `Expect: 100-continue` and waits for an interim response before the body.
     public var expectsContinue: Bool {
-        version.minor >= 1 && headers.containsToken("100-continue", for: "Expect")
+        version.minor >= 1 && headers.containsToken(.continue100, for: .expect)
     }
 
     /// Whether this request may switch protocols when answered (CONNECT → 2xx tunnel, Upgrade → 101).
     public var mayChangeProtocol: Bool {
-        method == "CONNECT" || headers.contains(name: "Upgrade")
+        method == "CONNECT" || headers.contains(.upgrade)
     }
 }
 
