@@ -18,12 +18,16 @@ import ProxyTrace
 // 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
 // 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
 
+// Exclusivity: the mutable state below is touched only by the relay's own methods, on its session's loop thread,
+// and no method hands out a reference to it. The runtime's dynamic exclusivity check on each access (a thread-local
+// lookup and a record; about thirty per request here) is switched off for these properties with
+// `@exclusivity(unchecked)`; the compile-time checks still apply.
 final class HTTP1Relay {
-    private var requests = HTTP1Parser(role: .requests)
-    private var responses = HTTP1Parser(role: .responses)
+    @exclusivity(unchecked) private var requests = HTTP1Parser(role: .requests)
+    @exclusivity(unchecked) private var responses = HTTP1Parser(role: .responses)
     private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
-    private var out = RelayOutput()
+    @exclusivity(unchecked) private var out = RelayOutput()
 
     /// The exchange in flight. A class, so each parser event updates it in place instead of copying its strings and
     /// arrays out of the optional and back.
@@ -34,16 +38,16 @@ final class HTTP1Relay {
         let codes: [String]
         let annotation: [(String, String)]
         let started: Double
-        var requestBytes = 0
-        var responseBytes = 0
-        var status: Int?
-        var requestEnded = false
-        var requestKeepAlive = true
+        @exclusivity(unchecked) var requestBytes = 0
+        @exclusivity(unchecked) var responseBytes = 0
+        @exclusivity(unchecked) var status: Int?
+        @exclusivity(unchecked) var requestEnded = false
+        @exclusivity(unchecked) var requestKeepAlive = true
         /// nil while discarding the body of a locally answered request.
-        var requestWriter: HTTP1BodyWriter?
-        var responseWriter: HTTP1BodyWriter?
-        var localAnswer: [UInt8]?
-        var responseHeadSent = false
+        @exclusivity(unchecked) var requestWriter: HTTP1BodyWriter?
+        @exclusivity(unchecked) var responseWriter: HTTP1BodyWriter?
+        @exclusivity(unchecked) var localAnswer: [UInt8]?
+        @exclusivity(unchecked) var responseHeadSent = false
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String],
@@ -58,12 +62,12 @@ final class HTTP1Relay {
         }
     }
 
-    private var exchange: Exchange?
+    @exclusivity(unchecked) private var exchange: Exchange?
     /// Head bytes (and body) held while the upstream connects.
-    private var held: [UInt8] = []
-    private(set) var awaitingUpstream = false
-    private(set) var connectedUpstream: UpstreamTarget?
-    private var finished = false
+    @exclusivity(unchecked) private var held: [UInt8] = []
+    @exclusivity(unchecked) private(set) var awaitingUpstream = false
+    @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
+    @exclusivity(unchecked) private var finished = false
     private let httpVersionLabel = "HTTP/1.1"
 
     init(connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) {

@@ -19,7 +19,10 @@ public final class ProxySession {
     let env: ProxyEnvironment
     let id: UInt64
     let now: () -> Double
-    var commands: [ProxyCommand] = []
+    /// The commands of the event being handled. Appended to a few times per event from every part of the session, on
+    /// its one thread and never while another access is open: the runtime's per-access exclusivity check is switched
+    /// off for it (see HTTP1Relay).
+    @exclusivity(unchecked) var commands: [ProxyCommand] = []
 
     enum Phase {
         case front
