@@ -63,6 +63,10 @@ public final class TLSContext: @unchecked Sendable {
         _ = copenssl_SSL_CTX_set_mode(
             ctx,
             Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        // Read-ahead: a record's header and body come out of the memory BIO in one read instead of two. The data is
+        // already in memory, so nothing waits for it; `TLSEngine.read` checks `SSL_has_pending` for what OpenSSL
+        // holds beyond the record it returned.
+        copenssl_SSL_CTX_set_read_ahead(ctx, 1)
         // No session tickets: every probe must be a full handshake that shows the real chain.
         SSL_CTX_set_options(ctx, copenssl_SSL_OP_NO_TICKET())
 
