@@ -18,6 +18,10 @@ Usage: benchmarks/proxybench.py [--rounds 3] [--requests 20000] [--binary .build
 `swift build -c release`). `--only` runs the cases whose name contains SUBSTRING (and skips the idle-connection
 measure), for quick iterations; the default runs everything.
 
+"proxy CPU/req" is the proxy's CPU over a whole run divided by its requests, connection setup included; "steady"
+(keep-alive rows) takes the setup out: a run of n/5 requests right after each run of n, over the same number of
+connections, and the difference of the two runs' CPU over the difference in requests.
+
 The reference row runs nginx as a TLS-terminating reverse proxy to the same origin (upstream keep-alive, no CONNECT,
 no ATS), interleaved with direct runs like the others: its CPU per request is what a mature C server spends on the
 same decrypt-parse-encrypt work on this machine. "new conns" counts the TCP connections each run opened at the
@@ -201,6 +205,17 @@ def counted(run, status_port, cpu_pid=None, requests=None):
     return r
 
 
+def steady_cpu_us(run_load, pid, n, cpu_us_of_n):
+    """CPU per request of `pid` with the connections' setup taken out: a run of n/5 requests right after the run of
+    n (same client, same connection count) costs setup + n/5 requests, so the difference of the two, over the
+    difference in requests, is what one more keep-alive request costs."""
+    short = max(100, n // 5)
+    before = cpu_seconds(pid)
+    run_load(short)
+    short_cpu_us = (cpu_seconds(pid) - before) * 1e6
+    return (cpu_us_of_n * n - short_cpu_us) / (n - short)
+
+
 def hey(url, n, c, proxy=None, keepalive=True, h2=False):
     cmd = ["hey", "-n", str(n), "-c", str(c)] + (["-h2"] if h2 else [])
     if proxy:
@@ -354,6 +369,10 @@ def main():
                 rows["direct"].append(counted(lambda: client(kind, direct, n, c, keepalive=ka), http_port))
                 rows["proxy"].append(counted(
                     lambda: client(kind, proxied, n, c, proxied=True, keepalive=ka), http_port, proxy.pid, n))
+                if kind == "load":
+                    rows["proxy"][-1]["steady_us"] = steady_cpu_us(
+                        lambda m: load(load_binary, proxied, m, c, proxy=proxy_address), proxy.pid, n,
+                        rows["proxy"][-1]["cpu_us"])
             results[name] = (rows, unit)
         reference = "reference: nginx TLS reverse proxy, 32 conns"
         if not args.only or args.only in reference:
@@ -367,6 +386,8 @@ def main():
                 rows["direct"].append(counted(lambda: load(load_binary, direct_1k, args.requests, 32), http_port))
                 rows["proxy"].append(counted(
                     lambda: load(load_binary, ref_url, args.requests, 32), ref_status_port, worker, args.requests))
+                rows["proxy"][-1]["steady_us"] = steady_cpu_us(
+                    lambda m: load(load_binary, ref_url, m, 32), worker, args.requests, rows["proxy"][-1]["cpu_us"])
             results[reference] = (rows, "rps")
         h2_cases = [("HTTP/2 1 KiB, 32 streams on 1 conn", 1, 32), ("HTTP/2 1 KiB, 8 conns x 4 streams", 8, 4)]
         if args.only:
@@ -386,7 +407,7 @@ def main():
 
         print()
         print(f"{'case':44} {'direct':>10} {'proxy':>10} {'ratio':>7} {'p50 d/p':>15} {'p99 d/p':>15} {'proxy CPU/req':>14}"
-              f" {'new conns d/p':>14}")
+              f" {'steady':>8} {'new conns d/p':>14}")
         for name, (rows, unit) in results.items():
             def med(side, key):
                 return statistics.median(r[key] for r in rows[side])
@@ -395,6 +416,7 @@ def main():
             print(f"{name:44} {d_val:10.0f} {p_val:10.0f} {p_val / d_val:6.2f}x "
                   f"{med('direct', 'p50'):6.2f}/{med('proxy', 'p50'):6.2f}ms "
                   f"{med('direct', 'p99'):6.2f}/{med('proxy', 'p99'):6.2f}ms {med('proxy', 'cpu_us'):11.1f} µs"
+                  + (f" {med('proxy', 'steady_us'):5.1f} µs" if "steady_us" in rows["proxy"][0] else f" {'':8}")
                   + (f" {med('direct', 'conns'):7.0f}/{med('proxy', 'conns'):.0f}" if "conns" in rows["direct"][0] else ""))
             dials = [r["conns"] for r in rows["direct"]] if "conns" in rows["direct"][0] else []
             if dials and max(dials) > 10 * 32 and min(dials) <= 10 * 32:
