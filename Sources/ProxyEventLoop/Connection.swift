@@ -434,7 +434,8 @@ public final class Connection {
 
     private func readOnce() {
         let buffer = loop.readBuffer
-        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        // recv rather than read: the same bytes, without the VFS layer a read() of a file descriptor goes through.
+        let n = Glibc.recv(fd, buffer.baseAddress, buffer.count, 0)
         if lingering {
             // Closing: input is discarded; EOF or an error ends the linger.
             if n > 0 { return }
@@ -461,7 +462,7 @@ public final class Connection {
         case EBADF, EFAULT:
             preconditionFailure("read failed with programmer error errno \(code)")
         default:
-            fail(IOError(errnoCode: code, call: "read"))
+            fail(IOError(errnoCode: code, call: "recv"))
         }
     }
 
