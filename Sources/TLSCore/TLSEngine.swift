@@ -99,18 +99,23 @@ public final class TLSEngine {
 
     // MARK: Ciphertext in and out
 
+    /// Appends ciphertext received from the peer. Concrete overloads rather than one generic over collections:
+    /// called from other modules, a generic version runs unspecialised (witness-table calls for `isEmpty` and the
+    /// storage access on every socket read).
+    public func feed(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        if firstInputByte == nil { firstInputByte = bytes[0] }
+        BIO_write(readBIO, base, Int32(bytes.count))
+    }
+
     /// Appends ciphertext received from the peer.
-    public func feed(_ bytes: some Collection<UInt8>) {
-        guard !bytes.isEmpty else { return }
-        if firstInputByte == nil { firstInputByte = bytes.first }
-        // Arrays and slices are written in place; only other collections are copied first.
-        let written = bytes.withContiguousStorageIfAvailable { buffer in
-            BIO_write(readBIO, buffer.baseAddress, Int32(buffer.count))
-        }
-        if written == nil {
-            let array = Array(bytes)
-            _ = array.withUnsafeBytes { BIO_write(readBIO, $0.baseAddress, Int32($0.count)) }
-        }
+    public func feed(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { feed($0) }
+    }
+
+    /// Appends ciphertext received from the peer, written from the slice in place.
+    public func feed(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBytes { feed($0) }
     }
 
     /// The transport reached end of file: further reads that need data fail instead of waiting.
