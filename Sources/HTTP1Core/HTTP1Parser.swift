@@ -334,48 +334,56 @@ public struct HTTP1Parser: Sendable {
     private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
         // Every byte of every head is checked here: read them without per-byte bounds checks.
         var nameFilter: UInt64 = 0
-        let ranges = try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
-            var ranges: [HTTPHeaders.WireRange] = []
-            ranges.reserveCapacity(16)
-            var lineStart = from
-            while lineStart < to {
-                guard let lf = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: lineStart, to: to) else { break }
-                var lineEnd = lf
-                if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
-                if lineEnd == lineStart { break }
-                let first = b[lineStart]
-                if first == 0x20 || first == 0x09 {
-                    throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+        let ranges = try HTTP1Syntax.nonTokenTable.withUnsafeBufferPointer {
+            (tokenTable) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
+            try buffer.withUnsafeBufferPointer { (b) throws(HTTP1Error) -> [HTTPHeaders.WireRange] in
+                let table = tokenTable.baseAddress.unsafelyUnwrapped
+                var ranges: [HTTPHeaders.WireRange] = []
+                ranges.reserveCapacity(16)
+                var lineStart = from
+                while lineStart < to {
+                    guard let lf = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: lineStart, to: to) else { break }
+                    var lineEnd = lf
+                    if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
+                    if lineEnd == lineStart { break }
+                    let first = b[lineStart]
+                    if first == 0x20 || first == 0x09 {
+                        throw remoteError(
+                            .obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+                    }
+                    if ranges.count >= limits.maxHeaderCount {
+                        throw remoteError(
+                            .tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+                    }
+                    let colon =
+                        HTTP1Syntax.firstIndex(of: UInt8(ascii: ":"), in: b, from: lineStart, to: lineEnd) ?? lineEnd
+                    guard colon < lineEnd, colon > lineStart else {
+                        throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
+                    }
+                    let last = b[colon - 1]
+                    if last == 0x20 || last == 0x09 {
+                        // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
+                        throw remoteError(
+                            .whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
+                    }
+                    guard HTTP1Syntax.allTokenBytes(b, from: lineStart, to: colon, table: table) else {
+                        throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
+                    }
+                    nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: last)
+                    var valueStart = colon + 1
+                    var valueEnd = lineEnd
+                    while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
+                    while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+                    guard HTTP1Syntax.allFieldValueBytes(b, from: valueStart, to: valueEnd) else {
+                        throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
+                    }
+                    ranges.append(
+                        HTTPHeaders.WireRange(
+                            name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
+                    lineStart = lf + 1
                 }
-                if ranges.count >= limits.maxHeaderCount {
-                    throw remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
-                }
-                let colon = HTTP1Syntax.firstIndex(of: UInt8(ascii: ":"), in: b, from: lineStart, to: lineEnd) ?? lineEnd
-                guard colon < lineEnd, colon > lineStart else {
-                    throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
-                }
-                let last = b[colon - 1]
-                if last == 0x20 || last == 0x09 {
-                    // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
-                    throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
-                }
-                guard HTTP1Syntax.allTokenBytes(b, from: lineStart, to: colon) else {
-                    throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
-                }
-                nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: last)
-                var valueStart = colon + 1
-                var valueEnd = lineEnd
-                while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
-                while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-                guard HTTP1Syntax.allFieldValueBytes(b, from: valueStart, to: valueEnd) else {
-                    throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
-                }
-                ranges.append(
-                    HTTPHeaders.WireRange(
-                        name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
-                lineStart = lf + 1
+                return ranges
             }
-            return ranges
         }
         if ranges.isEmpty { return HTTPHeaders() }
         return HTTPHeaders(

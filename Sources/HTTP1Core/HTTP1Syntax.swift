@@ -19,18 +19,16 @@ enum HTTP1Syntax {
         b == 0x09 || (b >= 0x20 && b != 0x7F)
     }
 
-    /// True when every byte of `b[from..<to]` is a tchar. Two 64-bit masks over ASCII instead of the switch in
-    /// `isToken`: every byte of every field name passes through here.
-    @inline(__always) static func allTokenBytes(_ b: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Bool {
-        // Bit n of `low` is byte n (0x00–0x3F), of `high` byte n + 64 (0x40–0x7F); built from the set in `isToken`.
-        let low: UInt64 = 0x03FF_6CFA_0000_0000
-        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
-        var bad: UInt64 = 0
-        for i in from..<to {
-            let byte = b[i]
-            let mask = byte < 64 ? low : high
-            bad |= byte >= 128 ? 1 : ~(mask &>> UInt64(byte & 63)) & 1
-        }
+    /// 0 for every tchar byte, 1 for every other byte: `allTokenBytes` reads one entry per name byte.
+    static let nonTokenTable: [UInt8] = (0...255).map { isToken(UInt8($0)) ? 0 : 1 }
+
+    /// True when every byte of `b[from..<to]` is a tchar; `table` is `nonTokenTable`'s storage, fetched once per head
+    /// rather than once per name (a global costs an initialisation check on every access).
+    @inline(__always) static func allTokenBytes(
+        _ b: UnsafeBufferPointer<UInt8>, from: Int, to: Int, table: UnsafePointer<UInt8>
+    ) -> Bool {
+        var bad: UInt8 = 0
+        for i in from..<to { bad |= table[Int(b[i])] }
         return bad == 0
     }
 

@@ -226,7 +226,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
 }
 
 extension HTTPHeaders {
-    /// A field name (or list token) prepared for lookups: its lower-cased bytes and ``nameFilterBit(count:first:last:)``.
+    /// A field name (or list token) prepared for lookups: its lower-cased bytes and its
+    /// ``nameFilterBit(count:first:last:)``.
     /// The names looked up on every message are made once, as static constants; comparing against bytes is then a
     /// plain loop, where a `String.UTF8View` walks index by index.
     struct Name: Sendable {
@@ -235,9 +236,11 @@ extension HTTPHeaders {
 
         init(_ name: String) {
             lowercased = name.utf8.map(asciiLowercase)
-            filterBit =
-                lowercased.isEmpty
-                ? 0 : nameFilterBit(count: lowercased.count, first: lowercased[0], last: lowercased[lowercased.count - 1])
+            if let first = lowercased.first, let last = lowercased.last {
+                filterBit = nameFilterBit(count: lowercased.count, first: first, last: last)
+            } else {
+                filterBit = 0
+            }
         }
 
         static let host = Name("Host")

@@ -271,8 +271,9 @@ final class HTTP1Relay {
                     if let received {
                         // Room for the head and the body bytes that came with it (already in memory, so bounded):
                         // the body is then framed in without the array growing and copying the head again.
+                        let annotationRoom = 256 * ex.annotation.count
                         out.toClient.reserveCapacity(
-                            out.toClient.count + received.count + 256 * ex.annotation.count + responses.bufferedByteCount)
+                            out.toClient.count + received.count + annotationRoom + responses.bufferedByteCount)
                         // Validates the annotation before appending anything, so `out` stays whole on failure.
                         try HTTP1Serializer.write(rawHead: received, adding: ex.annotation, into: &out.toClient)
                     } else {

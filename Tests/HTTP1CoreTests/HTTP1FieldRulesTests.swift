@@ -14,7 +14,8 @@ struct HTTP1FieldRulesTests {
     func valueBytesAtEveryOffset(offset: Int) {
         for byte in UInt8.min...UInt8.max where byte != 0x0A && byte != 0x0D {
             // Surrounded by visible characters so that trimming never removes the byte under test.
-            let value = Array(repeating: UInt8(ascii: "a"), count: offset) + [byte] + Array(repeating: UInt8(ascii: "z"), count: 9)
+            let before = [UInt8](repeating: UInt8(ascii: "a"), count: offset)
+            let value = before + [byte] + [UInt8](repeating: UInt8(ascii: "z"), count: 9)
             let outcome = parse([request(name: bytes("X-Probe"), value: value)], role: .requests)
             let allowed = byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
             #expect(
