@@ -460,7 +460,7 @@ public final class Connection {
         case EINTR, EAGAIN, EWOULDBLOCK:
             return
         case EBADF, EFAULT:
-            preconditionFailure("read failed with programmer error errno \(code)")
+            preconditionFailure("recv failed with programmer error errno \(code)")
         default:
             fail(IOError(errnoCode: code, call: "recv"))
         }
