@@ -331,6 +331,12 @@ public struct HTTP1Parser: Sendable {
     /// one included, ends with LF alone.
     /// The fields are kept as a copy of the section's bytes with the position of each name and value: no String is
     /// made unless someone reads `HTTPHeaders.fields`.
+    ///
+    /// A usual line is read in one pass: the name up to the colon through the token table, then the value up to
+    /// the first control byte or DEL, eight bytes at a time; that byte must be the line's CR LF or LF. Any other
+    /// line (whitespace or a bad byte in the name, HTAB or a control byte in the value, a fold) goes to
+    /// `parseFieldLineSlowly`, which decides it and names the error exactly as before. The section ends with LF,
+    /// which is neither a tchar nor a value byte, so both scans stop inside it.
     private func parseFields(from: Int, to: Int, bareLF: inout Bool) throws(HTTP1Error) -> HTTPHeaders {
         // Every byte of every head is checked here: read them without per-byte bounds checks.
         var nameFilter: UInt64 = 0
@@ -342,45 +348,38 @@ public struct HTTP1Parser: Sendable {
                 ranges.reserveCapacity(16)
                 var lineStart = from
                 while lineStart < to {
-                    guard let lf = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: lineStart, to: to) else { break }
-                    var lineEnd = lf
-                    if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
-                    if lineEnd == lineStart { break }
                     let first = b[lineStart]
-                    if first == 0x20 || first == 0x09 {
-                        throw remoteError(
-                            .obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+                    if first == 0x0A {
+                        bareLF = true
+                        break
                     }
-                    if ranges.count >= limits.maxHeaderCount {
-                        throw remoteError(
-                            .tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+                    if first == 0x0D && b[lineStart + 1] == 0x0A { break }
+                    var colon = lineStart
+                    while table[Int(b[colon])] == 0 { colon += 1 }
+                    if colon > lineStart && b[colon] == UInt8(ascii: ":"),
+                        let value = HTTP1Syntax.plainFieldValue(b, from: colon + 1, to: to)
+                    {
+                        if ranges.count >= limits.maxHeaderCount { throw tooManyFields() }
+                        if value.bareLF { bareLF = true }
+                        nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: b[colon - 1])
+                        ranges.append(
+                            HTTPHeaders.WireRange(
+                                name: (lineStart - from)..<(colon - from),
+                                value: (value.start - from)..<(value.end - from)))
+                        lineStart = value.next
+                        continue
                     }
-                    let colon =
-                        HTTP1Syntax.firstIndex(of: UInt8(ascii: ":"), in: b, from: lineStart, to: lineEnd) ?? lineEnd
-                    guard colon < lineEnd, colon > lineStart else {
-                        throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
-                    }
-                    let last = b[colon - 1]
-                    if last == 0x20 || last == 0x09 {
-                        // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
-                        throw remoteError(
-                            .whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
-                    }
-                    guard HTTP1Syntax.allTokenBytes(b, from: lineStart, to: colon, table: table) else {
-                        throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
-                    }
-                    nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: last)
-                    var valueStart = colon + 1
-                    var valueEnd = lineEnd
-                    while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
-                    while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
-                    guard HTTP1Syntax.allFieldValueBytes(b, from: valueStart, to: valueEnd) else {
-                        throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
-                    }
+                    guard
+                        let (range, next) = try parseFieldLineSlowly(
+                            b, lineStart: lineStart, to: to, fieldCount: ranges.count, table: table, bareLF: &bareLF)
+                    else { break }
+                    nameFilter |= HTTPHeaders.nameFilterBit(
+                        count: range.name.count, first: b[range.name.lowerBound], last: b[range.name.upperBound - 1])
                     ranges.append(
                         HTTPHeaders.WireRange(
-                            name: (lineStart - from)..<(colon - from), value: (valueStart - from)..<(valueEnd - from)))
-                    lineStart = lf + 1
+                            name: (range.name.lowerBound - from)..<(range.name.upperBound - from),
+                            value: (range.value.lowerBound - from)..<(range.value.upperBound - from)))
+                    lineStart = next
                 }
                 return ranges
             }
@@ -388,6 +387,47 @@ public struct HTTP1Parser: Sendable {
         if ranges.isEmpty { return HTTPHeaders() }
         return HTTPHeaders(
             wire: HTTPHeaders.WireFields(bytes: Array(buffer[from..<to]), ranges: ranges, nameFilter: nameFilter))
+    }
+
+    private func tooManyFields() -> HTTP1Error {
+        remoteError(.tooManyHeaders, requestStatus: 431, "more than \(limits.maxHeaderCount) fields")
+    }
+
+    /// One field line the one-pass scan did not take, checked rule by rule: returns its name and value (positions in
+    /// `b`) and where the next line starts, nil for the empty line that ends the section, or the error.
+    private func parseFieldLineSlowly(
+        _ b: UnsafeBufferPointer<UInt8>, lineStart: Int, to: Int, fieldCount: Int, table: UnsafePointer<UInt8>,
+        bareLF: inout Bool
+    ) throws(HTTP1Error) -> (HTTPHeaders.WireRange, next: Int)? {
+        guard let lf = HTTP1Syntax.firstIndex(of: 0x0A, in: b, from: lineStart, to: to) else { return nil }
+        var lineEnd = lf
+        if lineEnd > lineStart && b[lineEnd - 1] == 0x0D { lineEnd -= 1 } else { bareLF = true }
+        if lineEnd == lineStart { return nil }
+        let first = b[lineStart]
+        if first == 0x20 || first == 0x09 {
+            throw remoteError(.obsoleteLineFolding, requestStatus: 400, "obsolete line folding in header section")
+        }
+        if fieldCount >= limits.maxHeaderCount { throw tooManyFields() }
+        let colon = HTTP1Syntax.firstIndex(of: UInt8(ascii: ":"), in: b, from: lineStart, to: lineEnd) ?? lineEnd
+        guard colon < lineEnd, colon > lineStart else {
+            throw remoteError(.invalidHeaderName, requestStatus: 400, "field line without a name and colon")
+        }
+        let last = b[colon - 1]
+        if last == 0x20 || last == 0x09 {
+            // RFC 9112 §5.1: whitespace between name and colon must be rejected (smuggling vector).
+            throw remoteError(.whitespaceBeforeColon, requestStatus: 400, "whitespace before colon in field name")
+        }
+        guard HTTP1Syntax.allTokenBytes(b, from: lineStart, to: colon, table: table) else {
+            throw remoteError(.invalidHeaderName, requestStatus: 400, "invalid character in field name")
+        }
+        var valueStart = colon + 1
+        var valueEnd = lineEnd
+        while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        guard HTTP1Syntax.allFieldValueBytes(b, from: valueStart, to: valueEnd) else {
+            throw remoteError(.invalidHeaderValue, requestStatus: 400, "control character in field value")
+        }
+        return (HTTPHeaders.WireRange(name: lineStart..<colon, value: valueStart..<valueEnd), lf + 1)
     }
 
     private func parseVersion(_ b: ArraySlice<UInt8>) throws(HTTP1Error) -> HTTPVersion {

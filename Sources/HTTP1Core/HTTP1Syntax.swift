@@ -59,6 +59,53 @@ enum HTTP1Syntax {
         return true
     }
 
+    /// A field value with no HTAB, control byte or DEL inside, read from `from` (just after the colon) in one pass:
+    /// leading SP skipped, then eight bytes at a time up to the first byte below 0x20 or equal to 0x7F, which must
+    /// end the line (CR LF, or LF with `bareLF`); trailing SP trimmed. nil for any other value: the caller checks
+    /// those rule by rule. `b[to - 1]` must be LF, which bounds every scan.
+    @inline(__always) static func plainFieldValue(
+        _ b: UnsafeBufferPointer<UInt8>, from: Int, to: Int
+    ) -> (start: Int, end: Int, next: Int, bareLF: Bool)? {
+        let base = b.baseAddress.unsafelyUnwrapped
+        var start = from
+        while base[start] == 0x20 { start += 1 }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var stop = start
+        while true {
+            guard stop + 8 <= to else {
+                while base[stop] >= 0x20 && base[stop] != 0x7F { stop += 1 }
+                break
+            }
+            let v = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: stop, as: UInt64.self))
+            // The lowest flagged byte is a real match in both tests (a borrow only flags bytes above it).
+            let below = (v &- ones &* 0x20) & ~v & highs
+            let del = v ^ (ones &* 0x7F)
+            let flagged = below | ((del &- ones) & ~del & highs)
+            if flagged != 0 {
+                stop += flagged.trailingZeroBitCount >> 3
+                break
+            }
+            stop += 8
+        }
+        let next: Int
+        let bareLF: Bool
+        switch base[stop] {
+        case 0x0A:
+            next = stop + 1
+            bareLF = true
+        case 0x0D where base[stop + 1] == 0x0A:
+            next = stop + 2
+            bareLF = false
+        default:
+            return nil
+        }
+        var end = stop
+        while end > start && base[end - 1] == 0x20 { end -= 1 }
+        return (start, end, next, bareLF)
+    }
+
     /// The index of the first `byte` in `b[from..<to]`, eight bytes at a time (the zero-byte test on the word
     /// XOR-ed with the pattern: the lowest flagged byte is always a real match).
     @inline(__always) static func firstIndex(of byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Int? {

@@ -24,6 +24,39 @@ struct HTTP1FieldRulesTests {
         }
     }
 
+    @Test("a CR not followed by LF is refused anywhere in a value (RFC 9112 §2.2)", arguments: 0..<12)
+    func loneCRInValue(offset: Int) {
+        for tail in [bytes("z"), bytes(" "), bytes("zzzzzzzzz"), []] {
+            let value = [UInt8](repeating: UInt8(ascii: "a"), count: offset) + [0x0D] + tail
+            let outcome = parse([request(name: bytes("X-Probe"), value: value)], role: .requests)
+            #expect(outcome.error?.reason == .invalidHeaderValue, "CR at \(offset) before \(tail): \(outcome)")
+        }
+    }
+
+    @Test("values lose surrounding SP and HTAB, keep inner ones, and lines may end with LF alone")
+    func valueWhitespaceAndLineEnds() throws {
+        let cases: [(wire: String, value: String, canonical: Bool)] = [
+            ("X-V: plain\r\n", "plain", true),
+            ("X-V:   spaced out   \r\n", "spaced out", true),
+            ("X-V:\t\ttabbed\tinside\t \r\n", "tabbed\tinside", true),
+            ("X-V:\r\n", "", true),
+            ("X-V:    \r\n", "", true),
+            ("X-V: bare\n", "bare", false),
+            ("X-V: a-value-longer-than-eight-bytes  \n", "a-value-longer-than-eight-bytes", false),
+        ]
+        for c in cases {
+            var parser = HTTP1Parser(role: .requests)
+            parser.receive(bytes("GET / HTTP/1.1\r\nHost: x\r\n" + c.wire + "X-After: 1\r\n\r\n"))
+            guard case .requestHead(let head) = try parser.nextEvent() else {
+                Issue.record("expected a request head for \(c.wire.debugDescription)")
+                continue
+            }
+            #expect(head.headers.values(for: "x-v") == [c.value], "\(c.wire.debugDescription)")
+            #expect(head.headers[first: "X-After"] == "1", "\(c.wire.debugDescription)")
+            #expect((parser.lastHeadBytes != nil) == c.canonical, "\(c.wire.debugDescription)")
+        }
+    }
+
     @Test("a name byte is accepted exactly when it is a tchar (RFC 9110 §5.6.2)")
     func nameBytes() {
         let tchars = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
