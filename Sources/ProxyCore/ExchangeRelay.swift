@@ -82,6 +82,15 @@ protocol ExchangeRelay: AnyObject {
     func upstreamEOF() -> RelayOutput
     /// No exchange in flight: closing now loses nothing.
     var isIdle: Bool { get }
+    /// The owner has written `output`'s bytes on (into TLS): the relay may keep their storage for its next steps.
+    func recycle(_ output: inout RelayOutput)
+    /// The connection went quiet: drop storage kept by `recycle`.
+    func releaseBuffers()
+}
+
+extension ExchangeRelay {
+    func recycle(_ output: inout RelayOutput) {}
+    func releaseBuffers() {}
 }
 
 /// A relay that spreads exchanges over several upstream connections (lanes) the session opens for it.

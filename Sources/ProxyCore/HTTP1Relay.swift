@@ -79,6 +79,27 @@ final class HTTP1Relay {
     /// True when no exchange is in flight (the connection may be closed without losing anything).
     var isIdle: Bool { exchange == nil }
 
+    /// Storage larger than this is not kept between steps (a download's read-sized buffers).
+    private static let maxRecycledCapacity = 80 * 1024
+
+    /// Keeps the storage of the byte arrays the owner has finished with as the next step's output buffers: without
+    /// it, every request and every response allocates its output array afresh.
+    func recycle(_ output: inout RelayOutput) {
+        Self.adopt(&output.toClient, as: &out.toClient)
+        Self.adopt(&output.toUpstream, as: &out.toUpstream)
+    }
+
+    private static func adopt(_ used: inout [UInt8], as buffer: inout [UInt8]) {
+        guard buffer.isEmpty, buffer.capacity < used.capacity, used.capacity <= maxRecycledCapacity else { return }
+        swap(&used, &buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func releaseBuffers() {
+        if out.toClient.isEmpty { out.toClient = [] }
+        if out.toUpstream.isEmpty { out.toUpstream = [] }
+    }
+
     // MARK: - Input
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {

@@ -745,7 +745,9 @@ extension ProxySession {
     func releaseBuffers(of peer: ProxyPeer) {
         guard let i = interception else { return }
         switch peer {
-        case .client: i.client?.releaseBuffers()
+        case .client:
+            i.client?.releaseBuffers()
+            relay?.releaseBuffers()
         case .upstream: i.upstream?.releaseBuffers()
         case .lane(let lane): i.lanes[lane]?.engine?.releaseBuffers()
         }

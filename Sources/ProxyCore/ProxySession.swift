@@ -91,6 +91,16 @@ public final class ProxySession {
         return out
     }
 
+    /// Gives back the array a `handle` call returned, once its commands are carried out, so that the next event
+    /// appends to its storage instead of allocating a new one (two events per proxied request). Optional: an array
+    /// that is not given back is simply freed.
+    public func recycle(_ used: consuming [ProxyCommand]) {
+        // A nested event (handled while the caller was still running commands) may already have left one.
+        guard commands.isEmpty, commands.capacity < used.capacity else { return }
+        used.removeAll(keepingCapacity: true)
+        commands = used
+    }
+
     // MARK: - Dispatch by phase
 
     private func clientBytes(_ bytes: [UInt8]) {
@@ -383,7 +393,7 @@ public final class ProxySession {
     }
 
     /// Carries out a relay step. With `tls`, plaintext goes through the interception's TLS engines.
-    func apply(_ o: RelayOutput, tls: Bool) {
+    func apply(_ o: consuming RelayOutput, tls: Bool) {
         dumpPlaintext(o.toUpstream, toClient: false)
         dumpPlaintext(o.toClient, toClient: true)
         if let target = o.connect {
@@ -397,6 +407,8 @@ public final class ProxySession {
         if !o.toClient.isEmpty {
             if tls { interceptSendClient(o.toClient) } else { commands.append(.sendToClient(o.toClient)) }
         }
+        // Encrypted, the plaintext arrays are done with (commands own them otherwise).
+        if tls, let relay { relay.recycle(&o) }
         for exchange in o.exchanges { logExchange(exchange) }
         applyLanes(o)
         if o.switchedToRaw, tls { interception?.raw = true }

@@ -52,10 +52,11 @@ let requestBytes = Array(
     "GET /1k HTTP/1.1\r\nHost: bench.test:443\r\nUser-Agent: hey/0.0.1\r\nContent-Type: text/html\r\nAccept-Encoding: gzip\r\n\r\n"
         .utf8)
 
-/// Everything a session sent to one side.
-func collect(_ commands: [ProxyCommand]) -> (toClient: [UInt8], toUpstream: [UInt8]) {
+/// Handles `event` and returns everything the session sent to each side.
+func collect(_ session: ProxySession, _ event: ProxyEvent) -> (toClient: [UInt8], toUpstream: [UInt8]) {
     var toClient: [UInt8] = []
     var toUpstream: [UInt8] = []
+    let commands = session.handle(event)
     for command in commands {
         switch command {
         case .sendToClient(let bytes): toClient += bytes
@@ -63,6 +64,8 @@ func collect(_ commands: [ProxyCommand]) -> (toClient: [UInt8], toUpstream: [UIn
         default: break
         }
     }
+    // As the server does: the command array goes back to the session for the next event.
+    session.recycle(consume commands)
     return (toClient, toUpstream)
 }
 
@@ -108,19 +111,19 @@ struct Scene {
         _ = session.handle(.clientBytes(Array("CONNECT bench.test:443 HTTP/1.1\r\nHost: bench.test:443\r\n\r\n".utf8)))
         _ = client.handshake()
         _ = session.handle(.clientBytes(client.takeOutput()))
-        var toOrigin = collect(session.handle(.upstreamConnected)).toUpstream
+        var toOrigin = collect(session, .upstreamConnected).toUpstream
         var toClient: [UInt8] = []
         for _ in 0..<10 where !toOrigin.isEmpty {
             origin.feed(toOrigin)
             _ = origin.handshake()
-            let sent = collect(session.handle(.upstreamBytes(origin.takeOutput())))
+            let sent = collect(session, .upstreamBytes(origin.takeOutput()))
             toClient += sent.toClient
             toOrigin = sent.toUpstream
         }
         for _ in 0..<10 where !toClient.isEmpty {
             client.feed(toClient)
             _ = client.handshake()
-            toClient = collect(session.handle(.clientBytes(client.takeOutput()))).toClient
+            toClient = collect(session, .clientBytes(client.takeOutput())).toClient
         }
         guard client.isHandshakeComplete, origin.isHandshakeComplete else {
             throw BenchmarkError("the handshakes through the session did not complete (blocked?)")
@@ -149,10 +152,10 @@ struct Scene {
 /// One request and its response through the session; returns the response bytes the client got.
 func exchangeThroughSession(_ session: ProxySession, _ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
     try client.write(requestBytes)
-    origin.feed(collect(session.handle(.clientBytes(client.takeOutput()))).toUpstream)
+    origin.feed(collect(session, .clientBytes(client.takeOutput())).toUpstream)
     guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
     try origin.write(responseBytes)
-    client.feed(collect(session.handle(.upstreamBytes(origin.takeOutput()))).toClient)
+    client.feed(collect(session, .upstreamBytes(origin.takeOutput())).toClient)
     return try drain(client).count
 }
 

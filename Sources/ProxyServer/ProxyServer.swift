@@ -156,8 +156,10 @@ final class ClientSide: ConnectionHandler {
 
     // MARK: Commands
 
-    private func run(_ commands: [ProxyCommand]) {
-        for command in commands {
+    /// Carries out a session's commands, then gives their array back to the session for reuse.
+    private func run(_ commands: consuming [ProxyCommand]) {
+        // Iterated through a copy (one retain) so that `commands` is still the caller's to hand back below.
+        for command in copy commands {
             switch command {
             case .sendToClient(let bytes):
                 client?.write(bytes)
@@ -208,6 +210,7 @@ final class ClientSide: ConnectionHandler {
                 server.sink.write(entry)
             }
         }
+        session.recycle(consume commands)
     }
 
     private func connection(for peer: ProxyPeer) -> Connection? {
