@@ -186,7 +186,7 @@ extension ProxySession {
             engine.feed(bytes)
             stepUpstreamHandshake(i)
         case .relaying:
-            readUpstream(i, incoming: bytes)
+            bytes.withUnsafeBytes { readUpstream(i, incoming: $0) }
         default:
             engine.feed(bytes)
         }
@@ -480,7 +480,7 @@ extension ProxySession {
             if let replay = i.unansweredClientPlaintext, !replay.isEmpty, let relay {
                 apply(relay.clientBytes(replay), tls: true)
             }
-            readClient(i, incoming: held)
+            held.withUnsafeBytes { readClient(i, incoming: $0) }
         } else {
             i.stage = .clientHandshake
             engine.feed(held)
@@ -517,7 +517,7 @@ extension ProxySession {
             i.client?.feed(bytes)
             stepClientHandshake(i)
         case .relaying:
-            readClient(i, incoming: bytes)
+            bytes.withUnsafeBytes { readClient(i, incoming: $0) }
         case .failed:
             break
         }
@@ -631,7 +631,7 @@ extension ProxySession {
 
     /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
     /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
-    func drain(_ engine: TLSEngine, feeding incoming: [UInt8] = []) -> (
+    func drain(_ engine: TLSEngine, feeding incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) -> (
         plaintext: [UInt8], ended: Bool, error: TLSError?
     ) {
         var plaintext: [UInt8] = []
@@ -641,7 +641,7 @@ extension ProxySession {
         var offset = 0
         repeat {
             let end = min(incoming.count, offset + Self.feedSlice)
-            if end > offset { engine.feed(incoming[offset..<end]) }
+            if end > offset { engine.feed(UnsafeRawBufferPointer(rebasing: incoming[offset..<end])) }
             offset = end
             let (piece, ended, error) = drainFed(engine)
             if plaintext.isEmpty { plaintext = piece } else { plaintext += piece }
@@ -665,7 +665,7 @@ extension ProxySession {
         }
     }
 
-    private func readClient(_ i: Interception, incoming: [UInt8] = []) {
+    func readClient(_ i: Interception, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         guard let engine = i.client else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
@@ -694,7 +694,7 @@ extension ProxySession {
         }
     }
 
-    private func readUpstream(_ i: Interception, incoming: [UInt8] = []) {
+    func readUpstream(_ i: Interception, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         guard let engine = i.upstream, i.stage == .relaying else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error { notice("\(i.host): TLS error from the upstream: \(error)") }

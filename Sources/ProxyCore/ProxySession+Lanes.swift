@@ -56,7 +56,7 @@ extension ProxySession {
                 stepLaneHandshake(lane, tls, i, relay)
                 return
             }
-            let (plaintext, ended, error) = drain(engine, feeding: bytes)
+            let (plaintext, ended, error) = bytes.withUnsafeBytes { drain(engine, feeding: $0) }
             flushLane(lane, engine)
             if !plaintext.isEmpty { applyLaneOutput(relay.laneBytes(lane, plaintext)) }
             if ended || error != nil { laneEnded(lane, i, relay) }

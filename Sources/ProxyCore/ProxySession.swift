@@ -68,6 +68,41 @@ public final class ProxySession {
 
     /// Feeds one event; returns what to do, in order.
     public func handle(_ event: ProxyEvent) -> [ProxyCommand] {
+        dispatch(event)
+        return takeCommands()
+    }
+
+    /// Bytes read from `peer`, straight from the event loop's read buffer (valid only during the call): the same as
+    /// `handle(.clientBytes(…))`, `.upstreamBytes` or `.laneBytes`, but an intercepted connection that is relaying
+    /// feeds them to its TLS engine without first copying them into an array, once per socket read.
+    public func handleReceived(_ bytes: UnsafeRawBufferPointer, from peer: ProxyPeer) -> [ProxyCommand] {
+        if case .intercepting = phase, let i = interception, i.stage == .relaying {
+            switch peer {
+            case .client:
+                readClient(i, incoming: bytes)
+                return takeCommands()
+            case .upstream where i.upstream != nil:
+                readUpstream(i, incoming: bytes)
+                return takeCommands()
+            case .upstream, .lane:
+                break
+            }
+        }
+        switch peer {
+        case .client: dispatch(.clientBytes(Array(bytes)))
+        case .upstream: dispatch(.upstreamBytes(Array(bytes)))
+        case .lane(let lane): dispatch(.laneBytes(lane, Array(bytes)))
+        }
+        return takeCommands()
+    }
+
+    private func takeCommands() -> [ProxyCommand] {
+        let out = commands
+        commands = []
+        return out
+    }
+
+    private func dispatch(_ event: ProxyEvent) {
         switch event {
         case .clientBytes(let bytes): clientBytes(bytes)
         case .clientEOF: clientEOF()
@@ -86,9 +121,6 @@ public final class ProxySession {
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         case .peerQuiet(let peer): releaseBuffers(of: peer)
         }
-        let out = commands
-        commands = []
-        return out
     }
 
     /// Gives back the array a `handle` call returned, once its commands are carried out, so that the next event

@@ -54,10 +54,22 @@ let requestBytes = Array(
 
 /// Handles `event` and returns everything the session sent to each side.
 func collect(_ session: ProxySession, _ event: ProxyEvent) -> (toClient: [UInt8], toUpstream: [UInt8]) {
+    collect(session, session.handle(event))
+}
+
+/// Hands `bytes` to the session the way the server does (from its read buffer) and returns what it sent.
+func collect(_ session: ProxySession, received bytes: [UInt8], from peer: ProxyPeer)
+    -> (toClient: [UInt8], toUpstream: [UInt8])
+{
+    collect(session, bytes.withUnsafeBytes { session.handleReceived($0, from: peer) })
+}
+
+private func collect(_ session: ProxySession, _ commands: consuming [ProxyCommand])
+    -> (toClient: [UInt8], toUpstream: [UInt8])
+{
     var toClient: [UInt8] = []
     var toUpstream: [UInt8] = []
-    let commands = session.handle(event)
-    for command in commands {
+    for command in copy commands {
         switch command {
         case .sendToClient(let bytes): toClient += bytes
         case .sendToUpstream(let bytes): toUpstream += bytes
@@ -116,14 +128,14 @@ struct Scene {
         for _ in 0..<10 where !toOrigin.isEmpty {
             origin.feed(toOrigin)
             _ = origin.handshake()
-            let sent = collect(session, .upstreamBytes(origin.takeOutput()))
+            let sent = collect(session, received: origin.takeOutput(), from: .upstream)
             toClient += sent.toClient
             toOrigin = sent.toUpstream
         }
         for _ in 0..<10 where !toClient.isEmpty {
             client.feed(toClient)
             _ = client.handshake()
-            toClient = collect(session, .clientBytes(client.takeOutput())).toClient
+            toClient = collect(session, received: client.takeOutput(), from: .client).toClient
         }
         guard client.isHandshakeComplete, origin.isHandshakeComplete else {
             throw BenchmarkError("the handshakes through the session did not complete (blocked?)")
@@ -152,10 +164,10 @@ struct Scene {
 /// One request and its response through the session; returns the response bytes the client got.
 func exchangeThroughSession(_ session: ProxySession, _ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
     try client.write(requestBytes)
-    origin.feed(collect(session, .clientBytes(client.takeOutput())).toUpstream)
+    origin.feed(collect(session, received: client.takeOutput(), from: .client).toUpstream)
     guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
     try origin.write(responseBytes)
-    client.feed(collect(session, .upstreamBytes(origin.takeOutput())).toClient)
+    client.feed(collect(session, received: origin.takeOutput(), from: .upstream).toClient)
     return try drain(client).count
 }
 

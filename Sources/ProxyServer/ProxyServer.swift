@@ -71,7 +71,7 @@ final class ClientSide: ConnectionHandler {
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-        run(session.handle(.clientBytes(Array(bytes))))
+        run(session.handleReceived(bytes, from: .client))
     }
 
     func connectionReadEOF(_ connection: Connection) {
@@ -123,7 +123,9 @@ final class ClientSide: ConnectionHandler {
             upstreamSideWritability(writable)
             return
         case (.upstream, .opened): sessionEvent = .upstreamConnected
-        case (.upstream, .received(let bytes)): sessionEvent = .upstreamBytes(Array(bytes))
+        case (.upstream, .received(let bytes)):
+            run(session.handleReceived(bytes, from: .upstream))
+            return
         case (.upstream, .eof): sessionEvent = .upstreamEOF
         case (.upstream, .quiet): sessionEvent = .peerQuiet(.upstream)
         case (.lane(let lane), .quiet): sessionEvent = .peerQuiet(.lane(lane))
@@ -133,7 +135,9 @@ final class ClientSide: ConnectionHandler {
                 ? .upstreamClosed(error: error?.description)
                 : .upstreamConnectFailed(error: error?.description ?? "connection closed")
         case (.lane(let lane), .opened): sessionEvent = .laneConnected(lane)
-        case (.lane(let lane), .received(let bytes)): sessionEvent = .laneBytes(lane, Array(bytes))
+        case (.lane(let lane), .received(let bytes)):
+            run(session.handleReceived(bytes, from: .lane(lane)))
+            return
         case (.lane(let lane), .eof): sessionEvent = .laneEOF(lane)
         case (.lane(let lane), .closed(let connected, let error)):
             lanes[lane] = nil
