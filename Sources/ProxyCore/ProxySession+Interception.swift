@@ -631,39 +631,56 @@ extension ProxySession {
 
     /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
     /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
+    ///
+    /// The plaintext is read into one array sized by what was buffered and fed (decrypting never makes bytes
+    /// longer), so a socket read of several records costs one allocation and no copying of one record's bytes onto
+    /// the next's. A memory BIO moves its unread bytes to the front on every read and OpenSSL reads a record in two
+    /// steps: the input is fed one record's worth at a time so that what moves stays small.
     func drain(_ engine: TLSEngine, feeding incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) -> (
         plaintext: [UInt8], ended: Bool, error: TLSError?
     ) {
         var plaintext: [UInt8] = []
-        // A memory BIO moves its unread bytes to the front on every read, and OpenSSL reads a record in two steps:
-        // fed a 64 KiB socket read at once, each record would move most of it again. Fed one record's worth at a
-        // time, what moves stays small.
         var offset = 0
-        repeat {
-            let end = min(incoming.count, offset + Self.feedSlice)
-            if end > offset { engine.feed(UnsafeRawBufferPointer(rebasing: incoming[offset..<end])) }
-            offset = end
-            let (piece, ended, error) = drainFed(engine)
+        var ended = false
+        var error: TLSError?
+        var done = false
+        // One pass unless the bound was short (then the next array is appended); every pass reads or ends.
+        while !done {
+            let capacity = max(1, incoming.count - offset + engine.readableBound)
+            let piece = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                while true {
+                    let (n, stop) = engine.read(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[count...])))
+                    count += n
+                    switch stop {
+                    case .needsMoreInput:
+                        guard offset < incoming.count else {
+                            done = true
+                            return
+                        }
+                        let end = min(incoming.count, offset + Self.feedSlice)
+                        engine.feed(UnsafeRawBufferPointer(rebasing: incoming[offset..<end]))
+                        offset = end
+                    case .bufferFull:
+                        return
+                    case .closed, .failed(.closedByPeer):
+                        ended = true
+                        done = true
+                        return
+                    case .failed(let failure):
+                        ended = true
+                        error = failure
+                        done = true
+                        return
+                    }
+                }
+            }
             if plaintext.isEmpty { plaintext = piece } else { plaintext += piece }
-            if ended || error != nil { return (plaintext, ended, error) }
-        } while offset < incoming.count
-        return (plaintext, false, nil)
+        }
+        return (plaintext, ended, error)
     }
 
     /// One TLS record at most (16 KiB of payload plus header and overhead).
     static let feedSlice = 16_384 + 512
-
-    private func drainFed(_ engine: TLSEngine) -> (plaintext: [UInt8], ended: Bool, error: TLSError?) {
-        var plaintext: [UInt8] = []
-        while true {
-            switch engine.read() {
-            case .data(let bytes): if plaintext.isEmpty { plaintext = bytes } else { plaintext += bytes }
-            case .needsMoreInput: return (plaintext, false, nil)
-            case .closed, .failed(.closedByPeer): return (plaintext, true, nil)
-            case .failed(let error): return (plaintext, true, error)
-            }
-        }
-    }
 
     func readClient(_ i: Interception, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         guard let engine = i.client else { return }

@@ -203,6 +203,57 @@ public final class TLSEngine {
         }
     }
 
+    /// Why `read(into:)` stopped.
+    public enum ReadStop: Sendable {
+        /// Everything fed so far is decrypted.
+        case needsMoreInput
+        /// The buffer is full; more may be readable.
+        case bufferFull
+        /// The peer closed the TLS session (close_notify, or the end of input where OpenSSL accepts it).
+        case closed
+        case failed(TLSError)
+    }
+
+    /// At least as many bytes as reads could return now without more input: the ciphertext not yet read by OpenSSL,
+    /// plus a record's worth when OpenSSL holds unprocessed or undelivered bytes (decrypting never makes a record
+    /// longer, so fed ciphertext bounds the plaintext it carries).
+    public var readableBound: Int {
+        Int(BIO_ctrl_pending(readBIO)) + (SSL_has_pending(ssl) == 1 ? 16_384 + 512 : 0)
+    }
+
+    /// Reads decrypted application data into `buffer`, record after record, until it is full or OpenSSL needs more
+    /// input: the bytes land where the caller wants them, with no array per record. Returns the byte count and why it
+    /// stopped. At the end of input, give it at least one byte of room so that it can tell a close from a truncation.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, stop: ReadStop) {
+        if let failure { return (0, .failed(failure)) }
+        guard let base = buffer.baseAddress else { return (0, buffer.isEmpty ? .bufferFull : .needsMoreInput) }
+        var count = 0
+        while true {
+            if BIO_ctrl_pending(readBIO) == 0, SSL_has_pending(ssl) == 0 {
+                // As in `read()`: without buffered input OpenSSL could only say "want read", except at the end.
+                if receivedCloseNotify { return (count, .closed) }
+                guard endOfInput else { return (count, .needsMoreInput) }
+            }
+            guard count < buffer.count else { return (count, .bufferFull) }
+            OpenSSLError.clear()
+            let n = SSL_read(ssl, base + count, Int32(clamping: buffer.count - count))
+            if n > 0 {
+                count += Int(n)
+                continue
+            }
+            if SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN {
+                receivedCloseNotify = true
+                return (count, .closed)
+            }
+            switch classify(n, context: "SSL_read") {
+            case .none: return (count, .needsMoreInput)
+            case .some(let error):
+                failure = error
+                return (count, .failed(error))
+            }
+        }
+    }
+
     /// Encrypts `bytes`; the ciphertext is then in `takeOutput()`.
     public func write(_ bytes: [UInt8]) throws(TLSError) {
         if let failure { throw failure }

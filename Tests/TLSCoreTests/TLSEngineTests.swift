@@ -139,6 +139,55 @@ struct TLSEngineTests {
         #expect(p.server.read() == .closed)
     }
 
+    @Test("read(into:) fills the caller's buffer across records, stops when full, and the bound covers what is left",
+          arguments: [1, 100, 16_384, 70_000])
+    func readIntoBuffer(room: Int) throws {
+        let p = try pair()
+        p.handshake()
+        let message = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try p.client.write(message)
+        p.server.feed(p.client.takeOutput())
+        var received: [UInt8] = []
+        // Bounded: each turn reads at least one byte or ends.
+        for _ in 0..<60_000 {
+            #expect(p.server.readableBound >= message.count - received.count)
+            var buffer = [UInt8](repeating: 0, count: room)
+            let (count, stop) = buffer.withUnsafeMutableBytes { p.server.read(into: $0) }
+            received += buffer[..<count]
+            if case .bufferFull = stop {
+                #expect(count == room)
+                continue
+            }
+            guard case .needsMoreInput = stop else {
+                Issue.record("unexpected stop \(stop)")
+                break
+            }
+            break
+        }
+        #expect(received == message)
+        p.client.close()
+        p.server.feed(p.client.takeOutput())
+        var byte: UInt8 = 0
+        let end = withUnsafeMutableBytes(of: &byte) { p.server.read(into: $0) }
+        guard case .closed = end.stop else {
+            Issue.record("expected close_notify to read as closed, got \(end.stop)")
+            return
+        }
+        #expect(end.count == 0)
+    }
+
+    @Test func readIntoAtTheEndOfInputWithoutCloseNotifyIsClosedByPeer() throws {
+        let p = try pair()
+        p.handshake()
+        p.server.feedEndOfInput()
+        var byte: UInt8 = 0
+        let end = withUnsafeMutableBytes(of: &byte) { p.server.read(into: $0) }
+        guard case .failed(.closedByPeer) = end.stop else {
+            Issue.record("expected closedByPeer, got \(end.stop)")
+            return
+        }
+    }
+
     @Test func endOfInputAfterTheHandshakeIsClosedByPeer() throws {
         let p = try pair()
         p.handshake()
