@@ -144,6 +144,22 @@ public struct HTTP1BodyWriter: Sendable {
         written += piece.count
     }
 
+    /// Appends one piece of body, framed, as `write(_:into:)` does for any collection; but when `out` is empty and
+    /// the framing adds no bytes (Content-Length, until-close), `out` takes the piece's storage instead of a copy:
+    /// a relay streaming a download then moves each read's bytes from the parser to TLS without copying them.
+    public mutating func write(_ piece: [UInt8], into out: inout [UInt8]) throws(HTTP1Error) {
+        switch framing {
+        case .contentLength(let length) where out.isEmpty && !finished && written + piece.count <= length:
+            out = piece
+            written += piece.count
+        case .untilClose where out.isEmpty && !finished:
+            out = piece
+            written += piece.count
+        default:
+            try write(piece[...], into: &out)
+        }
+    }
+
     /// Ends the body: the last chunk and trailers for chunked, a length check for Content-Length.
     /// For `.untilClose` the caller must close the connection afterwards.
     public mutating func finish(trailers: HTTPHeaders = [], into out: inout [UInt8]) throws(HTTP1Error) {

@@ -44,6 +44,35 @@ struct HTTP1SerializerTests {
         #expect(throws: HTTP1Error.self) { try none.write(bytes("x"), into: &out) }
     }
 
+    @Test("an array piece written into an empty output is taken whole, and still counted and checked")
+    func arrayPiecesIntoEmptyOutput() throws {
+        var length = HTTP1BodyWriter(framing: .contentLength(6))
+        var out: [UInt8] = []
+        try length.write(bytes("abc"), into: &out)
+        try length.write(bytes("def"), into: &out)
+        #expect(out == bytes("abcdef"))
+        try length.finish(into: &out)
+        #expect(throws: HTTP1Error.self) { try length.write(bytes("g"), into: &out) }
+
+        var short = HTTP1BodyWriter(framing: .contentLength(6))
+        out = []
+        try short.write(bytes("abc"), into: &out)
+        #expect(throws: HTTP1Error.self) { try short.finish(into: &out) }
+
+        var afterFinish = HTTP1BodyWriter(framing: .untilClose)
+        out = []
+        try afterFinish.write(bytes("raw"), into: &out)
+        #expect(out == bytes("raw"))
+        try afterFinish.finish(into: &out)
+        out = []
+        #expect(throws: HTTP1Error.self) { try afterFinish.write(bytes("more"), into: &out) }
+
+        var chunked = HTTP1BodyWriter(framing: .chunked)
+        out = []
+        try chunked.write(bytes("abc"), into: &out)
+        #expect(out == bytes("3\r\nabc\r\n"))
+    }
+
     /// Request messages: head, body pieces, trailers.
     static let requests: [(HTTPRequestHead, [String], HTTPHeaders)] = [
         (HTTPRequestHead(method: "GET", target: "/", headers: [("Host", "a")]), [], []),
