@@ -1,4 +1,4 @@
-// Linux headers that the Swift Glibc module does not export (epoll, eventfd, timerfd), plus small inline helpers
+// Linux headers that the Swift Glibc module does not export (epoll, eventfd, timerfd, mallopt), plus small inline helpers
 // whose flag arguments are awkward enum types in Swift (SOCK_* / MSG_*). Prefix: clinux_.
 #pragma once
 #include <sys/epoll.h>
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <unistd.h>
+#include <malloc.h>
 
 // accept4 is a GNU extension; declare it in case this header is parsed without _GNU_SOURCE.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -47,3 +48,8 @@ static inline void clinux_default_signal(int sig) {
 }
 
 static inline int clinux_errno(void) { return errno; }
+
+/// glibc allocator thresholds (mallopt's M_TRIM_THRESHOLD and M_MMAP_THRESHOLD); returns 1 when both were set.
+static inline int clinux_set_heap_thresholds(int trim, int mmap_threshold) {
+    return mallopt(M_TRIM_THRESHOLD, trim) == 1 && mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1;
+}

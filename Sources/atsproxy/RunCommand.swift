@@ -130,6 +130,7 @@ struct RunCommand: ParsableCommand {
             diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil, upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption)
         let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
+        HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(configuration: .init(loopCount: threads))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
         let listener = try server.listen(host: host, port: port)
