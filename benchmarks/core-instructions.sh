@@ -29,4 +29,5 @@ large=$(count 10000)
 [ -n "$small" ] && [ -n "$large" ] || { echo "callgrind printed no totals; see valgrind's output:" >&2; cat "$work/log.10000" >&2; exit 1; }
 # Nothing counted means the toggles' symbols no longer exist (an entry point's signature changed).
 [ "$large" -gt "$small" ] || { echo "nothing was counted inside ProxySession: update the mangled names" >&2; exit 1; }
-echo "ProxySession: $(( (large - small) / 5000 )) instructions per keep-alive request (callgrind, $large - $small over 5000)"
+echo "ProxySession: $(( (large - small) / 5000 )) instructions per keep-alive request" \
+    "(callgrind, $large - $small over 5000)"

@@ -1,5 +1,5 @@
-// Linux headers that the Swift Glibc module does not export (epoll, eventfd, timerfd, mallopt), plus small inline helpers
-// whose flag arguments are awkward enum types in Swift (SOCK_* / MSG_*). Prefix: clinux_.
+// Linux headers that the Swift Glibc module does not export (epoll, eventfd, timerfd, mallopt), plus small inline
+// helpers whose flag arguments are awkward enum types in Swift (SOCK_* / MSG_*). Prefix: clinux_.
 #pragma once
 #include <sys/epoll.h>
 #include <sys/eventfd.h>

@@ -361,7 +361,8 @@ public struct HTTP1Parser: Sendable {
                     {
                         if ranges.count >= limits.maxHeaderCount { throw tooManyFields() }
                         if value.bareLF { bareLF = true }
-                        nameFilter |= HTTPHeaders.nameFilterBit(count: colon - lineStart, first: first, last: b[colon - 1])
+                        nameFilter |= HTTPHeaders.nameFilterBit(
+                            count: colon - lineStart, first: first, last: b[colon - 1])
                         ranges.append(
                             HTTPHeaders.WireRange(
                                 name: (lineStart - from)..<(colon - from),

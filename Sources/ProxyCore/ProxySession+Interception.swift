@@ -649,7 +649,8 @@ extension ProxySession {
             let capacity = max(1, incoming.count - offset + engine.readableBound)
             let piece = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
                 while true {
-                    let (n, stop) = engine.read(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[count...])))
+                    let room = UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[count...]))
+                    let (n, stop) = engine.read(into: room)
                     count += n
                     switch stop {
                     case .needsMoreInput:

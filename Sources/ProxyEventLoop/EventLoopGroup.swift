@@ -11,9 +11,9 @@ import Glibc
 /// Thread-safety: every method may be called from any thread except `shutdownGracefully`, which blocks and must not
 /// run on one of the group's own loop threads.
 public final class EventLoopGroup: Sendable {
-    /// Tuning knobs. Defaults fit a proxy: one loop per core, 256 KiB reads, 256/64 KiB write water marks. Reads go into
-    /// one buffer per loop, so its size costs nothing per connection; a download through the proxy then takes about
-    /// seven reads and seven sends per MiB instead of eighteen.
+    /// Tuning knobs. Defaults fit a proxy: one loop per core, 256 KiB reads, 256/64 KiB write water marks. Reads go
+    /// into one buffer per loop, so its size costs nothing per connection; a download through the proxy then takes
+    /// about seven reads and seven sends per MiB instead of eighteen.
     public struct Configuration: Sendable {
         public var loopCount: Int
         public var readBufferSize: Int
