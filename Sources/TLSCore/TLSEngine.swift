@@ -226,7 +226,7 @@ public final class TLSEngine {
     /// stopped. At the end of input, give it at least one byte of room so that it can tell a close from a truncation.
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, stop: ReadStop) {
         if let failure { return (0, .failed(failure)) }
-        guard let base = buffer.baseAddress else { return (0, buffer.isEmpty ? .bufferFull : .needsMoreInput) }
+        guard let base = buffer.baseAddress else { return (0, .bufferFull) }  // only an empty buffer has none
         var count = 0
         while true {
             if BIO_ctrl_pending(readBIO) == 0, SSL_has_pending(ssl) == 0 {
