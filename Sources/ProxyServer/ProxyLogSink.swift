@@ -4,13 +4,29 @@ import ProxyTrace
 
 /// Where sessions' logs go: one console line per exchange on stdout (coloured only on a terminal), notices and
 /// CFNetwork-style records on stderr, JSON events to a file. Shared by every loop thread.
+///
+/// Console lines are buffered and written together, at most `consoleDelay` after the first of them: one `write(2)`
+/// per exchange cost a fifth of the proxy's CPU under load (measured with stdout to a file: 69 µs per keep-alive
+/// request with `--quiet`, 88 µs with a line each).
 public final class ProxyLogSink: @unchecked Sendable {
-    // @unchecked: all mutable state (the writer's sequence number, the file handle) is guarded by `lock`.
+    // @unchecked: all mutable state (the writer's sequence number, the file handle, the console buffer) is guarded by
+    // `lock`; `consoleWriteLock` orders the console writes.
     private let lock = NSLock()
     private var diagnostics: DiagnosticsWriter
     private let jsonFile: FileHandle?
     private let colour: Bool
     private let quiet: Bool
+    private var pendingConsole: [UInt8] = []
+    private var consoleFlushScheduled = false
+    private let consoleWriteLock = NSLock()
+    private let consoleQueue = DispatchQueue(label: "atsproxy.console")
+
+    /// How long a console line may wait for others to share its write.
+    static let consoleDelay: DispatchTimeInterval = .milliseconds(50)
+    /// Buffered console bytes from which the thread that adds a line writes them out itself: memory stays bounded
+    /// when stdout is slower than the traffic (a terminal scrolling), at the cost of that thread waiting, as it did
+    /// for every line before.
+    static let consoleLimit = 1 << 20
 
     /// - Parameters:
     ///   - diagnosticsLevel: 0 (off) to 3.
@@ -31,13 +47,16 @@ public final class ProxyLogSink: @unchecked Sendable {
     }
 
     func write(_ entry: ProxyLog) {
-        // Quiet drops every exchange line: no need to take the lock that all loop threads share, once per exchange.
-        if quiet, case .exchange = entry { return }
+        if case .exchange(let summary) = entry {
+            // Quiet drops every exchange line: no need to take the lock that all loop threads share.
+            if !quiet { addConsoleLine(summary.consoleLine(colour: colour)) }
+            return
+        }
         lock.lock()
         defer { lock.unlock() }
         switch entry {
-        case .exchange(let summary):
-            if !quiet { FileHandle.standardOutput.write(Data((summary.consoleLine(colour: colour) + "\n").utf8)) }
+        case .exchange:
+            break
         case .notice(let text):
             FileHandle.standardError.write(Data(("atsproxy: " + text + "\n").utf8))
         case .diagnostics(let record):
@@ -49,6 +68,37 @@ public final class ProxyLogSink: @unchecked Sendable {
             do { jsonFile.write(Data((try event.jsonLine() + "\n").utf8)) } catch {
                 FileHandle.standardError.write(Data("atsproxy: cannot encode a JSON log event: \(error)\n".utf8))
             }
+        }
+    }
+
+    private func addConsoleLine(_ line: String) {
+        lock.lock()
+        pendingConsole.append(contentsOf: line.utf8)
+        pendingConsole.append(UInt8(ascii: "\n"))
+        let full = pendingConsole.count >= Self.consoleLimit
+        let schedule = !full && !consoleFlushScheduled
+        if schedule { consoleFlushScheduled = true }
+        lock.unlock()
+        if full {
+            flushConsole()
+        } else if schedule {
+            consoleQueue.asyncAfter(deadline: .now() + Self.consoleDelay) { [self] in flushConsole() }
+        }
+    }
+
+    /// Writes the console lines still buffered, in order. The flush timer calls it; call it before exiting.
+    public func flushConsole() {
+        consoleWriteLock.lock()
+        defer { consoleWriteLock.unlock() }
+        lock.lock()
+        let bytes = pendingConsole
+        pendingConsole = []
+        consoleFlushScheduled = false
+        lock.unlock()
+        guard !bytes.isEmpty else { return }
+        do { try FileHandle.standardOutput.write(contentsOf: bytes) } catch {
+            // stdout is gone (a closed pipe): the lines have nowhere to go, and the proxy carries on without them.
+            return
         }
     }
 }

@@ -153,6 +153,7 @@ struct RunCommand: ParsableCommand {
         }
         done.wait()
         signals.cancel()
+        sink.flushConsole()
     }
 
     /// Splits `host:port`, `[v6]:port` or a bare port.

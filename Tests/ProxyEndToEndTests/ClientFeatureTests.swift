@@ -22,6 +22,21 @@ struct ClientFeatureTests {
         #expect(wrong.status == 407)
     }
 
+    @Test("Console lines still buffered when Ctrl-C comes are written before the proxy exits")
+    func consoleLinesSurviveShutdown() async throws {
+        let stage = try await Stage()
+        for n in 1...3 {
+            let r = try await stage.curl(["http://\(Stage.plainHost)/bytes/\(n)"])
+            #expect(r.status == 200, "\(r.stderr)")
+        }
+        // At once: the lines wait up to 50 ms to share one write, so they are most likely still buffered.
+        kill(stage.proxy.process.pid, SIGINT)
+        #expect(try await stage.proxy.process.waitForExit(timeout: .seconds(20)) == 0)
+        let lines = stage.proxy.process.stdout.split(separator: "\n").filter { $0.hasPrefix("GET http://") }
+        #expect(lines.count == 3, "\(stage.proxy.process.stdout)")
+        #expect(lines.last?.contains("/bytes/3 200") == true, "\(lines)")
+    }
+
     @Test("A non-loopback --listen is refused without --allow-lan")
     func lanRefused() async throws {
         let e2e = try E2E.shared()
