@@ -128,6 +128,19 @@ struct ExchangeSummaryTests {
         #expect(blocked.consoleLine(colour: false) == "GET https://old.test/x 502 HTTP/1.1 ATS BLOCKED -1200/-9836 1.5 KiB 12 ms")
     }
 
+    @Test("Sizes in B, KiB and MiB with one decimal; times in tenths below 10 ms, whole milliseconds above",
+          arguments: [
+            (0, 0.0, "0 B 0.0 ms"), (1023, 0.25, "1023 B 0.2 ms"), (1024, 9.99, "1.0 KiB 9.9 ms"),
+            (1536, 10.4, "1.5 KiB 10 ms"), (10_239, 10.5, "9.9 KiB 11 ms"), (1_048_575, 999.6, "1023.9 KiB 1000 ms"),
+            (1_048_576, 12_345.0, "1.0 MiB 12345 ms"), (10_485_760 + 524_288, 0.05, "10.5 MiB 0.0 ms"),
+          ])
+    func numbers(bytes: Int, milliseconds: Double, expected: String) {
+        let summary = ExchangeSummary(
+            method: "GET", url: "http://a.test/", status: nil, httpVersion: "HTTP/1.1", outcome: .notEvaluated,
+            errorCodes: [], requestBytes: 0, responseBytes: bytes, durationMilliseconds: milliseconds)
+        #expect(summary.consoleLine(colour: false) == "GET http://a.test/ --- HTTP/1.1 ATS n/a " + expected)
+    }
+
     @Test("A response cut off mid-body says so after its status, so it does not pass for a success")
     func interrupted() {
         let cut = ExchangeSummary(
