@@ -6,12 +6,17 @@
 # It runs proxycore-bench (in memory: client, origin and a ProxySession exchanging 1 KiB keep-alive requests over
 # intercepted TLS) twice under callgrind, counting only inside the session's entry points (`handleReceived`, which the
 # server calls with the bytes of each socket read, and `handle`), with 5,000 and 10,000 requests;
-# the difference over 5,000 leaves out the connection's setup. The count covers the session, the HTTP/1 relay and
+# the difference over 5,000 leaves out the connection's setup. With BODY_BYTES the responses have bodies of that size
+# (the download path; 200 and 400 requests). Each response then reaches the session as one read, head included. The count covers the session, the HTTP/1 relay and
 # parser, and OpenSSL's record work, but not the event loop or the kernel.
 #
-# Usage: benchmarks/core-instructions.sh [BUILD_DIR]   (default .build/release; needs valgrind: apt-get install valgrind)
+# Usage: benchmarks/core-instructions.sh [BUILD_DIR [BODY_BYTES]]
+#   (default .build/release and 1024; needs valgrind: apt-get install valgrind)
 set -euo pipefail
 build=${1:-.build/release}
+body=${2:-1024}
+# Fewer requests for large bodies: each is a megabyte-scale run under valgrind.
+few=$(( body > 65536 ? 200 : 5000 ))
 bench="$build/proxycore-bench"
 [ -x "$bench" ] || { echo "no $bench: run swift build -c release first" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install -y valgrind)" >&2; exit 1; }
@@ -21,13 +26,13 @@ count() {
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$1" \
         '--toggle-collect=$s9ProxyCore0A7SessionC6handleySayAA0A7CommandOGAA0A5EventOF' \
         '--toggle-collect=$s9ProxyCore0A7SessionC14handleReceived_4fromSayAA0A7CommandOGSW_AA0A4PeerOtF' \
-        "$bench" --requests "$1" --rounds 1 --connections 1 >/dev/null 2>"$work/log.$1"
+        "$bench" --requests "$1" --rounds 1 --connections 1 --body "$body" >/dev/null 2>"$work/log.$1"
     sed -n 's/.*I *refs: *//p' "$work/log.$1" | tr -d ','
 }
-small=$(count 5000)
-large=$(count 10000)
-[ -n "$small" ] && [ -n "$large" ] || { echo "callgrind printed no totals; see valgrind's output:" >&2; cat "$work/log.10000" >&2; exit 1; }
+small=$(count "$few")
+large=$(count $(( 2 * few )))
+[ -n "$small" ] && [ -n "$large" ] || { echo "callgrind printed no totals; see valgrind's output:" >&2; cat "$work/log.$(( 2 * few ))" >&2; exit 1; }
 # Nothing counted means the toggles' symbols no longer exist (an entry point's signature changed).
 [ "$large" -gt "$small" ] || { echo "nothing was counted inside ProxySession: update the mangled names" >&2; exit 1; }
-echo "ProxySession: $(( (large - small) / 5000 )) instructions per keep-alive request" \
-    "(callgrind, $large - $small over 5000)"
+echo "ProxySession: $(( (large - small) / few )) instructions per keep-alive request with a $body-byte body" \
+    "(callgrind, $large - $small over $few)"

@@ -10,12 +10,14 @@ import TLSCore
 // on top (see benchmarks/proxybench.py for the whole). Single-threaded and deterministic in its work, so it can
 // tell small changes apart where the socket benchmark on a shared 2-core machine cannot.
 //
-// Usage: proxycore-bench [--requests N] [--rounds R] [--connections N]
+// Usage: proxycore-bench [--requests N] [--rounds R] [--connections N] [--body BYTES]
+// (--body sets the response body's size, 1 KiB by default: large bodies count the download path.)
 
 struct Options {
     var requests = 20_000
     var rounds = 5
     var connections = 200
+    var body = 1024
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -27,6 +29,7 @@ struct Options {
             case "--requests": requests = value
             case "--rounds": rounds = value
             case "--connections": connections = value
+            case "--body": body = value
             default: throw BenchmarkError("unknown option \(flag)")
             }
         }
@@ -38,14 +41,14 @@ struct BenchmarkError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A 1 KiB response with the head nginx sends for a static file.
-let responseBytes: [UInt8] = {
+/// A response of `bodySize` bytes with the head nginx sends for a static file.
+func makeResponse(bodySize: Int) -> [UInt8] {
     let head = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 19:00:00 GMT\r\n"
-        + "Content-Type: application/octet-stream\r\nContent-Length: 1024\r\n"
+        + "Content-Type: application/octet-stream\r\nContent-Length: \(bodySize)\r\n"
         + "Last-Modified: Sun, 22 Nov 2026 18:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"6740c2a0-400\"\r\n"
         + "Accept-Ranges: bytes\r\n\r\n"
-    return Array(head.utf8) + (0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-}()
+    return Array(head.utf8) + (0..<bodySize).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+}
 
 /// The request `hey` sends.
 let requestBytes = Array(
@@ -84,7 +87,7 @@ private func collect(_ session: ProxySession, _ commands: consuming [ProxyComman
 /// Reads all the plaintext an engine can give now.
 func drain(_ engine: TLSEngine) throws -> [UInt8] {
     var plaintext: [UInt8] = []
-    for _ in 0..<64 {
+    for _ in 0..<65_536 {  // up to 1 GiB
         switch engine.read() {
         case .data(let piece): plaintext += piece
         case .needsMoreInput: return plaintext
@@ -162,21 +165,23 @@ struct Scene {
 }
 
 /// One request and its response through the session; returns the response bytes the client got.
-func exchangeThroughSession(_ session: ProxySession, _ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
+func exchangeThroughSession(
+    _ session: ProxySession, _ client: TLSEngine, _ origin: TLSEngine, response: [UInt8]
+) throws -> Int {
     try client.write(requestBytes)
     origin.feed(collect(session, received: client.takeOutput(), from: .client).toUpstream)
     guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
-    try origin.write(responseBytes)
+    try origin.write(response)
     client.feed(collect(session, received: origin.takeOutput(), from: .upstream).toClient)
     return try drain(client).count
 }
 
 /// The same client and origin work without the session.
-func exchangeDirect(_ client: TLSEngine, _ origin: TLSEngine) throws -> Int {
+func exchangeDirect(_ client: TLSEngine, _ origin: TLSEngine, response: [UInt8]) throws -> Int {
     try client.write(requestBytes)
     origin.feed(client.takeOutput())
     guard try drain(origin).count == requestBytes.count else { throw BenchmarkError("the origin got a different request") }
-    try origin.write(responseBytes)
+    try origin.write(response)
     client.feed(origin.takeOutput())
     return try drain(client).count
 }
@@ -194,7 +199,8 @@ func run() throws {
     let clock = ContinuousClock()
     let (session, client, origin) = try scene.connect()
     let (directClient, directOrigin) = try scene.direct()
-    guard try exchangeThroughSession(session, client, origin) == responseBytes.count else {
+    let response = makeResponse(bodySize: options.body)
+    guard try exchangeThroughSession(session, client, origin, response: response) == response.count else {
         throw BenchmarkError("the response through the session is not byte-exact in length")
     }
     var proxied: [Double] = []
@@ -202,24 +208,24 @@ func run() throws {
     var connections: [Double] = []
     for _ in 0..<options.rounds {
         let a = try clock.measure {
-            for _ in 0..<options.requests { _ = try exchangeThroughSession(session, client, origin) }
+            for _ in 0..<options.requests { _ = try exchangeThroughSession(session, client, origin, response: response) }
         }
         let b = try clock.measure {
-            for _ in 0..<options.requests { _ = try exchangeDirect(directClient, directOrigin) }
+            for _ in 0..<options.requests { _ = try exchangeDirect(directClient, directOrigin, response: response) }
         }
         proxied.append(microseconds(a, per: options.requests))
         direct.append(microseconds(b, per: options.requests))
         let c = try clock.measure {
             for _ in 0..<options.connections {
                 let (s, cl, o) = try scene.connect()
-                _ = try exchangeThroughSession(s, cl, o)
+                _ = try exchangeThroughSession(s, cl, o, response: response)
             }
         }
         connections.append(microseconds(c, per: options.connections))
     }
     let added = zip(proxied, direct).map { $0 - $1 }
     print("proxy core, user space, one thread (\(options.rounds) rounds of \(options.requests) keep-alive requests, "
-        + "1 KiB responses, HTTPS intercepted, ATS enforce):")
+        + "\(options.body)-byte response bodies, HTTPS intercepted, ATS enforce):")
     print(String(format: "  client+origin+session   %7.2f µs/request (median; min %.2f)", median(proxied), proxied.min() ?? 0))
     print(String(format: "  client+origin directly  %7.2f µs/request (median; min %.2f)", median(direct), direct.min() ?? 0))
     print(String(format: "  added by the session    %7.2f µs/request (median of per-round differences)", median(added)))
