@@ -41,7 +41,8 @@ static inline void *copenssl_SSL_get_app_data(const SSL *ssl) { return SSL_get_a
 
 // MARK: BIO
 
-static inline long copenssl_BIO_set_mem_eof_return(BIO *bio, int value) { return BIO_set_mem_eof_return(bio, value); }
+static inline void copenssl_BIO_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
+static inline void copenssl_BIO_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
 
 // MARK: Error queue (ERR_GET_* are inline functions in 3.0; wrapped so the Swift side never depends on that)
 

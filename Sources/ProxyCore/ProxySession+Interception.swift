@@ -629,59 +629,45 @@ extension ProxySession {
         return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
     }
 
-    /// Everything `engine` has decrypted so far, and whether the peer's side ended (close_notify, or a TCP close
-    /// without it, which is how most peers end). A TLS error counts as the end too, with the error.
+    /// Everything `engine` has decrypted so far, with `incoming` lent to it, and whether the peer's side ended
+    /// (close_notify, or a TCP close without it, which is how most peers end). A TLS error counts as the end too,
+    /// with the error.
     ///
-    /// The plaintext is read into one array sized by what was buffered and fed (decrypting never makes bytes
-    /// longer), so a socket read of several records costs one allocation and no copying of one record's bytes onto
-    /// the next's. A memory BIO moves its unread bytes to the front on every read and OpenSSL reads a record in two
-    /// steps: the input is fed one record's worth at a time so that what moves stays small.
+    /// OpenSSL reads `incoming` where it is (`withLentInput`), and the plaintext is read into one array sized by
+    /// what is buffered and fed (decrypting never makes bytes longer): a socket read of several records costs one
+    /// allocation and no copying of one record's bytes onto the next's.
     func drain(_ engine: TLSEngine, feeding incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) -> (
         plaintext: [UInt8], ended: Bool, error: TLSError?
     ) {
-        var plaintext: [UInt8] = []
-        var offset = 0
-        var ended = false
-        var error: TLSError?
-        var done = false
-        // One pass unless the bound was short (then the next array is appended); every pass reads or ends.
-        while !done {
-            let capacity = max(1, incoming.count - offset + engine.readableBound)
-            let piece = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-                while true {
-                    let room = UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[count...]))
-                    let (n, stop) = engine.read(into: room)
-                    count += n
+        engine.withLentInput(incoming) {
+            var plaintext: [UInt8] = []
+            var ended = false
+            var error: TLSError?
+            var done = false
+            // One pass unless the bound was short (then the next array is appended); every pass reads or ends.
+            while !done {
+                let piece = [UInt8](unsafeUninitializedCapacity: max(1, engine.readableBound)) { buffer, count in
+                    let (n, stop) = engine.read(into: UnsafeMutableRawBufferPointer(buffer))
+                    count = n
                     switch stop {
                     case .needsMoreInput:
-                        guard offset < incoming.count else {
-                            done = true
-                            return
-                        }
-                        let end = min(incoming.count, offset + Self.feedSlice)
-                        engine.feed(UnsafeRawBufferPointer(rebasing: incoming[offset..<end]))
-                        offset = end
+                        done = true
                     case .bufferFull:
-                        return
+                        break
                     case .closed, .failed(.closedByPeer):
                         ended = true
                         done = true
-                        return
                     case .failed(let failure):
                         ended = true
                         error = failure
                         done = true
-                        return
                     }
                 }
+                if plaintext.isEmpty { plaintext = piece } else { plaintext += piece }
             }
-            if plaintext.isEmpty { plaintext = piece } else { plaintext += piece }
+            return (plaintext, ended, error)
         }
-        return (plaintext, ended, error)
     }
-
-    /// One TLS record at most (16 KiB of payload plus header and overhead).
-    static let feedSlice = 16_384 + 512
 
     func readClient(_ i: Interception, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         guard let engine = i.client else { return }

@@ -63,7 +63,7 @@ public final class TLSContext: @unchecked Sendable {
         _ = copenssl_SSL_CTX_set_mode(
             ctx,
             Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
-        // Read-ahead: a record's header and body come out of the memory BIO in one read instead of two. The data is
+        // Read-ahead: a record's header and body come out of the transport in one read instead of two. The data is
         // already in memory, so nothing waits for it; `TLSEngine.read` checks `SSL_has_pending` for what OpenSSL
         // holds beyond the record it returned.
         copenssl_SSL_CTX_set_read_ahead(ctx, 1)

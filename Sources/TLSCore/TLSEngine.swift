@@ -1,11 +1,12 @@
 internal import COpenSSL
 import ATSPolicy
 
-/// One TLS connection as a sans-io state machine over memory BIOs: feed it the peer's ciphertext, step it, and
-/// send whatever `takeOutput()` returns. It never touches a socket.
+/// One TLS connection as a sans-io state machine over in-memory ciphertext (`CiphertextTransport`): feed it the
+/// peer's ciphertext, step it, and send whatever `takeOutput()` returns. It never touches a socket.
 ///
 /// Theory of operation:
-/// 1. `feed(_:)` appends received ciphertext; `feedEndOfInput()` says the transport closed.
+/// 1. `feed(_:)` appends received ciphertext (or `withLentInput(_:_:)` lends it without a copy);
+///    `feedEndOfInput()` says the transport closed.
 /// 2. `handshake()` advances the handshake as far as the input allows and returns `.needsMoreInput`, `.complete`
 ///    or `.failed(TLSError)`. After every step, send `takeOutput()` to the peer (even on failure: it may hold the
 ///    alert that tells the peer why).
@@ -16,8 +17,7 @@ public final class TLSEngine {
     /// The context this engine was made from (kept alive: the C callbacks read its configuration).
     public let context: TLSContext
     let ssl: OpaquePointer
-    private let readBIO: OpaquePointer
-    private let writeBIO: OpaquePointer
+    private let transport: CiphertextTransport
 
     /// Result of one handshake step.
     public enum HandshakeStep: Hashable, Sendable {
@@ -60,16 +60,14 @@ public final class TLSEngine {
         self.context = context
         self.alpnPreference = alpn ?? context.configuration.alpnProtocols
         let ssl = try checkNotNull("SSL_new") { SSL_new(context.ctx) }
-        guard let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
+        let transport: CiphertextTransport
+        do throws(OpenSSLError) { transport = try CiphertextTransport() } catch {
             SSL_free(ssl)
-            throw OpenSSLError.drain("BIO_new")
+            throw error
         }
-        // Empty memory BIO reads report "retry" (-1) until feedEndOfInput() switches them to EOF (0).
-        _ = copenssl_BIO_set_mem_eof_return(rbio, -1)
-        SSL_set_bio(ssl, rbio, wbio)  // the SSL now owns both BIOs
+        SSL_set_bio(ssl, transport.bio, transport.bio)  // one BIO both ways; the SSL now owns it
         self.ssl = ssl
-        self.readBIO = rbio
-        self.writeBIO = wbio
+        self.transport = transport
         do throws(OpenSSLError) {
             if context.configuration.role == .client {
                 SSL_set_connect_state(ssl)
@@ -103,9 +101,9 @@ public final class TLSEngine {
     /// called from other modules, a generic version runs unspecialised (witness-table calls for `isEmpty` and the
     /// storage access on every socket read).
     public func feed(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        guard !bytes.isEmpty else { return }
         if firstInputByte == nil { firstInputByte = bytes[0] }
-        BIO_write(readBIO, base, Int32(bytes.count))
+        transport.keep(bytes)
     }
 
     /// Appends ciphertext received from the peer.
@@ -118,17 +116,28 @@ public final class TLSEngine {
         bytes.withUnsafeBytes { feed($0) }
     }
 
+    /// Runs `body` with `bytes` fed without copying them: OpenSSL reads them where they are. What it has not read
+    /// when `body` returns (usually part of a record) is copied and stays fed. For a socket read's bytes, which
+    /// are only valid during the call that hands them over.
+    public func withLentInput<Result>(_ bytes: UnsafeRawBufferPointer, _ body: () -> Result) -> Result {
+        guard !bytes.isEmpty else { return body() }
+        if firstInputByte == nil { firstInputByte = bytes[0] }
+        transport.lend(bytes)
+        defer { transport.endLoan() }
+        return body()
+    }
+
     /// The transport reached end of file: further reads that need data fail instead of waiting.
     public func feedEndOfInput() {
         endOfInput = true
-        _ = copenssl_BIO_set_mem_eof_return(readBIO, 0)
+        transport.endOfInput = true
     }
 
     /// Ciphertext to send to the peer (empty when there is none).
-    public func takeOutput() -> [UInt8] { MemoryBIO.drain(writeBIO) }
+    public func takeOutput() -> [UInt8] { transport.takeOutput() }
 
     /// True when `takeOutput()` would return bytes.
-    public var hasOutput: Bool { BIO_ctrl_pending(writeBIO) > 0 }
+    public var hasOutput: Bool { !transport.output.isEmpty }
 
     // MARK: Handshake
 
@@ -169,8 +178,7 @@ public final class TLSEngine {
     /// Reads decrypted application data: up to 16 KiB per call, across records (`read(into:)` into a new array).
     public func read() -> ReadResult {
         // Nothing buffered and more input to come (the read that ends every drain): no record-sized array.
-        if failure == nil, !endOfInput, !receivedCloseNotify, BIO_ctrl_pending(readBIO) == 0,
-            SSL_has_pending(ssl) == 0
+        if failure == nil, !endOfInput, !receivedCloseNotify, transport.unreadCount == 0, SSL_has_pending(ssl) == 0
         {
             return .needsMoreInput
         }
@@ -201,7 +209,7 @@ public final class TLSEngine {
     /// plus a record's worth when OpenSSL holds unprocessed or undelivered bytes (decrypting never makes a record
     /// longer, so fed ciphertext bounds the plaintext it carries).
     public var readableBound: Int {
-        Int(BIO_ctrl_pending(readBIO)) + (SSL_has_pending(ssl) == 1 ? 16_384 + 512 : 0)
+        transport.unreadCount + (SSL_has_pending(ssl) == 1 ? 16_384 + 512 : 0)
     }
 
     /// Reads decrypted application data into `buffer`, record after record, until it is full or OpenSSL needs more
@@ -212,7 +220,7 @@ public final class TLSEngine {
         guard let base = buffer.baseAddress else { return (0, .bufferFull) }  // only an empty buffer has none
         var count = 0
         while true {
-            if BIO_ctrl_pending(readBIO) == 0, SSL_has_pending(ssl) == 0 {
+            if transport.unreadCount == 0, SSL_has_pending(ssl) == 0 {
                 // As in `read()`: without buffered input OpenSSL could only say "want read", except at the end.
                 if receivedCloseNotify { return (count, .closed) }
                 guard endOfInput else { return (count, .needsMoreInput) }
@@ -241,7 +249,9 @@ public final class TLSEngine {
     public func write(_ bytes: [UInt8]) throws(TLSError) {
         if let failure { throw failure }
         var offset = 0
-        // Memory BIOs grow without bound, so every SSL_write makes progress; bounded by the byte count.
+        // Room for the records: each adds at most a header, an explicit IV, a MAC or tag and padding.
+        transport.reserveOutput(bytes.count + (bytes.count / 16_384 + 1) * Self.recordOverheadBound)
+        // The transport takes every record, so every SSL_write makes progress; bounded by the byte count.
         while offset < bytes.count {
             OpenSSLError.clear()
             let n = bytes[offset...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
@@ -261,7 +271,12 @@ public final class TLSEngine {
     /// saves an allocation and a free per record. Does nothing while a record is partly read or written.
     public func releaseBuffers() {
         _ = SSL_free_buffers(ssl)
+        transport.releaseStorage()
     }
+
+    /// More than a record adds to its payload in any suite OpenSSL offers (5 header + 16 IV + 48 MAC + 16 padding
+    /// for CBC with SHA-384; 5 + 8 + 16 for GCM in TLS 1.2; 5 + 1 + 16 in TLS 1.3).
+    static let recordOverheadBound = 96
 
     /// Sends close_notify (the bytes are then in `takeOutput()`).
     public func close() {

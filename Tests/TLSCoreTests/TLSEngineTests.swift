@@ -139,6 +139,69 @@ struct TLSEngineTests {
         #expect(p.server.read() == .closed)
     }
 
+    @Test("Lent input is read in place; what a loan leaves unread survives the lender's buffer being reused",
+          arguments: [5, 999, 16_389, 70_000])
+    func lentInputKeepsItsUnreadTail(slice: Int) throws {
+        let p = try pair()
+        p.handshake()
+        let message = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        try p.client.write(message)
+        let ciphertext = p.client.takeOutput()
+        var received: [UInt8] = []
+        // One reused buffer, as the event loop's read buffer is: a kept reference to it would read garbage.
+        var socketBuffer = [UInt8](repeating: 0, count: slice)
+        var turn = 0
+        // Bounded: every turn hands over at least one byte.
+        for start in stride(from: 0, to: ciphertext.count, by: slice) {
+            let piece = ciphertext[start..<min(ciphertext.count, start + slice)]
+            turn += 1
+            if turn % 3 == 0 {
+                p.server.feed(piece)  // fed (copied) between loans: the order must still be the wire's
+            } else {
+                socketBuffer.replaceSubrange(0..<piece.count, with: piece)
+                socketBuffer.withUnsafeBytes { buffer in
+                    p.server.withLentInput(UnsafeRawBufferPointer(rebasing: buffer[0..<piece.count])) {
+                        // Every other loan ends without a read, so the whole loan has to be kept.
+                        guard turn % 3 == 1 else { return }
+                        for _ in 0..<1_000 {
+                            guard case .data(let plaintext) = p.server.read() else { break }
+                            received += plaintext
+                        }
+                    }
+                }
+                for i in socketBuffer.indices { socketBuffer[i] = 0xEE }
+            }
+        }
+        for _ in 0..<1_000 {
+            guard case .data(let plaintext) = p.server.read() else { break }
+            received += plaintext
+        }
+        #expect(received.count == message.count)
+        #expect(received.elementsEqual(message))  // not ==: a failure would print 50,000 numbers
+        #expect(p.server.read() == .needsMoreInput)
+        #expect(p.server.readableBound == 0)
+    }
+
+    @Test func bytesFedDuringALoanComeAfterTheLentOnes() throws {
+        let p = try pair()
+        p.handshake()
+        let message = (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 5) }
+        try p.client.write(message)
+        let ciphertext = p.client.takeOutput()
+        var received: [UInt8] = []
+        ciphertext[..<20_000].withUnsafeBytes { lent in
+            p.server.withLentInput(lent) {
+                p.server.feed(ciphertext[20_000...])
+                for _ in 0..<100 {
+                    guard case .data(let plaintext) = p.server.read() else { break }
+                    received += plaintext
+                }
+            }
+        }
+        #expect(received.count == message.count)
+        #expect(received.elementsEqual(message))
+    }
+
     @Test("read(into:) fills the caller's buffer across records, stops when full, and the bound covers what is left",
           arguments: [1, 100, 16_384, 70_000])
     func readIntoBuffer(room: Int) throws {
