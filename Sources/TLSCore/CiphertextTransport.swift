@@ -9,17 +9,22 @@ internal import COpenSSL
 ///
 /// Reads come from `kept` (fed arrays, and the unread tail of an ended loan) and then from the loan, so the byte
 /// order is the order of feeding. Confined to its engine's thread.
+///
+/// Exclusivity: the state is touched only by these methods and the BIO callbacks, which OpenSSL calls from inside
+/// the engine's own calls on the same thread, and no access spans another. The runtime's dynamic check (about
+/// thirty per request here, each a thread-local lookup and a record) is switched off with `@exclusivity(unchecked)`;
+/// the compile-time checks still apply.
 final class CiphertextTransport {
     /// Ciphertext kept in our storage, unread from `keptStart` on.
-    private var kept: [UInt8] = []
-    private var keptStart = 0
+    @exclusivity(unchecked) private var kept: [UInt8] = []
+    @exclusivity(unchecked) private var keptStart = 0
     /// The caller's buffer, readable until `endLoan()`, unread from `lentStart` on.
-    private var lent = UnsafeRawBufferPointer(start: nil, count: 0)
-    private var lentStart = 0
+    @exclusivity(unchecked) private var lent = UnsafeRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) private var lentStart = 0
     /// Records OpenSSL has written and `takeOutput()` has not taken.
-    private(set) var output: [UInt8] = []
+    @exclusivity(unchecked) private(set) var output: [UInt8] = []
     /// The peer's input ended: once the unread bytes are gone, reads report end of file instead of "retry".
-    var endOfInput = false
+    @exclusivity(unchecked) var endOfInput = false
 
     /// The OpenSSL BIO over this storage; the SSL that is given it owns it.
     let bio: OpaquePointer
@@ -139,12 +144,16 @@ final class CiphertextTransport {
             return 0
         }
         _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
-            guard let bio, let transport = CiphertextTransport.of(bio) else { return 0 }
+            // The command first: OpenSSL asks for kernel TLS on every record, and that answer needs no transport.
             switch command {
             case BIO_CTRL_FLUSH: return 1  // nothing is buffered between OpenSSL and `output`
-            case BIO_CTRL_EOF: return transport.endOfInput && transport.unreadCount == 0 ? 1 : 0
-            case BIO_CTRL_PENDING: return transport.unreadCount
-            case BIO_CTRL_WPENDING: return transport.output.count
+            case BIO_CTRL_EOF, BIO_CTRL_PENDING, BIO_CTRL_WPENDING:
+                guard let bio, let transport = CiphertextTransport.of(bio) else { return 0 }
+                switch command {
+                case BIO_CTRL_EOF: return transport.endOfInput && transport.unreadCount == 0 ? 1 : 0
+                case BIO_CTRL_PENDING: return transport.unreadCount
+                default: return transport.output.count
+                }
             default: return 0  // push, pop, kTLS queries and the rest: not supported, as for a memory BIO
             }
         }
