@@ -329,9 +329,14 @@ final class H2Relay: ExchangeRelay {
             }
             streams[id] = s
         }
-        for event in client.takeEvents() { clientEvent(event) }
-        for event in upstream.takeEvents() { upstreamEvent(event) }
-        if credited {
+        // Events raised by our own output (a stream closed by the END_STREAM just sent, a frame nghttp2 could not
+        // send) may queue frames as well, a reset or a credit. Nothing else would pump those out before the next
+        // bytes arrive, so a connection waiting on them could wait for good: flush after them too.
+        let clientRaised = client.takeEvents()
+        for event in clientRaised { clientEvent(event) }
+        let upstreamRaised = upstream.takeEvents()
+        for event in upstreamRaised { upstreamEvent(event) }
+        if credited || !clientRaised.isEmpty || !upstreamRaised.isEmpty {
             let more = upstream.pendingOutput()
             if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
