@@ -71,11 +71,10 @@ extension H2Session {
     ///   `.invalidUse` if the body already ended.
     public func sendData(streamID: Int32, _ bytes: some Collection<UInt8>, endStream: Bool) throws(H2Error) {
         let session = try liveSession()
-        guard var queue = outbound[streamID] else { throw .stream(id: streamID, code: .streamClosed) }
-        guard !queue.ended else { throw .invalidUse("the body of stream \(streamID) already ended") }
-        queue.append(bytes)
-        queue.ended = endStream
-        resume(&queue, streamID: streamID, session: session)
+        try extendBody(streamID, session: session) { queue in
+            queue.append(bytes)
+            queue.ended = endStream
+        }
     }
 
     /// Ends the stream's body with trailing header fields (sent after all queued data).
@@ -83,17 +82,23 @@ extension H2Session {
     /// - Throws: like `sendData(streamID:_:endStream:)`.
     public func submitTrailers(streamID: Int32, _ trailers: [H2Header]) throws(H2Error) {
         let session = try liveSession()
-        guard var queue = outbound[streamID] else { throw .stream(id: streamID, code: .streamClosed) }
-        guard !queue.ended else { throw .invalidUse("the body of stream \(streamID) already ended") }
-        queue.ended = true
-        queue.trailers = trailers
-        resume(&queue, streamID: streamID, session: session)
+        try extendBody(streamID, session: session) { queue in
+            queue.ended = true
+            queue.trailers = trailers
+        }
     }
 
-    private func resume(_ queue: inout H2OutboundStream, streamID: Int32, session: OpaquePointer) {
-        let wasDeferred = queue.deferred
-        queue.deferred = false
-        outbound[streamID] = queue
+    /// Applies `change` to the stream's body queue where it lies in `outbound`, then resumes a deferred provider.
+    /// In place on purpose: a copy taken out of the dictionary shares the queue's byte storage, so its first
+    /// mutation would copy every queued byte (the whole queue for every piece appended).
+    private func extendBody(
+        _ streamID: Int32, session: OpaquePointer, _ change: (inout H2OutboundStream) -> Void
+    ) throws(H2Error) {
+        guard let index = outbound.index(forKey: streamID) else { throw .stream(id: streamID, code: .streamClosed) }
+        guard !outbound.values[index].ended else { throw .invalidUse("the body of stream \(streamID) already ended") }
+        change(&outbound.values[index])
+        let wasDeferred = outbound.values[index].deferred
+        outbound.values[index].deferred = false
         if wasDeferred { nghttp2_session_resume_data(session, streamID) }
     }
 
@@ -161,12 +166,15 @@ extension H2Session {
         -> Int
     {
         // A stream without a queue was reset locally; TEMPORAL_CALLBACK_FAILURE makes nghttp2 reset it.
-        guard var queue = outbound[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        let n = queue.take(into: buffer)
-        if queue.count == 0 {
-            if queue.ended {
+        guard let index = outbound.index(forKey: streamID) else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        // In place, as in `extendBody`: a copy would duplicate the whole queue for every DATA frame.
+        let n = outbound.values[index].take(into: buffer)
+        if outbound.values[index].count == 0 {
+            if outbound.values[index].ended {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-                if let trailers = queue.trailers, let session {
+                if let trailers = outbound.values[index].trailers, let session {
                     // nghttp2 allows submit_trailer inside the read callback; END_STREAM then rides on them.
                     flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
                     let rv = withNVArray(trailers) { nva, count in nghttp2_submit_trailer(session, streamID, nva, count) }
@@ -176,12 +184,10 @@ extension H2Session {
                 return n
             }
             if n == 0 {
-                queue.deferred = true
-                outbound[streamID] = queue
+                outbound.values[index].deferred = true
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             }
         }
-        outbound[streamID] = queue
         return n
     }
 }
