@@ -310,24 +310,32 @@ final class H2Relay: ExchangeRelay {
         if !upstreamClosed { out.toUpstream += toUpstream }
         out.toClient += client.pendingOutput()
         var credited = false
-        for (id, var s) in streams {
-            if let up = s.upstreamID, s.uncreditedToUpstream > 0 {
-                let sent = s.uncreditedToUpstream - upstream.outboundQueuedBytes(streamID: up)
-                if sent > 0 {
-                    client.consume(streamID: id, count: sent)
-                    s.uncreditedToUpstream -= sent
-                    credited = true
+        // By index, changing each stream where it lies: iterating `streams` while assigning to it copied the whole
+        // dictionary on every pump.
+        var index = streams.startIndex
+        while index != streams.endIndex {
+            let id = streams.keys[index]
+            if let up = streams.values[index].upstreamID {
+                let toUpstream = streams.values[index].uncreditedToUpstream
+                if toUpstream > 0 {
+                    let sent = toUpstream - upstream.outboundQueuedBytes(streamID: up)
+                    if sent > 0 {
+                        client.consume(streamID: id, count: sent)
+                        streams.values[index].uncreditedToUpstream -= sent
+                        credited = true
+                    }
+                }
+                let toClient = streams.values[index].uncreditedToClient
+                if toClient > 0 {
+                    let sent = toClient - client.outboundQueuedBytes(streamID: id)
+                    if sent > 0 {
+                        upstream.consume(streamID: up, count: sent)
+                        streams.values[index].uncreditedToClient -= sent
+                        credited = true
+                    }
                 }
             }
-            if let up = s.upstreamID, s.uncreditedToClient > 0 {
-                let sent = s.uncreditedToClient - client.outboundQueuedBytes(streamID: id)
-                if sent > 0 {
-                    upstream.consume(streamID: up, count: sent)
-                    s.uncreditedToClient -= sent
-                    credited = true
-                }
-            }
-            streams[id] = s
+            streams.formIndex(after: &index)
         }
         // Events raised by our own output (a stream closed by the END_STREAM just sent, a frame nghttp2 could not
         // send) may queue frames as well, a reset or a credit. Nothing else would pump those out before the next
