@@ -72,9 +72,11 @@ extension H2Session {
         -> Int32
     {
         let streamID = frame.hd.stream_id
-        guard var block = headerBlocks[streamID] else { return 0 }
-        block.size += name.count + value.count + 32
-        if block.size > Int(localSettings.maxHeaderListSize) {
+        // The block is changed where it lies: a copy taken out of the dictionary would share its field list, and
+        // appending to it would copy every field so far, for each field (quadratic in a block's field count).
+        guard let index = headerBlocks.index(forKey: streamID) else { return 0 }
+        headerBlocks.values[index].size += name.count + value.count + 32
+        if headerBlocks.values[index].size > Int(localSettings.maxHeaderListSize) {
             // Above the limit we advertised: a connection error (choice and source: H2ConnectionFailure.headerListTooLarge).
             headerBlocks[streamID] = nil
             if pendingFailureKind == nil, let session {
@@ -85,9 +87,10 @@ extension H2Session {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         let field = H2Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
-        if block.category == .trailers && field.name == ":status" { block.category = .response }
-        block.fields.append(field)
-        headerBlocks[streamID] = block
+        if headerBlocks.values[index].category == .trailers && field.name == ":status" {
+            headerBlocks.values[index].category = .response
+        }
+        headerBlocks.values[index].fields.append(field)
         return 0
     }
 
