@@ -304,6 +304,20 @@ final class H2Relay: ExchangeRelay {
         out.closeUpstream = true
     }
 
+    /// Gives `receiver` credit (`consume`) for the bytes of `uncredited` that `sender` has sent on, that is, no
+    /// longer holds in its queue; returns whether there were any.
+    private static func credit(
+        _ uncredited: inout Int, sentBy sender: H2Session, as sentID: Int32, to receiver: H2Session,
+        as receivedID: Int32
+    ) -> Bool {
+        guard uncredited > 0 else { return false }
+        let sent = uncredited - sender.outboundQueuedBytes(streamID: sentID)
+        guard sent > 0 else { return false }
+        receiver.consume(streamID: receivedID, count: sent)
+        uncredited -= sent
+        return true
+    }
+
     /// Writes what both sessions have queued, and returns flow-control credit for bytes the other side sent.
     private func pump() {
         let toUpstream = upstream.pendingOutput()
@@ -316,24 +330,11 @@ final class H2Relay: ExchangeRelay {
         while index != streams.endIndex {
             let id = streams.keys[index]
             if let up = streams.values[index].upstreamID {
-                let toUpstream = streams.values[index].uncreditedToUpstream
-                if toUpstream > 0 {
-                    let sent = toUpstream - upstream.outboundQueuedBytes(streamID: up)
-                    if sent > 0 {
-                        client.consume(streamID: id, count: sent)
-                        streams.values[index].uncreditedToUpstream -= sent
-                        credited = true
-                    }
-                }
-                let toClient = streams.values[index].uncreditedToClient
-                if toClient > 0 {
-                    let sent = toClient - client.outboundQueuedBytes(streamID: id)
-                    if sent > 0 {
-                        upstream.consume(streamID: up, count: sent)
-                        streams.values[index].uncreditedToClient -= sent
-                        credited = true
-                    }
-                }
+                let toUpstream = Self.credit(
+                    &streams.values[index].uncreditedToUpstream, sentBy: upstream, as: up, to: client, as: id)
+                let toClient = Self.credit(
+                    &streams.values[index].uncreditedToClient, sentBy: client, as: id, to: upstream, as: up)
+                credited = credited || toUpstream || toClient
             }
             streams.formIndex(after: &index)
         }
