@@ -48,7 +48,8 @@ public final class TLSEngine {
     /// The alert a server aborts the handshake with (`abortHandshake(with:)`).
     private(set) var pendingAbortAlert: TLSAlert?
     private var firstInputByte: UInt8?
-    private var endOfInput = false
+    /// The transport closed (`feedEndOfInput()`); the BIO keeps the flag, which decides what an empty read means.
+    private var endOfInput: Bool { transport.endOfInput }
     private var receivedCloseNotify = false
     private var failure: TLSError?
     /// Client: session resumption through a `TLSSessionCache` (TLSEngine+Resumption.swift); nil when not offered.
@@ -129,7 +130,6 @@ public final class TLSEngine {
 
     /// The transport reached end of file: further reads that need data fail instead of waiting.
     public func feedEndOfInput() {
-        endOfInput = true
         transport.endOfInput = true
     }
 
