@@ -7,8 +7,9 @@
 # intercepted TLS) twice under callgrind, counting only inside the session's entry points (`handleReceived`, which the
 # server calls with the bytes of each socket read, and `handle`), with 5,000 and 10,000 requests;
 # the difference over 5,000 leaves out the connection's setup. With BODY_BYTES the responses have bodies of that size
-# (the download path; 200 and 400 requests). Each response then reaches the session as one read, head included. The count covers the session, the HTTP/1 relay and
-# parser, and OpenSSL's record work, but not the event loop or the kernel.
+# (the download path; 200 and 400 requests). Each response then reaches the session as one read, head included.
+# The count covers the session, the HTTP/1 relay and parser, and OpenSSL's record work, but not the event loop or the
+# kernel.
 #
 # Usage: benchmarks/core-instructions.sh [BUILD_DIR [BODY_BYTES]]
 #   (default .build/release and 1024; needs valgrind: apt-get install valgrind)
@@ -31,7 +32,11 @@ count() {
 }
 small=$(count "$few")
 large=$(count $(( 2 * few )))
-[ -n "$small" ] && [ -n "$large" ] || { echo "callgrind printed no totals; see valgrind's output:" >&2; cat "$work/log.$(( 2 * few ))" >&2; exit 1; }
+if [ -z "$small" ] || [ -z "$large" ]; then
+    echo "callgrind printed no totals; see valgrind's output:" >&2
+    cat "$work/log.$(( 2 * few ))" >&2
+    exit 1
+fi
 # Nothing counted means the toggles' symbols no longer exist (an entry point's signature changed).
 [ "$large" -gt "$small" ] || { echo "nothing was counted inside ProxySession: update the mangled names" >&2; exit 1; }
 echo "ProxySession: $(( (large - small) / few )) instructions per keep-alive request with a $body-byte body" \

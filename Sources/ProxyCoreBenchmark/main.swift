@@ -208,7 +208,9 @@ func run() throws {
     var connections: [Double] = []
     for _ in 0..<options.rounds {
         let a = try clock.measure {
-            for _ in 0..<options.requests { _ = try exchangeThroughSession(session, client, origin, response: response) }
+            for _ in 0..<options.requests {
+                _ = try exchangeThroughSession(session, client, origin, response: response)
+            }
         }
         let b = try clock.measure {
             for _ in 0..<options.requests { _ = try exchangeDirect(directClient, directOrigin, response: response) }

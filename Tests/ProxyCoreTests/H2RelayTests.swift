@@ -88,9 +88,11 @@ private final class RelayScene {
             let path = fields.first(named: ":path"), let index = Int(path.dropFirst(2))
         else { return }
         let size = sizes[index]
-        try origin.submitResponse(streamID: id, headers: [H2Header(":status", "200")], body: size == 0 ? .none : .streaming)
+        try origin.submitResponse(
+            streamID: id, headers: [H2Header(":status", "200")], body: size == 0 ? .none : .streaming)
         if size > 0 {
-            try origin.sendData(streamID: id, [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: size), endStream: true)
+            let body = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: size)
+            try origin.sendData(streamID: id, body, endStream: true)
         }
     }
 
