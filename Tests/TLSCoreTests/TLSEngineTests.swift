@@ -126,10 +126,7 @@ struct TLSEngineTests {
             let end = min(ciphertext.count, offset + slice)
             p.server.feed(ciphertext[offset..<end])
             offset = end
-            for _ in 0..<1_000 {
-                guard case .data(let piece) = p.server.read() else { break }
-                received += piece
-            }
+            received += readAvailable(p.server)
         }
         #expect(received == message)
         #expect(p.server.read() == .needsMoreInput)
@@ -163,19 +160,13 @@ struct TLSEngineTests {
                     p.server.withLentInput(UnsafeRawBufferPointer(rebasing: buffer[0..<piece.count])) {
                         // Every other loan ends without a read, so the whole loan has to be kept.
                         guard turn % 3 == 1 else { return }
-                        for _ in 0..<1_000 {
-                            guard case .data(let plaintext) = p.server.read() else { break }
-                            received += plaintext
-                        }
+                        received += readAvailable(p.server)
                     }
                 }
                 for i in socketBuffer.indices { socketBuffer[i] = 0xEE }
             }
         }
-        for _ in 0..<1_000 {
-            guard case .data(let plaintext) = p.server.read() else { break }
-            received += plaintext
-        }
+        received += readAvailable(p.server)
         #expect(received.count == message.count)
         #expect(received.elementsEqual(message))  // not ==: a failure would print 50,000 numbers
         #expect(p.server.read() == .needsMoreInput)
@@ -192,10 +183,7 @@ struct TLSEngineTests {
         ciphertext[..<20_000].withUnsafeBytes { lent in
             p.server.withLentInput(lent) {
                 p.server.feed(ciphertext[20_000...])
-                for _ in 0..<100 {
-                    guard case .data(let plaintext) = p.server.read() else { break }
-                    received += plaintext
-                }
+                received += readAvailable(p.server)
             }
         }
         #expect(received.count == message.count)
@@ -272,10 +260,7 @@ struct TLSEngineTests {
         p.client.releaseBuffers()
         p.server.feed(ciphertext[4_000...])
         var received: [UInt8] = []
-        for _ in 0..<10 {
-            guard case .data(let piece) = p.server.read() else { break }
-            received += piece
-        }
+        received += readAvailable(p.server)
         #expect(received == request)
         // Both directions work again after both sides gave their buffers back while quiet.
         p.server.releaseBuffers()
@@ -363,4 +348,14 @@ struct TLSEngineTests {
             (error as? OpenSSLError)?.entries.contains { $0.reason.contains("no cipher match") } == true
         }
     }
+}
+
+/// Every piece of plaintext `engine` can return now, read until the first result that is not data (bounded).
+private func readAvailable(_ engine: TLSEngine) -> [UInt8] {
+    var received: [UInt8] = []
+    for _ in 0..<10_000 {
+        guard case .data(let piece) = engine.read() else { break }
+        received += piece
+    }
+    return received
 }
