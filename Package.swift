@@ -71,6 +71,8 @@ let package = Package(
 
         // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
+        .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], swiftSettings: strict),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
@@ -79,7 +81,10 @@ let package = Package(
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
-        .testTarget(name: "ProxyEndToEndTests", dependencies: ["atsproxy", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"], swiftSettings: strict),
+        .testTarget(
+            name: "ProxyEndToEndTests",
+            dependencies: ["atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"],
+            swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(
