@@ -61,8 +61,12 @@ final class Interception {
     /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.
     var lanes: [UpstreamLane: LaneTLS] = [:]
 
+    /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
+    let started: Double
+
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
-         decision: PolicyDecision) {
+         decision: PolicyDecision, started: Double) {
+        self.started = started
         self.host = host
         self.port = port
         self.hello = hello
@@ -102,7 +106,8 @@ extension ProxySession {
             }
         }
         let i = Interception(
-            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements, decision: decision)
+            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements, decision: decision,
+            started: now())
         interception = i
         phase = .intercepting
         connectInterceptionUpstream(i)
@@ -399,15 +404,16 @@ extension ProxySession {
             return
         }
         let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
-        if let first = i.violations.first {
-            trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
-        }
         switch style {
         case .http:
             traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: every request answered \(answer.blockStatus)")
             i.blockAnswer = answer
             startClientHandshake(i, leaf: .standard)
         case .tls:
+            // The app's task fails here, before any request: its error names the connection's URL.
+            if let first = i.violations.first {
+                trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
+            }
             switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: Date(timeIntervalSince1970: now())) {
             case .alert(let alert):
                 traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
@@ -423,12 +429,14 @@ extension ProxySession {
         }
     }
 
+    /// A connection refused in its TLS handshake (`--block tls`) is an exchange of its own in the console and the
+    /// JSON log: the app's task ends there.
     private func logBlockedConnection(_ i: Interception) {
         let summary = ExchangeSummary(
             method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: .blocked,
             errorCodes: i.violations.map(ExchangeSummary.shortCode), requestBytes: 0, responseBytes: 0,
-            durationMilliseconds: 0)
-        commands.append(.log(.exchange(summary)))
+            durationMilliseconds: (now() - i.started) * 1000)
+        recordExchange(summary)
     }
 
     private func failClientHandshake(_ i: Interception, alert: TLSAlert) {
@@ -618,14 +626,20 @@ extension ProxySession {
         // translates, and the client's when there is no upstream (block answers).
         let protocolName = i.blockAnswer == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
-        traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         let codes = i.violations.map(ExchangeSummary.shortCode)
-        if let answer = i.blockAnswer {
+        if var answer = i.blockAnswer {
+            // The app's task fails in the TLS handshake, so nothing is enqueued; its error names this request's URL.
+            answer.url = url
+            trace(.loaderWhatToDo(method: head.method, url: url))
+            if let first = i.violations.first {
+                trace(.responseError(url: url, error: NSErrorDescription(violation: first, failingURL: url)))
+            }
             var response = HTTPResponseHead(status: answer.blockStatus, reason: answer.blockStatus == 403 ? "Forbidden" : "Bad Gateway")
             response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             for (n, v) in answer.headers { response.headers.add(name: n, value: v) }
             return .answer(head: response, body: Array(answer.blockBody.utf8), url: url, outcome: .blocked, codes: codes)
         }
+        traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
     }
 

@@ -344,6 +344,8 @@ public final class ProxySession {
     // MARK: - Plain HTTP (absolute-form requests)
 
     private var pendingPlainTarget: UpstreamTarget?
+    /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.
+    private var lastPlainBlock: ATSViolation?
 
     private func startPlain() {
         phase = .plain
@@ -371,36 +373,40 @@ public final class ProxySession {
         forwarded.headers.remove(name: "Proxy-Authorization")
         // RFC 9112 §3.2.2: a proxy generates Host from the target URI rather than forwarding the client's.
         forwarded.headers.replaceOrAdd(name: "Host", value: port.map { "\(host):\($0)" } ?? host)
-        let (address, upstreamPort) = env.upstreamAddress(host: host, port: port ?? 80)
+        // Host names are case-insensitive (RFC 3986 §3.2.2) and policy keys are lowercase: match the name in lower
+        // case, as the CONNECT path does with the SNI. The Host field keeps the client's spelling.
+        let name = host.lowercased()
+        let (address, upstreamPort) = env.upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
-        traceRequestStart(method: head.method, url: url, head: head)
-
-        guard env.mode != .off else {
+        trace(.loaderWhatToDo(method: head.method, url: url))
+        // Only a request that goes out is enqueued: the app refuses a blocked one before connecting.
+        func forward(annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
+            -> RequestDecision
+        {
             prepareUpstream(upstream, host: host, port: port ?? 80)
-            return .forward(head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
+            traceEnqueue(url: url, head: head)
+            return .forward(
+                head: forwarded, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes)
         }
-        let target = ConnectionTarget(scheme: "http", host: host, port: port ?? 80)
+
+        guard env.mode != .off else { return forward(annotation: [], outcome: .notEvaluated, codes: []) }
+        let target = ConnectionTarget(scheme: "http", host: name, port: port ?? 80)
         switch env.requirements(for: target) {
         case .proceed(let req):
             let answer = ATSAnswer(url: url, decision: req.decidedBy, violations: [])
             traceDecision(url: url, decision: req.decidedBy, violations: [], action: "allowed")
-            prepareUpstream(upstream, host: host, port: port ?? 80)
-            return .forward(
-                head: forwarded, url: url, upstream: upstream,
-                annotation: env.mode == .annotate ? answer.headers : [], outcome: .allowed, codes: [])
+            return forward(annotation: env.mode == .annotate ? answer.headers : [], outcome: .allowed, codes: [])
         case .blocked(let violation):
             let decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             let answer = ATSAnswer(url: url, decision: decision, violations: [violation])
             let codes = [ExchangeSummary.shortCode(violation)]
             if env.mode == .annotate {
                 traceDecision(url: url, decision: decision, violations: [violation], action: "annotated")
-                prepareUpstream(upstream, host: host, port: port ?? 80)
-                return .forward(
-                    head: forwarded, url: url, upstream: upstream, annotation: answer.headers, outcome: .violation,
-                    codes: codes)
+                return forward(annotation: answer.headers, outcome: .violation, codes: codes)
             }
             traceDecision(url: url, decision: decision, violations: [violation], action: "blocked (403, no connection made)")
             trace(.responseError(url: url, error: NSErrorDescription(violation: violation, failingURL: url)))
+            lastPlainBlock = violation
             return .answer(
                 head: HTTPResponseHead(
                     status: 403, reason: "Forbidden",
@@ -484,8 +490,13 @@ public final class ProxySession {
 
     func traceRequestStart(method: String, url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
         trace(.loaderWhatToDo(method: method, url: url))
+        traceEnqueue(url: url, head: head, httpVersion: httpVersion)
+    }
+
+    func traceEnqueue(url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
         trace(.protocolEnqueue(
-            method: method, url: url, httpVersion: httpVersion, headers: head.headers.fields.map { ($0.name, $0.value) }))
+            method: head.method, url: url, httpVersion: httpVersion,
+            headers: head.headers.fields.map { ($0.name, $0.value) }))
     }
 
     func traceDecision(url: String, decision: PolicyDecision, violations: [ATSViolation], action: String) {
@@ -498,11 +509,24 @@ public final class ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
-        commands.append(.log(.exchange(exchange)))
-        if let status = exchange.status {
-            trace(.protocolReceived(method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status))
+        if exchange.outcome == .blocked, let violation = interception?.violations.first ?? lastPlainBlock {
+            // The app got an error, not the block answer the proxy sent in its place (traced as Response Error).
+            trace(.didFail(
+                totalMilliseconds: exchange.durationMilliseconds,
+                error: NSErrorDescription(violation: violation, failingURL: exchange.url)))
+        } else {
+            if let status = exchange.status {
+                trace(.protocolReceived(
+                    method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status))
+            }
+            trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
         }
-        trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
+        recordExchange(exchange)
+    }
+
+    /// One exchange in the console and, with `--log-json`, in the JSON log.
+    func recordExchange(_ exchange: ExchangeSummary) {
+        commands.append(.log(.exchange(exchange)))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(
                 kind: .exchange, time: now(), connectionID: id, url: exchange.url, exchange: exchange))))

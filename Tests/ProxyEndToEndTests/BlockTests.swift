@@ -49,6 +49,25 @@ struct BlockTests {
         #expect(r.header("X-ATS-SSL-Error") == "-9836 errSSLPeerProtocolVersion")
     }
 
+    @Test("--block http: the answer, its NSError and the trace name the request's own URL; the trace ends in Did Fail")
+    func blockHTTPNamesTheRequest() async throws {
+        let (e2e, folder, origin, proxy) = try await tls10Scene(["--block", "http", "--diagnostics", "1"])
+        defer { withExtendedLifetime(origin) {} }  // the origin stops when released
+        let url = "https://tls10.test/some/path?q=1"
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, url], in: folder)
+        #expect(r.status == 502)
+        #expect(r.bodyText.contains("URL:  \(url)\n"), "\(r.bodyText)")
+        #expect(r.bodyText.contains("NSErrorFailingURLKey=\(url)"), "\(r.bodyText)")
+        let trace = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.contains("Did Fail") ? text : nil
+        }
+        #expect(trace.contains("Response Error"))
+        #expect(trace.contains("NSErrorFailingURLKey=\(url)"), "\(trace)")
+        // The app's task failed in the handshake: no request was enqueued and no response received.
+        #expect(!trace.contains("Protocol Enqueue"), "\(trace)")
+        #expect(!trace.contains("Protocol Received"), "\(trace)")
+    }
+
     @Test("--ats annotate: the TLS 1.0 origin's real 200 carries X-ATS-Verdict and X-ATS-Error")
     func annotate() async throws {
         let (e2e, folder, origin, proxy) = try await tls10Scene(["--ats", "annotate"])
@@ -106,6 +125,11 @@ struct BlockTests {
         let allowed = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
         #expect(allowed.status == 200)
         #expect(try await stage.matchesAnnouncedChecksum(allowed))
+        // Host names are case-insensitive: the exception (and the --map) apply to the name however it is spelled.
+        let shouted = try await stage.curl(["http://\(Stage.plainHost.uppercased())/bytes/10"])
+        #expect(shouted.status == 200, "\(shouted.headerText)")
+        let shoutedBlocked = try await stage.curl(["http://PLAIN.Test/bytes/10"])
+        #expect(shoutedBlocked.status == 403)
     }
 
     @Test("An unreachable upstream is answered 502 -1004, and an IPv6 literal target is a bracketed URL")
@@ -120,7 +144,7 @@ struct BlockTests {
         let port = try freeLoopbackPort()
         let v6 = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://[::1]:\(port)/"], in: folder)
         #expect(v6.status == 502, "\(v6.stderr)")
-        #expect(v6.bodyText.contains("URL:  https://[::1]:\(port)\n"), "\(v6.bodyText)")
+        #expect(v6.bodyText.contains("URL:  https://[::1]:\(port)/\n"), "\(v6.bodyText)")
     }
 
     @Test("--ats annotate: a cleartext request is forwarded and its 200 carries -1022")

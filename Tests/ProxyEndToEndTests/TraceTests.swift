@@ -61,22 +61,26 @@ struct TraceTests {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let log = folder.appendingPathComponent("events.jsonl")
-        let stage = try await Stage(["--log-json", log.path])
+        let old = try await Origin(e2e, tls: "tls10", tls10: true, in: folder)
+        let stage = try await Stage(["--log-json", log.path] + old.map("tls10.test"))
         _ = try await stage.curl(["https://\(Stage.httpsHost)/bytes/10"])
         _ = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
+        let refused = try await stage.curl(["https://tls10.test/"])
+        #expect(refused.exit == 35)
         let deadline = ContinuousClock.now + .seconds(10)
-        var lines: [Substring] = []
+        var events: [[String: Any]] = []
         while ContinuousClock.now < deadline {
-            lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
-            if lines.count >= 4 { break }
+            let lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+            events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(events.count == lines.count, "a line is not a JSON object: \(lines)")
+            if events.filter({ $0["kind"] as? String == "exchange" }).count >= 3 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(lines.count >= 4)
-        for line in lines {
-            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
-        }
-        let text = lines.joined(separator: "\n")
-        #expect(text.contains("https://good.test/bytes/10"))
-        #expect(text.contains("http://media-server.example.com/bytes/10"))
+        let exchanges = events.filter { $0["kind"] as? String == "exchange" }.compactMap { $0["url"] as? String }
+        #expect(exchanges.contains("https://good.test/bytes/10"), "\(events)")
+        #expect(exchanges.contains("http://media-server.example.com/bytes/10"), "\(events)")
+        // A connection refused in its handshake (--block tls) is an exchange too, as on the console.
+        #expect(exchanges.contains("https://tls10.test"), "\(events)")
+        withExtendedLifetime(old) {}
     }
 }
