@@ -152,6 +152,9 @@ public struct URLErrorCode: Sendable, Hashable, Codable, CustomStringConvertible
     public static let serverCertificateNotYetValid = URLErrorCode(-1204)
     public static let clientCertificateRejected = URLErrorCode(-1205)
     public static let clientCertificateRequired = URLErrorCode(-1206)
+    public static let timedOut = URLErrorCode(-1001)
+    public static let cannotFindHost = URLErrorCode(-1003)
+    public static let cannotConnectToHost = URLErrorCode(-1004)
 
     static let table: [(Int, String, String)] = [
         (-1022, "NSURLErrorAppTransportSecurityRequiresSecureConnection",
@@ -171,6 +174,7 @@ public struct URLErrorCode: Sendable, Hashable, Codable, CustomStringConvertible
         (-1206, "NSURLErrorClientCertificateRequired",
          "The server requires a client certificate."),
         (-1001, "NSURLErrorTimedOut", "The request timed out."),
+        (-1003, "NSURLErrorCannotFindHost", "A server with the specified hostname could not be found."),
         (-1004, "NSURLErrorCannotConnectToHost", "Could not connect to the server."),
         (-1005, "NSURLErrorNetworkConnectionLost", "The network connection was lost."),
     ]

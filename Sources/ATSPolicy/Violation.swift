@@ -19,6 +19,9 @@ public enum ViolationKind: String, Sendable, Hashable, Codable, CaseIterable {
     case certificateTransparencyMissing
     case notTLS
     case connectionFailed
+    /// The upstream could not be reached at all (no such host, refused, timed out): a network error the app gets
+    /// too, whatever its policy. Not an ATS verdict; the error code says which (-1003, -1004, -1001).
+    case unreachable
 }
 
 /// The narrowest plist change that would let a connection through, or a statement that none can.

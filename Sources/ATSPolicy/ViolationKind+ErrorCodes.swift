@@ -83,6 +83,10 @@ extension ViolationKind {
             return ErrorMapping(-1200, -9800, "codes chosen: errSSLProtocol for a non-TLS answer (unconfirmed)")
         case .connectionFailed:
             return ErrorMapping(-1200, -9806, "codes chosen: errSSLClosedAbort for a handshake cut short (unconfirmed)")
+        case .unreachable:
+            // No TLS happened; the code depends on what failed (-1003 no such host, -1001 timed out): this is the
+            // refused connection's, and whoever saw the failure sets the precise one.
+            return ErrorMapping(-1004, nil)
         }
     }
 }

@@ -24,7 +24,7 @@ public struct ATSAnswer: Sendable, Equatable {
 
     /// Headers for an annotated (or blocked) response.
     public var headers: [(String, String)] {
-        var h: [(String, String)] = [("X-ATS-Verdict", violations.isEmpty ? "allowed" : "violation")]
+        var h: [(String, String)] = [("X-ATS-Verdict", verdict)]
         h.append(("X-ATS-Rule", ruleHeaderValue))
         if let first = violations.first {
             h.append(("X-ATS-Error", "\(first.urlError.code) \(first.urlError.name)"))
@@ -34,6 +34,12 @@ public struct ATSAnswer: Sendable, Equatable {
         return h
     }
 
+    /// `allowed`, `violation`, or `unreachable` when the upstream could not be reached (no ATS verdict was made).
+    public var verdict: String {
+        if violations.isEmpty { return "allowed" }
+        return violations.allSatisfy { $0.kind == .unreachable } ? "unreachable" : "violation"
+    }
+
     /// 403 for a cleartext (-1022) block, 502 for everything else (the upstream connection is what failed).
     public var blockStatus: Int {
         violations.first?.urlError == .requiresSecureConnection ? 403 : 502
@@ -41,7 +47,12 @@ public struct ATSAnswer: Sendable, Equatable {
 
     /// The plain-text body of a `--block http` answer: what is wrong, the app's error, and the narrowest fix.
     public var blockBody: String {
-        var lines = ["ATSProxy blocked this request: the app's App Transport Security policy refuses it.", ""]
+        var lines = [
+            verdict == "unreachable"
+                ? "ATSProxy could not reach the server: the app would fail the same way. This is not an ATS verdict."
+                : "ATSProxy blocked this request: the app's App Transport Security policy refuses it.",
+            "",
+        ]
         lines.append("URL:  \(url)")
         lines.append("Rule: \(decision.keyPath.isEmpty ? "ATS defaults (no entry matched)" : decision.keyPathString)")
         lines.append("Why the rule applies: \(decision.reason)")

@@ -12,7 +12,7 @@ public enum ProxyEvent: Sendable {
     /// The upstream TCP connection asked for with `.connectUpstream` is open.
     case upstreamConnected
     /// The connect asked for failed (refused, timed out, name not resolved).
-    case upstreamConnectFailed(error: String)
+    case upstreamConnectFailed(error: String, failure: ConnectFailure = .cannotConnect)
     case upstreamBytes([UInt8])
     case upstreamEOF
     case upstreamClosed(error: String?)
@@ -25,6 +25,24 @@ public enum ProxyEvent: Sendable {
     case laneClosed(UpstreamLane, error: String?)
     /// The connection to `peer` carried nothing for a while: a moment to give back memory only traffic needs.
     case peerQuiet(ProxyPeer)
+}
+
+/// Why a connect failed, told apart as the app's URL loading would report it.
+public enum ConnectFailure: Sendable, Equatable {
+    /// The name did not resolve: NSURLErrorCannotFindHost.
+    case cannotFindHost
+    /// Refused or unreachable: NSURLErrorCannotConnectToHost.
+    case cannotConnect
+    /// No answer in time: NSURLErrorTimedOut.
+    case timedOut
+
+    public var urlError: URLErrorCode {
+        switch self {
+        case .cannotFindHost: .cannotFindHost
+        case .cannotConnect: .cannotConnectToHost
+        case .timedOut: .timedOut
+        }
+    }
 }
 
 /// Names one extra upstream connection of a session. Numbers are never reused within a session, so a late event

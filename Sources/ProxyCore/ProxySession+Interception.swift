@@ -172,15 +172,18 @@ extension ProxySession {
         }
     }
 
-    func interceptUpstreamFailed(_ error: String) {
+    func interceptUpstreamFailed(_ error: String, _ failure: ConnectFailure) {
         guard let i = interception else { return }
         trace(.tcpConnectionConnected(connectionID: id, error: error))
-        notice("\(i.host):\(i.port): cannot connect upstream: \(error)")
+        // Name the address actually tried when --map sent the host elsewhere: a mapping mistake shows at once.
+        let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
+        let mapped = address == i.host && port == i.port ? "" : " (mapped to \(address):\(port))"
+        notice("\(i.host):\(i.port)\(mapped): cannot connect upstream: \(error)")
         i.violations = [ATSViolation(
-            kind: .connectionFailed, urlError: URLErrorCode(-1004), sslError: nil,
-            explanation: "could not connect to \(i.host):\(i.port): \(error)",
+            kind: .unreachable, urlError: failure.urlError, sslError: nil,
+            explanation: "could not connect to \(i.host):\(i.port)\(mapped): \(error)",
             fix: .noExceptionCanHelp(reason: "the server is unreachable; this is not an ATS failure"))]
-        i.outcome = .blocked
+        i.outcome = .failed
         blockClient(i, style: .http)
     }
 
@@ -637,7 +640,9 @@ extension ProxySession {
             var response = HTTPResponseHead(status: answer.blockStatus, reason: answer.blockStatus == 403 ? "Forbidden" : "Bad Gateway")
             response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             for (n, v) in answer.headers { response.headers.add(name: n, value: v) }
-            return .answer(head: response, body: Array(answer.blockBody.utf8), url: url, outcome: .blocked, codes: codes)
+            return .answer(
+                head: response, body: Array(answer.blockBody.utf8), url: url,
+                outcome: i.outcome == .failed ? .failed : .blocked, codes: codes)
         }
         traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)

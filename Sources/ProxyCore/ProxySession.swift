@@ -114,7 +114,7 @@ public final class ProxySession {
             if upstreamOpen { commands.append(.closeUpstream) }
             phase = .done
         case .upstreamConnected: upstreamConnected()
-        case .upstreamConnectFailed(let error): upstreamConnectFailed(error)
+        case .upstreamConnectFailed(let error, let failure): upstreamConnectFailed(error, failure)
         case .upstreamBytes(let bytes): upstreamBytes(bytes)
         case .upstreamEOF: upstreamEOF()
         case .upstreamClosed(let error): upstreamClosed(error)
@@ -187,7 +187,7 @@ public final class ProxySession {
         }
     }
 
-    private func upstreamConnectFailed(_ error: String) {
+    private func upstreamConnectFailed(_ error: String, _ failure: ConnectFailure) {
         upstreamOpen = false
         switch phase {
         case .tunnelConnecting:
@@ -198,7 +198,7 @@ public final class ProxySession {
             trace(.tcpConnectionConnected(connectionID: id, error: error))
             if let relay = plainRelay { apply(relay.upstreamFailed("cannot connect to the upstream: \(error)"), tls: false) }
         case .intercepting:
-            interceptUpstreamFailed(error)
+            interceptUpstreamFailed(error, failure)
         default:
             closeAll()
         }
@@ -509,7 +509,7 @@ public final class ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
-        if exchange.outcome == .blocked, let violation = interception?.violations.first ?? lastPlainBlock {
+        if exchange.outcome == .blocked || exchange.outcome == .failed, let violation = interception?.violations.first ?? lastPlainBlock {
             // The app got an error, not the block answer the proxy sent in its place (traced as Response Error).
             trace(.didFail(
                 totalMilliseconds: exchange.durationMilliseconds,

@@ -133,7 +133,9 @@ final class ClientSide: ConnectionHandler {
             upstream = nil
             sessionEvent = connected
                 ? .upstreamClosed(error: error?.description)
-                : .upstreamConnectFailed(error: error?.description ?? "connection closed")
+                : .upstreamConnectFailed(
+                    error: error?.description ?? "connection closed",
+                    failure: error?.errnoCode == ETIMEDOUT ? .timedOut : .cannotConnect)
         case (.lane(let lane), .opened): sessionEvent = .laneConnected(lane)
         case (.lane(let lane), .received(let bytes)):
             run(session.handleReceived(bytes, from: .lane(lane)))
@@ -261,12 +263,12 @@ final class ClientSide: ConnectionHandler {
             switch result {
             case .success(let addresses):
                 guard let target = Self.preferredAddress(addresses) else {
-                    run(session.handle(.upstreamConnectFailed(error: "no address for \(address)")))
+                    run(session.handle(.upstreamConnectFailed(error: "no address for \(address)", failure: .cannotFindHost)))
                     return
                 }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))
             case .failure(let error):
-                run(session.handle(.upstreamConnectFailed(error: error.description)))
+                run(session.handle(.upstreamConnectFailed(error: error.description, failure: .cannotFindHost)))
             }
         }
     }

@@ -11,6 +11,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         case violation
         /// Not evaluated: `--ats off`, or a tunnel the proxy did not intercept.
         case notEvaluated
+        /// The upstream could not be reached (no such host, refused, timed out): a network failure, not a verdict.
+        case failed
     }
 
     public var method: String
@@ -61,6 +63,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         case .blocked: (ats, tint) = ("ATS BLOCKED " + errorCodes.joined(separator: ","), "\u{1B}[31m")
         case .violation: (ats, tint) = ("ATS VIOLATION " + errorCodes.joined(separator: ","), "\u{1B}[33m")
         case .notEvaluated: (ats, tint) = ("ATS n/a", "\u{1B}[2m")
+        case .failed: (ats, tint) = ("FAILED " + errorCodes.joined(separator: ","), "\u{1B}[31m")
         }
         var line = ""
         line.reserveCapacity(method.utf8.count + url.utf8.count + ats.utf8.count + 48)

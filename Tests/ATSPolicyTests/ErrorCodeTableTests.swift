@@ -59,13 +59,15 @@ struct ErrorCodeTableTests {
         #expect(noted == row.inferredSomewhere)
     }
 
-    @Test("every kind has a named URL error and, except -1022, a named SSL error")
+    @Test("every kind has a named URL error and, except -1022 and unreachable servers (no TLS), a named SSL error")
     func namesKnown() {
         for kind in ViolationKind.allCases {
             for profile in IOSProfile.allCases {
                 let m = kind.errorCodes(on: profile)
                 #expect(!m.urlError.name.hasPrefix("NSURLError("), "\(kind)")
-                if kind != .cleartextNotAllowed {
+                if kind == .unreachable {
+                    #expect(m.sslError == nil)
+                } else if kind != .cleartextNotAllowed {
                     #expect(m.sslError.map { !$0.name.hasPrefix("OSStatus(") } == true, "\(kind) on \(profile)")
                 }
             }

@@ -132,14 +132,25 @@ struct BlockTests {
         #expect(shoutedBlocked.status == 403)
     }
 
-    @Test("An unreachable upstream is answered 502 -1004, and an IPv6 literal target is a bracketed URL")
+    @Test("An unreachable upstream: 502 -1004 (-1003 for no such host), not an ATS verdict; IPv6 URLs bracketed")
     func unreachable() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
-        let proxy = try await Proxy(e2e, ["--map", "dead.test=127.0.0.1:1"], in: folder)
+        // A 70-letter label is no DNS name: the resolver refuses it without sending a query (traffic stays local).
+        let unresolvable = String(repeating: "a", count: 70) + ".invalid"
+        let proxy = try await Proxy(
+            e2e, ["--map", "dead.test=127.0.0.1:1", "--map", "typo.test=\(unresolvable):443"], in: folder)
         let dead = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://dead.test/"], in: folder)
         #expect(dead.status == 502, "\(dead.stderr)")
         #expect(dead.header("X-ATS-Error") == "-1004 NSURLErrorCannotConnectToHost")
+        #expect(dead.header("X-ATS-Verdict") == "unreachable")
+        #expect(dead.bodyText.hasPrefix("ATSProxy could not reach the server"), "\(dead.bodyText)")
+        // The message names where --map sent the host.
+        #expect(dead.bodyText.contains("(mapped to 127.0.0.1:1)"), "\(dead.bodyText)")
+        let typo = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://typo.test/"], in: folder)
+        #expect(typo.status == 502, "\(typo.stderr)")
+        #expect(typo.header("X-ATS-Error") == "-1003 NSURLErrorCannotFindHost")
+        _ = try await proxy.process.waitForOutput { $0.contains("https://typo.test/ 502 HTTP/1.1 FAILED -1003") ? true : nil }
         // Nothing listens on [::1] at this port (it was just free on 127.0.0.1 and is not bound on ::1).
         let port = try freeLoopbackPort()
         let v6 = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://[::1]:\(port)/"], in: folder)
