@@ -25,6 +25,15 @@ public enum ProxyEvent: Sendable {
     case laneClosed(UpstreamLane, error: String?)
     /// The connection to `peer` carried nothing for a while: a moment to give back memory only traffic needs.
     case peerQuiet(ProxyPeer)
+    /// A deadline asked for with `ProxyCommand.startTimer` passed.
+    case timerFired(ProxyTimer)
+}
+
+/// A deadline a session asks its adapter to keep (the session has no clock of its own to wait on).
+public enum ProxyTimer: Hashable, Sendable {
+    /// The upstream's TLS handshake must finish by then: a server that accepts the connection and never answers
+    /// would otherwise hold the client until its idle timeout, with nothing logged.
+    case upstreamHandshake
 }
 
 /// Why a connect failed, told apart as the app's URL loading would report it.
@@ -84,6 +93,8 @@ public enum ProxyCommand: Sendable, Equatable {
     case resumeReading(ProxyPeer)
     /// Hand both connections to a raw byte relay (passthrough and non-TLS tunnels): the session is done.
     case startTunnel
+    /// Deliver `.timerFired(timer)` after `after`, replacing a pending one of the same kind.
+    case startTimer(ProxyTimer, after: Duration)
     case log(ProxyLog)
 }
 

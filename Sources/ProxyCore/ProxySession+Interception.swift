@@ -165,6 +165,7 @@ extension ProxySession {
             i.upstreamContext = context
             i.upstreamSNI = sni
             i.stage = .upstreamHandshake
+            commands.append(.startTimer(.upstreamHandshake, after: env.timeouts.handshake))
             stepUpstreamHandshake(i)
         } catch {
             notice("\(i.host):\(i.port): cannot set up the upstream TLS client: \(error)")
@@ -183,6 +184,23 @@ extension ProxySession {
             kind: .unreachable, urlError: failure.urlError, sslError: nil,
             explanation: "could not connect to \(i.host):\(i.port)\(mapped): \(error)",
             fix: .noExceptionCanHelp(reason: "the server is unreachable; this is not an ATS failure"))]
+        i.outcome = .failed
+        blockClient(i, style: .http)
+    }
+
+    /// The upstream accepted the connection but its TLS handshake did not finish in time: the app would time out
+    /// too (-1001). A stale deadline (the handshake ended, or the session moved on) does nothing.
+    func upstreamHandshakeDeadlinePassed() {
+        guard let i = interception, i.stage == .upstreamHandshake else { return }
+        let limit = "\(env.timeouts.handshake)"  // "15.0 seconds"
+        notice("\(i.host):\(i.port): no TLS handshake from the server within \(limit)")
+        commands.append(.closeUpstream)
+        upstreamOpen = false
+        i.upstream = nil
+        i.violations = [ATSViolation(
+            kind: .unreachable, urlError: .timedOut, sslError: nil,
+            explanation: "the server accepted the connection but sent no TLS handshake within \(limit)",
+            fix: .noExceptionCanHelp(reason: "the server does not answer; this is not an ATS failure"))]
         i.outcome = .failed
         blockClient(i, style: .http)
     }

@@ -120,6 +120,7 @@ public final class ProxySession {
         case .upstreamClosed(let error): upstreamClosed(error)
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         case .peerQuiet(let peer): releaseBuffers(of: peer)
+        case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
         }
     }
 

@@ -54,6 +54,8 @@ final class ClientSide: ConnectionHandler {
     private var lanes: [UpstreamLane: Connection] = [:]
     /// Connections whose reading the session paused (flow control), which socket backpressure must not resume.
     private var sessionPaused: Set<ProxyPeer> = []
+    /// The session's pending deadlines.
+    private var timers: [ProxyTimer: TimerID] = [:]
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -108,6 +110,8 @@ final class ClientSide: ConnectionHandler {
         }
         lanes = [:]
         client = nil
+        for timer in timers.values { loop.cancelTimer(timer) }
+        timers = [:]
     }
 
     // MARK: Upstream events (from the current generation only)
@@ -211,6 +215,12 @@ final class ClientSide: ConnectionHandler {
                 if let client, let upstream {
                     tunnelled = true
                     Relay.start(client, upstream)
+                }
+            case .startTimer(let timer, let delay):
+                if let pending = timers[timer] { loop.cancelTimer(pending) }
+                timers[timer] = loop.scheduleTimer(after: delay) { [weak self] in
+                    guard let self, self.timers.removeValue(forKey: timer) != nil, self.client != nil else { return }
+                    self.run(self.session.handle(.timerFired(timer)))
                 }
             case .log(let entry):
                 server.sink.write(entry)

@@ -74,6 +74,11 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("log-json"), help: "Write one JSON object per event to FILE.")
     var logJSON: String?
 
+    @Option(
+        name: .customLong("handshake-timeout"),
+        help: "Seconds an upstream may take to complete its TLS handshake; then the client gets -1001 (timed out).")
+    var handshakeTimeout: Double = 15
+
     @Flag(help: "No per-exchange console lines (notices still go to stderr).")
     var quiet = false
 
@@ -81,6 +86,9 @@ struct RunCommand: ParsableCommand {
         guard IOSProfile.band(for: iosVersion) != nil else { throw ValidationError("--ios must be 9 or later") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         if let diagnostics, !(0...3).contains(diagnostics) { throw ValidationError("--diagnostics takes 0 to 3") }
+        guard handshakeTimeout > 0, handshakeTimeout <= 3600 else {
+            throw ValidationError("--handshake-timeout takes seconds, more than 0 and at most 3600")
+        }
     }
 
     func run() throws {
@@ -127,7 +135,8 @@ struct RunCommand: ParsableCommand {
             passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil, upstreamALPN: upstreamALPN,
+            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil,
+            timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption)
         let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
         HeapTuning.keepFreedMemoryForReuse()

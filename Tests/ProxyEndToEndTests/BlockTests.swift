@@ -158,6 +158,24 @@ struct BlockTests {
         #expect(v6.bodyText.contains("URL:  https://[::1]:\(port)/\n"), "\(v6.bodyText)")
     }
 
+    @Test("An upstream that accepts and never answers: after --handshake-timeout the client gets 502 -1001, logged")
+    func silentUpstream() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let silent = try SilentListener()
+        let proxy = try await Proxy(
+            e2e, ["--map", "silent.test=127.0.0.1:\(silent.port)", "--handshake-timeout", "1"], in: folder)
+        let started = ContinuousClock.now
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://silent.test/x"], in: folder)
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(r.status == 502, "\(r.stderr)")
+        #expect(r.header("X-ATS-Error") == "-1001 NSURLErrorTimedOut")
+        #expect(r.header("X-ATS-Verdict") == "unreachable")
+        _ = try await proxy.process.waitForOutput { $0.contains("https://silent.test/x 502 HTTP/1.1 FAILED -1001") ? true : nil }
+        #expect(proxy.process.stderr.contains("no TLS handshake from the server within 1.0 seconds"))
+        withExtendedLifetime(silent) {}
+    }
+
     @Test("--ats annotate: a cleartext request is forwarded and its 200 carries -1022")
     func annotateCleartext() async throws {
         let e2e = try E2E.shared()

@@ -117,9 +117,15 @@ func runProcess(
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, released).
 func freeLoopbackPort() throws -> Int {
+    let (fd, port) = try boundLoopbackSocket()
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to 127.0.0.1 on a port the kernel chose, and that port.
+func boundLoopbackSocket() throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket() failed: \(errno)") }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -127,11 +133,31 @@ func freeLoopbackPort() throws -> Int {
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0 else { throw HarnessError("bind() failed: \(errno)") }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let named = withUnsafeMutablePointer(to: &address) {
+    let named = bound == 0 ? withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    } : -1
+    guard named == 0 else {
+        let code = errno
+        close(fd)
+        throw HarnessError("bind() or getsockname() failed: \(code)")
     }
-    guard named == 0 else { throw HarnessError("getsockname() failed: \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A server that never answers: it listens on 127.0.0.1 but never accepts, so the kernel completes connects and
+/// queues what clients send, and nothing comes back. Closed when released.
+final class SilentListener: Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        (fd, port) = try boundLoopbackSocket()
+        guard listen(fd, 16) == 0 else {
+            close(fd)
+            throw HarnessError("listen() failed: \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
 }
