@@ -25,6 +25,8 @@ public enum ProxyEvent: Sendable {
     case laneClosed(UpstreamLane, error: String?)
     /// The connection to `peer` carried nothing for a while: a moment to give back memory only traffic needs.
     case peerQuiet(ProxyPeer)
+    /// The raw tunnel started with `.startTunnel` is over: both connections closed, after relaying these bytes.
+    case tunnelClosed(fromClient: Int, toClient: Int)
     /// A deadline asked for with `ProxyCommand.startTimer` passed.
     case timerFired(ProxyTimer)
 }

@@ -77,11 +77,14 @@ final class Interception {
     }
 
     /// `https://host[:port]`, made once: every request's URL starts with it.
-    private(set) lazy var url: String = {
+    private(set) lazy var url: String = Self.httpsURL(host: host, port: port)
+
+    /// `https://host[:port]` for a CONNECT target.
+    static func httpsURL(host: String, port: Int) -> String {
         // An IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2), or the port merges into the address.
         let shown = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? "https://\(shown)" : "https://\(shown):\(port)"
-    }()
+    }
 }
 
 extension ProxySession {

@@ -121,6 +121,7 @@ public final class ProxySession {
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         case .peerQuiet(let peer): releaseBuffers(of: peer)
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
+        case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         }
     }
 
@@ -295,10 +296,14 @@ public final class ProxySession {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
         if let rule = env.passthroughRule(for: host) {
             notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
+            tunnel = Tunnel(host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
             notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
                 + "intercepting would break the pin")
+            tunnel = Tunnel(
+                host: host, port: port, note: "tunnel, not intercepted: the app pins it (NSPinnedDomains › \(pins.domain))",
+                started: now())
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else {
             commands.append(.sendToClient(established))
@@ -320,6 +325,7 @@ public final class ProxySession {
         }
         guard isTLS else {
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
+            tunnel = Tunnel(host: host, port: port, note: "tunnel: the client does not speak TLS", started: now())
             let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
             phase = .tunnelConnecting(pending: buffer)
             commands.append(.connectUpstream(address: address, port: upstreamPort))
@@ -337,6 +343,23 @@ public final class ProxySession {
         }
     }
 
+    /// A tunnel the proxy relays without looking inside: one console line (and JSON exchange) when it ends, so
+    /// that hosts the policy never sees still leave a record.
+    struct Tunnel {
+        var host: String
+        var port: Int
+        var note: String
+        var started: Double
+    }
+
+    private func tunnelClosed(fromClient: Int, toClient: Int) {
+        guard let tunnel else { return }
+        self.tunnel = nil
+        recordExchange(ExchangeSummary(
+            method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil, httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [], requestBytes: fromClient,
+            responseBytes: toClient, durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
+    }
+
     private func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
         commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
         closeAll()
@@ -345,6 +368,8 @@ public final class ProxySession {
     // MARK: - Plain HTTP (absolute-form requests)
 
     private var pendingPlainTarget: UpstreamTarget?
+    /// The raw tunnel this session set up, logged when the adapter reports it closed.
+    private var tunnel: Tunnel?
     /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.
     private var lastPlainBlock: ATSViolation?
 

@@ -5,13 +5,17 @@
 /// other; each connection closes itself once it has both read EOF and sent FIN. An error on either side aborts both.
 public enum Relay {
     /// Installs relay handlers on `a` and `b` (replacing their handlers) and starts forwarding. `toB` / `toA` are
-    /// bytes already received that must be forwarded first (e.g. parser leftovers after CONNECT). Loop thread only.
-    public static func start(_ a: Connection, _ b: Connection, pendingToB toB: [UInt8] = [], pendingToA toA: [UInt8] = [])
-    {
+    /// bytes already received that must be forwarded first (e.g. parser leftovers after CONNECT). `onClosed` runs
+    /// once both ends have closed, with the bytes read from `a` and from `b`. Loop thread only.
+    public static func start(
+        _ a: Connection, _ b: Connection, pendingToB toB: [UInt8] = [], pendingToA toA: [UInt8] = [],
+        onClosed: ((_ fromA: Int, _ fromB: Int) -> Void)? = nil
+    ) {
         precondition(a.loop === b.loop, "both ends of a relay must live on the same loop")
         a.loop.preconditionInEventLoop()
-        let sideA = RelaySide(peer: b)
-        let sideB = RelaySide(peer: a)
+        let tally = RelayTally(onClosed: onClosed)
+        let sideA = RelaySide(peer: b, tally: tally, isA: true)
+        let sideB = RelaySide(peer: a, tally: tally, isA: false)
         a.handler = sideA
         b.handler = sideB
         b.write(toB)
@@ -23,18 +27,40 @@ public enum Relay {
     }
 }
 
+/// What both ends of one relay share: the bytes each read, and who to tell when both have closed.
+final class RelayTally {
+    var fromA = 0
+    var fromB = 0
+    private var closedEnds = 0
+    private var onClosed: ((Int, Int) -> Void)?
+
+    init(onClosed: ((Int, Int) -> Void)?) { self.onClosed = onClosed }
+
+    func endClosed() {
+        closedEnds += 1
+        guard closedEnds == 2, let onClosed else { return }
+        self.onClosed = nil
+        onClosed(fromA, fromB)
+    }
+}
+
 /// The handler for one end of a relay: forwards what it reads to `peer`.
 final class RelaySide: ConnectionHandler {
     private weak var peer: Connection?
     // The peer is held strongly until this side closes, so neither end is freed while the other still relays.
     private var peerRetainer: Connection?
+    private let tally: RelayTally
+    private let isA: Bool
 
-    init(peer: Connection) {
+    init(peer: Connection, tally: RelayTally, isA: Bool) {
         self.peer = peer
         self.peerRetainer = peer
+        self.tally = tally
+        self.isA = isA
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+        if isA { tally.fromA += bytes.count } else { tally.fromB += bytes.count }
         guard let peer, !peer.isClosed else { return }
         peer.write(bytes)
         if !peer.isWritable { connection.pauseReading() }
@@ -59,5 +85,6 @@ final class RelaySide: ConnectionHandler {
             if error != nil { peer.abort() } else { peer.close() }
         }
         peerRetainer = nil
+        tally.endClosed()
     }
 }

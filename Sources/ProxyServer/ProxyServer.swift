@@ -214,7 +214,10 @@ final class ClientSide: ConnectionHandler {
             case .startTunnel:
                 if let client, let upstream {
                     tunnelled = true
-                    Relay.start(client, upstream)
+                    // The closure keeps this side alive until the tunnel ends, for the session to log it.
+                    Relay.start(client, upstream) { [self] fromClient, toClient in
+                        run(session.handle(.tunnelClosed(fromClient: fromClient, toClient: toClient)))
+                    }
                 }
             case .startTimer(let timer, let delay):
                 if let pending = timers[timer] { loop.cancelTimer(pending) }

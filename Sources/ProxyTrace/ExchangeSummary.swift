@@ -29,10 +29,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// Why the exchange ended before its response was complete (a reset stream, a lost connection); nil when it
     /// completed. A status alone would make a cut-off transfer look like a success.
     public var interruption: String?
+    /// Why the proxy did what it did, when the line alone would not say (a tunnel: why it was not intercepted).
+    public var note: String?
 
     public init(
         method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errorCodes: [String],
-        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double, interruption: String? = nil
+        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double, interruption: String? = nil,
+        note: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -44,6 +47,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         self.responseBytes = responseBytes
         self.durationMilliseconds = durationMilliseconds
         self.interruption = interruption
+        self.note = note
     }
 
     /// The codes of a violation as one token: `-1200/-9836`, or `-1022`.
@@ -95,6 +99,11 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         if let interruption {
             line += " INCOMPLETE: "
             line += interruption
+        }
+        if let note {
+            line += " ("
+            line += note
+            line += ")"
         }
         return line
     }

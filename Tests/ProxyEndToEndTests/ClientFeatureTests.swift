@@ -62,6 +62,37 @@ struct ClientFeatureTests {
         let viaProxyCA = try await curl(
             ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://passthrough.test/bytes/1024"], in: folder)
         #expect(viaProxyCA.exit == 60, "the proxy's CA did not sign what the client got: \(viaProxyCA.stderr)")
+        // Each tunnel leaves a console line when it ends, with its bytes and why it was not intercepted.
+        let line = try await proxy.process.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS n/a") }
+        }
+        #expect(line.hasSuffix("(tunnel, not intercepted: --passthrough passthrough.test)"), "\(line)")
+        #expect(!line.contains(" 0 B "), "the tunnel's bytes were not counted: \(line)")
+    }
+
+    @Test("A host the app pins (NSPinnedDomains) is tunnelled untouched, with a console line saying why")
+    func pinnedHost() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "passthrough", in: folder)
+        let pin = String(repeating: "A", count: 43) + "="
+        let plist = folder.appendingPathComponent("pinning.plist")
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>NSPinnedDomains</key><dict><key>passthrough.test</key><dict>
+            <key>NSPinnedLeafIdentities</key><array><dict><key>SPKI-SHA256-BASE64</key><string>\(pin)</string>
+            </dict></array></dict></dict></dict></plist>
+            """.write(to: plist, atomically: true, encoding: .utf8)
+        let proxy = try await Proxy(e2e, origin.map("passthrough.test") + ["--plist", plist.path], in: folder)
+        // The origin's own certificate reaches the client: nothing was intercepted.
+        let r = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.testCA, "https://passthrough.test/bytes/1024"], in: folder)
+        #expect(r.status == 200, "\(r.stderr)")
+        let line = try await proxy.process.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS n/a") }
+        }
+        #expect(line.hasSuffix("(tunnel, not intercepted: the app pins it (NSPinnedDomains › passthrough.test))"))
+        #expect(proxy.process.stderr.contains("intercepting would break the pin"))
     }
 
     @Test("curl honours HTTPS_PROXY and goes through the proxy")
