@@ -140,6 +140,14 @@ public final class ProxySession {
     private func clientBytes(_ bytes: [UInt8]) {
         switch phase {
         case .front:
+            // A TLS record where a request should start: the client treats the proxy as an https:// proxy. It
+            // would wait for a TLS answer until a timeout; say what is wrong and close at once.
+            if frontBytes.isEmpty, bytes.first == 0x16 {
+                notice("a client opened TLS to the proxy itself: configure it as an http:// proxy "
+                    + "(http://HOST:PORT; the proxy intercepts https:// traffic through CONNECT)")
+                closeAll()
+                return
+            }
             frontBytes += bytes
             front.receive(bytes)
             pumpFront()

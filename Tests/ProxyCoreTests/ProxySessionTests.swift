@@ -37,6 +37,15 @@ struct ProxySessionTests {
         #expect(out.closesClient)
     }
 
+    @Test("A client that opens TLS to the proxy itself (an https:// proxy setting) is told why and closed at once")
+    func tlsToTheProxy() throws {
+        let out = SessionHarness.session(try SessionHarness.environment())
+            .handle(.clientBytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC]))
+        #expect(out.closesClient)
+        #expect(out.toClient.isEmpty)
+        #expect(out.contains { if case .log(.notice(let text)) = $0 { text.contains("http:// proxy") } else { false } })
+    }
+
     @Test("CONNECT is answered 200, then the session waits for the first bytes to sniff TLS; no upstream yet")
     func connectSniffs() throws {
         let session = SessionHarness.session(try SessionHarness.environment())
