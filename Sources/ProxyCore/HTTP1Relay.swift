@@ -41,6 +41,8 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var requestBytes = 0
         @exclusivity(unchecked) var responseBytes = 0
         @exclusivity(unchecked) var status: Int?
+        /// The version the upstream answered with (an HTTP/1.0 origin is shown as one).
+        @exclusivity(unchecked) var responseVersion = HTTPVersion.http1_1
         @exclusivity(unchecked) var requestEnded = false
         @exclusivity(unchecked) var requestKeepAlive = true
         /// nil while discarding the body of a locally answered request.
@@ -311,6 +313,7 @@ final class HTTP1Relay {
                 // The parser framed this head for the method the request had (`expectResponse` in `begin`).
                 ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
                 ex.status = head.status
+                ex.responseVersion = head.version
                 ex.responseHeadSent = true
             case .body(let piece):
                 guard let ex = exchange else { return }
@@ -364,7 +367,8 @@ final class HTTP1Relay {
     private func complete(keepParsing: Bool = true, interruption: String? = nil) {
         guard let ex = exchange else { return }
         exchange = nil
-        out.exchanges.append(ex.summary(httpVersion: httpVersionLabel, now: now(), interruption: interruption))
+        let version = ex.responseVersion == .http1_1 ? httpVersionLabel : ex.responseVersion.description
+        out.exchanges.append(ex.summary(httpVersion: version, now: now(), interruption: interruption))
         guard keepParsing else { return }
         let upstreamKeepAlive = ex.localAnswer != nil || responses.lastMessageKeepAlive
         guard ex.requestEnded, ex.requestKeepAlive, upstreamKeepAlive, !out.closeClient else {

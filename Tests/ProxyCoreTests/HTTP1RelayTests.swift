@@ -109,6 +109,16 @@ struct HTTP1RelayTests {
         #expect(oneByOne.exchanges == reference.exchanges)
     }
 
+    @Test("The exchange names the version the upstream answered with: an HTTP/1.0 origin shows as HTTP/1.0")
+    func responseVersion() {
+        let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+            .forward(head: head, url: "http://a.test/", upstream: nil, annotation: [], outcome: .allowed, codes: [])
+        }
+        _ = relay.clientBytes(bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+        let old = relay.upstreamBytes(bytes("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(old.exchanges.map(\.httpVersion) == ["HTTP/1.0"])
+    }
+
     @Test("A pipelined second request waits until the first response has ended, then goes up")
     func pipelined() {
         let get = bytes("GET /1 HTTP/1.1\r\nHost: a.test\r\n\r\nGET /2 HTTP/1.1\r\nHost: a.test\r\n\r\n")
