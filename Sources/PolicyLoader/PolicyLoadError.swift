@@ -6,6 +6,8 @@ public struct PolicyLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case notReadable(detail: String)
         /// `size` is nil when the file was refused while streaming (size unknown up front).
         case tooLarge(size: UInt64?, limit: Int)
+        /// No bytes at all, or only whitespace.
+        case emptyFile
         /// Neither an XML (`<…`) nor a binary (`bplist0…`) property list.
         case notAPropertyList
         /// Foundation rejected the plist; `line` when Foundation named one.
@@ -21,6 +23,8 @@ public struct PolicyLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case notAZipArchive(detail: String)
         case ipaWithoutInfoPlist
         case bundleWithoutInfoPlist
+        /// A folder that is not an `.app` bundle (no `.app` suffix and no Info.plist), e.g. `/tmp`.
+        case notABundle
     }
 
     /// The file (or archive member) concerned, e.g. `MyApp.ipa › Payload/MyApp.app/Info.plist`.
@@ -53,6 +57,8 @@ public struct PolicyLoadError: Error, Sendable, Equatable, CustomStringConvertib
             let what = size.map { "\($0) bytes is" } ?? "the content is"
             return "\(what) larger than the \(limit)-byte (\(limit / 1_048_576) MiB) limit for a property list; "
                 + "refused without reading it all"
+        case .emptyFile:
+            return "the file is empty: there is no property list in it"
         case .notAPropertyList:
             return "not a property list: it starts with neither '<' (XML plist) nor 'bplist0' (binary plist)"
         case .malformed(let line, let detail):
@@ -70,16 +76,24 @@ public struct PolicyLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case .nonStringKey:
             return "a dictionary key is not a string"
         case .rootNotDictionary(let type):
-            return "the root is a \(type), not a Dictionary (expected an Info.plist or an NSAppTransportSecurity "
-                + "dictionary)"
+            return "the root is \(article(type)) \(type), not a Dictionary (expected an Info.plist or an "
+                + "NSAppTransportSecurity dictionary)"
         case .atsNotDictionary(let type):
-            return "is a \(type), not a Dictionary; ATS cannot read it (make NSAppTransportSecurity a <dict>)"
+            return "is \(article(type)) \(type), not a Dictionary; ATS cannot read it "
+                + "(make NSAppTransportSecurity a <dict>)"
         case .notAZipArchive(let detail):
             return "not a readable .ipa (zip) archive (\(detail))"
         case .ipaWithoutInfoPlist:
             return "no Payload/*.app/Info.plist entry in this .ipa"
         case .bundleWithoutInfoPlist:
-            return "no Info.plist in this .app bundle folder"
+            return "no Info.plist (nor Contents/Info.plist) in this .app bundle folder"
+        case .notABundle:
+            return "a folder, not an .app bundle (it has no Info.plist); give a plist file, an .app folder or an .ipa"
         }
+    }
+
+    /// "a" or "an" for a plist type name ("an Array", "a Dictionary").
+    private func article(_ word: String) -> String {
+        word.first.map { "AEIOUaeiou".contains($0) } == true ? "an" : "a"
     }
 }

@@ -71,7 +71,9 @@ public enum PolicyLoader {
             let bytes = try PolicySource.readFile(path: path, display: display, limit: maximumPlistBytes)
             return try decode(bytes, source: display, forceWholeInfoPlist: true)
         }
-        throw PolicyLoadError(file: folder, kind: .bundleWithoutInfoPlist)
+        // A folder that is neither named nor shaped like a bundle (a mistyped path such as /tmp) is said to be so.
+        let isNamedLikeBundle = folderName.lowercased().hasSuffix(".app")
+        throw PolicyLoadError(file: folder, kind: isNamedLikeBundle ? .bundleWithoutInfoPlist : .notABundle)
     }
 
     private static func loadIPA(path: String) throws(PolicyLoadError) -> LoadedPolicy {
@@ -86,6 +88,9 @@ public enum PolicyLoader {
         PlistValue, LoadedPolicy.Format
     ) {
         let format: LoadedPolicy.Format
+        if bytes.allSatisfy(isWhitespace) {
+            throw PolicyLoadError(file: source, kind: .emptyFile)
+        }
         if bytes.starts(with: Array("bplist0".utf8)) {
             format = .binary
         } else if looksLikeXML(bytes) {
@@ -126,10 +131,13 @@ public enum PolicyLoader {
         }
     }
 
+    /// Space, tab, LF or CR.
+    private static func isWhitespace(_ byte: UInt8) -> Bool { [0x20, 0x09, 0x0A, 0x0D].contains(byte) }
+
     /// XML plists start with `<` after an optional UTF-8 byte-order mark and whitespace.
     private static func looksLikeXML(_ bytes: [UInt8]) -> Bool {
         var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
+        while i < bytes.count, isWhitespace(bytes[i]) { i += 1 }
         return i < bytes.count && bytes[i] == UInt8(ascii: "<")
     }
 

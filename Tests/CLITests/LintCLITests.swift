@@ -187,6 +187,7 @@ import Testing
                 "malformed property list"
             ),
             ("text.plist", "NSAllowsArbitraryLoads = YES", "not a property list"),
+            ("empty.plist", "", "empty.plist: the file is empty"),
             (
                 "Info.plist",
                 "<?xml version=\"1.0\"?><plist><dict><key>NSAppTransportSecurity</key><string>x</string></dict>"
@@ -202,6 +203,15 @@ import Testing
             #expect(run.stdout.isEmpty)
             #expect(run.stderr.hasPrefix("atsproxy lint: error: "))
             #expect(run.stderr.contains(message), "\(run.stderr)")
+        }
+    }
+
+    /// A folder that is not a bundle (a mistyped path such as /tmp) is named as such.
+    @Test func plainFolderIsNotABundle() throws {
+        try Self.withFiles(["notes.txt": Array("x".utf8)]) { dir in
+            let run = try Self.lint([dir.path])
+            #expect(run.status == 2)
+            #expect(run.stderr.contains("\(dir.path): a folder, not an .app bundle"), "\(run.stderr)")
         }
     }
 

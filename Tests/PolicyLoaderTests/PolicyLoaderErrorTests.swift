@@ -23,12 +23,20 @@ import Testing
     }
 
     @Test(arguments: [
-        "hello world", "{ NSAllowsArbitraryLoads = YES; }", "", "\u{0}\u{1}\u{2}",
+        "hello world", "{ NSAllowsArbitraryLoads = YES; }", "\u{0}\u{1}\u{2}",
     ])
     func notAPropertyList(_ text: String) throws {
         let error = try loadError(Array(text.utf8))
         #expect(error?.kind == .notAPropertyList)
         #expect(error?.description.contains("p.plist: not a property list") == true)
+    }
+
+    /// An empty file is reported as empty, not as one that "starts with neither '<' nor 'bplist0'".
+    @Test(arguments: ["", " \n\t\r\n"])
+    func emptyFile(_ text: String) throws {
+        let error = try loadError(Array(text.utf8))
+        #expect(error?.kind == .emptyFile)
+        #expect(error?.description.hasSuffix("p.plist: the file is empty: there is no property list in it") == true)
     }
 
     @Test func malformedXMLNamesTheLine() throws {
@@ -71,22 +79,23 @@ import Testing
         for (format, bytes) in try Fixture.both("<array><true/></array>") {
             let error = try loadError(bytes)
             #expect(error?.kind == .rootNotDictionary(actualType: "Array"), "\(format)")
+            #expect(error?.description.contains("the root is an Array, not a Dictionary") == true, "\(format)")
         }
     }
 
     @Test(arguments: [
-        ("<string>YES</string>", "String"), ("<true/>", "Boolean"), ("<array/>", "Array"),
-        ("<integer>1</integer>", "Integer"),
+        ("<string>YES</string>", "String", "a"), ("<true/>", "Boolean", "a"), ("<array/>", "Array", "an"),
+        ("<integer>1</integer>", "Integer", "an"),
     ])
-    func atsValueOfTheWrongType(xml: String, type: String) throws {
+    func atsValueOfTheWrongType(xml: String, type: String, article: String) throws {
         for (format, bytes) in try Fixture.both("<dict><key>NSAppTransportSecurity</key>\(xml)</dict>") {
             let error = try loadError(bytes, name: "Info.plist")
             #expect(error?.kind == .atsNotDictionary(actualType: type), "\(format)")
             #expect(error?.keyPath == ["NSAppTransportSecurity"])
             #expect(
                 error?.description.hasSuffix(
-                    "Info.plist › NSAppTransportSecurity: is a \(type), not a Dictionary; ATS cannot read it "
-                        + "(make NSAppTransportSecurity a <dict>)") == true)
+                    "Info.plist › NSAppTransportSecurity: is \(article) \(type), not a Dictionary; ATS cannot read "
+                        + "it (make NSAppTransportSecurity a <dict>)") == true)
         }
     }
 

@@ -93,6 +93,16 @@ import Testing
         }
     }
 
+    /// A plain folder (a mistyped path such as /tmp) is "not an .app bundle", not "a bundle without Info.plist".
+    @Test func folderThatIsNotABundleIsNamedSo() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.path("stuff"), withIntermediateDirectories: true)
+        let error = #expect(throws: PolicyLoadError.self) { try PolicyLoader.load(path: dir.path("stuff")) }
+        #expect(error?.kind == .notABundle)
+        #expect(error?.description.contains("a folder, not an .app bundle") == true)
+    }
+
     @Test func loadsOnlyTheAppInfoPlistFromAnIPA() throws {
         let dir = try TempDir()
         defer { dir.remove() }
