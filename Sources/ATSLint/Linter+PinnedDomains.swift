@@ -98,10 +98,13 @@ extension Linter {
     static func spkiProblem(_ s: String) -> String? {
         let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
         let body = s.hasSuffix("=") ? s.dropLast(s.hasSuffix("==") ? 2 : 1) : Substring(s)
-        if let bad = body.first(where: { !alphabet.contains($0) }) {
-            return bad == "-" || bad == "_"
-                ? "it uses the URL-safe alphabet ('-', '_'); Apple expects standard base64 ('+', '/')"
-                : "'\(bad)' is not a base64 character"
+        let bad = body.filter { !alphabet.contains($0) }
+        // URL-safe base64 only when '-' and '_' are the only strangers; "not-base64!!" is not base64 at all.
+        if let other = bad.first(where: { $0 != "-" && $0 != "_" }) {
+            return "'\(other)' is not a base64 character"
+        }
+        if !bad.isEmpty {
+            return "it uses the URL-safe alphabet ('-', '_'); Apple expects standard base64 ('+', '/')"
         }
         guard s.count % 4 == 0 else { return "its length \(s.count) is not a multiple of 4" }
         let padding = s.count - body.count

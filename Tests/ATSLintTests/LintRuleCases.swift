@@ -223,6 +223,10 @@ let positiveCases: [RuleCase] = [
         body: F.pinned("a.example.com", F.leafPins([String(repeating: "_", count: 43) + "="])),
         messageContains: "URL-safe"),
     RuleCase(
+        rule: .malformedPin, fires: true, name: "junk with a dash is not called URL-safe",
+        body: F.pinned("a.example.com", F.leafPins(["not-base64!!"])),
+        messageContains: "'!' is not a base64 character"),
+    RuleCase(
         rule: .malformedPin, fires: true, name: "no SPKI key",
         body: F.pinned(
             "a.example.com", "<key>NSPinnedCAIdentities</key><array><dict><key>x</key><string>y</string></dict></array>"
