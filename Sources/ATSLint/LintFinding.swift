@@ -2,7 +2,8 @@
 public enum LintSeverity: String, Sendable, Codable, CaseIterable, Comparable {
     /// Worth knowing; the policy does what it says.
     case note
-    /// The policy works as written but weakens security or needs App Review justification.
+    /// The policy works as written but weakens security, needs App Review justification, or works only by a
+    /// reading of Apple's behaviour that is unconfirmed (a number in a Boolean key).
     case warning
     /// The author's intent is lost: ATS ignores or misreads the setting.
     case error

@@ -103,7 +103,9 @@ public enum LintRule: String, CaseIterable, Sendable {
         case .invalidCIDR: "A CIDR exception key cannot be parsed and is unusable"
         case .unknownKey: "A key ATS does not know at this level (often a misspelling)"
         case .misplacedKey: "An ATS key at the wrong level of the dictionary"
-        case .wrongType: "A value of the wrong plist type: ATS ignores it and uses the default (a number for a Boolean is read as 1 = YES, else NO)"
+        case .wrongType:
+            "A value of the wrong plist type: ATS ignores it and uses the default (a number in a Boolean key is "
+                + "read as 1 = YES, else NO: a warning, as that reading is unconfirmed)"
         case .redundantEntry: "An exception entry identical to what its NSIncludesSubdomains parent gives"
         case .duplicateKeyCase: "Keys that differ only by letter case"
         case .reenableIncomplete:

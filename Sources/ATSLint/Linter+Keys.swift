@@ -44,12 +44,17 @@ extension Linter {
         if ok { return true }
         let shown = Self.show(value)
         if key.valueType == .boolean, let read = value.atsBoolValue {
-            // Numbers are not ignored: Apple's parser compares them with YES (src S1), as the policy engine does.
+            // Numbers are not ignored: Apple's open-source parser compares them with YES (src S1), and the policy
+            // engine does the same. That is a reading of the source, not documented behaviour (README, "Choices
+            // where Apple's behaviour is unconfirmed"), so 0 and 1 are a warning: they work here, but fragilely.
+            // Any other number is read as NO, which is rarely what its author meant: an error.
+            let plain = value == .integer(0) || value == .integer(1) || value == .real(0) || value == .real(1)
             add(
                 .wrongType, path,
-                "\(key.rawValue) is \(article(value.typeName)) \(value.typeName)\(shown), not a Boolean: Apple's parser "
-                    + "reads it as \(read ? "YES" : "NO") (1 = YES, any other number = NO)",
-                fix: Self.typeFix(key, value))
+                "\(key.rawValue) is \(article(value.typeName)) \(value.typeName)\(shown), not a Boolean: ATSProxy "
+                    + "reads it as \(read ? "YES" : "NO"), as Apple's open-source parser does (1 = YES, any other "
+                    + "number = NO); that iOS itself always does so is unconfirmed",
+                fix: Self.typeFix(key, value), severity: plain ? .warning : .error)
             return true
         }
         var message =

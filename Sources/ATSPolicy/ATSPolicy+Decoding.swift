@@ -114,8 +114,9 @@ struct PolicyDecoder {
         }
     }
 
-    /// A Boolean key. Apple accepts any NSNumber (so `<integer>1</integer>` is YES, src S1 `[value isEqual:@YES]`);
-    /// any other type is ignored. Keys the profile predates are ignored too. nil = absent or ignored.
+    /// A Boolean key. Apple's open-source parser accepts any NSNumber (so `<integer>1</integer>` is YES, src S1
+    /// `[value isEqual:@YES]`; a reading of the source, unconfirmed on devices); any other type is ignored. Keys the
+    /// profile predates are ignored too. nil = absent or ignored.
     mutating func bool(_ dict: PlistDictionary, _ key: ATSKey, path: [String]) -> Bool? {
         guard let value = dict[key.rawValue] else { return nil }
         let p = path + [key.rawValue]
@@ -128,14 +129,14 @@ struct PolicyDecoder {
         case .integer(let i):
             report(
                 p, .warning,
-                "an Integer, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
-                    + "write <\(i == 1)/>")
+                "an Integer, not a Boolean: read as Apple's open-source parser reads any number (1 = YES, "
+                    + "else NO; unconfirmed on iOS itself); write <\(i == 1)/>")
             return i == 1
         case .real(let r):
             report(
                 p, .warning,
-                "a Real, not a Boolean: Apple's parser takes any number (1 = YES, else NO); "
-                    + "write <\(r == 1)/>")
+                "a Real, not a Boolean: read as Apple's open-source parser reads any number (1 = YES, "
+                    + "else NO; unconfirmed on iOS itself); write <\(r == 1)/>")
             return r == 1
         default:
             report(

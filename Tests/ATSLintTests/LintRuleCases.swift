@@ -153,8 +153,16 @@ let positiveCases: [RuleCase] = [
     RuleCase(
         rule: .wrongType, fires: true, name: "integer 1",
         body: F.domain("a.example.com", "<key>NSExceptionAllowsInsecureHTTPLoads</key><integer>1</integer>"),
-        path: "\(exc)/a.example.com/NSExceptionAllowsInsecureHTTPLoads", messageContains: "an Integer (1)",
-        fixContains: "<true/>"),
+        path: "\(exc)/a.example.com/NSExceptionAllowsInsecureHTTPLoads", severity: .warning,
+        messageContains: "an Integer (1), not a Boolean: ATSProxy reads it as YES", fixContains: "<true/>"),
+    RuleCase(
+        rule: .wrongType, fires: true, name: "integer 1 is read as YES but that is unconfirmed",
+        body: "<dict><key>NSAllowsArbitraryLoads</key><integer>1</integer></dict>", severity: .warning,
+        messageContains: "that iOS itself always does so is unconfirmed"),
+    RuleCase(
+        rule: .wrongType, fires: true, name: "integer 2 is read as NO",
+        body: "<dict><key>NSAllowsArbitraryLoads</key><integer>2</integer></dict>", severity: .error,
+        messageContains: "reads it as NO"),
     RuleCase(
         rule: .wrongType, fires: true, name: "string NO for PFS",
         body: F.domain("a.example.com", "<key>NSExceptionRequiresForwardSecrecy</key><string>NO</string>"),
