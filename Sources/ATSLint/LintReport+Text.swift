@@ -11,3 +11,8 @@ extension LintReport {
         return out
     }
 }
+
+extension LintFinding {
+    /// `severity[RULE] key/path: message`, one line without the fix (`atsproxy run`'s startup warnings).
+    public var oneLine: String { "\(severity.rawValue)[\(ruleID)] \(keyPathString): \(message)" }
+}

@@ -57,9 +57,7 @@ struct LintCommand: ParsableCommand {
         if profile.rawValue != iosVersion {
             notes.append("iOS \(iosVersion) is checked with the \(profile) behaviour band")
         }
-        let findings =
-            lintInfoPlistRoot(misplacedATSKeys: loaded.misplacedATSKeys)
-            + lint(loaded.atsDictionary, profile: profile)
+        let findings = loaded.lintFindings(profile: profile)
         let report = LintReport(
             artifactPath: path, sourceDescription: loaded.sourceDescription, profile: profile, findings: findings,
             notes: notes)
@@ -75,3 +73,11 @@ struct LintCommand: ParsableCommand {
 }
 
 extension LintSeverity: ExpressibleByArgument {}
+
+extension LoadedPolicy {
+    /// Every lint finding for this policy on `profile`: ATS keys outside NSAppTransportSecurity, then the
+    /// dictionary itself. `lint` reports them; `run` prints them as its startup warnings.
+    func lintFindings(profile: IOSProfile) -> [LintFinding] {
+        lintInfoPlistRoot(misplacedATSKeys: misplacedATSKeys) + lint(atsDictionary, profile: profile)
+    }
+}
