@@ -35,10 +35,11 @@ public final class ProxyLogSink: @unchecked Sendable {
     public init(diagnosticsLevel: Int, jsonPath: String?, quiet: Bool) throws {
         diagnostics = DiagnosticsWriter(level: diagnosticsLevel)
         if let jsonPath {
-            guard FileManager.default.createFile(atPath: jsonPath, contents: nil) else {
-                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: jsonPath])
-            }
-            jsonFile = FileHandle(forWritingAtPath: jsonPath)
+            // open(2) rather than FileManager.createFile: its errno tells a missing directory from a permission
+            // problem, where createFile only says "failed".
+            let fd = open(jsonPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw LogFileError(path: jsonPath, errno: errno) }
+            jsonFile = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         } else {
             jsonFile = nil
         }
@@ -101,4 +102,29 @@ public final class ProxyLogSink: @unchecked Sendable {
             return
         }
     }
+}
+
+/// Why the `--log-json` file could not be created, in words that name the path and the real cause.
+public struct LogFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The path given to `--log-json`.
+    public let path: String
+    /// The cause, e.g. "the directory /nonexistent/dir does not exist".
+    public let reason: String
+
+    /// The error for `path` after `open(2)` failed with `errno`.
+    public init(path: String, errno code: Int32) {
+        self.path = path
+        let folder = (path as NSString).deletingLastPathComponent
+        let shownFolder = folder.isEmpty ? "." : folder
+        switch code {
+        case ENOENT: reason = "the directory \(shownFolder) does not exist"
+        case ENOTDIR: reason = "a part of \(shownFolder) is not a directory"
+        case EACCES, EPERM: reason = "permission denied"
+        case EISDIR: reason = "it is a directory, not a file"
+        case EROFS: reason = "\(shownFolder) is on a read-only file system"
+        default: reason = String(cString: strerror(code))
+        }
+    }
+
+    public var description: String { "cannot create \(path): \(reason)" }
 }

@@ -1,3 +1,4 @@
+import ATSLint
 import ATSPolicy
 import ArgumentParser
 import Foundation
@@ -32,7 +33,11 @@ struct RunCommand: ParsableCommand {
     @Option(help: "The app's ATS policy: a plist, Info.plist, .app or .ipa. Without it, Apple's defaults apply.")
     var plist: String?
 
-    @Option(name: .customLong("ios"), help: "iOS version whose ATS behaviour is simulated (9, 10, 14, 17, 26).")
+    @Option(
+        name: .customLong("ios"),
+        help: ArgumentHelp(
+            "iOS version whose ATS behaviour is simulated (9 or later; a version takes the newest of the bands 9, "
+                + "10, 14, 17, 26 not after it, e.g. 16 → 14; the banner names the band)."))
     var iosVersion: Int = IOSProfile.newest.rawValue
 
     @OptionGroup var readings: PolicyReadingOptions
@@ -62,13 +67,14 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Tunnel HOST without interception (.example.com covers subdomains). Repeatable.")
     var passthrough: [String] = []
 
+    // Optional, so that the help shows "one per core" rather than this machine's count appended after it.
     @Option(help: "Event-loop threads (default: one per core).")
-    var threads: Int = EventLoopGroup.coreCount
+    var threads: Int?
 
     @Option(name: .customLong("ca-dir"), help: "Where the proxy's CA lives (created on first run).")
     var caDir: String = "certs"
 
-    @Option(help: "CFNetwork-style diagnostics level 1-3 (default: $CFNETWORK_DIAGNOSTICS, else off).")
+    @Option(help: "CFNetwork-style diagnostics level, 0 (off) to 3 (default: $CFNETWORK_DIAGNOSTICS, else 0).")
     var diagnostics: Int?
 
     @Option(name: .customLong("log-json"), help: "Write one JSON object per event to FILE.")
@@ -82,73 +88,108 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "No per-exchange console lines (notices still go to stderr).")
     var quiet = false
 
+    /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
+    /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
-        guard IOSProfile.band(for: iosVersion) != nil else { throw ValidationError("--ios must be 9 or later") }
-        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
-        if let diagnostics, !(0...3).contains(diagnostics) { throw ValidationError("--diagnostics takes 0 to 3") }
+        guard IOSProfile.band(for: iosVersion) != nil else {
+            throw ValidationError("--ios must be 9 or later (got \(iosVersion))")
+        }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1 (got \(threads))") }
+        if let diagnostics, !(0...3).contains(diagnostics) {
+            throw ValidationError("--diagnostics takes 0 (off) to 3 (got \(diagnostics))")
+        }
         guard handshakeTimeout > 0, handshakeTimeout <= 3600 else {
             throw ValidationError("--handshake-timeout takes seconds, more than 0 and at most 3600")
         }
-    }
-
-    func run() throws {
-        let (host, port) = try Self.parseListen(listen)
+        let (host, _) = try Self.parseListen(listen)
         if !Self.isLoopback(host) && !allowLAN {
             throw ValidationError(
                 "\(host) is not a loopback address: an open proxy on the network is a hole. "
                     + "Add --allow-lan (and --auth USER:PASSWORD) to listen there.")
         }
+        do {
+            for text in map { _ = try HostMapping(parsing: text) }
+            if let auth { _ = try ProxyCredentials(parsing: auth) }
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func run() throws {
+        let (host, port) = try Self.parseListen(listen)
         if !Self.isLoopback(host) && auth == nil {
             FileHandle.standardError.write(Data("atsproxy: warning: listening on \(host) without --auth\n".utf8))
         }
         guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
+        let threadCount = threads ?? EventLoopGroup.coreCount
+        let (level, levelWarning) = Self.diagnosticsLevel(
+            option: diagnostics, environment: ProcessInfo.processInfo.environment["CFNETWORK_DIAGNOSTICS"])
+        if let levelWarning {
+            FileHandle.standardError.write(Data("atsproxy: warning: \(levelWarning)\n".utf8))
+        }
+        // Opened before anything is created on disk (the CA), so a bad path fails first and alone.
+        let sink: ProxyLogSink
+        do { sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet) } catch {
+            throw failure("atsproxy run: error: --log-json: \(error)")
+        }
 
         var atsDictionary: PlistValue? = .dictionary(PlistDictionary())
         var policySource = "Apple's defaults (no --plist)"
         if let plist {
-            do {
-                let loaded = try PolicyLoader.load(path: plist)
-                atsDictionary = loaded.atsDictionary
-                policySource = loaded.sourceDescription
-            } catch {
-                FileHandle.standardError.write(Data("atsproxy run: error: \(error.description)\n".utf8))
-                throw ExitCode(2)
+            let loaded: LoadedPolicy
+            do { loaded = try PolicyLoader.load(path: plist) } catch {
+                throw failure("atsproxy run: error: \(error.description)", status: 2)
+            }
+            atsDictionary = loaded.atsDictionary
+            policySource = loaded.sourceDescription
+            // The same findings as `atsproxy lint`, one line each: one piece of code decides what is wrong.
+            let findings = loaded.lintFindings(profile: profile)
+            for finding in findings {
+                FileHandle.standardError.write(Data("atsproxy: policy: \(finding.oneLine)\n".utf8))
+            }
+            if !findings.isEmpty {
+                FileHandle.standardError.write(
+                    Data("atsproxy: policy: fixes: atsproxy lint \(plist) --ios \(iosVersion)\n".utf8))
             }
         }
         let policy = ATSPolicy(atsDictionary: atsDictionary, options: readings.policyOptions(profile: profile))
-        for diagnostic in policy.diagnostics {
-            FileHandle.standardError.write(Data("atsproxy: policy: \(diagnostic)\n".utf8))
-        }
 
-        let caURL = URL(fileURLWithPath: caDir)
-        let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
-        let roots = try trustCA.flatMap { path -> [Certificate] in
+        var roots: [Certificate] = []
+        for path in trustCA {
             let text: String
             do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw ValidationError("--trust-ca \(path): cannot read the file (\(error.localizedDescription))")
+                let reason = FileManager.default.fileExists(atPath: path) ? error.localizedDescription : "no such file"
+                throw failure("atsproxy run: error: --trust-ca \(path): cannot read the file (\(reason))", status: 2)
             }
-            return try Certificate.chain(pem: text)
+            do { roots += try Certificate.chain(pem: text) } catch {
+                throw failure("atsproxy run: error: --trust-ca \(path): no PEM certificate in it (\(error))", status: 2)
+            }
         }
-        let level = diagnostics ?? ProcessInfo.processInfo.environment["CFNETWORK_DIAGNOSTICS"].flatMap { Int($0) } ?? 0
+        let caURL = URL(fileURLWithPath: caDir)
+        let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
         let environment = ProxyEnvironment(
-            policy: policy, mode: ats.mode, blockStyle: block.style, mappings: try map.map { try HostMapping(parsing: $0) },
+            policy: policy, mode: ats.mode, blockStyle: block.style,
+            mappings: try map.map { try HostMapping(parsing: $0) },
             passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            diagnosticsLevel: max(0, min(3, level)), jsonEvents: logJSON != nil,
+            diagnosticsLevel: level, jsonEvents: logJSON != nil,
             timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption)
-        let sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet)
         HeapTuning.keepFreedMemoryForReuse()
-        let group = try EventLoopGroup(configuration: .init(loopCount: threads))
+        let group = try EventLoopGroup(configuration: .init(loopCount: threadCount))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
         let listener = try server.listen(host: host, port: port)
 
+        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
+        let profileText =
+            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
+        let blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
         let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
         let shownHost = host.contains(":") ? "[\(host)]" : host
         FileHandle.standardOutput.write(Data("""
-            ATSProxy listening on \(shownHost):\(listener.port) (\(threads) thread\(threads == 1 ? "" : "s"))
-            Policy:  \(policySource), \(profile), ATS \(ats.rawValue)\(ats == .enforce ? " (block \(block.rawValue))" : "")
+            ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
+            Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
             Try:     curl -x http://\(shownHost):\(listener.port) --cacert \(caFile) https://example.com/
 
@@ -163,6 +204,22 @@ struct RunCommand: ParsableCommand {
         done.wait()
         signals.cancel()
         sink.flushConsole()
+    }
+
+    /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,
+    /// says how a variable value that is not a level from 0 to 3 was used instead (clamped, or off).
+    static func diagnosticsLevel(option: Int?, environment: String?) -> (level: Int, warning: String?) {
+        if let option { return (option, nil) }
+        guard let raw = environment, !raw.isEmpty else { return (0, nil) }
+        guard let value = Int(raw) else {
+            return (0, "CFNETWORK_DIAGNOSTICS='\(raw)' is not a level from 0 to 3; diagnostics are off")
+        }
+        let level = max(0, min(3, value))
+        guard level == value else {
+            let off = level == 0 ? " (off)" : ""
+            return (level, "CFNETWORK_DIAGNOSTICS=\(value) is outside 0 to 3; using level \(level)\(off)")
+        }
+        return (level, nil)
     }
 
     /// Splits `host:port`, `[v6]:port` or a bare port.

@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+
+/// `atsproxy run`'s startup as a user sees it: the built binary on an ephemeral loopback port, stopped as soon as
+/// its banner is out. Policy warnings and notices are written before the banner, so stderr is complete by then.
+@Suite struct RunCLITests {
+    static let binary = LintCLITests.binary
+
+    struct Run {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs `atsproxy run args…` with a fresh CA folder; stops it with SIGTERM once it listens. A proxy that neither
+    /// listens nor exits is stopped after 60 s, so a regression fails the test instead of hanging it.
+    static func run(_ args: [String], environment: [String: String] = [:]) throws -> Run {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("RunCLITests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer {
+            do { try FileManager.default.removeItem(at: dir) } catch {
+                Issue.record("cleanup of \(dir.path): \(error)")
+            }
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["run", "--listen", "127.0.0.1:0", "--ca-dir", dir.appendingPathComponent("ca").path] + args
+        var env = ProcessInfo.processInfo.environment
+        env["CFNETWORK_DIAGNOSTICS"] = nil
+        p.environment = env.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let watchdog = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        var stdout = Data()
+        while true {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }  // EOF: the proxy exited (a startup error)
+            stdout.append(chunk)
+            if String(decoding: stdout, as: UTF8.self).contains("Try:") {
+                p.terminate()
+                break
+            }
+        }
+        stdout.append(out.fileHandleForReading.readDataToEndOfFile())
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(
+            status: p.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// `atsproxy run --help`, with its column wrapping undone so phrases can be searched.
+    static func help() throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["run", "--help"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    static let badKeys = LintCLITests.xml(
+        """
+        <dict>
+          <key>NSExceptionDomains</key>
+          <dict>
+            <key>https://scheme.com</key><dict/>
+            <key>*.example.com</key><dict/>
+            <key>Upper.example.com</key><dict/>
+            <key>port.example.com:8443</key><dict/>
+          </dict>
+          <key>NSEExceptionDomains</key><dict/>
+        </dict>
+        """)
+
+    // MARK: - Policy warnings are lint's findings
+
+    /// Every lint finding appears in run's startup warnings with the same rule, severity, path and message.
+    @Test func policyWarningsAreLintFindings() throws {
+        try LintCLITests.withFiles(["keys.plist": Self.badKeys]) { dir in
+            let plist = dir.appendingPathComponent("keys.plist").path
+            let lint = try LintCLITests.lint([plist, "--format", "json"])
+            let json = try JSONSerialization.jsonObject(with: Data(lint.stdout.utf8)) as? [String: Any]
+            let findings = json?["findings"] as? [[String: Any]] ?? []
+            #expect(findings.count >= 5, "\(lint.stdout)")
+            let run = try Self.run(["--plist", plist])
+            #expect(run.stdout.contains("ATSProxy listening"), "\(run.stderr)")
+            for f in findings {
+                let path = (f["keyPath"] as? [String] ?? []).joined(separator: "/")
+                let rule = "\(f["severity"] ?? "")[\(f["ruleID"] ?? "")]"
+                let line = "atsproxy: policy: \(rule) \(path): \(f["message"] ?? "")"
+                #expect(run.stderr.contains(line + "\n"), "missing \(line) in\n\(run.stderr)")
+            }
+            #expect(run.stderr.contains("error[ATS012] NSAppTransportSecurity/NSExceptionDomains/https://scheme.com"))
+            #expect(!run.stderr.contains("CIDR"), "\(run.stderr)")
+            #expect(run.stderr.contains("Did you mean NSExceptionDomains?"), "\(run.stderr)")
+            #expect(run.stderr.contains("atsproxy: policy: fixes: atsproxy lint \(plist)"), "\(run.stderr)")
+        }
+    }
+
+    /// An .ipa whose NSAllowsArbitraryLoads is silenced by NSAllowsLocalNetworking: run says so, as lint does.
+    @Test func ipaArbitraryLoadsIgnoredIsReported() throws {
+        let info = LintCLITests.xml(
+            """
+            <dict>
+              <key>CFBundleIdentifier</key><string>com.example.qa</string>
+              <key>NSAppTransportSecurity</key>
+              <dict>
+                <key>NSAllowsArbitraryLoads</key><true/>
+                <key>NSAllowsLocalNetworking</key><true/>
+              </dict>
+            </dict>
+            """)
+        try LintCLITests.withFiles(["Info.plist": info]) { dir in
+            let ipa = dir.appendingPathComponent("QA.ipa").path
+            let zip = Process()
+            zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            zip.arguments = [
+                "python3", "-c",
+                "import sys, zipfile; "
+                    + "zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], 'Payload/QA.app/Info.plist')",
+                ipa, dir.appendingPathComponent("Info.plist").path,
+            ]
+            try zip.run()
+            zip.waitUntilExit()
+            #expect(zip.terminationStatus == 0)
+            let run = try Self.run(["--plist", ipa])
+            #expect(
+                run.stderr.contains("atsproxy: policy: error[ATS002] NSAppTransportSecurity/NSAllowsArbitraryLoads: "),
+                "\(run.stderr)")
+        }
+    }
+
+    /// Apple's defaults (no --plist) have nothing to warn about.
+    @Test func noPlistNoPolicyWarnings() throws {
+        let run = try Self.run([])
+        #expect(run.stdout.contains("ATSProxy listening"), "\(run.stderr)")
+        #expect(!run.stderr.contains("atsproxy: policy:"), "\(run.stderr)")
+    }
+
+    // MARK: - Options
+
+    /// A version between bands is simulated with the band below, and the banner says which.
+    @Test func iosVersionBetweenBandsIsNamedInTheBanner() throws {
+        let run = try Self.run(["--ios", "16"])
+        #expect(run.stdout.contains("iOS 14 behaviour band (for --ios 16)"), "\(run.stdout)\(run.stderr)")
+        let exact = try Self.run(["--ios", "17"])
+        #expect(exact.stdout.contains(", iOS 17, ATS enforce"), "\(exact.stdout)")
+        #expect(try Self.help().contains("e.g. 16 → 14"))
+    }
+
+    @Test(arguments: [
+        ("5", "CFNETWORK_DIAGNOSTICS=5 is outside 0 to 3; using level 3"),
+        ("abc", "CFNETWORK_DIAGNOSTICS='abc' is not a level from 0 to 3; diagnostics are off"),
+        ("-1", "CFNETWORK_DIAGNOSTICS=-1 is outside 0 to 3; using level 0 (off)"),
+    ])
+    func unusableDiagnosticsVariableIsWarned(value: String, warning: String) throws {
+        let run = try Self.run([], environment: ["CFNETWORK_DIAGNOSTICS": value])
+        #expect(run.stdout.contains("ATSProxy listening"), "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n").map(String.init).filter { $0.contains("CFNETWORK_DIAGNOSTICS") }
+        #expect(lines == ["atsproxy: warning: \(warning)"], "\(run.stderr)")
+    }
+
+    @Test(arguments: ["0", "2", "3", ""])
+    func usableDiagnosticsVariableIsQuiet(value: String) throws {
+        let run = try Self.run([], environment: ["CFNETWORK_DIAGNOSTICS": value])
+        #expect(run.stdout.contains("ATSProxy listening"), "\(run.stderr)")
+        #expect(!run.stderr.contains("CFNETWORK_DIAGNOSTICS"), "\(run.stderr)")
+    }
+
+    /// Help and validation name the same range.
+    @Test func diagnosticsRangeAgreesWithHelp() throws {
+        #expect(try Self.help().contains("CFNetwork-style diagnostics level, 0 (off) to 3"))
+        let run = try Self.run(["--diagnostics", "4"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--diagnostics takes 0 (off) to 3 (got 4)"), "\(run.stderr)")
+    }
+
+    @Test func threadsHelpStatesItsDefaultOnce() throws {
+        let help = try Self.help()
+        #expect(help.contains("--threads <threads> Event-loop threads (default: one per core). --"), "\(help)")
+    }
+
+    @Test(arguments: [
+        ("/nonexistent/dir/x.jsonl", "the directory /nonexistent/dir does not exist"),
+        ("/", "it is a directory, not a file"),
+    ])
+    func unwritableJSONLogIsExplained(path: String, reason: String) throws {
+        let run = try Self.run(["--log-json", path])
+        #expect(run.status != 0)
+        #expect(!run.stdout.contains("listening"))
+        #expect(run.stderr == "atsproxy run: error: --log-json: cannot create \(path): \(reason)\n", "\(run.stderr)")
+    }
+
+    /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
+    @Test(arguments: [
+        (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
+        (["--listen", "0.0.0.0:0"], "0.0.0.0 is not a loopback address", true),
+        (["--map", "bad"], "--map expects HOST=ADDR:PORT", true),
+        (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
+        (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
+    ])
+    func errorsDoNotPrintTheRootUsage(args: [String], message: String, usage: Bool) throws {
+        let run = try Self.run(args)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+        #expect(!run.stderr.contains("<subcommand>"), "\(run.stderr)")
+        #expect(run.stderr.contains("Usage: atsproxy run") == usage, "\(run.stderr)")
+    }
+}
