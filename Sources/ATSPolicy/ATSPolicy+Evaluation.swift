@@ -8,7 +8,10 @@ extension ATSPolicy {
     /// ran (server speaks only TLS 1.0 → version violation; only static RSA → cipher violation).
     public func evaluate(_ facts: HandshakeFacts, against req: ConnectionRequirements) -> ATSVerdict {
         let context = EvaluationContext(policy: self, req: req)
-        let certificateIssues = context.certificateViolations(facts)
+        // A handshake that failed before any certificate arrived (not TLS, closed, timed out) has nothing to
+        // judge: an empty chain would otherwise read as an invalid one and hide the real failure.
+        let sawNoCertificate = facts.failure != nil && facts.chain.isEmpty
+        let certificateIssues = sawNoCertificate ? [] : context.certificateViolations(facts)
         var protocolIssues: [ATSViolation] = []
         if let failure = facts.failure {
             protocolIssues = facts.serverCapabilities.map(context.probeViolations) ?? []
@@ -154,10 +157,12 @@ struct EvaluationContext {
         case .notTLS:
             return [
                 violation(
-                    .notTLS, "the server did not answer with TLS",
+                    .notTLS,
+                    "the server on port \(req.target.port) answered the TLS ClientHello with bytes that are not TLS "
+                        + "(plain HTTP, for example)",
                     fix: .noExceptionCanHelp(
-                        reason: "the service does not speak TLS on this port; use http:// (with "
-                            + "NSExceptionAllowsInsecureHTTPLoads) or the right port"))
+                        reason: "the server does not speak TLS on port \(req.target.port); point the URL at the port "
+                            + "that serves HTTPS, or enable TLS on this one"))
             ]
         case .closedDuringHandshake:
             return [

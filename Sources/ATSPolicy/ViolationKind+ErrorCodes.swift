@@ -80,6 +80,9 @@ extension ViolationKind {
                 "pin mismatches fail trust with -9886 (src S9); URL code -1202 chosen, unconfirmed (reference §4.4 "
                     + "row 10)")
         case .notTLS:
+            // The handshake got no certificate, so no -1202 trust code fits. -1200 is the generic TLS failure
+            // (§4.2); of §4.1's codes errSSLProtocol (-9800) is the one for a peer whose bytes are not TLS at
+            // all, where -9806 errSSLClosedAbort (`.connectionFailed`) is for a peer that just closes.
             return ErrorMapping(-1200, -9800, "codes chosen: errSSLProtocol for a non-TLS answer (unconfirmed)")
         case .connectionFailed:
             return ErrorMapping(-1200, -9806, "codes chosen: errSSLClosedAbort for a handshake cut short (unconfirmed)")

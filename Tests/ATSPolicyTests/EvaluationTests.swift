@@ -314,6 +314,35 @@ struct EvaluationTests {
         #expect(p.evaluate(facts, against: r).primaryViolation?.kind == .notTLS)
     }
 
+    /// What `HandshakeFactsCollector` records when no certificate arrived: an empty chain, trust `invalidChain`,
+    /// and probes that negotiated nothing.
+    private func noCertificate(_ failure: HandshakeFailure) -> HandshakeFacts {
+        HandshakeFacts(
+            failure: failure, version: nil, cipherSuiteCode: nil, cipherSuiteName: nil, keyExchangeGroup: nil,
+            alpn: nil, chain: [], trust: .untrusted(.invalidChain), hostnameMatches: false, observedAt: now,
+            serverCapabilities: ServerCapabilities(
+                supportedVersions: [], preferredCipherCode: nil, preferredCipherName: nil,
+                supportsForwardSecrecy: false))
+    }
+
+    @Test("no certificate arrived: the handshake failure is the verdict, not an invalid chain (-1202/-9807)")
+    func failureBeforeCertificate() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        let notTLS = p.evaluate(noCertificate(.notTLS), against: r).violations
+        #expect(notTLS.map(\.kind) == [.notTLS])
+        #expect(notTLS.first?.urlError.code == -1200 && notTLS.first?.sslError?.code == -9800)
+        guard case .noExceptionCanHelp(let reason) = notTLS.first?.fix else {
+            Issue.record("expected no exception to help")
+            return
+        }
+        #expect(reason.contains("does not speak TLS on port 443"))
+
+        let closed = p.evaluate(noCertificate(.closedDuringHandshake), against: r).violations
+        #expect(closed.map(\.kind) == [.connectionFailed])
+        #expect(closed.first?.urlError.code == -1200 && closed.first?.sslError?.code == -9806)
+    }
+
     @Test("a handshake our verifier aborted is explained by the certificate, not by a guess at TLS settings")
     func abortedByVerifier() throws {
         let p = policy(nil, .ios17)

@@ -1,8 +1,15 @@
 import Foundation
 import Testing
 
-/// Runs the built `atsproxy` binary with `arguments`, in `directory` when given.
-func runATSProxy(_ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, stdout: Data, stderr: String) {
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `atsproxy` binary with `arguments`, in `directory` when given; kills it by pid after `limit`
+/// seconds, so a hung command fails its test instead of hanging the suite.
+func runATSProxy(_ arguments: [String], in directory: URL? = nil, limit: Double = 120) throws
+    -> (status: Int32, stdout: Data, stderr: String)
+{
     let binary = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/debug/atsproxy")
@@ -15,10 +22,14 @@ func runATSProxy(_ arguments: [String], in directory: URL? = nil) throws -> (sta
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
     try process.run()
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
     // Read both pipes concurrently-safe: stderr is small, stdout is read to the end first.
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    watchdog.cancel()
     return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
 }
 

@@ -275,6 +275,36 @@ struct DiagnoseCLITests {
         #expect(r.out.contains("Narrowest passing test: TLSv1.1\n"))
     }
 
+    @Test("a server that answers the ClientHello with plain HTTP: -1200/-9800, no chain error, 'does not speak TLS'")
+    func plainHTTPServer() throws {
+        let s = try RawTCPServer(.http)
+        let r = try runATSProxy([
+            "diagnose", "https://plain.test:\(s.port)/", "--connect-to", "127.0.0.1", "--timeout", "5", "--verbose",
+        ])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        #expect(r.status == 1)
+        #expect(result(out, "ATS Default Connection") == "Result : FAIL")
+        #expect(out.contains("Error : Error Domain=NSURLErrorDomain Code=-1200"))
+        #expect(out.contains("_kCFStreamErrorCodeKey=-9800"))
+        #expect(!out.contains("-1202") && !out.contains("-9807") && !out.contains("invalidChain"))
+        #expect(!out.contains("valid chain"))
+        #expect(out.contains("the server did not answer with TLS"))
+        #expect(out.contains("the server does not speak TLS on port \(s.port)"))
+    }
+
+    @Test("a server that closes at once: -1200/-9806 errSSLClosedAbort, no chain error")
+    func closingServer() throws {
+        let s = try RawTCPServer(.close)
+        let r = try runATSProxy([
+            "diagnose", "https://closing.test:\(s.port)/", "--connect-to", "127.0.0.1", "--timeout", "5", "--verbose",
+        ])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        #expect(r.status == 1)
+        #expect(out.contains("Error : Error Domain=NSURLErrorDomain Code=-1200"))
+        #expect(out.contains("_kCFStreamErrorCodeKey=-9806"))
+        #expect(!out.contains("-1202") && !out.contains("-9807"))
+    }
+
     @Test("unreachable server or bad URL: exit 2 with a message")
     func cannotRun() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

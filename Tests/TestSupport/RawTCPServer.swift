@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP server on 127.0.0.1 (or ::1) that does not speak TLS, for testing how clients report such peers. It is a
+/// small Python script on a kernel-chosen port, killed by pid when released; it also exits when its stdin closes,
+/// so it never outlives the test process.
+public final class RawTCPServer {
+    /// What the server does with each connection.
+    public enum Behaviour: String, Sendable {
+        /// Answers the first bytes with a plain `HTTP/1.0 400` response and closes (as `python3 -m http.server`).
+        case http
+        /// Accepts and reads, never answers, keeps the connection open.
+        case silent
+        /// Accepts and closes at once.
+        case close
+    }
+
+    /// The Python process, killed by pid on deinit.
+    public let process = Process()
+    /// The port the server listens on.
+    public let port: Int
+
+    private static let script = """
+        import select, socket, sys
+        mode, host = sys.argv[1], sys.argv[2]
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.bind((host, 0))
+        s.listen(64)
+        print("PORT", s.getsockname()[1], flush=True)
+        held = []
+        while True:
+            readable, _, _ = select.select([s, sys.stdin] + held, [], [], 1.0)
+            for c in readable:
+                if c is sys.stdin:
+                    if not sys.stdin.buffer.read1(1):
+                        sys.exit(0)
+                elif c is s:
+                    conn, _ = s.accept()
+                    if mode == "close":
+                        conn.close()
+                    else:
+                        held.append(conn)
+                else:
+                    try:
+                        data = c.recv(65536)
+                    except OSError:
+                        data = b""
+                    if data and mode == "http":
+                        c.sendall(b"HTTP/1.0 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n")
+                        data = b""
+                    if not data:
+                        held.remove(c)
+                        c.close()
+        """
+
+    /// Starts the server on `host` (`127.0.0.1` or `::1`); waits at most 10 seconds for it to listen.
+    public init(_ behaviour: Behaviour, host: String = "127.0.0.1") throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", RawTCPServer.script, behaviour.rawValue, host]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = Pipe()  // the script exits at EOF on stdin; keep it open
+        try process.run()
+        let fd = out.fileHandleForReading.fileDescriptor
+        var text = ""
+        var found: Int?
+        let deadline = Date().addingTimeInterval(10)
+        while found == nil, Date() < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 500) == 1 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let n = read(fd, &buffer, 256)
+            if n <= 0 { break }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
+                found = Int(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+            }
+        }
+        guard let found else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw RawTCPServerError(message: "the raw TCP server did not start: \(text)")
+        }
+        port = found
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// The raw TCP server failed to start.
+public struct RawTCPServerError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
