@@ -133,6 +133,7 @@ extension DiagnoseReport {
         case .localError(let text): text
         case .closedDuringHandshake: "the connection closed before the handshake finished"
         case .notTLS: "the server did not answer with TLS"
+        case .timedOut: "the server did not complete it within the timeout"
         }
     }
 

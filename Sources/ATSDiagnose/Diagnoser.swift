@@ -16,7 +16,7 @@ public struct DiagnoseOptions: Sendable {
     public var appPolicy: (policy: ATSPolicy, source: String)?
     /// Connect here instead of resolving the URL's host (`--connect-to`); SNI and ATS still use the URL's host.
     public var connectAddress: String?
-    /// Seconds to wait for a TCP connect or for the next bytes.
+    /// Seconds one connection attempt (TCP connect and TLS handshake together) may take.
     public var timeout: Double
     /// ALPN the simulated URLSession offers.
     public var alpn: [String]
@@ -44,6 +44,8 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
     case invalidURL(String)
     case notHTTPS(String)
     case cannotConnect(String)
+    /// The server accepted TCP connections but answered none of the probes' ClientHellos within the timeout.
+    case timedOut(address: String, seconds: Double)
     case tls(String)
 
     public var description: String {
@@ -51,6 +53,9 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
         case .invalidURL(let m): "invalid URL: \(m)"
         case .notHTTPS(let u): "\(u): diagnose needs an https:// URL (ATS diagnostics test TLS connections)"
         case .cannotConnect(let m): "cannot connect: \(m)"
+        case .timedOut(let address, let seconds):
+            "\(address) accepted the TCP connection but answered no TLS ClientHello within "
+                + "\(seconds.formatted(.number)) s; a URLSession load would fail with NSURLErrorTimedOut (-1001)"
         case .tls(let m): m
         }
     }
@@ -91,13 +96,13 @@ public final class Diagnoser {
     /// Probes the server, runs every row and builds the report.
     public func run() throws(DiagnoseError) -> DiagnoseReport {
         // The first connection doubles as a reachability check: a refused TCP connect stops the diagnosis.
-        progress("connecting to \(connectHost):\(target.port)")
+        progress("connecting to \(connectDescription)")
         do {
             _ = try BlockingTCPClient(host: connectHost, port: target.port, timeout: options.timeout)
         } catch {
-            throw .cannotConnect("\(connectHost):\(target.port): \(error)")
+            throw .cannotConnect("\(connectDescription): \(error)")
         }
-        let capabilities = probeCapabilities()
+        let capabilities = try probeCapabilities()
         var notes: [String] = []
         let matrix = DiagnoseCase.matrix(host: target.host)
         let total = matrix.joined().count
@@ -147,6 +152,11 @@ public final class Diagnoser {
 
     private var connectHost: String { options.connectAddress ?? target.host }
 
+    /// `host:port`, with an IPv6 literal in brackets.
+    private var connectDescription: String {
+        connectHost.contains(":") ? "[\(connectHost)]:\(target.port)" : "\(connectHost):\(target.port)"
+    }
+
     // MARK: Rows
 
     private func evaluate(policy: ATSPolicy, row: DiagnoseCase, capabilities: ServerCapabilities?)
@@ -187,6 +197,8 @@ public final class Diagnoser {
             facts = collector.facts(from: engine, host: target.host, failure: failure, fallbackChain: probeChain)
         case .noConnection(let failure):
             facts = collector.facts(failure: failure)
+        case .timedOut:
+            facts = collector.facts(failure: .timedOut)
         }
         handshakeCache[key] = facts
         return facts
@@ -196,9 +208,12 @@ public final class Diagnoser {
         case ran(TLSEngine, TLSError?)
         /// No TLS result exists (TCP connect or TLS setup failed).
         case noConnection(HandshakeFailure)
+        /// Connect and handshake together took longer than `options.timeout`.
+        case timedOut
     }
 
-    /// Connects and runs one handshake.
+    /// Connects and runs one handshake; `options.timeout` bounds the whole attempt, not each read, so a server
+    /// that trickles bytes cannot stretch it.
     private func runHandshake(_ configuration: TLSConfiguration) -> HandshakeRun {
         let sni = IPAddressText.isIPLiteral(target.host) ? nil : target.host
         let engine: TLSEngine
@@ -207,19 +222,29 @@ public final class Diagnoser {
         } catch {
             return .noConnection(.localError("cannot configure TLS: \(error)"))
         }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int(options.timeout * 1000))
+        /// Seconds left of this attempt; throws `ETIMEDOUT` once they are spent.
+        func remaining() throws(IOError) -> Double {
+            let (seconds, attoseconds) = (deadline - clock.now).components
+            let left = Double(seconds) + Double(attoseconds) / 1e18
+            guard left > 0 else { throw IOError(errnoCode: ETIMEDOUT, call: "handshake") }
+            return left
+        }
         let client: BlockingTCPClient
         do {
             client = try BlockingTCPClient(host: connectHost, port: target.port, timeout: options.timeout)
         } catch {
-            return .noConnection(.closedDuringHandshake)
+            return error.errnoCode == ETIMEDOUT ? .timedOut : .noConnection(.closedDuringHandshake)
         }
         defer { client.close() }
-        let timeout = options.timeout
         let step: TLSEngine.HandshakeStep
         do {
             step = try engine.runHandshake(
-                send: { bytes in try client.send(bytes, timeout: timeout) },
-                receive: { try client.receive(timeout: timeout) })
+                send: { bytes in try client.send(bytes, timeout: try remaining()) },
+                receive: { try client.receive(timeout: try remaining()) })
+        } catch let error as IOError where error.errnoCode == ETIMEDOUT {
+            return .timedOut
         } catch {
             // A reset or a broken socket mid-handshake reaches the app's stack as the peer closing: judged as such.
             return .ran(engine, .closedByPeer)
@@ -233,11 +258,21 @@ public final class Diagnoser {
 
     // MARK: Probes
 
-    private func probeCapabilities() -> ServerCapabilities {
+    private func probeCapabilities() throws(DiagnoseError) -> ServerCapabilities {
         var outcomes: [TLSVersion: ProbeOutcome] = [:]
+        var timeouts = 0
         for (version, configuration) in ServerProbe.versionProbes {
             progress("probing \(version.plistName) support")
-            outcomes[version] = probe(configuration)
+            if let outcome = probe(configuration) {
+                outcomes[version] = outcome
+            } else {
+                timeouts += 1
+                outcomes[version] = ProbeOutcome(negotiated: nil, failure: .closedByPeer)
+            }
+        }
+        // A server that answers no ClientHello at all is unreachable for TLS: every row would only time out.
+        if timeouts == ServerProbe.versionProbes.count {
+            throw .timedOut(address: connectDescription, seconds: options.timeout)
         }
         var fs: ProbeOutcome?
         if ServerProbe.needsForwardSecrecyProbe(outcomes) {
@@ -247,7 +282,8 @@ public final class Diagnoser {
         return ServerProbe.capabilities(versionOutcomes: outcomes, forwardSecrecyOutcome: fs)
     }
 
-    private func probe(_ configuration: TLSConfiguration) -> ProbeOutcome {
+    /// One permissive handshake; nil when it timed out.
+    private func probe(_ configuration: TLSConfiguration) -> ProbeOutcome? {
         switch runHandshake(configuration) {
         case .ran(let engine, let failure):
             let chain = engine.peerCertificateChain
@@ -255,6 +291,8 @@ public final class Diagnoser {
             return ProbeOutcome(negotiated: failure == nil ? engine.negotiated : nil, failure: failure, chain: chain)
         case .noConnection:
             return ProbeOutcome(negotiated: nil, failure: .closedByPeer)
+        case .timedOut:
+            return nil
         }
     }
 

@@ -15,8 +15,11 @@ extension ATSPolicy {
         var protocolIssues: [ATSViolation] = []
         if let failure = facts.failure {
             protocolIssues = facts.serverCapabilities.map(context.probeViolations) ?? []
-            // A handshake our own verifier aborted is fully explained by its certificate findings.
-            if protocolIssues.isEmpty && certificateIssues.isEmpty {
+            if failure == .timedOut {
+                // The app's load fails with the timeout whatever the probe explains, so it comes first.
+                protocolIssues.insert(contentsOf: context.failureViolations(failure), at: 0)
+            } else if protocolIssues.isEmpty && certificateIssues.isEmpty {
+                // A handshake our own verifier aborted is fully explained by its certificate findings.
                 protocolIssues = context.failureViolations(failure)
             }
         } else {
@@ -169,6 +172,15 @@ struct EvaluationContext {
                 violation(
                     .connectionFailed, "the server closed the connection during the TLS handshake",
                     fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))
+            ]
+        case .timedOut:
+            return [
+                violation(
+                    .timedOut,
+                    "the server accepted the connection but did not complete the TLS handshake in time",
+                    fix: .noExceptionCanHelp(
+                        reason: "the server never finished the handshake; check that it serves TLS on port "
+                            + "\(req.target.port) and that nothing in the path drops the ClientHello"))
             ]
         case .alertReceived(let alert):
             return [alertViolation(alert)]

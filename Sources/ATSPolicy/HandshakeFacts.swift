@@ -101,6 +101,8 @@ public enum HandshakeFailure: Sendable, Hashable, Codable {
     case closedDuringHandshake
     /// The peer did not answer with TLS at all.
     case notTLS
+    /// The TCP connect and TLS handshake together did not finish within the client's timeout.
+    case timedOut
 }
 
 /// What the server turned out to support, from a second, permissive probe (every version and suite this

@@ -19,6 +19,7 @@ public enum ViolationKind: String, Sendable, Hashable, Codable, CaseIterable {
     case certificateTransparencyMissing
     case notTLS
     case connectionFailed
+    case timedOut  // connect + handshake took longer than the client waits: -1001
     /// The upstream could not be reached at all (no such host, refused, timed out): a network error the app gets
     /// too, whatever its policy. Not an ATS verdict; the error code says which (-1003, -1004, -1001).
     case unreachable

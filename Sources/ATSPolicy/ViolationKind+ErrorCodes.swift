@@ -86,6 +86,11 @@ extension ViolationKind {
             return ErrorMapping(-1200, -9800, "codes chosen: errSSLProtocol for a non-TLS answer (unconfirmed)")
         case .connectionFailed:
             return ErrorMapping(-1200, -9806, "codes chosen: errSSLClosedAbort for a handshake cut short (unconfirmed)")
+        case .timedOut:
+            // NSURLErrorTimedOut is in NSURLError.h (F1), not in §4.2's TLS table: a timeout is no TLS verdict,
+            // so no SSL code is claimed (CFNetwork may add stream-error keys of its own).
+            return ErrorMapping(
+                -1001, nil, "-1001 NSURLErrorTimedOut for a handshake that never finishes is inferred (F1)")
         case .unreachable:
             // No TLS happened; the code depends on what failed (-1003 no such host, -1001 timed out): this is the
             // refused connection's, and whoever saw the failure sets the precise one.

@@ -34,10 +34,11 @@ public struct ATSAnswer: Sendable, Equatable {
         return h
     }
 
-    /// `allowed`, `violation`, or `unreachable` when the upstream could not be reached (no ATS verdict was made).
+    /// `allowed`, `violation`, or `unreachable` when the upstream could not be reached or never answered (no ATS
+    /// verdict was made).
     public var verdict: String {
         if violations.isEmpty { return "allowed" }
-        return violations.allSatisfy { $0.kind == .unreachable } ? "unreachable" : "violation"
+        return violations.allSatisfy { $0.kind == .unreachable || $0.kind == .timedOut } ? "unreachable" : "violation"
     }
 
     /// 403 for a cleartext (-1022) block, 502 for everything else (the upstream connection is what failed).

@@ -16,7 +16,8 @@ enum BlockPlan: Equatable {
         switch violation?.kind {
         case .tlsVersionTooLow?, .tlsVersionRefusedByOS?:
             self = .alert(.protocolVersion)
-        case .cipherSuiteNotAllowed?, .noSharedCipherOrVersion?, .notTLS?, .connectionFailed?, .unreachable?, nil:
+        case .cipherSuiteNotAllowed?, .noSharedCipherOrVersion?, .notTLS?, .connectionFailed?, .timedOut?,
+            .unreachable?, nil:
             self = .alert(.handshakeFailure)
         case .certificateTransparencyMissing?:
             // A user-installed root is exempt from CT (reference §3.5): no certificate can make the client's

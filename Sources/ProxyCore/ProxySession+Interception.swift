@@ -201,7 +201,7 @@ extension ProxySession {
         upstreamOpen = false
         i.upstream = nil
         i.violations = [ATSViolation(
-            kind: .unreachable, urlError: .timedOut, sslError: nil,
+            kind: .timedOut, urlError: .timedOut, sslError: nil,
             explanation: "the server accepted the connection but sent no TLS handshake within \(limit)",
             fix: .noExceptionCanHelp(reason: "the server does not answer; this is not an ATS failure"))]
         i.outcome = .failed

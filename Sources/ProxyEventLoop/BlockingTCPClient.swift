@@ -11,9 +11,12 @@ public final class BlockingTCPClient {
     /// The address actually connected to, e.g. `127.0.0.1:8443`.
     public let remoteDescription: String
 
-    /// Resolves `host` (getaddrinfo, blocking) and connects to the first address that answers within `timeout`
-    /// seconds. Throws the last address's error (`ECONNREFUSED`, `ETIMEDOUT`, …) or a resolution failure.
+    /// Resolves `host` (getaddrinfo, blocking) and connects to the first address that answers; `timeout` seconds
+    /// bound all the addresses together. Throws the last address's error (`ECONNREFUSED`, `ETIMEDOUT`, …) or a
+    /// resolution failure.
     public init(host: String, port: Int, timeout: Double) throws(IOError) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int(max(0, timeout) * 1000))
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -29,8 +32,10 @@ public final class BlockingTCPClient {
         // Bounded by the resolver's list.
         while let ai = cursor {
             cursor = ai.pointee.ai_next
+            let left = deadline - clock.now
+            guard left > .zero else { throw IOError(errnoCode: ETIMEDOUT, call: "connect") }
             do {
-                let connected = try BlockingTCPClient.connect(ai.pointee, timeout: timeout)
+                let connected = try BlockingTCPClient.connect(ai.pointee, timeout: left.seconds)
                 self.fd = connected
                 self.remoteDescription = BlockingTCPClient.describe(ai.pointee) ?? "\(host):\(port)"
                 return
@@ -130,3 +135,11 @@ public final class BlockingTCPClient {
 
 @available(*, unavailable, message: "A BlockingTCPClient belongs to the one caller that opened it.")
 extension BlockingTCPClient: Sendable {}
+
+extension Duration {
+    /// The duration in (fractional) seconds, for the `Double` timeouts above.
+    var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}

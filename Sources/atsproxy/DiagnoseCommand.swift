@@ -20,7 +20,8 @@ struct DiagnoseCommand: ParsableCommand {
             ready-to-paste plist snippet, or a plain statement that no exception can help.
 
             Exit status: 0 when the default ATS connection passes, 1 when it fails, 2 when the diagnosis cannot \
-            run (bad URL, unreachable server, unreadable file).
+            run (bad URL, unreadable file, a server that cannot be resolved or connected to, or that answers no \
+            TLS ClientHello within --timeout), 64 when the command line is malformed.
             """)
 
     @Argument(help: "The https:// URL to test.")
@@ -46,7 +47,11 @@ struct DiagnoseCommand: ParsableCommand {
         help: "Connect to this address instead of resolving the URL's host (SNI and ATS still use the URL's host).")
     var connectTo: String?
 
-    @Option(name: .long, help: "Seconds to wait for a connection or for the server's next bytes.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds one connection attempt may take, TCP connect and TLS handshake together (a row that runs "
+                + "out fails as the app's NSURLErrorTimedOut -1001)."))
     var timeout: Double = 10
 
     @OptionGroup var readings: PolicyReadingOptions
@@ -55,7 +60,10 @@ struct DiagnoseCommand: ParsableCommand {
         guard IOSProfile.band(for: ios) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
         }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        // The upper bound keeps the millisecond poll timeouts in range.
+        guard timeout > 0, timeout <= 86_400 else {
+            throw ValidationError("--timeout must be more than 0 and at most 86400 seconds (got \(timeout))")
+        }
     }
 
     func run() throws {

@@ -43,6 +43,9 @@ let errorCodeRows: [ErrorCodeRow] = [
     ErrorCodeRow(kind: .missingServerAuthEKU, codes: all(-1202, -9802), inferredSomewhere: true),  // §4.4 row 9
     ErrorCodeRow(kind: .validityTooLong, codes: all(-1202, -9802), inferredSomewhere: true),  // §4.4 row 9
     ErrorCodeRow(kind: .pinMismatch, codes: all(-1202, -9886), inferredSomewhere: true),  // §4.4 row 10
+    ErrorCodeRow(kind: .notTLS, codes: all(-1200, -9800), inferredSomewhere: true),  // §4.1 errSSLProtocol
+    ErrorCodeRow(kind: .connectionFailed, codes: all(-1200, -9806), inferredSomewhere: true),  // §4.1
+    ErrorCodeRow(kind: .timedOut, codes: all(-1001, nil), inferredSomewhere: true),  // F1 NSURLErrorTimedOut
 ]
 
 struct ErrorCodeTableTests {
@@ -59,7 +62,7 @@ struct ErrorCodeTableTests {
         #expect(noted == row.inferredSomewhere)
     }
 
-    @Test("every kind has a named URL error and, except -1022 and unreachable servers (no TLS), a named SSL error")
+    @Test("every kind has a named URL error and, except -1022, timeouts and unreachable servers, a named SSL error")
     func namesKnown() {
         for kind in ViolationKind.allCases {
             for profile in IOSProfile.allCases {
@@ -67,6 +70,9 @@ struct ErrorCodeTableTests {
                 #expect(!m.urlError.name.hasPrefix("NSURLError("), "\(kind)")
                 if kind == .unreachable {
                     #expect(m.sslError == nil)
+                } else if kind == .timedOut {
+                    // A timeout is no TLS verdict: claiming an SSL code would invent a detail.
+                    #expect(m.urlError.code == -1001 && m.sslError == nil)
                 } else if kind != .cleartextNotAllowed {
                     #expect(m.sslError.map { !$0.name.hasPrefix("OSStatus(") } == true, "\(kind) on \(profile)")
                 }

@@ -343,6 +343,17 @@ struct EvaluationTests {
         #expect(closed.first?.urlError.code == -1200 && closed.first?.sslError?.code == -9806)
     }
 
+    @Test("a timed-out handshake fails with -1001 and no SSL code; what the probe explains follows it")
+    func timedOut() throws {
+        let p = policy(nil, .ios17)
+        let r = try #require(req(p, https("api.example.com")))
+        let alone = p.evaluate(noCertificate(.timedOut), against: r).violations
+        #expect(alone.map(\.kind) == [.timedOut])
+        #expect(alone.first?.urlError.code == -1001 && alone.first?.sslError == nil)
+        let old = failedHandshake(.timedOut, versions: [.tls10], preferred: 0xC013, forwardSecret: true)
+        #expect(p.evaluate(old, against: r).violations.map(\.kind) == [.timedOut, .tlsVersionTooLow])
+    }
+
     @Test("a handshake our verifier aborted is explained by the certificate, not by a guess at TLS settings")
     func abortedByVerifier() throws {
         let p = policy(nil, .ios17)

@@ -305,6 +305,33 @@ struct DiagnoseCLITests {
         #expect(!out.contains("-1202") && !out.contains("-9807"))
     }
 
+    @Test("a server that accepts TCP and never answers: exit 2 after one timeout per probe, -1001 named")
+    func silentServer() throws {
+        let s = try RawTCPServer(.silent)
+        let start = Date()
+        let r = try runATSProxy(
+            ["diagnose", "https://silent.test:\(s.port)/", "--connect-to", "127.0.0.1", "--timeout", "1"], limit: 60)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("answered no TLS ClientHello within 1 s"))
+        #expect(r.stderr.contains("NSURLErrorTimedOut (-1001)"))
+        #expect(!r.stderr.contains("-9807") && r.stdout.isEmpty)
+        // Four version probes of 1 s each; the matrix does not run.
+        #expect(elapsed < 9, "took \(elapsed) s")
+    }
+
+    @Test("--timeout bounds the whole handshake: a server trickling one byte at a time still times out")
+    func tricklingServer() throws {
+        let s = try RawTCPServer(.trickle)
+        let start = Date()
+        let r = try runATSProxy(
+            ["diagnose", "https://trickle.test:\(s.port)/", "--connect-to", "127.0.0.1", "--timeout", "1"], limit: 60)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("NSURLErrorTimedOut (-1001)"))
+        #expect(elapsed < 9, "took \(elapsed) s")
+    }
+
     @Test("unreachable server or bad URL: exit 2 with a message")
     func cannotRun() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -16,6 +16,9 @@ public final class RawTCPServer {
         case silent
         /// Accepts and closes at once.
         case close
+        /// Answers the first bytes with a TLS record header, then sends one byte of its body every 0.25 s: each
+        /// read gets data in time, but the record never completes.
+        case trickle
     }
 
     /// The Python process, killed by pid on deinit.
@@ -30,9 +33,9 @@ public final class RawTCPServer {
         s.bind((host, 0))
         s.listen(64)
         print("PORT", s.getsockname()[1], flush=True)
-        held = []
+        held, trickling = [], []
         while True:
-            readable, _, _ = select.select([s, sys.stdin] + held, [], [], 1.0)
+            readable, _, _ = select.select([s, sys.stdin] + held, [], [], 0.25 if trickling else 1.0)
             for c in readable:
                 if c is sys.stdin:
                     if not sys.stdin.buffer.read1(1):
@@ -51,9 +54,19 @@ public final class RawTCPServer {
                     if data and mode == "http":
                         c.sendall(b"HTTP/1.0 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n")
                         data = b""
+                    elif data and mode == "trickle" and c not in trickling:
+                        c.sendall(b"\\x16\\x03\\x03\\x40\\x00")
+                        trickling.append(c)
                     if not data:
                         held.remove(c)
+                        if c in trickling:
+                            trickling.remove(c)
                         c.close()
+            for c in trickling:
+                try:
+                    c.send(b"\\x00")
+                except OSError:
+                    pass  # the peer went away; its next read sees EOF and drops it
         """
 
     /// Starts the server on `host` (`127.0.0.1` or `::1`); waits at most 10 seconds for it to listen.
