@@ -14,8 +14,8 @@ public struct DiagnoseOptions: Sendable {
     public var userRoots: [Certificate]
     /// The app's own policy (`--plist`) and a description of where it came from.
     public var appPolicy: (policy: ATSPolicy, source: String)?
-    /// Connect here instead of resolving the URL's host (`--connect-to`); SNI and ATS still use the URL's host.
-    public var connectAddress: String?
+    /// Connect here instead of the URL's host and port (`--connect-to`); SNI and ATS still use the URL's host.
+    public var connectAddress: ConnectAddress?
     /// Seconds one connection attempt (TCP connect and TLS handshake together) may take.
     public var timeout: Double
     /// ALPN the simulated URLSession offers.
@@ -23,7 +23,8 @@ public struct DiagnoseOptions: Sendable {
 
     public init(
         url: String, profile: IOSProfile = .newest, policyOptions: PolicyOptions? = nil, userRoots: [Certificate] = [],
-        appPolicy: (policy: ATSPolicy, source: String)? = nil, connectAddress: String? = nil, timeout: Double = 10,
+        appPolicy: (policy: ATSPolicy, source: String)? = nil, connectAddress: ConnectAddress? = nil,
+        timeout: Double = 10,
         alpn: [String] = ["h2", "http/1.1"]
     ) {
         self.url = url
@@ -43,6 +44,8 @@ public struct DiagnoseOptions: Sendable {
 public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
     case invalidURL(String)
     case notHTTPS(String)
+    /// A `--connect-to` value that is not `ADDR` or `ADDR:PORT`; the message says why.
+    case invalidConnectAddress(String)
     case cannotConnect(String)
     /// The server accepted TCP connections but answered none of the probes' ClientHellos within the timeout.
     case timedOut(address: String, seconds: Double)
@@ -52,7 +55,8 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .invalidURL(let m): "invalid URL: \(m)"
         case .notHTTPS(let u): "\(u): diagnose needs an https:// URL (ATS diagnostics test TLS connections)"
-        case .cannotConnect(let m): "cannot connect: \(m)"
+        case .invalidConnectAddress(let m): m
+        case .cannotConnect(let m): "cannot connect to \(m)"
         case .timedOut(let address, let seconds):
             "\(address) accepted the TCP connection but answered no TLS ClientHello within "
                 + "\(seconds.formatted(.number)) s; a URLSession load would fail with NSURLErrorTimedOut (-1001)"
@@ -68,7 +72,10 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
 /// the engine. Rows whose ClientHello would be identical share one handshake.
 public final class Diagnoser {
     private let options: DiagnoseOptions
+    /// The URL's host with the port actually connected to (`--connect-to ADDR:PORT` replaces the URL's).
     private let target: ConnectionTarget
+    /// The port the URL names.
+    private let urlPort: Int
     private let collector: HandshakeFactsCollector
     private var handshakeCache: [String: HandshakeFacts] = [:]
     /// The chain a probe received, judged when an iOS-like handshake fails before the server's certificate.
@@ -78,12 +85,16 @@ public final class Diagnoser {
     /// - Parameter progress: called with a short line before each network step (for a TTY progress display).
     public init(options: DiagnoseOptions, progress: @escaping (String) -> Void = { _ in }) throws(DiagnoseError) {
         self.options = options
+        var parsed: ConnectionTarget
         do {
-            target = try ConnectionTarget(parsing: options.url)
+            parsed = try ConnectionTarget(parsing: options.url)
         } catch {
             throw .invalidURL(error.description)
         }
-        guard target.scheme == "https" || target.scheme == "wss" else { throw .notHTTPS(options.url) }
+        guard parsed.scheme == "https" || parsed.scheme == "wss" else { throw .notHTTPS(options.url) }
+        urlPort = parsed.port
+        if let port = options.connectAddress?.port { parsed.port = port }
+        target = parsed
         do {
             collector = HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: true, userRoots: options.userRoots))
@@ -135,9 +146,14 @@ public final class Diagnoser {
                 } ?? "ATS defaults",
                 error: r.error, violations: r.violations)
         }
-        if target.port != 443 {
+        if urlPort != 443 {
             notes.append(
-                "nscurl always tests the URL as given; this run used port \(target.port) for every row as well")
+                "nscurl always tests the URL as given; this run used port \(urlPort) for every row as well")
+        }
+        if options.connectAddress != nil {
+            notes.append(
+                "Connected to \(connectDescription) (--connect-to); SNI, certificate checks and ATS used "
+                    + "\(target.host)")
         }
         notes.append(
             "Each row is one TLS handshake offering what iOS \(options.profile.rawValue) offers for that ATS "
@@ -145,12 +161,12 @@ public final class Diagnoser {
         let flat = sections.flatMap { $0 }
         let defaultPolicy = ATSPolicy(atsDictionary: nil, options: options.policyOptions)
         return DiagnoseReport(
-            url: options.url, host: target.host, port: target.port, profile: options.profile, sections: sections,
+            url: options.url, host: target.host, port: urlPort, profile: options.profile, sections: sections,
             capabilities: capabilities, defaultOffer: defaultPolicy.requirements(for: target).requirements.map(Diagnoser.offer),
             recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
     }
 
-    private var connectHost: String { options.connectAddress ?? target.host }
+    private var connectHost: String { options.connectAddress?.host ?? target.host }
 
     /// `host:port`, with an IPv6 literal in brackets.
     private var connectDescription: String {
@@ -235,7 +251,8 @@ public final class Diagnoser {
         do {
             client = try BlockingTCPClient(host: connectHost, port: target.port, timeout: options.timeout)
         } catch {
-            return error.errnoCode == ETIMEDOUT ? .timedOut : .noConnection(.closedDuringHandshake)
+            if case .timedOut = error { return .timedOut }
+            return .noConnection(.closedDuringHandshake)
         }
         defer { client.close() }
         let step: TLSEngine.HandshakeStep

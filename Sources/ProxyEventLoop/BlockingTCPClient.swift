@@ -12,9 +12,9 @@ public final class BlockingTCPClient {
     public let remoteDescription: String
 
     /// Resolves `host` (getaddrinfo, blocking) and connects to the first address that answers; `timeout` seconds
-    /// bound all the addresses together. Throws the last address's error (`ECONNREFUSED`, `ETIMEDOUT`, …) or a
-    /// resolution failure.
-    public init(host: String, port: Int, timeout: Double) throws(IOError) {
+    /// bound all the addresses together. Throws why the name did not resolve, the last address's error
+    /// (`ECONNREFUSED`, …) or a timeout.
+    public init(host: String, port: Int, timeout: Double) throws(ConnectError) {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int(max(0, timeout) * 1000))
         var hints = addrinfo()
@@ -24,23 +24,24 @@ public final class BlockingTCPClient {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let rc = getaddrinfo(bare, String(port), &hints, &list)
         guard rc == 0, let first = list else {
-            throw IOError(errnoCode: EHOSTUNREACH, call: "resolve \(host): \(String(cString: gai_strerror(rc)))")
+            throw .unresolvable(host: bare, message: String(cString: gai_strerror(rc)))
         }
         defer { freeaddrinfo(list) }
-        var lastError = IOError(errnoCode: EHOSTUNREACH, call: "connect \(host)")
+        var lastError = ConnectError.failed(errnoCode: EHOSTUNREACH)
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         // Bounded by the resolver's list.
         while let ai = cursor {
             cursor = ai.pointee.ai_next
             let left = deadline - clock.now
-            guard left > .zero else { throw IOError(errnoCode: ETIMEDOUT, call: "connect") }
+            guard left > .zero else { throw .timedOut(seconds: timeout) }
             do {
                 let connected = try BlockingTCPClient.connect(ai.pointee, timeout: left.seconds)
                 self.fd = connected
                 self.remoteDescription = BlockingTCPClient.describe(ai.pointee) ?? "\(host):\(port)"
                 return
             } catch {
-                lastError = error
+                lastError =
+                    error.errnoCode == ETIMEDOUT ? .timedOut(seconds: timeout) : .failed(errnoCode: error.errnoCode)
             }
         }
         throw lastError
@@ -135,6 +136,26 @@ public final class BlockingTCPClient {
 
 @available(*, unavailable, message: "A BlockingTCPClient belongs to the one caller that opened it.")
 extension BlockingTCPClient: Sendable {}
+
+/// Why `BlockingTCPClient` could not connect, as one clause to put after the address.
+public enum ConnectError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The name did not resolve; `message` is the resolver's (`gai_strerror`).
+    case unresolvable(host: String, message: String)
+    /// The last address failed with this errno (`ECONNREFUSED`, `ENETUNREACH`, …).
+    case failed(errnoCode: Int32)
+    /// No address accepted the connection within the timeout.
+    case timedOut(seconds: Double)
+
+    /// `Connection refused`, `no answer within 2 s`, `nosuch.test does not resolve (Name or service not known)`.
+    public var description: String {
+        switch self {
+        case .unresolvable(let host, let message): "\(host) does not resolve (\(message))"
+        case .failed(let code): String(cString: strerror(code))
+        case .timedOut(let seconds):
+            "no answer within \(seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)) s"
+        }
+    }
+}
 
 extension Duration {
     /// The duration in (fractional) seconds, for the `Double` timeouts above.

@@ -44,7 +44,10 @@ struct DiagnoseCommand: ParsableCommand {
 
     @Option(
         name: .customLong("connect-to"),
-        help: "Connect to this address instead of resolving the URL's host (SNI and ATS still use the URL's host).")
+        help: ArgumentHelp(
+            "Connect to ADDR, or ADDR:PORT, instead of the URL's host and port (IPv6: [::1]:8443); SNI, "
+                + "certificate checks and ATS still use the URL's host.",
+            valueName: "addr[:port]"))
     var connectTo: String?
 
     @Option(
@@ -61,6 +64,13 @@ struct DiagnoseCommand: ParsableCommand {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
         }
         // The upper bound keeps the millisecond poll timeouts in range.
+        if let connectTo {
+            do {
+                _ = try ConnectAddress(parsing: connectTo)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
         guard timeout > 0, timeout <= 86_400 else {
             throw ValidationError("--timeout must be more than 0 and at most 86400 seconds (got \(timeout))")
         }
@@ -89,10 +99,13 @@ struct DiagnoseCommand: ParsableCommand {
             }
         }
         let showProgress = isatty(STDERR_FILENO) == 1 && !json
-        let options = DiagnoseOptions(
-            url: url, profile: profile, policyOptions: readings.policyOptions(profile: profile), userRoots: roots, appPolicy: app, connectAddress: connectTo, timeout: timeout)
         let report: DiagnoseReport
         do {
+            let options = DiagnoseOptions(
+                url: url, profile: profile, policyOptions: readings.policyOptions(profile: profile), userRoots: roots,
+                appPolicy: app, connectAddress: try connectTo.map { text throws(DiagnoseError) in
+                    try ConnectAddress(parsing: text)
+                }, timeout: timeout)
             let diagnoser = try Diagnoser(options: options) { line in
                 guard showProgress else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)…".utf8))
