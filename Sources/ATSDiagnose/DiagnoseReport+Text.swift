@@ -92,17 +92,72 @@ extension DiagnoseReport {
             }
             lines.append("Trust: \(f.trust); host name \(f.hostnameMatches ? "matches" : "does NOT match") the SAN")
         }
+        if atsApplies == false, let why = atsDecision {
+            lines.append("ATS's checks do not apply to this host: \(why)")
+        }
         if d.passed {
-            lines.append("ATS allows the default connection.")
+            lines.append(
+                atsApplies == false
+                    ? "Default server trust accepts the default connection." : "ATS allows the default connection.")
         } else {
-            lines.append("ATS refuses the default connection:")
-            for v in d.violations {
+            let layers = d.violations.map { Layer($0.kind, profile: profile) }
+            let distinct = layers.reduce(into: [Layer]()) { if !$0.contains($1) { $0.append($1) } }
+            lines.append(refusalHeading(distinct))
+            for (v, layer) in zip(d.violations, layers) {
                 var codes = "\(v.urlError.code)"
                 if let ssl = v.sslError { codes += " / \(ssl.code) \(ssl.name)" }
-                lines.append("  - \(v.explanation) [\(codes)]")
+                let tag = distinct.count > 1 ? "(\(layer.name)) " : ""
+                lines.append("  - \(tag)\(v.explanation) [\(codes)]")
             }
         }
         return lines
+    }
+
+    /// Which layer of the app's stack refuses a connection for a violation (reference §3.3, §3.6: default trust
+    /// judges every HTTPS load, ATS only adds its minimums on top).
+    private enum Layer: Equatable {
+        case ats, defaultTrust, tlsStack, handshake, network
+
+        init(_ kind: ViolationKind, profile: IOSProfile) {
+            switch kind {
+            case .cleartextNotAllowed, .tlsVersionTooLow, .cipherSuiteNotAllowed, .pinMismatch,
+                .certificateTransparencyMissing:
+                self = .ats
+            case .weakKey, .weakSignatureHash:
+                // Part of default trust since iOS 13 (§3.4); before that only ATS checked them.
+                self = profile.hasIOS13TrustRules ? .defaultTrust : .ats
+            case .untrustedRoot, .selfSigned, .hostnameMismatch, .expired, .notYetValid, .invalidChain,
+                .missingServerAuthEKU, .validityTooLong:
+                self = .defaultTrust
+            case .tlsVersionRefusedByOS:
+                self = .tlsStack
+            case .noSharedCipherOrVersion, .notTLS, .connectionFailed, .timedOut:
+                self = .handshake
+            case .unreachable:
+                self = .network
+            }
+        }
+
+        var name: String {
+            switch self {
+            case .ats: "ATS"
+            case .defaultTrust: "default server trust"
+            case .tlsStack: "the iOS TLS stack"
+            case .handshake: "the TLS handshake"
+            case .network: "the network"
+            }
+        }
+    }
+
+    /// "ATS refuses …", "Default server trust refuses …", "ATS and default server trust refuse …".
+    private func refusalHeading(_ layers: [Layer]) -> String {
+        let judges = layers.filter { $0 != .handshake }
+        guard !judges.isEmpty else {
+            return "The TLS handshake fails before ATS or server trust can judge the default connection:"
+        }
+        let names = judges.map(\.name).joined(separator: " and ")
+        let verb = judges.count == 1 ? "refuses" : "refuse"
+        return names.prefix(1).uppercased() + names.dropFirst() + " \(verb) the default connection:"
     }
 
     private func recommendationLines() -> [String] {

@@ -47,6 +47,11 @@ public struct DiagnoseReport: Sendable, Hashable, Codable {
     public var capabilities: ServerCapabilities?
     /// What the simulated iOS offers and requires on the default connection, in one line.
     public var defaultOffer: String?
+    /// Whether ATS's checks (TLS minimum, forward secrecy, ATS certificate minimums) apply to the default
+    /// connection; false for hosts ATS exempts, such as loopback addresses, where only default trust judges.
+    public var atsApplies: Bool?
+    /// Why ATS does or does not apply to the host (the policy engine's decision).
+    public var atsDecision: String?
     public var recommendation: Recommendation
     public var appPolicy: AppPolicyResult?
     /// Choices made where ATS behaviour is unconfirmed, and other remarks.

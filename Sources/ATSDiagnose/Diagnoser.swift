@@ -159,10 +159,12 @@ public final class Diagnoser {
             "Each row is one TLS handshake offering what iOS \(options.profile.rawValue) offers for that ATS "
                 + "dictionary; the verdict comes from the ATS policy engine, not from a real device")
         let flat = sections.flatMap { $0 }
-        let defaultPolicy = ATSPolicy(atsDictionary: nil, options: options.policyOptions)
+        let defaultRequirements = ATSPolicy(atsDictionary: nil, options: options.policyOptions)
+            .requirements(for: target).requirements
         return DiagnoseReport(
             url: options.url, host: target.host, port: urlPort, profile: options.profile, sections: sections,
-            capabilities: capabilities, defaultOffer: defaultPolicy.requirements(for: target).requirements.map(Diagnoser.offer),
+            capabilities: capabilities, defaultOffer: defaultRequirements.map(Diagnoser.offer),
+            atsApplies: defaultRequirements?.atsEnforced, atsDecision: defaultRequirements?.decidedBy.reason,
             recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
     }
 

@@ -180,6 +180,7 @@ struct DiagnoseCLITests {
         #expect(r.out.contains("Server supports: TLSv1.0;"))
         #expect(r.out.contains("the server sent the alert protocol_version (70)"))
         #expect(r.out.contains("Narrowest passing test: TLSv1.0\n"))
+        #expect(r.out.contains("ATS refuses the default connection:\n  - server supports only TLSv1.0"))
         #expect(r.out.contains("<key>NSExceptionMinimumTLSVersion</key>\n        <string>TLSv1.0</string>"))
         #expect(!r.out.contains("Use '--verbose'"))
 
@@ -187,6 +188,7 @@ struct DiagnoseCLITests {
         #expect(ios26.status == 1)
         #expect(result(ios26.out, "TLSv1.0") == "Result : FAIL")
         #expect(ios26.out.contains("No Info.plist exception can make this connection pass"))
+        #expect(ios26.out.contains("The iOS TLS stack refuses the default connection:"))
     }
 
     @Test("static-RSA-only server: only PFS-disabled rows pass; NSExceptionRequiresForwardSecrecy = NO is recommended")
@@ -230,6 +232,8 @@ struct DiagnoseCLITests {
         #expect(r.out.contains("Error : Error Domain=NSURLErrorDomain Code=-1202"))
         #expect(!r.out.contains("Result : PASS"), "not even Allow All Loads: default trust still applies")
         #expect(r.out.contains("No Info.plist exception can make this connection pass"))
+        #expect(r.out.contains("Default server trust refuses the default connection:"), "not ATS: §3.3, §3.4")
+        #expect(!r.out.contains("ATS refuses"))
         switch kind {
         case "expired": #expect(r.out.contains("Trust: untrusted (expired)"))
         case "selfsigned": #expect(r.out.contains("Trust: untrusted (selfSigned)"))
@@ -237,6 +241,23 @@ struct DiagnoseCLITests {
         case "sha1": #expect(r.out.contains("signed with SHA1"))
         default: #expect(r.out.contains("has an RSA-1024 key"))
         }
+    }
+
+    @Test("an IP literal ATS exempts (§2.4): default trust, not ATS, refuses the name mismatch; verdict unchanged")
+    func ipLiteralNameMismatch() throws {
+        let (cert, key) = try pki.leaf("named.test", san: "DNS:named.test")
+        let s = try OpenSSLServer(certificate: cert, key: key)
+        let r = try runATSProxy([
+            "diagnose", "https://127.0.0.1:\(s.port)/", "--timeout", "5", "--trust-ca", pki.caPEM, "--verbose",
+        ])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        #expect(r.status == 1)
+        #expect(result(out, "ATS Default Connection") == "Result : FAIL")
+        #expect(result(out, "Allow All Loads") == "Result : FAIL")
+        #expect(out.contains("Error : Error Domain=NSURLErrorDomain Code=-1202"))
+        #expect(out.contains("ATS's checks do not apply to this host: 127.0.0.1 is "))
+        #expect(out.contains("Default server trust refuses the default connection:\n  - certificate names named.test"))
+        #expect(!out.contains("ATS refuses"))
     }
 
     @Test("--json carries the matrix, the capabilities and the recommendation")
