@@ -36,6 +36,9 @@ public enum ProxyTimer: Hashable, Sendable {
     /// The upstream's TLS handshake must finish by then: a server that accepts the connection and never answers
     /// would otherwise hold the client until its idle timeout, with nothing logged.
     case upstreamHandshake
+    /// A new connection's first request head must be complete by then (a partial head would otherwise hold the
+    /// connection, silently, until the idle timeout).
+    case requestHead
 }
 
 /// Why a connect failed, told apart as the app's URL loading would report it.

@@ -121,6 +121,9 @@ public final class ProxySession {
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         case .peerQuiet(let peer): releaseBuffers(of: peer)
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
+        case .timerFired(.requestHead):
+            guard case .front = phase else { break }
+            answerFront(status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         }
     }
@@ -148,6 +151,7 @@ public final class ProxySession {
                 closeAll()
                 return
             }
+            if frontBytes.isEmpty { commands.append(.startTimer(.requestHead, after: Self.requestHeadLimit)) }
             frontBytes += bytes
             front.receive(bytes)
             pumpFront()
@@ -376,6 +380,8 @@ public final class ProxySession {
     // MARK: - Plain HTTP (absolute-form requests)
 
     private var pendingPlainTarget: UpstreamTarget?
+    /// How long a new connection may take to send its first request head, from its first byte.
+    static let requestHeadLimit: Duration = .seconds(30)
     /// The raw tunnel this session set up, logged when the adapter reports it closed.
     private var tunnel: Tunnel?
     /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.

@@ -46,6 +46,22 @@ struct ProxySessionTests {
         #expect(out.contains { if case .log(.notice(let text)) = $0 { text.contains("http:// proxy") } else { false } })
     }
 
+    @Test("A request head still incomplete when its deadline passes is answered 408 and closed; a complete one is not")
+    func requestHeadDeadline() throws {
+        let env = try SessionHarness.environment()
+        let slow = SessionHarness.session(env)
+        let first = slow.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: goo")))
+        #expect(first.contains(.startTimer(.requestHead, after: ProxySession.requestHeadLimit)))
+        let late = slow.handle(.timerFired(.requestHead))
+        #expect(late.clientText.hasPrefix("HTTP/1.1 408 "))
+        #expect(late.closesClient)
+
+        let prompt = SessionHarness.session(env)
+        _ = prompt.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        let stale = prompt.handle(.timerFired(.requestHead))
+        #expect(stale.isEmpty)
+    }
+
     @Test("CONNECT is answered 200, then the session waits for the first bytes to sniff TLS; no upstream yet")
     func connectSniffs() throws {
         let session = SessionHarness.session(try SessionHarness.environment())
