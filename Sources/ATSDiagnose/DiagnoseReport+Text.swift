@@ -164,11 +164,11 @@ extension DiagnoseReport {
         switch recommendation {
         case .noExceptionNeeded:
             return ["None: the default ATS connection to \(host) passes."]
-        case .exception(let name, let fix, let snippet):
+        case .exception(let name, let fix, let snippet, let pasteInside):
             return [
                 "Narrowest passing test: \(name)",
                 fix.summary,
-                "Paste inside NSAppTransportSecurity in Info.plist:",
+                "Paste inside \(pasteInside) in Info.plist:",
                 snippet,
             ]
         case .onlyArbitraryLoads:

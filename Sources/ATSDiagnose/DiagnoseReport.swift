@@ -28,7 +28,7 @@ public enum Recommendation: Sendable, Hashable, Codable {
     /// The default connection passes: the app needs no exception for this host.
     case noExceptionNeeded
     /// The narrowest row that passes; `fix` holds the keys and `plistSnippet` the ready-to-paste XML.
-    case exception(testName: String, fix: ExceptionFix, plistSnippet: String)
+    case exception(testName: String, fix: ExceptionFix, plistSnippet: String, pasteInside: String)
     /// Only `NSAllowsArbitraryLoads` passes: a global opt-out, not recommended.
     case onlyArbitraryLoads
     /// No row passes: fix the server.

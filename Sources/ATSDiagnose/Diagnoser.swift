@@ -165,7 +165,8 @@ public final class Diagnoser {
             url: options.url, host: target.host, port: urlPort, profile: options.profile, sections: sections,
             capabilities: capabilities, defaultOffer: defaultRequirements.map(Diagnoser.offer),
             atsApplies: defaultRequirements?.atsEnforced, atsDecision: defaultRequirements?.decidedBy.reason,
-            recommendation: Diagnoser.recommend(flat), appPolicy: appResult, notes: notes)
+            recommendation: Diagnoser.recommend(flat, appPolicy: options.appPolicy?.policy), appPolicy: appResult,
+            notes: notes)
     }
 
     private var connectHost: String { options.connectAddress?.host ?? target.host }
@@ -336,14 +337,18 @@ public final class Diagnoser {
     }
 
     /// The narrowest passing row, or why nothing helps.
-    static func recommend(_ results: [DiagnoseCaseResult]) -> Recommendation {
+    /// With the app's policy, the snippet fits into it (no duplicate NSExceptionDomains or domain entry).
+    static func recommend(_ results: [DiagnoseCaseResult], appPolicy: ATSPolicy? = nil) -> Recommendation {
         guard let first = results.first else { return .noExceptionCanHelp(reason: "no test ran") }
         if first.passed { return .noExceptionNeeded }
         let passing = results.filter { $0.passed && !$0.testCase.exceptionKeys.isEmpty && $0.testCase.relaxation > 0 }
         if let best = passing.min(by: { $0.testCase.relaxation < $1.testCase.relaxation }) {
             let host = best.testCase.dictionary["NSExceptionDomains"]?.dictionaryValue?.keys.first ?? ""
             let fix = ExceptionFix.setKeys(domain: host, keys: best.testCase.exceptionKeys)
-            return .exception(testName: best.testCase.name, fix: fix, plistSnippet: fix.plistSnippet ?? "")
+            let placed = fix.placedSnippet(in: appPolicy)
+            return .exception(
+                testName: best.testCase.name, fix: fix, plistSnippet: placed?.snippet ?? "",
+                pasteInside: placed?.pasteInside ?? "NSAppTransportSecurity")
         }
         if results.contains(where: { $0.passed && $0.testCase.name == "Allow All Loads" }) {
             return .onlyArbitraryLoads

@@ -12,6 +12,28 @@ extension ExceptionFix {
         return lines.joined(separator: "\n")
     }
 
+    /// The fix placed in an app's existing policy: where to paste, and what. Pasting a whole `NSExceptionDomains`
+    /// into a policy that has one, or a second entry for a domain it lists, would make a duplicate key, which
+    /// plist parsers reject or resolve silently. So: the whole dictionary when the app has no exception domains,
+    /// the domain's entry when it has some but not this one, and only the keys when the entry exists.
+    /// nil for `.noExceptionCanHelp`.
+    public func placedSnippet(in policy: ATSPolicy?) -> (pasteInside: String, snippet: String)? {
+        guard case .setKeys(let domain, let keys) = self, let whole = plistSnippet else { return nil }
+        let appEntries = policy?.exceptionDomains.filter { $0.origin == .app } ?? []
+        if appEntries.isEmpty { return ("NSAppTransportSecurity", whole) }
+        var entry = PlistDictionary()
+        for k in keys { entry.set(k.key, k.value) }
+        let body = PlistValue.dictionary(entry).xmlLines(indent: 0)
+        if appEntries.contains(where: { $0.key == domain }) {
+            // The keys alone: the lines between the entry dictionary's <dict> and </dict>.
+            let inner = body.dropFirst().dropLast().map { String($0.dropFirst(4)) }
+            return ("NSAppTransportSecurity › NSExceptionDomains › \(domain) (replace these keys if present)",
+                    inner.joined(separator: "\n"))
+        }
+        return ("NSAppTransportSecurity › NSExceptionDomains",
+                (["<key>\(xmlEscaped(domain))</key>"] + body).joined(separator: "\n"))
+    }
+
     /// One line for humans: `set on api.example.com: NSExceptionMinimumTLSVersion = TLSv1.0` or the reason
     /// nothing can help.
     public var summary: String {

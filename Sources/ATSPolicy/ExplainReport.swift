@@ -17,8 +17,11 @@ public struct ExplainReport: Sendable, Codable {
         public var violation: ATSViolation?
         /// What the connection is held to, for a URL that may proceed.
         public var requirements: ConnectionRequirements?
-        /// The violation's fix as an XML plist snippet, when there is one.
+        /// The violation's fix as an XML plist snippet, when there is one, shaped for this policy
+        /// (`ExceptionFix.placedSnippet(in:)`).
         public var fixPlist: String?
+        /// Where `fixPlist` goes, e.g. `NSAppTransportSecurity › NSExceptionDomains`.
+        public var fixPasteInside: String?
         /// Why the URL could not be evaluated.
         public var error: String?
     }
@@ -47,8 +50,10 @@ public struct ExplainReport: Sendable, Codable {
             }
             switch policy.requirements(for: target) {
             case .blocked(let v):
+                let placed = v.fix.placedSnippet(in: policy)
                 return Item(
-                    url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: v.fix.plistSnippet)
+                    url: url, verdict: "blocked", decision: v.decidedBy, violation: v, fixPlist: placed?.snippet,
+                    fixPasteInside: placed?.pasteInside)
             case .proceed(let r):
                 let verdict =
                     policy.exceptionMatch(for: target.host) != nil ? "exception" : r.atsEnforced ? "full-ats" : "no-ats"
@@ -101,7 +106,7 @@ public struct ExplainReport: Sendable, Codable {
             if let v = item.violation {
                 out.append("  Fix: \(v.fix.summary)")
                 if let snippet = item.fixPlist {
-                    out.append("  Paste inside NSAppTransportSecurity:")
+                    out.append("  Paste inside \(item.fixPasteInside ?? "NSAppTransportSecurity"):")
                     out += snippet.split(separator: "\n").map { "    " + $0 }
                 }
             }

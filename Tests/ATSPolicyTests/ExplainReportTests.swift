@@ -31,7 +31,10 @@ struct ExplainReportTests {
                 "Verdict: BLOCKED before connecting — -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection"))
         #expect(text.contains("Decided by: NSAppTransportSecurity › NSExceptionDomains › api.example.com"))
         #expect(text.contains("Fix: set in NSExceptionDomains › api.example.com:"))
-        #expect(text.contains("        <key>NSExceptionAllowsInsecureHTTPLoads</key>"))
+        // The app already has an entry for the host: only the key to add, not a second NSExceptionDomains.
+        #expect(text.contains("Paste inside NSAppTransportSecurity › NSExceptionDomains › api.example.com"))
+        #expect(text.contains("\n    <key>NSExceptionAllowsInsecureHTTPLoads</key>\n    <true/>\n"), "\(text)")
+        #expect(!text.contains("<key>NSExceptionDomains</key>"))
     }
 
     @Test("text: an allowed URL lists versions, suites in order and notes")

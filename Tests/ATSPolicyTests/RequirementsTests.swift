@@ -117,6 +117,32 @@ struct FixRenderingTests {
         #expect(ExceptionFix.noExceptionCanHelp(reason: "x").plistSnippet == nil)
     }
 
+    @Test("placed in an app's policy, a fix never repeats NSExceptionDomains or a domain entry the app has")
+    func placedSnippet() {
+        let fix = ExceptionFix.setKeys(domain: "old.example.com", keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: str("TLSv1.0"))])
+        func policy(_ hosts: [String]) -> ATSPolicy {
+            let entries = hosts.map { (key: $0, value: PlistValue.dictionary(PlistDictionary())) }
+            return ATSPolicy(atsDictionary: .dictionary(PlistDictionary(
+                entries.isEmpty ? [] : [(key: "NSExceptionDomains", value: .dictionary(PlistDictionary(entries)))])))
+        }
+        let none = fix.placedSnippet(in: policy([]))
+        #expect(none?.pasteInside == "NSAppTransportSecurity")
+        #expect(none?.snippet == fix.plistSnippet)
+        let other = fix.placedSnippet(in: policy(["api.example.com"]))
+        #expect(other?.pasteInside == "NSAppTransportSecurity › NSExceptionDomains")
+        #expect(other?.snippet == """
+            <key>old.example.com</key>
+            <dict>
+                <key>NSExceptionMinimumTLSVersion</key>
+                <string>TLSv1.0</string>
+            </dict>
+            """)
+        let same = fix.placedSnippet(in: policy(["old.example.com"]))
+        #expect(same?.pasteInside.hasPrefix("NSAppTransportSecurity › NSExceptionDomains › old.example.com") == true)
+        #expect(same?.snippet == "<key>NSExceptionMinimumTLSVersion</key>\n<string>TLSv1.0</string>")
+        #expect(fix.placedSnippet(in: nil)?.snippet == fix.plistSnippet)
+    }
+
     @Test("XML special characters are escaped")
     func escaping() {
         let fix = ExceptionFix.setKeys(domain: "a&b", keys: [FixKey(key: "K", value: str("<v>"))])
