@@ -109,8 +109,8 @@ extension ProxySession {
             }
         }
         let i = Interception(
-            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements, decision: decision,
-            started: now())
+            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements,
+            decision: decision, started: now())
         interception = i
         phase = .intercepting
         connectInterceptionUpstream(i)

@@ -123,7 +123,8 @@ public final class ProxySession {
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
         case .timerFired(.requestHead):
             guard case .front = phase else { break }
-            answerFront(status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
+            answerFront(
+                status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         }
     }
@@ -308,14 +309,14 @@ public final class ProxySession {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
         if let rule = env.passthroughRule(for: host) {
             notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
-            tunnel = Tunnel(host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
+            tunnel = Tunnel(
+                host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
             notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
                 + "intercepting would break the pin")
-            tunnel = Tunnel(
-                host: host, port: port, note: "tunnel, not intercepted: the app pins it (NSPinnedDomains › \(pins.domain))",
-                started: now())
+            let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
+            tunnel = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else {
             commands.append(.sendToClient(established))
@@ -368,7 +369,8 @@ public final class ProxySession {
         guard let tunnel else { return }
         self.tunnel = nil
         recordExchange(ExchangeSummary(
-            method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil, httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [], requestBytes: fromClient,
+            method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil,
+            httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [], requestBytes: fromClient,
             responseBytes: toClient, durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
     }
 
@@ -549,7 +551,9 @@ public final class ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
-        if exchange.outcome == .blocked || exchange.outcome == .failed, let violation = interception?.violations.first ?? lastPlainBlock {
+        if exchange.outcome == .blocked || exchange.outcome == .failed,
+            let violation = interception?.violations.first ?? lastPlainBlock
+        {
             // The app got an error, not the block answer the proxy sent in its place (traced as Response Error).
             trace(.didFail(
                 totalMilliseconds: exchange.durationMilliseconds,

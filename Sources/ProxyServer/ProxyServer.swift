@@ -276,7 +276,8 @@ final class ClientSide: ConnectionHandler {
             switch result {
             case .success(let addresses):
                 guard let target = Self.preferredAddress(addresses) else {
-                    run(session.handle(.upstreamConnectFailed(error: "no address for \(address)", failure: .cannotFindHost)))
+                    run(session.handle(
+                        .upstreamConnectFailed(error: "no address for \(address)", failure: .cannotFindHost)))
                     return
                 }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))

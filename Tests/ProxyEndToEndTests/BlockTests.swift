@@ -150,7 +150,9 @@ struct BlockTests {
         let typo = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://typo.test/"], in: folder)
         #expect(typo.status == 502, "\(typo.stderr)")
         #expect(typo.header("X-ATS-Error") == "-1003 NSURLErrorCannotFindHost")
-        _ = try await proxy.process.waitForOutput { $0.contains("https://typo.test/ 502 HTTP/1.1 FAILED -1003") ? true : nil }
+        _ = try await proxy.process.waitForOutput {
+            $0.contains("https://typo.test/ 502 HTTP/1.1 FAILED -1003") ? true : nil
+        }
         // Nothing listens on [::1] at this port (it was just free on 127.0.0.1 and is not bound on ::1).
         let port = try freeLoopbackPort()
         let v6 = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://[::1]:\(port)/"], in: folder)
@@ -171,7 +173,9 @@ struct BlockTests {
         #expect(r.status == 502, "\(r.stderr)")
         #expect(r.header("X-ATS-Error") == "-1001 NSURLErrorTimedOut")
         #expect(r.header("X-ATS-Verdict") == "unreachable")
-        _ = try await proxy.process.waitForOutput { $0.contains("https://silent.test/x 502 HTTP/1.1 FAILED -1001") ? true : nil }
+        _ = try await proxy.process.waitForOutput {
+            $0.contains("https://silent.test/x 502 HTTP/1.1 FAILED -1001") ? true : nil
+        }
         #expect(proxy.process.stderr.contains("no TLS handshake from the server within 1.0 seconds"))
         withExtendedLifetime(silent) {}
     }

@@ -53,5 +53,10 @@ session.dataTask(with: url) { data, response, error in
     }
 }.resume()
 done.wait()
-let json = (try? JSONSerialization.data(withJSONObject: outcome.report, options: [.sortedKeys])) ?? Data("{}".utf8)
-FileHandle.standardOutput.write(json + Data("\n".utf8))
+do {
+    let json = try JSONSerialization.data(withJSONObject: outcome.report, options: [.sortedKeys])
+    FileHandle.standardOutput.write(json + Data("\n".utf8))
+} catch {
+    FileHandle.standardError.write(Data("urlsession-probe: cannot encode the report: \(error)\n".utf8))
+    exit(1)
+}
