@@ -73,32 +73,10 @@ public final class RawTCPServer {
     public init(_ behaviour: Behaviour, host: String = "127.0.0.1") throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", RawTCPServer.script, behaviour.rawValue, host]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = Pipe()  // the script exits at EOF on stdin; keep it open
-        try process.run()
-        let fd = out.fileHandleForReading.fileDescriptor
-        var text = ""
-        var found: Int?
-        let deadline = Date().addingTimeInterval(10)
-        while found == nil, Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 500) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let n = read(fd, &buffer, 256)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) {
-                found = Int(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
-            }
-        }
-        guard let found else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw RawTCPServerError(message: "the raw TCP server did not start: \(text)")
-        }
-        port = found
+        // The script prints "PORT N" once listening (and exits at EOF on stdin).
+        port = try launchAndReadPort(process) { line in
+            line.hasPrefix("PORT ") ? Int(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) : nil
+        } failure: { RawTCPServerError(message: "the raw TCP server did not start: \($0)") }
     }
 
     deinit {
