@@ -56,6 +56,20 @@ import Testing
             """.utf8)
     }
 
+    /// Zips `infoPlist` as `Payload/<app>.app/Info.plist` into the .ipa at `ipa` (python3's zipfile; no zip tool).
+    static func zipIPA(_ ipa: String, app: String, infoPlist: String) throws {
+        let zip = Process()
+        zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        zip.arguments = [
+            "python3", "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], sys.argv[3])",
+            ipa, infoPlist, "Payload/\(app).app/Info.plist",
+        ]
+        try zip.run()
+        zip.waitUntilExit()
+        #expect(zip.terminationStatus == 0)
+    }
+
     static func binaryPlist(_ xml: [UInt8]) throws -> [UInt8] {
         let any = try PropertyListSerialization.propertyList(from: Data(xml), options: [], format: nil)
         return [UInt8](try PropertyListSerialization.data(fromPropertyList: any, format: .binary, options: 0))
@@ -160,17 +174,7 @@ import Testing
             #expect(run.stdout.contains("error[ATS017] NSAppTransportSecurity/NSAllowsArbitraryLoads\n"))
 
             let ipa = dir.appendingPathComponent("My App.ipa").path
-            let zip = Process()
-            zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            zip.arguments = [
-                "python3", "-c",
-                "import sys, zipfile; "
-                    + "zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], 'Payload/My App.app/Info.plist')",
-                ipa, plist,
-            ]
-            try zip.run()
-            zip.waitUntilExit()
-            #expect(zip.terminationStatus == 0)
+            try Self.zipIPA(ipa, app: "My App", infoPlist: plist)
             let fromIPA = try Self.lint([ipa, "--format", "sarif"])
             #expect(fromIPA.status == 1)
             #expect(fromIPA.stdout.contains("My%20App.ipa"))

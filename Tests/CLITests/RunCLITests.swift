@@ -121,17 +121,7 @@ import Testing
             """)
         try LintCLITests.withFiles(["Info.plist": info]) { dir in
             let ipa = dir.appendingPathComponent("QA.ipa").path
-            let zip = Process()
-            zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            zip.arguments = [
-                "python3", "-c",
-                "import sys, zipfile; "
-                    + "zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], 'Payload/QA.app/Info.plist')",
-                ipa, dir.appendingPathComponent("Info.plist").path,
-            ]
-            try zip.run()
-            zip.waitUntilExit()
-            #expect(zip.terminationStatus == 0)
+            try LintCLITests.zipIPA(ipa, app: "QA", infoPlist: dir.appendingPathComponent("Info.plist").path)
             let run = try Self.run(["--plist", ipa])
             #expect(
                 run.stderr.contains("atsproxy: policy: error[ATS002] NSAppTransportSecurity/NSAllowsArbitraryLoads: "),
