@@ -187,6 +187,8 @@ public final class ProxySession {
         switch phase {
         case .tunnelConnecting(let pending):
             if !pending.isEmpty { commands.append(.sendToUpstream(pending)) }
+            // The relay counts only what it moves; these bytes (a sniffed ClientHello, say) went before it.
+            tunnel?.clientBytesBefore = pending.count
             commands.append(.startTunnel)
             phase = .done
         case .plain:
@@ -363,6 +365,8 @@ public final class ProxySession {
         var port: Int
         var note: String
         var started: Double
+        /// Client bytes the session itself sent upstream before the relay took over.
+        var clientBytesBefore = 0
     }
 
     private func tunnelClosed(fromClient: Int, toClient: Int) {
@@ -370,8 +374,9 @@ public final class ProxySession {
         self.tunnel = nil
         recordExchange(ExchangeSummary(
             method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil,
-            httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [], requestBytes: fromClient,
-            responseBytes: toClient, durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
+            httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [],
+            requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
+            durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
     }
 
     private func answerFront(status: Int, body: String, extra: [(String, String)] = []) {

@@ -110,6 +110,11 @@ struct ProxySessionTests {
         #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
         let connected = session.handle(.upstreamConnected)
         #expect(connected == [.sendToUpstream([0x16, 0x03, 0x01]), .startTunnel])
+        // The record counts the bytes the session forwarded itself as well as the relay's.
+        let closed = session.handle(.tunnelClosed(fromClient: 100, toClient: 200))
+        let summaries = closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }
+        #expect(summaries.map(\.requestBytes) == [103])
+        #expect(summaries.map(\.responseBytes) == [200])
     }
 
     @Test("Plain forwarding rewrites absolute-form to origin-form and strips Proxy-* headers")
