@@ -29,25 +29,6 @@ public struct ClientHello: Sendable, Hashable {
     }
 }
 
-/// Why bytes are not a ClientHello.
-public struct ClientHelloError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: Hashable, Sendable {
-        /// The first bytes are not a TLS handshake record (plain HTTP, SSH, garbage…).
-        case notTLS
-        /// A TLS handshake record, but not a ClientHello.
-        case notClientHello
-        /// A ClientHello whose lengths or fields do not add up.
-        case malformed
-        /// The hello is larger than the parser accepts.
-        case tooLarge
-    }
-
-    public let kind: Kind
-    public let detail: String
-
-    public var description: String { "\(kind): \(detail)" }
-}
-
 /// Parses a TLS ClientHello from the first bytes of a connection. Pure Swift; never reads out of bounds.
 ///
 /// Feed it everything received so far: it returns nil while the hello is incomplete (it may span several records
@@ -57,56 +38,14 @@ public enum ClientHelloParser {
     public static let maximumHelloLength = 64 * 1024
 
     /// nil = need more data.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(ClientHelloError) -> ClientHello? {
-        let data = Array(bytes)
-        guard let first = data.first else { return nil }
-        guard first == 0x16 else {
-            throw ClientHelloError(kind: .notTLS, detail: "first byte 0x\(hex(first)) is not a handshake record")
-        }
-        if data.count >= 2, data[1] != 0x03 {
-            throw ClientHelloError(kind: .notTLS, detail: "record version major \(data[1]) is not 3")
-        }
-        // Reassemble the handshake message from consecutive handshake records.
-        var handshake: [UInt8] = []
-        var offset = 0
-        var recordVersion: UInt16 = 0
-        var needed: Int?
-        // Each iteration consumes a whole record of at least 5 bytes, so this is bounded by data.count / 5 + 1.
-        while offset < data.count {
-            guard data.count - offset >= 5 else { return nil }
-            guard data[offset] == 0x16 else {
-                throw ClientHelloError(kind: .malformed, detail: "record type \(data[offset]) inside the hello")
-            }
-            if offset == 0 { recordVersion = UInt16(data[1]) << 8 | UInt16(data[2]) }
-            let length = Int(data[offset + 3]) << 8 | Int(data[offset + 4])
-            guard length > 0, length <= 16_384 + 2048 else {
-                throw ClientHelloError(kind: .malformed, detail: "record length \(length)")
-            }
-            guard data.count - offset - 5 >= length else { return nil }
-            handshake.append(contentsOf: data[(offset + 5)..<(offset + 5 + length)])
-            offset += 5 + length
-            if needed == nil, handshake.count >= 4 {
-                guard handshake[0] == 0x01 else {
-                    throw ClientHelloError(kind: .notClientHello, detail: "handshake type \(handshake[0])")
-                }
-                let bodyLength = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
-                guard bodyLength <= maximumHelloLength else {
-                    throw ClientHelloError(kind: .tooLarge, detail: "hello of \(bodyLength) bytes")
-                }
-                needed = 4 + bodyLength
-            }
-            if let needed, handshake.count >= needed {
-                var hello = try parseBody(Array(handshake[4..<needed]))
-                hello.recordVersion = recordVersion
-                hello.recordBytesConsumed = offset
-                return hello
-            }
-        }
-        // A first record shorter than 4 handshake bytes can still be followed by more records.
-        if let firstType = handshake.first, firstType != 0x01 {
-            throw ClientHelloError(kind: .notClientHello, detail: "handshake type \(firstType)")
-        }
-        return nil
+    public static func parse(_ bytes: some Collection<UInt8>) throws(TLSHelloError) -> ClientHello? {
+        guard let message = try HandshakeRecords.firstMessage(
+            Array(bytes), type: 0x01, name: "ClientHello", maximumLength: maximumHelloLength)
+        else { return nil }
+        var hello = try parseBody(message.body)
+        hello.recordVersion = message.recordVersion
+        hello.recordBytesConsumed = message.consumed
+        return hello
     }
 
     /// True/false once the first byte says whether the stream is TLS; nil when there are no bytes yet.
@@ -115,7 +54,7 @@ public enum ClientHelloParser {
         return first == 0x16
     }
 
-    private static func parseBody(_ body: [UInt8]) throws(ClientHelloError) -> ClientHello {
+    private static func parseBody(_ body: [UInt8]) throws(TLSHelloError) -> ClientHello {
         var r = ByteCursor(body)
         let legacyVersion = try r.u16("legacy_version")
         try r.skip(32, "random")
@@ -174,63 +113,7 @@ public enum ClientHelloParser {
         return hello
     }
 
-    private static func malformed(_ detail: String) -> ClientHelloError {
-        ClientHelloError(kind: .malformed, detail: detail)
-    }
-
-    private static func hex(_ b: UInt8) -> String {
-        let s = String(b, radix: 16)
-        return s.count == 1 ? "0" + s : s
-    }
-}
-
-/// A bounds-checked reader over a byte array: every read checks the remaining length first.
-struct ByteCursor {
-    private let bytes: [UInt8]
-    private var index: Int
-    private let end: Int
-
-    init(_ bytes: [UInt8]) {
-        self.bytes = bytes
-        self.index = 0
-        self.end = bytes.count
-    }
-
-    private init(bytes: [UInt8], index: Int, end: Int) {
-        self.bytes = bytes
-        self.index = index
-        self.end = end
-    }
-
-    var isAtEnd: Bool { index >= end }
-    var remaining: Int { end - index }
-    var rest: ArraySlice<UInt8> { bytes[index..<end] }
-
-    private func truncated(_ what: String, _ need: Int) -> ClientHelloError {
-        ClientHelloError(kind: .malformed, detail: "\(what): needs \(need) bytes, \(remaining) left")
-    }
-
-    mutating func u8(_ what: String) throws(ClientHelloError) -> UInt8 {
-        guard remaining >= 1 else { throw truncated(what, 1) }
-        defer { index += 1 }
-        return bytes[index]
-    }
-
-    mutating func u16(_ what: String) throws(ClientHelloError) -> UInt16 {
-        guard remaining >= 2 else { throw truncated(what, 2) }
-        defer { index += 2 }
-        return UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
-    }
-
-    mutating func skip(_ count: Int, _ what: String) throws(ClientHelloError) {
-        guard count >= 0, remaining >= count else { throw truncated(what, count) }
-        index += count
-    }
-
-    /// A cursor over the next `count` bytes; this cursor moves past them.
-    mutating func sub(_ count: Int, _ what: String) throws(ClientHelloError) -> ByteCursor {
-        guard count >= 0, remaining >= count else { throw truncated(what, count) }
-        defer { index += count }
-        return ByteCursor(bytes: bytes, index: index, end: index + count)
+    private static func malformed(_ detail: String) -> TLSHelloError {
+        TLSHelloError(kind: .malformed, detail: detail)
     }
 }

@@ -82,18 +82,18 @@ struct ClientHelloParserTests {
     }
 
     @Test(arguments: [
-        (Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), ClientHelloError.Kind.notTLS),
+        (Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), TLSHelloError.Kind.notTLS),
         ([0x16, 0x02, 0x00], .notTLS),
-        ([0x16, 0x03, 0x03, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00], .notClientHello),
+        ([0x16, 0x03, 0x03, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00], .unexpectedMessage),
         ([0x16, 0x03, 0x01, 0x00, 0x00], .malformed),
         ([0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00], .malformed),
         ([0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x10, 0x00, 0x00], .tooLarge),
-    ] as [([UInt8], ClientHelloError.Kind)])
-    func rejectsGarbageWithAClearError(bytes: [UInt8], kind: ClientHelloError.Kind) {
+    ] as [([UInt8], TLSHelloError.Kind)])
+    func rejectsGarbageWithAClearError(bytes: [UInt8], kind: TLSHelloError.Kind) {
         #expect {
             _ = try ClientHelloParser.parse(bytes)
         } throws: { error in
-            (error as? ClientHelloError)?.kind == kind
+            (error as? TLSHelloError)?.kind == kind
         }
     }
 
@@ -101,7 +101,7 @@ struct ClientHelloParserTests {
         var bytes = try Self.engineHello(alpn: ["h2"], sni: "len.test")
         // Session-ID length byte sits after 5 (record) + 4 (handshake) + 2 (version) + 32 (random).
         bytes[43] = 0xFF
-        #expect(throws: ClientHelloError.self) { try ClientHelloParser.parse(bytes) }
+        #expect(throws: TLSHelloError.self) { try ClientHelloParser.parse(bytes) }
     }
 
     @Test func randomAndMutatedInputsNeverCrash() throws {
