@@ -28,6 +28,17 @@ extension ATSPolicy {
         let all = protocolIssues + certificateIssues
         return all.isEmpty ? .allowed : .blocked(all)
     }
+
+    /// Judges only what a ServerHello shows, the negotiated version and cipher suite: for connections the proxy
+    /// watches without terminating (tunnels), where the certificate may be encrypted (TLS 1.3) and is not checked.
+    public func evaluateNegotiation(
+        version: TLSVersion?, cipherSuiteCode: UInt16?, against req: ConnectionRequirements
+    ) -> [ATSViolation] {
+        let facts = HandshakeFacts(
+            version: version, cipherSuiteCode: cipherSuiteCode, cipherSuiteName: nil, keyExchangeGroup: nil,
+            alpn: nil, chain: [], trust: .untrusted(.other), hostnameMatches: false, observedAt: Date())
+        return EvaluationContext(policy: self, req: req).negotiatedViolations(facts)
+    }
 }
 
 /// Shared state for one evaluation.

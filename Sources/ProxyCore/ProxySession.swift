@@ -126,6 +126,7 @@ public final class ProxySession {
             answerFront(
                 status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
+        case .tunnelServerBytes(let bytes): tunnelServerBytes(bytes)
         }
     }
 
@@ -340,7 +341,8 @@ public final class ProxySession {
         }
         guard isTLS else {
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
-            tunnel = Tunnel(host: host, port: port, note: "tunnel: the client does not speak TLS", started: now())
+            tunnel = Tunnel(
+                host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(), watched: false)
             let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
             phase = .tunnelConnecting(pending: buffer)
             commands.append(.connectUpstream(address: address, port: upstreamPort))
@@ -358,27 +360,6 @@ public final class ProxySession {
         }
     }
 
-    /// A tunnel the proxy relays without looking inside: one console line (and JSON exchange) when it ends, so
-    /// that hosts the policy never sees still leave a record.
-    struct Tunnel {
-        var host: String
-        var port: Int
-        var note: String
-        var started: Double
-        /// Client bytes the session itself sent upstream before the relay took over.
-        var clientBytesBefore = 0
-    }
-
-    private func tunnelClosed(fromClient: Int, toClient: Int) {
-        guard let tunnel else { return }
-        self.tunnel = nil
-        recordExchange(ExchangeSummary(
-            method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil,
-            httpVersion: "TUNNEL", outcome: .notEvaluated, errorCodes: [],
-            requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
-            durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
-    }
-
     private func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
         commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
         closeAll()
@@ -390,7 +371,7 @@ public final class ProxySession {
     /// How long a new connection may take to send its first request head, from its first byte.
     static let requestHeadLimit: Duration = .seconds(30)
     /// The raw tunnel this session set up, logged when the adapter reports it closed.
-    private var tunnel: Tunnel?
+    var tunnel: Tunnel?
     /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.
     private var lastPlainBlock: ATSViolation?
 

@@ -215,7 +215,11 @@ final class ClientSide: ConnectionHandler {
                 if let client, let upstream {
                     tunnelled = true
                     // The closure keeps this side alive until the tunnel ends, for the session to log it.
-                    Relay.start(client, upstream) { [self] fromClient, toClient in
+                    let watch: ((UnsafeRawBufferPointer) -> Bool)? = session.watchesTunnelServer ? { [self] bytes in
+                        run(session.handle(.tunnelServerBytes(Array(bytes))))
+                        return session.watchesTunnelServer
+                    } : nil
+                    Relay.start(client, upstream, watchFromB: watch) { [self] fromClient, toClient in
                         run(session.handle(.tunnelClosed(fromClient: fromClient, toClient: toClient)))
                     }
                 }

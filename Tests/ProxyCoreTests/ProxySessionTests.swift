@@ -110,11 +110,34 @@ struct ProxySessionTests {
         #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
         let connected = session.handle(.upstreamConnected)
         #expect(connected == [.sendToUpstream([0x16, 0x03, 0x01]), .startTunnel])
+        // The server's first bytes are watched until its answer to the hello is read: here, a refusal.
+        #expect(session.watchesTunnelServer)
+        _ = session.handle(.tunnelServerBytes([0x15, 0x03, 0x03, 0x00]))
+        #expect(session.watchesTunnelServer, "an alert record is not whole yet")
+        _ = session.handle(.tunnelServerBytes([0x02, 0x02, 0x46]))
+        #expect(!session.watchesTunnelServer)
         // The record counts the bytes the session forwarded itself as well as the relay's.
         let closed = session.handle(.tunnelClosed(fromClient: 100, toClient: 200))
         let summaries = closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }
         #expect(summaries.map(\.requestBytes) == [103])
         #expect(summaries.map(\.responseBytes) == [200])
+        #expect(summaries.first?.outcome == .notEvaluated)
+        let note = summaries.first?.note ?? ""
+        #expect(note.hasSuffix("; the server refused the client's hello (protocol_version (70))"), "\(note)")
+    }
+
+    @Test("A tunnel whose server does not answer with TLS says so on its record, and stops being watched")
+    func tunnelServerNotTLS() throws {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        _ = session.handle(.upstreamConnected)
+        _ = session.handle(.tunnelServerBytes(bytes("SSH-2.0-OpenSSH_9.2\r\n")))
+        #expect(!session.watchesTunnelServer)
+        let closed = session.handle(.tunnelClosed(fromClient: 10, toClient: 21))
+        let note = closed.compactMap { if case .log(.exchange(let s)) = $0 { s.note } else { nil } }.first ?? nil
+        #expect(note?.contains("; the server's first bytes are no TLS handshake (") == true, "\(note ?? "")")
     }
 
     @Test("Plain forwarding rewrites absolute-form to origin-form and strips Proxy-* headers")

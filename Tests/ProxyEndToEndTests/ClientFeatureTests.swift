@@ -64,9 +64,12 @@ struct ClientFeatureTests {
         #expect(viaProxyCA.exit == 60, "the proxy's CA did not sign what the client got: \(viaProxyCA.stderr)")
         // Each tunnel leaves a console line when it ends, with its bytes and why it was not intercepted.
         let line = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS n/a") }
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS ") }
         }
-        #expect(line.hasSuffix("(tunnel, not intercepted: --passthrough passthrough.test)"), "\(line)")
+        // The ServerHello, in clear in the tunnel, is judged: version and suite meet ATS.
+        #expect(line.contains(" TUNNEL ATS ok "), "\(line)")
+        #expect(line.hasSuffix("(tunnel, not intercepted: --passthrough passthrough.test; server chose TLSv1.3, "
+            + "TLS_AES_256_GCM_SHA384, certificate not judged)"), "\(line)")
         #expect(!line.contains(" 0 B "), "the tunnel's bytes were not counted: \(line)")
     }
 
@@ -75,24 +78,52 @@ struct ClientFeatureTests {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let origin = try await Origin(e2e, tls: "passthrough", in: folder)
-        let pin = String(repeating: "A", count: 43) + "="
-        let plist = folder.appendingPathComponent("pinning.plist")
-        try """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0"><dict><key>NSPinnedDomains</key><dict><key>passthrough.test</key><dict>
-            <key>NSPinnedLeafIdentities</key><array><dict><key>SPKI-SHA256-BASE64</key><string>\(pin)</string>
-            </dict></array></dict></dict></dict></plist>
-            """.write(to: plist, atomically: true, encoding: .utf8)
+        let plist = try pinningPlist(for: "passthrough.test", in: folder)
         let proxy = try await Proxy(e2e, origin.map("passthrough.test") + ["--plist", plist.path], in: folder)
         // The origin's own certificate reaches the client: nothing was intercepted.
         let r = try await curl(
             ["-x", proxy.url, "--cacert", e2e.testCA, "https://passthrough.test/bytes/1024"], in: folder)
         #expect(r.status == 200, "\(r.stderr)")
         let line = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS n/a") }
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS ") }
         }
-        #expect(line.hasSuffix("(tunnel, not intercepted: the app pins it (NSPinnedDomains › passthrough.test))"))
+        #expect(line.contains("(tunnel, not intercepted: the app pins it (NSPinnedDomains › passthrough.test); "),
+                "\(line)")
         #expect(proxy.process.stderr.contains("intercepting would break the pin"))
+    }
+
+    @Test("A pinned host whose ServerHello ATS refuses (TLS 1.0) is still tunnelled, with the violation on its line")
+    func pinnedHostJudgedFromServerHello() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "tls10", tls10: true, in: folder)
+        let plist = try pinningPlist(for: "tls10.test", in: folder)
+        let proxy = try await Proxy(e2e, origin.map("tls10.test") + ["--plist", plist.path], in: folder)
+        // A client that still speaks TLS 1.0 gets through: the proxy does not block what it does not intercept.
+        let r = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.testCA, "--tlsv1.0", "--tls-max", "1.0",
+             "--ciphers", "DEFAULT@SECLEVEL=0", "https://tls10.test/bytes/10"], in: folder)
+        #expect(r.status == 200, "\(r.stderr)")
+        let line = try await proxy.process.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://tls10.test --- TUNNEL ") }
+        }
+        #expect(line.contains(" TUNNEL ATS VIOLATION -1200/-9836 "), "\(line)")
+        #expect(line.contains("; server chose TLSv1.0, "), "\(line)")
+        let notices = proxy.process.stderr
+        #expect(notices.contains("the device's own check fails the app's request"), "\(notices)")
+    }
+
+    /// An Info.plist that pins `host` (to a key nobody has: only the tunnelling matters here).
+    private func pinningPlist(for host: String, in folder: URL) throws -> URL {
+        let pin = String(repeating: "A", count: 43) + "="
+        let plist = folder.appendingPathComponent("pinning.plist")
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>NSPinnedDomains</key><dict><key>\(host)</key><dict>
+            <key>NSPinnedLeafIdentities</key><array><dict><key>SPKI-SHA256-BASE64</key><string>\(pin)</string>
+            </dict></array></dict></dict></dict></plist>
+            """.write(to: plist, atomically: true, encoding: .utf8)
+        return plist
     }
 
     @Test("curl honours HTTPS_PROXY and goes through the proxy")
