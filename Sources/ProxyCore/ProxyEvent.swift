@@ -27,8 +27,8 @@ public enum ProxyEvent: Sendable {
     case peerQuiet(ProxyPeer)
     /// The raw tunnel started with `.startTunnel` is over: both connections closed, after relaying these bytes.
     case tunnelClosed(fromClient: Int, toClient: Int)
-    /// The first bytes the server sent into the raw tunnel, while `ProxySession.watchesTunnelServer` says so.
-    case tunnelServerBytes([UInt8])
+    /// The first bytes either side sent into the raw tunnel, while `ProxySession.watchesTunnel` says so.
+    case tunnelBytes(fromClient: Bool, [UInt8])
     /// A deadline asked for with `ProxyCommand.startTimer` passed.
     case timerFired(ProxyTimer)
 }

@@ -4,11 +4,16 @@ import TLSCore
 
 // Raw tunnels: hosts passed through (`--passthrough`), hosts the app pins (NSPinnedDomains: interception would break
 // the pin) and clients that do not speak TLS after CONNECT. The proxy relays their bytes untouched, so the policy
-// cannot judge them the way it judges an intercepted connection. What it can still read is the server's
-// ServerHello, which every TLS version sends in clear: the version and cipher suite the server chose for this
-// client. Those are judged against the host's ATS requirements and the verdict goes on the tunnel's record; the
-// certificate is not judged (TLS 1.3 encrypts it). Nothing is blocked: the device, which sees the server's real
-// handshake, makes its own ATS check.
+// cannot judge them the way it judges an intercepted connection. What it can still read are the two hellos, sent in
+// clear in every TLS version: what the client offered and what the server chose. The server's choice is judged
+// against the host's ATS requirements where it says something about the app's own connection:
+// - a version below what ATS accepts, chosen although the client offered a newer one, means the server has nothing
+//   newer: the app fails too (a violation);
+// - a version and suite that iOS offers and ATS accepts: allowed (the certificate is not judged: TLS 1.3 encrypts
+//   it);
+// - otherwise the client offered what iOS does not (an older version only, a suite outside iOS's list), and the
+//   server may well choose differently for the app: not judged, and the record says why.
+// Nothing is blocked: the device sees the server's real handshake and makes its own ATS check.
 
 /// A tunnel the proxy relays without looking inside: one console line (and JSON exchange) when it ends, so
 /// that hosts the policy never sees still leave a record.
@@ -19,24 +24,30 @@ struct Tunnel {
     var started: Double
     /// Client bytes the session itself sent upstream before the relay took over.
     var clientBytesBefore = 0
-    /// The server's bytes so far, until its ServerHello (or refusal) has been read; nil when not watching.
+    /// Each side's first bytes, until its hello has been read; nil once read, given up on, or not watched.
+    var clientFirstFlight: [UInt8]?
     var serverFirstFlight: [UInt8]?
+    var clientHello: ClientHello?
+    var serverAnswer: ServerAnswer?
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var codes: [String] = []
 
-    /// `watched`: whether the server's first flight is to be judged (only a TLS client's tunnel has one).
+    /// `watched`: whether the hellos are to be read (only a TLS client's tunnel has them).
     init(host: String, port: Int, note: String, started: Double, watched: Bool = true) {
         self.host = host
         self.port = port
         self.note = note
         self.started = started
+        clientFirstFlight = watched ? [] : nil
         serverFirstFlight = watched ? [] : nil
     }
+
+    var isWatching: Bool { clientFirstFlight != nil || serverFirstFlight != nil }
 }
 
 extension ProxySession {
-    /// Whether the adapter should pass on what the server sends into the tunnel (`.tunnelServerBytes`).
-    public var watchesTunnelServer: Bool { tunnel?.serverFirstFlight != nil && env.mode != .off }
+    /// Whether the adapter should pass on the tunnel's bytes (`.tunnelBytes`): until both hellos are read.
+    public var watchesTunnel: Bool { env.mode != .off && tunnel?.isWatching == true }
 
     func tunnelClosed(fromClient: Int, toClient: Int) {
         guard let tunnel else { return }
@@ -48,63 +59,78 @@ extension ProxySession {
             durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
     }
 
-    func tunnelServerBytes(_ bytes: [UInt8]) {
-        guard var t = tunnel, let flight = t.serverFirstFlight.map({ $0 + bytes }), env.mode != .off else { return }
-        let answer: ServerAnswer?
-        do {
-            answer = try ServerHelloParser.parse(flight)
-        } catch {
-            t.serverFirstFlight = nil
-            t.note += "; the server's first bytes are no TLS handshake (\(error.detail))"
-            tunnel = t
-            return
+    func tunnelBytes(fromClient: Bool, _ bytes: [UInt8]) {
+        guard env.mode != .off, var t = tunnel else { return }
+        if fromClient {
+            guard let flight = t.clientFirstFlight.map({ $0 + bytes }) else { return }
+            do {
+                t.clientHello = try ClientHelloParser.parse(flight)
+                t.clientFirstFlight = t.clientHello == nil ? flight : nil
+            } catch {
+                t.clientFirstFlight = nil  // the server's choice is then judged without the offer
+            }
+        } else {
+            guard let flight = t.serverFirstFlight.map({ $0 + bytes }) else { return }
+            do {
+                t.serverAnswer = try ServerHelloParser.parse(flight)
+                t.serverFirstFlight = t.serverAnswer == nil ? flight : nil
+            } catch {
+                t.serverFirstFlight = nil
+                t.clientFirstFlight = nil
+                t.note += "; the server's first bytes are no TLS handshake (\(error.detail))"
+            }
         }
-        guard let answer else {
-            // Bounded: the parser throws before a hello grows past its limit.
-            t.serverFirstFlight = flight
-            tunnel = t
-            return
+        if let answer = t.serverAnswer {
+            // A server answers only a whole ClientHello, and the proxy reads the client's bytes before it forwards
+            // them: a hello not read by now never will be.
+            t.serverAnswer = nil
+            t.clientFirstFlight = nil
+            judge(&t, answer)
         }
-        t.serverFirstFlight = nil
         tunnel = t
-        judgeTunnel(answer)
     }
 
-    private func judgeTunnel(_ answer: ServerAnswer) {
-        guard var t = tunnel else { return }
-        defer { tunnel = t }
-        let hello: ServerHello
-        switch answer {
-        case .alert(let alert):
-            t.note += "; the server refused the client's hello (\(alert))"
+    private func judge(_ t: inout Tunnel, _ answer: ServerAnswer) {
+        guard case .hello(let hello) = answer else {
+            if case .alert(let alert) = answer { t.note += "; the server refused the client's hello (\(alert))" }
             return
-        case .hello(let h):
-            hello = h
         }
-        let target = ConnectionTarget(scheme: "https", host: t.host, port: t.port)
-        guard case .proceed(let req) = env.requirements(for: target) else { return }
-        let violations = env.policy.evaluateNegotiation(
-            version: hello.version, cipherSuiteCode: hello.cipherSuite, against: req)
-        let wireVersion = hello.selectedVersion ?? hello.legacyVersion
-        let version = hello.version.map(\.plistName) ?? "version 0x\(String(wireVersion, radix: 16))"
+        let wire = hello.selectedVersion ?? hello.legacyVersion
+        let version = hello.version.map(\.plistName) ?? "version 0x\(String(wire, radix: 16))"
         let suite = CipherSuite.lookup(code: hello.cipherSuite)?.ianaName
             ?? "suite 0x\(String(hello.cipherSuite, radix: 16))"
+        let chose = "server chose \(version), \(suite)"
+        let target = ConnectionTarget(scheme: "https", host: t.host, port: t.port)
+        guard case .proceed(let req) = env.requirements(for: target) else {
+            t.note += "; \(chose)"
+            return
+        }
+        let versionIssues = env.policy.evaluateNegotiation(version: hello.version, cipherSuiteCode: nil, against: req)
+        let suiteIssues = env.policy.evaluateNegotiation(version: nil, cipherSuiteCode: hello.cipherSuite, against: req)
         let url = Interception.httpsURL(host: t.host, port: t.port)
-        if violations.isEmpty {
-            t.outcome = .allowed
-            t.note += "; server chose \(version), \(suite), certificate not judged"
-            traceDecision(url: url, decision: req.decidedBy, violations: [], action: "tunnelled: ServerHello allowed")
-        } else {
+        if !versionIssues.isEmpty {
+            guard let offer = t.clientHello, let v = hello.version, offer.offeredVersions.contains(where: { $0 > v })
+            else {
+                t.note += "; \(chose), not judged: this client offered nothing newer, and iOS would"
+                return
+            }
             t.outcome = .violation
-            t.codes = violations.map(ExchangeSummary.shortCode)
-            let why = violations.map(\.explanation).joined(separator: "; ")
-            t.note += "; server chose \(version), \(suite): \(why)"
-            notice("\(t.host):\(t.port): the tunnelled server chose \(version), \(suite), which the app's ATS policy "
-                + "refuses (\(t.codes.joined(separator: ", "))); the device's own check fails the app's request: "
-                + why)
+            t.codes = versionIssues.map(ExchangeSummary.shortCode)
+            let why = versionIssues.map(\.explanation).joined(separator: "; ")
+            t.note += "; \(chose) although offered newer: \(why)"
+            notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
+                + "ATS policy refuses (\(t.codes.joined(separator: ", "))); the device's own check fails the app's "
+                + "request: \(why)")
             traceDecision(
-                url: url, decision: req.decidedBy, violations: violations,
+                url: url, decision: req.decidedBy, violations: versionIssues,
                 action: "tunnelled, not blocked: the device judges the server itself")
+        } else if !suiteIssues.isEmpty {
+            t.note += "; \(chose), not judged: iOS does not offer that suite, so the server may choose another for "
+                + "the app"
+        } else {
+            t.outcome = .allowed
+            t.note += "; \(chose), certificate not judged"
+            traceDecision(url: url, decision: req.decidedBy, violations: [], action: "tunnelled: ServerHello allowed")
         }
     }
 }

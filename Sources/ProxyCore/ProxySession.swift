@@ -126,7 +126,7 @@ public final class ProxySession {
             answerFront(
                 status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
-        case .tunnelServerBytes(let bytes): tunnelServerBytes(bytes)
+        case .tunnelBytes(let fromClient, let bytes): tunnelBytes(fromClient: fromClient, bytes)
         }
     }
 
@@ -190,6 +190,7 @@ public final class ProxySession {
             if !pending.isEmpty { commands.append(.sendToUpstream(pending)) }
             // The relay counts only what it moves; these bytes (a sniffed ClientHello, say) went before it.
             tunnel?.clientBytesBefore = pending.count
+            if !pending.isEmpty { tunnelBytes(fromClient: true, pending) }
             commands.append(.startTunnel)
             phase = .done
         case .plain:

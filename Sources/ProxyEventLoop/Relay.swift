@@ -5,18 +5,19 @@
 /// other; each connection closes itself once it has both read EOF and sent FIN. An error on either side aborts both.
 public enum Relay {
     /// Installs relay handlers on `a` and `b` (replacing their handlers) and starts forwarding. `toB` / `toA` are
-    /// bytes already received that must be forwarded first (e.g. parser leftovers after CONNECT). `watchFromB`
-    /// sees what is read from `b`, read by read, before it is forwarded, until it returns false (it must not touch
-    /// the connections). `onClosed` runs once both ends have closed, with the bytes read from `a` and from `b`.
-    /// Loop thread only.
+    /// bytes already received that must be forwarded first (e.g. parser leftovers after CONNECT). `watch` sees
+    /// what is read from either end (`fromA` says which), read by read, before it is forwarded, until it returns
+    /// false; it must not touch the connections. `onClosed` runs once both ends have closed, with the bytes read
+    /// from `a` and from `b`. Loop thread only.
     public static func start(
         _ a: Connection, _ b: Connection, pendingToB toB: [UInt8] = [], pendingToA toA: [UInt8] = [],
-        watchFromB: ((UnsafeRawBufferPointer) -> Bool)? = nil, onClosed: ((_ fromA: Int, _ fromB: Int) -> Void)? = nil
+        watch: ((_ fromA: Bool, _ bytes: UnsafeRawBufferPointer) -> Bool)? = nil,
+        onClosed: ((_ fromA: Int, _ fromB: Int) -> Void)? = nil
     ) {
         precondition(a.loop === b.loop, "both ends of a relay must live on the same loop")
         a.loop.preconditionInEventLoop()
         let tally = RelayTally(onClosed: onClosed)
-        tally.watchFromB = watchFromB
+        tally.watch = watch
         let sideA = RelaySide(peer: b, tally: tally, isA: true)
         let sideB = RelaySide(peer: a, tally: tally, isA: false)
         a.handler = sideA
@@ -34,8 +35,8 @@ public enum Relay {
 final class RelayTally {
     var fromA = 0
     var fromB = 0
-    /// Sees `b`'s bytes until it returns false.
-    var watchFromB: ((UnsafeRawBufferPointer) -> Bool)?
+    /// Sees both ends' bytes until it returns false.
+    var watch: ((Bool, UnsafeRawBufferPointer) -> Bool)?
     private var closedEnds = 0
     private var onClosed: ((Int, Int) -> Void)?
 
@@ -65,12 +66,8 @@ final class RelaySide: ConnectionHandler {
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-        if isA {
-            tally.fromA += bytes.count
-        } else {
-            tally.fromB += bytes.count
-            if let watch = tally.watchFromB, !watch(bytes) { tally.watchFromB = nil }
-        }
+        if isA { tally.fromA += bytes.count } else { tally.fromB += bytes.count }
+        if let watch = tally.watch, !watch(isA, bytes) { tally.watch = nil }
         guard let peer, !peer.isClosed else { return }
         peer.write(bytes)
         if !peer.isWritable { connection.pauseReading() }
@@ -95,7 +92,7 @@ final class RelaySide: ConnectionHandler {
             if error != nil { peer.abort() } else { peer.close() }
         }
         peerRetainer = nil
-        tally.watchFromB = nil
+        tally.watch = nil
         tally.endClosed()
     }
 }

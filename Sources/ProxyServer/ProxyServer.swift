@@ -215,11 +215,15 @@ final class ClientSide: ConnectionHandler {
                 if let client, let upstream {
                     tunnelled = true
                     // The closure keeps this side alive until the tunnel ends, for the session to log it.
-                    let watch: ((UnsafeRawBufferPointer) -> Bool)? = session.watchesTunnelServer ? { [self] bytes in
-                        run(session.handle(.tunnelServerBytes(Array(bytes))))
-                        return session.watchesTunnelServer
-                    } : nil
-                    Relay.start(client, upstream, watchFromB: watch) { [self] fromClient, toClient in
+                    // The session reads the two hellos in the tunnel's first bytes, then stops watching.
+                    var watch: ((Bool, UnsafeRawBufferPointer) -> Bool)?
+                    if session.watchesTunnel {
+                        watch = { [self] fromClient, bytes in
+                            run(session.handle(.tunnelBytes(fromClient: fromClient, Array(bytes))))
+                            return session.watchesTunnel
+                        }
+                    }
+                    Relay.start(client, upstream, watch: watch) { [self] fromClient, toClient in
                         run(session.handle(.tunnelClosed(fromClient: fromClient, toClient: toClient)))
                     }
                 }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ProxyTrace
 import TLSCore
 import Testing
 
@@ -110,12 +111,12 @@ struct ProxySessionTests {
         #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
         let connected = session.handle(.upstreamConnected)
         #expect(connected == [.sendToUpstream([0x16, 0x03, 0x01]), .startTunnel])
-        // The server's first bytes are watched until its answer to the hello is read: here, a refusal.
-        #expect(session.watchesTunnelServer)
-        _ = session.handle(.tunnelServerBytes([0x15, 0x03, 0x03, 0x00]))
-        #expect(session.watchesTunnelServer, "an alert record is not whole yet")
-        _ = session.handle(.tunnelServerBytes([0x02, 0x02, 0x46]))
-        #expect(!session.watchesTunnelServer)
+        // The tunnel's first bytes are watched until the server's answer to the hello is read: here, a refusal.
+        #expect(session.watchesTunnel)
+        _ = session.handle(.tunnelBytes(fromClient: false, [0x15, 0x03, 0x03, 0x00]))
+        #expect(session.watchesTunnel, "an alert record is not whole yet")
+        _ = session.handle(.tunnelBytes(fromClient: false, [0x02, 0x02, 0x46]))
+        #expect(!session.watchesTunnel)
         // The record counts the bytes the session forwarded itself as well as the relay's.
         let closed = session.handle(.tunnelClosed(fromClient: 100, toClient: 200))
         let summaries = closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }
@@ -126,6 +127,50 @@ struct ProxySessionTests {
         #expect(note.hasSuffix("; the server refused the client's hello (protocol_version (70))"), "\(note)")
     }
 
+    /// A passthrough tunnel to pass.test whose client sent a real ClientHello offering up to `maximum`, answered by a
+    /// ServerHello choosing `version` and `suite`; returns the tunnel's record.
+    private func judgedTunnel(maximum: TLSVersion, version: UInt16, suite: UInt16) throws -> ExchangeSummary? {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        _ = session.handle(.upstreamConnected)
+        var configuration = TLSConfiguration.client()
+        configuration.maximumVersion = maximum
+        let client = try TLSEngine(context: try TLSContext(configuration), serverName: "pass.test")
+        _ = client.handshake()
+        _ = session.handle(.tunnelBytes(fromClient: true, client.takeOutput()))
+        // legacy_version, random, empty session_id, suite, null compression, no extensions.
+        let body = [UInt8(version >> 8), UInt8(version & 0xFF)] + [UInt8](repeating: 7, count: 32) + [0]
+            + [UInt8(suite >> 8), UInt8(suite & 0xFF), 0]
+        let message = [0x02, 0, 0, UInt8(body.count)] + body
+        _ = session.handle(.tunnelBytes(fromClient: false, [0x16, 0x03, 0x03, 0, UInt8(message.count)] + message))
+        #expect(!session.watchesTunnel)
+        let closed = session.handle(.tunnelClosed(fromClient: 0, toClient: 0))
+        return closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }.first
+    }
+
+    @Test("A tunnel's ServerHello is judged only where it tells what the app would get")
+    func tunnelJudgedFromTheHellos() throws {
+        // Offered up to TLS 1.3, the server chose TLS 1.0: it has nothing newer, and the app fails.
+        let old = try judgedTunnel(maximum: .tls13, version: 0x0301, suite: 0xC013)
+        #expect(old?.outcome == .violation)
+        #expect(old?.errorCodes == ["-1200/-9836"])
+        // Offered only up to TLS 1.0, the server's choice says nothing about what iOS would get.
+        let only10 = try judgedTunnel(maximum: .tls10, version: 0x0301, suite: 0xC013)
+        #expect(only10?.outcome == .notEvaluated)
+        #expect(only10?.note?.contains("not judged: this client offered nothing newer") == true)
+        // TLS 1.2 with a suite iOS never offers (static RSA): the server may choose another for the app.
+        let rsa = try judgedTunnel(maximum: .tls13, version: 0x0303, suite: 0x009C)
+        #expect(rsa?.outcome == .notEvaluated)
+        #expect(rsa?.note?.contains("not judged: iOS does not offer that suite") == true)
+        // TLS 1.2 with ECDHE and AES-GCM: what ATS accepts.
+        let good = try judgedTunnel(maximum: .tls13, version: 0x0303, suite: 0xC02F)
+        #expect(good?.outcome == .allowed)
+        #expect(good?.note?.hasSuffix("; server chose TLSv1.2, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, "
+            + "certificate not judged") == true, "\(good?.note ?? "")")
+    }
+
     @Test("A tunnel whose server does not answer with TLS says so on its record, and stops being watched")
     func tunnelServerNotTLS() throws {
         let env = try SessionHarness.environment(
@@ -133,8 +178,8 @@ struct ProxySessionTests {
         let session = SessionHarness.session(env)
         _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
         _ = session.handle(.upstreamConnected)
-        _ = session.handle(.tunnelServerBytes(bytes("SSH-2.0-OpenSSH_9.2\r\n")))
-        #expect(!session.watchesTunnelServer)
+        _ = session.handle(.tunnelBytes(fromClient: false, bytes("SSH-2.0-OpenSSH_9.2\r\n")))
+        #expect(!session.watchesTunnel)
         let closed = session.handle(.tunnelClosed(fromClient: 10, toClient: 21))
         let note = closed.compactMap { if case .log(.exchange(let s)) = $0 { s.note } else { nil } }.first ?? nil
         #expect(note?.contains("; the server's first bytes are no TLS handshake (") == true, "\(note ?? "")")
