@@ -1,4 +1,5 @@
 internal import COpenSSL
+import ATSPolicy
 
 /// An immutable, shareable TLS context (`SSL_CTX`) built from a `TLSConfiguration`. Make one per configuration and
 /// create a `TLSEngine` per connection from it.
