@@ -5,9 +5,13 @@ import ProxyTrace
 enum RequestDecision {
     /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
     /// `annotation` to the response.
-    case forward(head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
+    case forward(
+        head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)],
+        outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError])
     /// Answer locally with this response; the request body is read and dropped.
-    case answer(head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String])
+    case answer(
+        head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome,
+        codes: [ExchangeError])
 }
 
 /// A host and port to connect to for plain-HTTP forwarding.
@@ -52,7 +56,7 @@ protocol ExchangeRecording {
     var method: String { get }
     var url: String { get }
     var outcome: ExchangeSummary.ATSOutcome { get }
-    var codes: [String] { get }
+    var codes: [ExchangeError] { get }
     var started: Double { get }
     var status: Int? { get }
     var requestBytes: Int { get }
@@ -63,7 +67,7 @@ extension ExchangeRecording {
     /// The finished exchange; `httpVersion` is the protocol the app would have spoken with the server.
     func summary(httpVersion: String, now: Double, interruption: String? = nil) -> ExchangeSummary {
         ExchangeSummary(
-            method: method, url: url, status: status, httpVersion: httpVersion, outcome: outcome, errorCodes: codes,
+            method: method, url: url, status: status, httpVersion: httpVersion, outcome: outcome, errors: codes,
             requestBytes: requestBytes, responseBytes: responseBytes,
             durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
     }

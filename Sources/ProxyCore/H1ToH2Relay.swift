@@ -27,7 +27,7 @@ final class H1ToH2Relay: ExchangeRelay {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
-        var codes: [String]
+        var codes: [ExchangeError]
         var annotation: [(String, String)]
         var started: Double
         var clientVersion: HTTPVersion

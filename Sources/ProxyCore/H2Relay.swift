@@ -27,7 +27,7 @@ final class H2Relay: ExchangeRelay {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
-        var codes: [String]
+        var codes: [ExchangeError]
         var annotation: [H2Header]
         var started: Double
         var status: Int?

@@ -45,7 +45,7 @@ final class H2ToH1Relay: LaneRelay {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
-        var codes: [String]
+        var codes: [ExchangeError]
         var annotation: [H2Header]
         var started: Double
         var status: Int?

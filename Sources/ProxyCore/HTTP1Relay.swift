@@ -35,7 +35,7 @@ final class HTTP1Relay {
         let method: String
         let url: String
         let outcome: ExchangeSummary.ATSOutcome
-        let codes: [String]
+        let codes: [ExchangeError]
         let annotation: [(String, String)]
         let started: Double
         @exclusivity(unchecked) var requestBytes = 0
@@ -52,7 +52,7 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var responseHeadSent = false
 
         init(
-            method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [String],
+            method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
             annotation: [(String, String)], started: Double
         ) {
             self.method = method

@@ -458,7 +458,7 @@ extension ProxySession {
     private func logBlockedConnection(_ i: Interception) {
         let summary = ExchangeSummary(
             method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: .blocked,
-            errorCodes: i.violations.map(ExchangeSummary.shortCode), requestBytes: 0, responseBytes: 0,
+            errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (now() - i.started) * 1000)
         recordExchange(summary)
     }
@@ -650,7 +650,7 @@ extension ProxySession {
         // translates, and the client's when there is no upstream (block answers).
         let protocolName = i.blockAnswer == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
-        let codes = i.violations.map(ExchangeSummary.shortCode)
+        let codes = i.violations.map(ExchangeError.init)
         if var answer = i.blockAnswer {
             // The app's task fails in the TLS handshake, so nothing is enqueued; its error names this request's URL.
             answer.url = url

@@ -30,7 +30,7 @@ struct Tunnel {
     var clientHello: ClientHello?
     var serverAnswer: ServerAnswer?
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
-    var codes: [String] = []
+    var errors: [ExchangeError] = []
 
     /// `watched`: whether the hellos are to be read (only a TLS client's tunnel has them).
     init(host: String, port: Int, note: String, started: Double, watched: Bool = true) {
@@ -54,7 +54,7 @@ extension ProxySession {
         self.tunnel = nil
         recordExchange(ExchangeSummary(
             method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil,
-            httpVersion: "TUNNEL", outcome: tunnel.outcome, errorCodes: tunnel.codes,
+            httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
             requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
             durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
     }
@@ -115,12 +115,12 @@ extension ProxySession {
                 return
             }
             t.outcome = .violation
-            t.codes = versionIssues.map(ExchangeSummary.shortCode)
+            t.errors = versionIssues.map(ExchangeError.init)
             let why = versionIssues.map(\.explanation).joined(separator: "; ")
             t.note += "; \(chose) although offered newer: \(why)"
+            let codes = t.errors.map(\.shortCode).joined(separator: ", ")
             notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
-                + "ATS policy refuses (\(t.codes.joined(separator: ", "))); the device's own check fails the app's "
-                + "request: \(why)")
+                + "ATS policy refuses (\(codes)); the device's own check fails the app's request: \(why)")
             traceDecision(
                 url: url, decision: req.decidedBy, violations: versionIssues,
                 action: "tunnelled, not blocked: the device judges the server itself")

@@ -409,7 +409,7 @@ public final class ProxySession {
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
         trace(.loaderWhatToDo(method: head.method, url: url))
         // Only a request that goes out is enqueued: the app refuses a blocked one before connecting.
-        func forward(annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [String])
+        func forward(annotation: [(String, String)], outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError])
             -> RequestDecision
         {
             prepareUpstream(upstream, host: host, port: port ?? 80)
@@ -428,7 +428,7 @@ public final class ProxySession {
         case .blocked(let violation):
             let decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             let answer = ATSAnswer(url: url, decision: decision, violations: [violation])
-            let codes = [ExchangeSummary.shortCode(violation)]
+            let codes = [ExchangeError(violation)]
             if env.mode == .annotate {
                 traceDecision(url: url, decision: decision, violations: [violation], action: "annotated")
                 return forward(annotation: answer.headers, outcome: .violation, codes: codes)

@@ -21,8 +21,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var status: Int?
     public var httpVersion: String
     public var outcome: ATSOutcome
-    /// `-1200/-9836` style short codes of the violations, empty when allowed.
-    public var errorCodes: [String]
+    /// The errors of the violations, empty when allowed: the first is what the app's task would fail with.
+    public var errors: [ExchangeError]
     public var requestBytes: Int
     public var responseBytes: Int
     public var durationMilliseconds: Double
@@ -33,7 +33,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var note: String?
 
     public init(
-        method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errorCodes: [String],
+        method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errors: [ExchangeError],
         requestBytes: Int, responseBytes: Int, durationMilliseconds: Double, interruption: String? = nil,
         note: String? = nil
     ) {
@@ -42,17 +42,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         self.status = status
         self.httpVersion = httpVersion
         self.outcome = outcome
-        self.errorCodes = errorCodes
+        self.errors = errors
         self.requestBytes = requestBytes
         self.responseBytes = responseBytes
         self.durationMilliseconds = durationMilliseconds
         self.interruption = interruption
         self.note = note
-    }
-
-    /// The codes of a violation as one token: `-1200/-9836`, or `-1022`.
-    public static func shortCode(_ v: ATSViolation) -> String {
-        v.sslError.map { "\(v.urlError.code)/\($0.code)" } ?? String(v.urlError.code)
     }
 
     /// The console line: `GET https://host/path 200 HTTP/1.1 ATS ok 1.0 KiB 12 ms`, with ANSI colour only when
@@ -64,10 +59,10 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         let tint: String
         switch outcome {
         case .allowed: (ats, tint) = ("ATS ok", "\u{1B}[32m")
-        case .blocked: (ats, tint) = ("ATS BLOCKED " + errorCodes.joined(separator: ","), "\u{1B}[31m")
-        case .violation: (ats, tint) = ("ATS VIOLATION " + errorCodes.joined(separator: ","), "\u{1B}[33m")
+        case .blocked: (ats, tint) = ("ATS BLOCKED " + shortCodes, "\u{1B}[31m")
+        case .violation: (ats, tint) = ("ATS VIOLATION " + shortCodes, "\u{1B}[33m")
         case .notEvaluated: (ats, tint) = ("ATS n/a", "\u{1B}[2m")
-        case .failed: (ats, tint) = ("FAILED " + errorCodes.joined(separator: ","), "\u{1B}[31m")
+        case .failed: (ats, tint) = ("FAILED " + shortCodes, "\u{1B}[31m")
         }
         var line = ""
         line.reserveCapacity(method.utf8.count + url.utf8.count + ats.utf8.count + 48)
@@ -108,6 +103,9 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         return line
     }
 
+    /// `-1200/-9836,-1202/-9812`: each error's short code.
+    private var shortCodes: String { errors.map(\.shortCode).joined(separator: ",") }
+
     static func formatBytes(_ n: Int) -> String {
         if n < 1024 { return String(n) + " B" }
         if n < 1024 * 1024 { return tenths(n * 10 / 1024) + " KiB" }
@@ -117,5 +115,28 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// `t` tenths as a decimal with one digit after the point: 15 → "1.5", 100 → "10.0".
     private static func tenths(_ t: Int) -> String {
         String(t / 10) + "." + String(t % 10)
+    }
+}
+
+/// The error the app would get from one violation: the NSURLErrorDomain code and, for TLS failures, the
+/// `_kCFStreamErrorCodeKey` code (reference §4), each with its name.
+public struct ExchangeError: Sendable, Equatable, Codable {
+    public var urlError: URLErrorCode
+    /// nil for errors that carry no SSL code (-1022, unreachable servers).
+    public var sslError: SSLErrorCode?
+
+    public init(urlError: URLErrorCode, sslError: SSLErrorCode? = nil) {
+        self.urlError = urlError
+        self.sslError = sslError
+    }
+
+    /// The codes of `violation`.
+    public init(_ violation: ATSViolation) {
+        self.init(urlError: violation.urlError, sslError: violation.sslError)
+    }
+
+    /// The console's token: `-1200/-9836`, or `-1022`.
+    public var shortCode: String {
+        sslError.map { String(urlError.code) + "/" + String($0.code) } ?? String(urlError.code)
     }
 }

@@ -155,7 +155,7 @@ struct ProxySessionTests {
         // Offered up to TLS 1.3, the server chose TLS 1.0: it has nothing newer, and the app fails.
         let old = try judgedTunnel(maximum: .tls13, version: 0x0301, suite: 0xC013)
         #expect(old?.outcome == .violation)
-        #expect(old?.errorCodes == ["-1200/-9836"])
+        #expect(old?.errors.map(\.shortCode) == ["-1200/-9836"])
         // Offered only up to TLS 1.0, the server's choice says nothing about what iOS would get.
         let only10 = try judgedTunnel(maximum: .tls10, version: 0x0301, suite: 0xC013)
         #expect(only10?.outcome == .notEvaluated)

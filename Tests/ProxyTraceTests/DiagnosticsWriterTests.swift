@@ -121,7 +121,8 @@ struct DiagnosticsWriterTests {
 struct ExchangeSummaryTests {
     let blocked = ExchangeSummary(
         method: "GET", url: "https://old.test/x", status: 502, httpVersion: "HTTP/1.1", outcome: .blocked,
-        errorCodes: ["-1200/-9836"], requestBytes: 0, responseBytes: 1536, durationMilliseconds: 12.4)
+        errors: [ExchangeError(urlError: .secureConnectionFailed, sslError: .peerProtocolVersion)], requestBytes: 0,
+        responseBytes: 1536, durationMilliseconds: 12.4)
 
     @Test("The console line names method, URL, status, verdict with codes, size and time")
     func consoleLine() {
@@ -137,7 +138,7 @@ struct ExchangeSummaryTests {
     func numbers(bytes: Int, milliseconds: Double, expected: String) {
         let summary = ExchangeSummary(
             method: "GET", url: "http://a.test/", status: nil, httpVersion: "HTTP/1.1", outcome: .notEvaluated,
-            errorCodes: [], requestBytes: 0, responseBytes: bytes, durationMilliseconds: milliseconds)
+            errors: [], requestBytes: 0, responseBytes: bytes, durationMilliseconds: milliseconds)
         #expect(summary.consoleLine(colour: false) == "GET http://a.test/ --- HTTP/1.1 ATS n/a " + expected)
     }
 
@@ -145,7 +146,7 @@ struct ExchangeSummaryTests {
     func interrupted() {
         let cut = ExchangeSummary(
             method: "GET", url: "https://h2.test/big", status: 200, httpVersion: "HTTP/2.0", outcome: .allowed,
-            errorCodes: [], requestBytes: 0, responseBytes: 3 << 20, durationMilliseconds: 40,
+            errors: [], requestBytes: 0, responseBytes: 3 << 20, durationMilliseconds: 40,
             interruption: "reset by the client (CANCEL)")
         #expect(cut.consoleLine(colour: false)
             == "GET https://h2.test/big 200 HTTP/2.0 ATS ok 3.0 MiB 40 ms INCOMPLETE: reset by the client (CANCEL)")
