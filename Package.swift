@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core"], swiftSettings: strict),
-        .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace"], swiftSettings: strict),
+        .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
             name: "ProxyEndToEndTests",

@@ -66,7 +66,7 @@ public struct CertificateFacts: Sendable, Hashable, Codable {
 
 /// The outcome of chain verification against the trust store the simulated device has
 /// (system roots plus the user-installed roots given with `--trust-ca`).
-public enum TrustResult: Sendable, Hashable, Codable {
+public enum TrustResult: Sendable, Hashable {
     /// Chains to a root in the system store.
     case trustedBySystemRoot
     /// Chains to a root the user installed (the proxy CA, or `--trust-ca`): CT and some strict EKU/validity checks
@@ -92,7 +92,7 @@ public enum TrustFailure: String, Sendable, Hashable, Codable {
 }
 
 /// How a handshake ended when it did not complete.
-public enum HandshakeFailure: Sendable, Hashable, Codable {
+public enum HandshakeFailure: Sendable, Hashable {
     /// The server sent a fatal alert (TLS alert description number, e.g. 70 protocol_version, 40 handshake_failure).
     case alertReceived(UInt8)
     /// The client side gave up, e.g. the server chose a version or suite the client never offered.
@@ -107,7 +107,7 @@ public enum HandshakeFailure: Sendable, Hashable, Codable {
 
 /// What the server turned out to support, from a second, permissive probe (every version and suite this
 /// OpenSSL can still negotiate). Lets a verdict say *why* the iOS-like handshake failed.
-public struct ServerCapabilities: Sendable, Hashable, Codable {
+public struct ServerCapabilities: Sendable, Hashable {
     /// Versions the server accepted when offered one at a time.
     public var supportedVersions: [TLSVersion]
     /// The suite the server chose when offered everything, with its wire code.
@@ -128,7 +128,7 @@ public struct ServerCapabilities: Sendable, Hashable, Codable {
 }
 
 /// Everything observed on one upstream TLS connection: the input of the post-handshake evaluation.
-public struct HandshakeFacts: Sendable, Hashable, Codable {
+public struct HandshakeFacts: Sendable, Hashable {
     /// nil when the handshake completed.
     public var failure: HandshakeFailure?
     public var version: TLSVersion?

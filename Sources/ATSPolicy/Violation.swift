@@ -26,7 +26,7 @@ public enum ViolationKind: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// The narrowest plist change that would let a connection through, or a statement that none can.
-public enum ExceptionFix: Sendable, Hashable, Codable {
+public enum ExceptionFix: Sendable, Hashable {
     /// Set these keys on the exception entry for `domain` (created if missing).
     case setKeys(domain: String, keys: [FixKey])
     /// No Info.plist change can allow this (hostname mismatch, untrusted root, OS refusal): fix the server.
