@@ -1,26 +1,6 @@
 import Foundation
 import Testing
 
-/// The `--log-json` events of `kind`, waiting (bounded) until there are at least `count`.
-private func events(_ log: URL, kind: String, count: Int) async throws -> [[String: Any]] {
-    let deadline = ContinuousClock.now + .seconds(10)
-    var found: [[String: Any]] = []
-    while ContinuousClock.now < deadline {
-        let text = FileManager.default.fileExists(atPath: log.path) ? try String(contentsOf: log, encoding: .utf8) : ""
-        // Only whole lines: the last one may still be being written.
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        found = try lines.map { line in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                throw HarnessError("not a JSON object: \(line)")
-            }
-            return object
-        }.filter { $0["kind"] as? String == kind }
-        if found.count >= count { return found }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    throw HarnessError("\(log.lastPathComponent) holds \(found.count) \(kind) events, not \(count)")
-}
-
 /// The handshake facts of a `tlsHandshake` event without the time they were taken.
 private func factsWithoutTime(_ event: [String: Any]) -> NSDictionary {
     var facts = event["handshake"] as? [String: Any] ?? [:]
@@ -47,11 +27,11 @@ struct ResumptionTests {
             #expect(r.status == 200, "\(r.stderr)")
             #expect(try await stage.matchesAnnouncedChecksum(r))
         }
-        let handshakes = try await events(log, kind: "tlsHandshake", count: 2)
+        let handshakes = try await jsonEvents(log, kind: "tlsHandshake", count: 2)
         #expect(handshakes.map { $0["sessionResumed"] as? Bool } == [false, true])
         // The resumed connection is judged on the facts the first one recorded (TLS 1.3 renegotiates the rest).
         #expect(factsWithoutTime(handshakes[0]) == factsWithoutTime(handshakes[1]))
-        let decisions = try await events(log, kind: "atsDecision", count: 2)
+        let decisions = try await jsonEvents(log, kind: "atsDecision", count: 2)
         #expect(decisions.map { $0["message"] as? String } == ["allowed", "allowed"])
         #expect(verdict(decisions[0]) == verdict(decisions[1]))
         let trace = try await stage.proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
@@ -72,7 +52,7 @@ struct ResumptionTests {
             #expect(r.status == 200, "\(r.stderr)")
             #expect(try await stage.matchesAnnouncedChecksum(r))
         }
-        let handshakes = try await events(log, kind: "tlsHandshake", count: 2)
+        let handshakes = try await jsonEvents(log, kind: "tlsHandshake", count: 2)
         #expect(handshakes.map { $0["sessionResumed"] as? Bool } == [false, false])
         let trace = try await stage.proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
             text.components(separatedBy: "Session: full handshake").count == 3 ? text : nil
@@ -96,10 +76,10 @@ struct ResumptionTests {
             #expect(r.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
             #expect(r.header("X-ATS-SSL-Error")?.hasPrefix("-9814 ") == true, "\(r.headerText)")
         }
-        let handshakes = try await events(httpLog, kind: "tlsHandshake", count: 2)
+        let handshakes = try await jsonEvents(httpLog, kind: "tlsHandshake", count: 2)
         #expect(handshakes.map { $0["sessionResumed"] as? Bool } == [false, true])
         #expect(factsWithoutTime(handshakes[0]) == factsWithoutTime(handshakes[1]))
-        let decisions = try await events(httpLog, kind: "atsDecision", count: 2)
+        let decisions = try await jsonEvents(httpLog, kind: "atsDecision", count: 2)
         #expect(verdict(decisions[0]) == verdict(decisions[1]))
 
         let tlsLog = folder.appendingPathComponent("tls.jsonl")
@@ -114,7 +94,7 @@ struct ResumptionTests {
             return lines.count >= 2 ? lines : nil
         }
         #expect(blockedLines.allSatisfy { $0.contains("ATS BLOCKED -1202/-9814") }, "\(blockedLines)")
-        let tlsHandshakes = try await events(tlsLog, kind: "tlsHandshake", count: 2)
+        let tlsHandshakes = try await jsonEvents(tlsLog, kind: "tlsHandshake", count: 2)
         #expect(tlsHandshakes.map { $0["sessionResumed"] as? Bool } == [false, true])
     }
 

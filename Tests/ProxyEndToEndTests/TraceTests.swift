@@ -67,23 +67,11 @@ struct TraceTests {
         _ = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
         let refused = try await stage.curl(["https://tls10.test/"])
         #expect(refused.exit == 35)
-        let deadline = ContinuousClock.now + .seconds(10)
-        var lines: [Substring] = []
-        var events: [[String: Any]] = []
-        while ContinuousClock.now < deadline {
-            // Whole lines only: the proxy may be writing the next one.
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            lines = text[..<(text.lastIndex(of: "\n") ?? text.startIndex)].split(separator: "\n")
-            events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            if events.filter({ $0["kind"] as? String == "exchange" }).count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(events.count == lines.count, "a line is not a JSON object: \(lines)")
-        let exchanges = events.filter { $0["kind"] as? String == "exchange" }.compactMap { $0["url"] as? String }
-        #expect(exchanges.contains("https://good.test/bytes/10"), "\(events)")
-        #expect(exchanges.contains("http://media-server.example.com/bytes/10"), "\(events)")
+        let exchanges = try await jsonEvents(log, kind: "exchange", count: 3).compactMap { $0["url"] as? String }
+        #expect(exchanges.contains("https://good.test/bytes/10"), "\(exchanges)")
+        #expect(exchanges.contains("http://media-server.example.com/bytes/10"), "\(exchanges)")
         // A connection refused in its handshake (--block tls) is an exchange too, as on the console.
-        #expect(exchanges.contains("https://tls10.test"), "\(events)")
+        #expect(exchanges.contains("https://tls10.test"), "\(exchanges)")
         withExtendedLifetime(old) {}
     }
 }
