@@ -84,7 +84,9 @@ let package = Package(
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
             name: "ProxyEndToEndTests",
-            dependencies: ["atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy"],
+            dependencies: [
+                "atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy", "TestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.

@@ -1,15 +1,24 @@
 import ATSPolicy
 import FoundationEssentials
 
-/// One line of `--log-json FILE`: a self-contained JSON object per event, for machines.
+/// One line of `--log-json FILE`: a self-contained JSON object per event, for machines. The schema is documented in
+/// README.md ("JSON events"): fields that do not apply to a kind are left out, times are Unix seconds, and error
+/// codes are numbers with their names next to them.
 public struct TraceEvent: Sendable, Codable, Equatable {
     public enum Kind: String, Sendable, Codable {
-        case connectionOpened, tlsHandshake, atsDecision, exchange, connectionClosed, error
+        /// The upstream TLS handshake of an intercepted connection ended: `handshake`, `sessionResumed`.
+        case tlsHandshake
+        /// The policy's verdict on a connection or a cleartext request: `decision`, `violations`, and what the
+        /// proxy did in `message`.
+        case atsDecision
+        /// One finished exchange, as its console line: `exchange`.
+        case exchange
     }
 
     public var kind: Kind
     /// Unix time in seconds.
     public var time: Double
+    /// The client connection (session) the event belongs to, as the diagnostics trace numbers it.
     public var connectionID: UInt64
     public var url: String?
     public var exchange: ExchangeSummary?
