@@ -70,7 +70,7 @@ extension DiagnoseReport {
         guard let d = defaultResult else { return lines }
         let f = d.facts
         if let failure = f.failure {
-            lines.append("Default connection: the handshake failed: \(describe(failure))")
+            lines.append("Default connection: the handshake failed: \(failure)")
         } else if let version = f.version {
             var line = "Default connection: negotiated \(version.plistName)"
             if let name = f.cipherSuiteName, let code = f.cipherSuiteCode { line += ", \(name) (\(hex(code)))" }
@@ -178,17 +178,6 @@ extension DiagnoseReport {
             ]
         case .noExceptionCanHelp(let reason):
             return ["No Info.plist exception can make this connection pass: \(reason)", "Fix the server."]
-        }
-    }
-
-    private func describe(_ failure: HandshakeFailure) -> String {
-        switch failure {
-        case .alertReceived(let code):
-            "the server sent the alert \(TLSAlert(code))"
-        case .localError(let text): text
-        case .closedDuringHandshake: "the connection closed before the handshake finished"
-        case .notTLS: "the server did not answer with TLS"
-        case .timedOut: "the server did not complete it within the timeout"
         }
     }
 

@@ -105,6 +105,19 @@ public enum HandshakeFailure: Sendable, Hashable {
     case timedOut
 }
 
+extension HandshakeFailure: CustomStringConvertible {
+    /// How reports and traces say it: `the server sent the alert protocol_version (70)`.
+    public var description: String {
+        switch self {
+        case .alertReceived(let code): "the server sent the alert \(TLSAlert(code))"
+        case .localError(let text): text
+        case .closedDuringHandshake: "the connection closed before the handshake finished"
+        case .notTLS: "the server did not answer with TLS"
+        case .timedOut: "the server did not complete the handshake within the timeout"
+        }
+    }
+}
+
 /// What the server turned out to support, from a second, permissive probe (every version and suite this
 /// OpenSSL can still negotiate). Lets a verdict say *why* the iOS-like handshake failed.
 public struct ServerCapabilities: Sendable, Hashable {

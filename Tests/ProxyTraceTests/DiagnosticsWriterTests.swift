@@ -51,7 +51,7 @@ struct DiagnosticsWriterTests {
         #expect(dump?.contains("GET / HTTP/1.1..") == true)
     }
 
-    @Test("The TLS Handshake record says whether the session was resumed; a failed handshake has no session")
+    @Test("The TLS Handshake record says whether the session was resumed; a failed one says why and has no session")
     func handshakeSession() {
         var writer = DiagnosticsWriter(level: 1)
         let facts = HandshakeFacts(
@@ -66,7 +66,7 @@ struct DiagnosticsWriterTests {
         var failed = facts
         failed.failure = .alertReceived(70)
         let failedText = writer.render(.tlsHandshake(connectionID: 3, facts: failed), at: t)
-        #expect(failedText?.contains("Result: failed") == true)
+        #expect(failedText?.contains("Result: failed (the server sent the alert protocol_version (70))\n") == true)
         #expect(failedText?.contains("Session:") == false)
     }
 
