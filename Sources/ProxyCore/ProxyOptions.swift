@@ -1,4 +1,5 @@
 import ATSPolicy
+import ProxyTrace
 
 /// What the proxy does when a connection violates the app's ATS policy (`--ats`).
 public enum ATSMode: String, Sendable, CaseIterable {
@@ -73,9 +74,13 @@ public struct ProxyCredentials: Sendable, Hashable {
         password = String(text[text.index(after: colon)...])
     }
 
-    /// True when a `Proxy-Authorization` header value carries these credentials.
-    public func accepts(proxyAuthorization value: String?) -> Bool {
-        guard let value else { return false }
+    /// Why a `Proxy-Authorization` field value is refused, or nil when it carries these credentials.
+    public func refusal(ofProxyAuthorization value: String?) -> ProxyAuthFailure.Reason? {
+        guard let value, !value.trimmingSpaces().isEmpty else { return .missing }
+        return matches(value) ? nil : .wrong
+    }
+
+    private func matches(_ value: String) -> Bool {
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic" else { return false }
         guard let decoded = Base64.decode(String(parts[1]).trimmingSpaces()) else { return false }

@@ -46,6 +46,9 @@ public final class ProxySession {
     var interception: Interception?
     var upstreamOpen = false
     var clientClosed = false
+    /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
+    /// adapter, since the session knows no sockets.
+    public var clientAddress: String?
 
     /// - Parameters:
     ///   - id: a number that names the session in logs and traces.
@@ -270,8 +273,10 @@ public final class ProxySession {
         }
         guard case .requestHead(let head) = event else { return }
         if let credentials = env.credentials,
-            !credentials.accepts(proxyAuthorization: head.headers[first: "Proxy-Authorization"])
+            let reason = credentials.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
         {
+            logAuthFailure(
+                ProxyAuthFailure(reason: reason, method: head.method, target: head.target, client: clientAddress))
             answerFront(status: 407, body: "ATSProxy: proxy credentials required\n",
                 extra: [("Proxy-Authenticate", "Basic realm=\"atsproxy\"")])
             return
@@ -553,6 +558,17 @@ public final class ProxySession {
             trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
         }
         recordExchange(exchange)
+    }
+
+    /// A 407 in the console and, with `--log-json`, in the JSON log: a device set up with a wrong or no proxy
+    /// password otherwise fails with nothing to show why.
+    func logAuthFailure(_ failure: ProxyAuthFailure) {
+        let text = failure.consoleText
+        notice(text)
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .proxyAuthFailed, time: now(), connectionID: id, proxyAuth: failure, message: text))))
+        }
     }
 
     /// One exchange in the console and, with `--log-json`, in the JSON log.

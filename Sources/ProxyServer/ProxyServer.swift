@@ -68,6 +68,8 @@ final class ClientSide: ConnectionHandler {
 
     func connectionOpened(_ connection: Connection) {
         client = connection
+        // Only a 407 names the client: without --auth, the getpeername call is not worth making per connection.
+        if server.environment.credentials != nil { session.clientAddress = connection.remoteAddress?.description }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
     }

@@ -13,6 +13,9 @@ public struct TraceEvent: Sendable, Codable, Equatable {
         case atsDecision
         /// One finished exchange, as its console line: `exchange`.
         case exchange
+        /// A request answered 407 because `--auth` credentials were missing or wrong: `proxyAuth`, and `message`
+        /// as the console says it.
+        case proxyAuthFailed
     }
 
     public var kind: Kind
@@ -28,12 +31,13 @@ public struct TraceEvent: Sendable, Codable, Equatable {
     public var sessionResumed: Bool?
     public var decision: PolicyDecision?
     public var violations: [ATSViolation]?
+    public var proxyAuth: ProxyAuthFailure?
     public var message: String?
 
     public init(
         kind: Kind, time: Double, connectionID: UInt64, url: String? = nil, exchange: ExchangeSummary? = nil,
         handshake: HandshakeFacts? = nil, sessionResumed: Bool? = nil, decision: PolicyDecision? = nil,
-        violations: [ATSViolation]? = nil, message: String? = nil
+        violations: [ATSViolation]? = nil, proxyAuth: ProxyAuthFailure? = nil, message: String? = nil
     ) {
         self.kind = kind
         self.time = time
@@ -44,6 +48,7 @@ public struct TraceEvent: Sendable, Codable, Equatable {
         self.sessionResumed = sessionResumed
         self.decision = decision
         self.violations = violations
+        self.proxyAuth = proxyAuth
         self.message = message
     }
 
@@ -53,5 +58,43 @@ public struct TraceEvent: Sendable, Codable, Equatable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .secondsSince1970
         return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+}
+
+/// A request the proxy refused with 407 (`--auth`): who asked, for what, and why. Never the credentials, not even
+/// the user name.
+public struct ProxyAuthFailure: Sendable, Equatable, Codable {
+    public enum Reason: String, Sendable, Codable {
+        /// No `Proxy-Authorization` field. Many clients ask without credentials first and send them after the
+        /// 407's challenge; a client with no proxy password set stops here.
+        case missing
+        /// Credentials that are not the `--auth` ones (or not Basic credentials at all).
+        case wrong
+    }
+
+    public var reason: Reason
+    public var method: String
+    /// The request target as sent: `host:443` for CONNECT, the URL for plain HTTP.
+    public var target: String
+    /// The client's address (`192.168.1.20:51234`), when the adapter gave it.
+    public var client: String?
+
+    public init(reason: Reason, method: String, target: String, client: String?) {
+        self.reason = reason
+        self.method = method
+        self.target = target
+        self.client = client
+    }
+
+    /// The console line: `proxy authentication failed: 192.168.1.20:51234 sent wrong credentials (CONNECT
+    /// api.example.com:443); answered 407`.
+    public var consoleText: String {
+        let who = client ?? "a client"
+        let what = switch reason {
+        case .missing: "sent no credentials"
+        case .wrong: "sent wrong credentials"
+        }
+        let hint = reason == .missing ? " (a client that has them sends them after this challenge)" : ""
+        return "proxy authentication failed: \(who) \(what) (\(method) \(target)); answered 407\(hint)"
     }
 }

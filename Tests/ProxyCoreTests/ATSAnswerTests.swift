@@ -71,14 +71,15 @@ struct ProxyOptionsTests {
         #expect(throws: ProxyOptionError.self) { try HostMapping(parsing: text) }
     }
 
-    @Test("Basic proxy credentials are checked exactly")
+    @Test("Basic proxy credentials are checked exactly; a refusal says whether they were missing or wrong")
     func credentials() throws {
         let c = try ProxyCredentials(parsing: "qa:s3cret")
-        #expect(c.accepts(proxyAuthorization: "Basic cWE6czNjcmV0"))
-        #expect(c.accepts(proxyAuthorization: "basic  cWE6czNjcmV0 "))
-        #expect(!c.accepts(proxyAuthorization: "Basic cWE6czNjcmVU"))
-        #expect(!c.accepts(proxyAuthorization: "Bearer cWE6czNjcmV0"))
-        #expect(!c.accepts(proxyAuthorization: "Basic !!!"))
-        #expect(!c.accepts(proxyAuthorization: nil))
+        #expect(c.refusal(ofProxyAuthorization: "Basic cWE6czNjcmV0") == nil)
+        #expect(c.refusal(ofProxyAuthorization: "basic  cWE6czNjcmV0 ") == nil)
+        #expect(c.refusal(ofProxyAuthorization: "Basic cWE6czNjcmVU") == .wrong)
+        #expect(c.refusal(ofProxyAuthorization: "Bearer cWE6czNjcmV0") == .wrong)
+        #expect(c.refusal(ofProxyAuthorization: "Basic !!!") == .wrong)
+        #expect(c.refusal(ofProxyAuthorization: nil) == .missing)
+        #expect(c.refusal(ofProxyAuthorization: " ") == .missing)
     }
 }

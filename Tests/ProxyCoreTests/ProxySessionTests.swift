@@ -21,6 +21,38 @@ struct ProxySessionTests {
         }
     }
 
+    @Test("--auth: every 407 is one console line and one JSON event saying missing or wrong, without the credentials")
+    func authFailureLogged() throws {
+        let env = try SessionHarness.environment(
+            credentials: try ProxyCredentials(parsing: "qa:s3cret"), jsonEvents: true)
+        let missing = SessionHarness.session(env)
+        missing.clientAddress = "192.168.1.20:51234"
+        let refused = missing.handle(.clientBytes(bytes(
+            "CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        #expect(refused.notices.count == 1)
+        #expect(refused.notices.first?.hasPrefix(
+            "proxy authentication failed: 192.168.1.20:51234 sent no credentials (CONNECT good.test:443); answered 407")
+            == true, "\(refused.notices)")
+        #expect(refused.events.map(\.kind) == [.proxyAuthFailed])
+        #expect(refused.events.first?.proxyAuth == ProxyAuthFailure(
+            reason: .missing, method: "CONNECT", target: "good.test:443", client: "192.168.1.20:51234"))
+
+        // "qa:n0pe": the user name is part of the credentials and is not logged either.
+        let wrong = SessionHarness.session(env).handle(.clientBytes(bytes(
+            "GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\nProxy-Authorization: Basic cWE6bjBwZQ==\r\n\r\n")))
+        #expect(wrong.notices == [
+            "proxy authentication failed: a client sent wrong credentials (GET http://good.test/); answered 407"])
+        #expect(wrong.events.first?.proxyAuth?.reason == .wrong)
+        #expect(wrong.events.first?.message == wrong.notices.first)
+        let logged = wrong.notices.joined() + (try wrong.events.map { try $0.jsonLine() }.joined())
+        for secret in ["qa", "n0pe", "cWE6bjBwZQ"] { #expect(!logged.contains(secret), "\(logged)") }
+
+        let accepted = SessionHarness.session(env).handle(.clientBytes(bytes(
+            "CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n"
+                + "Proxy-Authorization: Basic cWE6czNjcmV0\r\n\r\n")))
+        #expect(accepted.notices.isEmpty && accepted.events.isEmpty)
+    }
+
     @Test("--auth: a CONNECT with the right credentials is established")
     func authAccepted() throws {
         let env = try SessionHarness.environment(credentials: try ProxyCredentials(parsing: "qa:s3cret"))

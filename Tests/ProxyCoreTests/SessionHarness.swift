@@ -1,5 +1,6 @@
 import ATSPolicy
 import HTTP1Core
+import ProxyTrace
 import TLSCore
 
 @testable import ProxyCore
@@ -9,7 +10,7 @@ enum SessionHarness {
     static func environment(
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
-        upstreamALPN: UpstreamALPN = .mirror
+        upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -21,7 +22,7 @@ enum SessionHarness {
             passthrough: passthrough, credentials: credentials,
             minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
-            diagnosticsLevel: 0, jsonEvents: false, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, upstreamALPN: upstreamALPN)
     }
 
     static func session(_ env: ProxyEnvironment) -> ProxySession {
@@ -45,6 +46,12 @@ extension [ProxyCommand] {
         }
     }
     var closesClient: Bool { contains(.closeClient) }
+    var notices: [String] {
+        compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text)) = c { text } else { nil } }
+    }
+    var events: [TraceEvent] {
+        compactMap { (c: ProxyCommand) -> TraceEvent? in if case .log(.event(let e)) = c { e } else { nil } }
+    }
 }
 
 /// Bytes of a text, for feeding a session.

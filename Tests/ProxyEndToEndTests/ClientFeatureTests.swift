@@ -22,6 +22,42 @@ struct ClientFeatureTests {
         #expect(wrong.status == 407)
     }
 
+    @Test("--auth: each 407 is a console line and a JSON event naming the client and missing or wrong credentials")
+    func authFailuresLogged() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let log = folder.appendingPathComponent("events.jsonl")
+        let stage = try await Stage(["--auth", "qa:s3cret", "--log-json", log.path])
+        #expect(try await stage.curl(["https://\(Stage.httpsHost)/bytes/10"]).exit != 0)
+        #expect(try await stage.curl(["--proxy-user", "qa:n0pe", "http://\(Stage.plainHost)/bytes/10"]).status == 407)
+        #expect(try await stage.curl(["--proxy-user", "qa:s3cret", "http://\(Stage.plainHost)/bytes/10"]).status == 200)
+
+        // The accepted request's exchange comes last: by then both refusals are logged, and nothing else.
+        let events = try await jsonEvents(log) { $0.contains { $0["kind"] as? String == "exchange" } }
+        let refusals = events.filter { $0["kind"] as? String == "proxyAuthFailed" }
+        #expect(refusals.count == 2, "\(events)")
+        let details = refusals.compactMap { $0["proxyAuth"] as? [String: Any] }
+        #expect(details.map { $0["reason"] as? String } == ["missing", "wrong"])
+        #expect(details.map { $0["method"] as? String } == ["CONNECT", "GET"])
+        #expect(details.map { $0["target"] as? String }
+            == ["good.test:443", "http://media-server.example.com/bytes/10"])
+        let client = try Regex("^127\\.0\\.0\\.1:[0-9]+$")
+        #expect(details.allSatisfy { ($0["client"] as? String)?.contains(client) == true }, "\(details)")
+
+        let stderr = try await stage.proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.contains("sent wrong credentials") ? text : nil
+        }
+        let lines = stderr.split(separator: "\n").filter { $0.hasPrefix("atsproxy: proxy authentication failed: ") }
+        #expect(lines.count == 2, "\(stderr)")
+        #expect(lines.first?.contains("sent no credentials (CONNECT good.test:443); answered 407") == true)
+        #expect(lines.last?.hasSuffix(
+            "sent wrong credentials (GET http://media-server.example.com/bytes/10); answered 407") == true)
+        #expect(refusals.map { $0["message"] as? String } == lines.map { String($0.dropFirst("atsproxy: ".count)) })
+        // Neither password, nor the Basic encoding of "qa:…", is in any output.
+        let everything = stderr + stage.proxy.process.stdout + (try String(contentsOf: log, encoding: .utf8))
+        for secret in ["s3cret", "n0pe", "cWE6"] { #expect(!everything.contains(secret), "\(secret) was logged") }
+    }
+
     @Test("Console lines still buffered when Ctrl-C comes are written before the proxy exits")
     func consoleLinesSurviveShutdown() async throws {
         let stage = try await Stage()

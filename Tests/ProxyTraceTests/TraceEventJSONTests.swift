@@ -47,6 +47,11 @@ struct TraceEventJSONTests {
                 method: "CONNECT", url: "https://old.test", status: nil, httpVersion: "TLS", outcome: .blocked,
                 errors: [ExchangeError(versionViolation), ExchangeError(urlError: .requiresSecureConnection)],
                 requestBytes: 0, responseBytes: 0, durationMilliseconds: 3.5)),
+        TraceEvent(
+            kind: .proxyAuthFailed, time: 1_700_000_000.5, connectionID: 5,
+            proxyAuth: ProxyAuthFailure(
+                reason: .wrong, method: "CONNECT", target: "old.test:443", client: "10.0.0.2:5123"),
+            message: "proxy authentication failed"),
     ]
 
     private func object(_ event: TraceEvent) throws -> [String: Any] {
