@@ -60,6 +60,9 @@ final class Interception {
     var resumeStage: Stage?
     /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.
     var lanes: [UpstreamLane: LaneTLS] = [:]
+    /// Upstream TCP connections made for this CONNECT so far: the first, then a probe or a retry (traced as
+    /// attempts of their own).
+    var connectAttempts = 0
 
     /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
     let started: Double
@@ -113,7 +116,7 @@ extension ProxySession {
             decision: decision, started: now())
         interception = i
         phase = .intercepting
-        connectInterceptionUpstream(i)
+        connectInterceptionUpstream(i, reason: nil)
     }
 
     /// Letters, digits, hyphens, underscores and dots: what a TLS server_name may hold (RFC 6066 §3).
@@ -124,16 +127,19 @@ extension ProxySession {
             }
     }
 
-    private func connectInterceptionUpstream(_ i: Interception) {
+    /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
+    private func connectInterceptionUpstream(_ i: Interception, reason: String?) {
         let (address, upstreamPort) = env.upstreamAddress(host: i.host, port: i.port)
         i.stage = .connectingUpstream
-        trace(.tcpConnectionStart(connectionID: id, host: i.host, port: i.port))
+        i.connectAttempts += 1
+        trace(.tcpConnectionStart(
+            connectionID: id, host: i.host, port: i.port, attempt: i.connectAttempts, reason: reason))
         commands.append(.connectUpstream(address: address, port: upstreamPort))
     }
 
     func interceptUpstreamConnected() {
         guard let i = interception else { return }
-        trace(.tcpConnectionConnected(connectionID: id))
+        trace(.tcpConnectionConnected(connectionID: id, attempt: i.connectAttempts))
         if env.upstreamALPN == .mirror, !i.widenedALPN, env.h2OnlyOrigins.contains(host: i.host, port: i.port) {
             i.widenedALPN = true
         }
@@ -178,7 +184,7 @@ extension ProxySession {
 
     func interceptUpstreamFailed(_ error: String, _ failure: ConnectFailure) {
         guard let i = interception else { return }
-        trace(.tcpConnectionConnected(connectionID: id, error: error))
+        trace(.tcpConnectionConnected(connectionID: id, error: error, attempt: i.connectAttempts))
         // Name the address actually tried when --map sent the host elsewhere: a mapping mistake shows at once.
         let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
         let mapped = address == i.host && port == i.port ? "" : " (mapped to \(address):\(port))"
@@ -279,8 +285,15 @@ extension ProxySession {
         commands.append(.closeUpstream)
         upstreamOpen = false
         i.upstream = nil
-        connectInterceptionUpstream(i)
+        connectInterceptionUpstream(i, reason: "the upstream closed the previous connection before any request, "
+            + "choosing no protocol from the offer \(Self.offerText(i.upstreamOffer)); offering h2 and http/1.1, as "
+            + "the app does")
         return true
+    }
+
+    /// An ALPN offer as traces show it: `http/1.1`, `h2, http/1.1`, or `(none)`.
+    static func offerText(_ offer: [String]) -> String {
+        offer.isEmpty ? "(none)" : offer.joined(separator: ", ")
     }
 
     /// Requests that may be sent again after a connection closed before any response (RFC 9110 §9.2.2): safe
@@ -331,14 +344,16 @@ extension ProxySession {
             i.widenedALPN = true
             notice("\(i.host):\(i.port): the upstream refused the client's ALPN offer \(i.hello.alpnProtocols); "
                 + "retrying with h2 and http/1.1 (the proxy translates)")
-            connectInterceptionUpstream(i)
+            connectInterceptionUpstream(i, reason: "the upstream refused the offer \(Self.offerText(i.upstreamOffer)) "
+                + "with no_application_protocol; offering h2 and http/1.1, as the app does")
             return
         }
         if i.attempt == .iOSLike {
             // Learn what the server does support, so the verdict can explain the failure.
             i.iOSLikeFailure = error
             i.attempt = .permissive
-            connectInterceptionUpstream(i)
+            connectInterceptionUpstream(i, reason: "ATSProxy's probe, not the app's: attempt \(i.connectAttempts)'s "
+                + "handshake failed (\(error)); every TLS version and cipher suite is offered to learn why")
             return
         }
         let firstError = i.iOSLikeFailure ?? error

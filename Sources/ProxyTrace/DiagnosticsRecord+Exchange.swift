@@ -11,18 +11,29 @@ extension DiagnosticsRecord {
             fields: [.init("Request", "<CFURLRequest> {url = \(url), method = \(method)}"), .init("WhatToDo", whatToDo)])
     }
 
-    public static func tcpConnectionStart(connectionID: UInt64, host: String, port: Int) -> Self {
-        DiagnosticsRecord(
-            title: "TCP Connection Start",
-            fields: [.init("Connection", "0x\(String(connectionID, radix: 16))"),
-                     .init("Connection ID", String(connectionID)), .init("Host", "\(host):\(port)")])
+    /// `TCP Connection Start`. A connection's later attempts (the proxy's probe after a failed handshake, a retry
+    /// with another ALPN offer) are new TCP connections too: they say `Attempt: N` and why, as the app's load
+    /// makes only the first.
+    public static func tcpConnectionStart(
+        connectionID: UInt64, host: String, port: Int, attempt: Int = 1, reason: String? = nil
+    ) -> Self {
+        var fields: [Field] = [
+            .init("Connection", "0x\(String(connectionID, radix: 16))"), .init("Connection ID", String(connectionID)),
+            .init("Host", "\(host):\(port)"),
+        ]
+        if attempt > 1 { fields.append(.init("Attempt", String(attempt))) }
+        if let reason { fields.append(.init("Reason", reason)) }
+        return DiagnosticsRecord(title: "TCP Connection Start", fields: fields)
     }
 
-    public static func tcpConnectionConnected(connectionID: UInt64, error: String? = nil) -> Self {
-        DiagnosticsRecord(
-            title: "TCP Connection Connected",
-            fields: [.init("Connection", "0x\(String(connectionID, radix: 16))"),
-                     .init("Connection ID", String(connectionID)), .init("Error", error ?? "(null)")])
+    /// `TCP Connection Connected`, with `Attempt: N` for a later attempt, as its start record.
+    public static func tcpConnectionConnected(connectionID: UInt64, error: String? = nil, attempt: Int = 1) -> Self {
+        var fields: [Field] = [
+            .init("Connection", "0x\(String(connectionID, radix: 16))"), .init("Connection ID", String(connectionID)),
+            .init("Error", error ?? "(null)"),
+        ]
+        if attempt > 1 { fields.append(.init("Attempt", String(attempt))) }
+        return DiagnosticsRecord(title: "TCP Connection Connected", fields: fields)
     }
 
     /// ATSProxy's record of the upstream TLS handshake as the simulated iOS client saw it. `resumed`: the handshake

@@ -133,6 +133,38 @@ struct ProxySessionTests {
         #expect(connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
     }
 
+    @Test("A second upstream connection for one CONNECT is traced as attempt 2 with its reason, not as a repeat",
+          arguments: [
+            (70, "ATSProxy's probe, not the app's"), (120, "with no_application_protocol"),
+          ] as [(UInt8, String)])
+    func secondConnectionAttempt(alert: UInt8, reason: String) throws {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")], diagnosticsLevel: 1)
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        let client = try TLSEngine(context: try TLSContext(.client()), serverName: "good.test", alpn: ["http/1.1"])
+        _ = client.handshake()
+        var records = session.handle(.clientBytes(client.takeOutput())).records
+        records += session.handle(.upstreamConnected).records
+        // The origin answers the ClientHello with a fatal alert: 70 protocol_version (the proxy probes the server
+        // to explain it) or 120 no_application_protocol (the proxy offers h2 and http/1.1 again).
+        let refused = session.handle(.upstreamBytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, alert]))
+        #expect(refused.connects.count == 1, "a second connection")
+        records += refused.records
+        records += session.handle(.upstreamConnected).records
+
+        let tcp = records.filter { $0.title.hasPrefix("TCP Connection") }
+        func field(_ record: DiagnosticsRecord, _ key: String) -> String? {
+            record.fields.first { $0.key == key }?.value
+        }
+        #expect(tcp.map(\.title)
+            == ["TCP Connection Start", "TCP Connection Connected", "TCP Connection Start", "TCP Connection Connected"])
+        #expect(tcp.map { field($0, "Attempt") } == [nil, nil, "2", "2"])
+        #expect(field(tcp[0], "Reason") == nil)
+        #expect(field(tcp[2], "Reason")?.contains(reason) == true, "\(tcp[2].fields)")
+        #expect(tcp.allSatisfy { field($0, "Connection ID") == "1" && field($0, "Error") ?? "(null)" == "(null)" })
+    }
+
     @Test("A --passthrough host is tunnelled raw: 200, connect, then the tunnel starts with the buffered bytes")
     func passthrough() throws {
         let env = try SessionHarness.environment(

@@ -52,6 +52,11 @@ extension [ProxyCommand] {
     var events: [TraceEvent] {
         compactMap { (c: ProxyCommand) -> TraceEvent? in if case .log(.event(let e)) = c { e } else { nil } }
     }
+    var records: [DiagnosticsRecord] {
+        compactMap { (c: ProxyCommand) -> DiagnosticsRecord? in
+            if case .log(.diagnostics(let r)) = c { r } else { nil }
+        }
+    }
 }
 
 /// Bytes of a text, for feeding a session.

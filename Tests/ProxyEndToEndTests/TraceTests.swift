@@ -37,6 +37,10 @@ struct TraceTests {
         }
         #expect(stderr.contains("HTTP/1.1 200"))
         #expect(stderr.contains("_kCFStreamErrorCodeKey=-9836"))
+        // The TLS 1.0 origin gets a second connection, the proxy's probe: its own attempt, not a repeat of the first.
+        #expect(stderr.components(separatedBy: "Host: tls10.test:443\n").count == 3, "two TCP Connection Starts")
+        #expect(stderr.components(separatedBy: "Attempt: 2\n").count == 3, "the probe's Start and Connected")
+        #expect(stderr.contains("Reason: ATSProxy's probe, not the app's: attempt 1's handshake failed"))
     }
 
     @Test("--diagnostics 1 writes CFNetwork envelopes for the exchange and the block")
