@@ -8,9 +8,10 @@ public final class ProxyEnvironment: Sendable {
     public let policy: ATSPolicy
     public let mode: ATSMode
     public let blockStyle: BlockStyle
-    public let mappings: [String: HostMapping]
-    /// Hosts tunnelled without interception: exact names, or `.example.com` for a domain and its subdomains.
-    public let passthrough: [String]
+    /// `--map`: where to connect for the hosts each pattern covers.
+    public let mappings: HostPatternTable<HostMapping>
+    /// `--passthrough`: hosts tunnelled without interception.
+    public let passthrough: HostPatternTable<Void>
     public let credentials: ProxyCredentials?
     public let minter: LeafMinter
     public let factsCollector: HandshakeFactsCollector
@@ -46,7 +47,7 @@ public final class ProxyEnvironment: Sendable {
     }
 
     public init(
-        policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [String],
+        policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [HostPattern],
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on
@@ -54,8 +55,8 @@ public final class ProxyEnvironment: Sendable {
         self.policy = policy
         self.mode = mode
         self.blockStyle = blockStyle
-        self.mappings = Dictionary(mappings.map { ($0.host, $0) }, uniquingKeysWith: { _, last in last })
-        self.passthrough = passthrough.map { $0.lowercased() }
+        self.mappings = HostPatternTable(mappings.map { ($0.pattern, $0) })
+        self.passthrough = HostPatternTable(passthrough.map { ($0, ()) })
         self.credentials = credentials
         self.minter = minter
         self.factsCollector = factsCollector
@@ -68,16 +69,13 @@ public final class ProxyEnvironment: Sendable {
 
     /// Where to connect for `host:port`: the `--map` target, or the host itself.
     func upstreamAddress(host: String, port: Int) -> (address: String, port: Int) {
-        if let m = mappings[host.lowercased()] { return (m.address, m.port) }
+        if let m = mappings.lookup(host)?.value { return (m.address, m.port) }
         return (host, port)
     }
 
-    /// The `--passthrough` entry that covers `host`, if any.
-    func passthroughRule(for host: String) -> String? {
-        let h = host.lowercased()
-        return passthrough.first { rule in
-            rule.hasPrefix(".") ? (h.hasSuffix(rule) || h == String(rule.dropFirst())) : h == rule
-        }
+    /// The `--passthrough` pattern that covers `host`, if any.
+    func passthroughRule(for host: String) -> HostPattern? {
+        passthrough.lookup(host)?.pattern
     }
 }
 

@@ -29,19 +29,20 @@ public enum UpstreamResumption: String, Sendable, CaseIterable {
     case off
 }
 
-/// `--map HOST=ADDR:PORT`: connect to another address for `host`, while SNI, Host and certificate checks still
-/// use `host`'s own name.
+/// `--map HOST=ADDR:PORT`: connect to another address for the hosts `pattern` covers (one host, or
+/// `*.example.com` for every name below example.com), while SNI, Host and certificate checks still use the
+/// request's own host name.
 public struct HostMapping: Sendable, Hashable {
-    public var host: String
+    public var pattern: HostPattern
     public var address: String
     public var port: Int
 
-    /// Parses `host=addr:port` (`addr` may be a bracketed IPv6 literal).
+    /// Parses `host=addr:port` (`addr` may be a bracketed IPv6 literal; `host` any `HostPattern`).
     public init(parsing text: String) throws(ProxyOptionError) {
         guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
             throw ProxyOptionError("--map expects HOST=ADDR:PORT, got '\(text)'")
         }
-        let host = String(text[..<eq]).lowercased()
+        let pattern = try HostPattern(parsing: String(text[..<eq]), option: "--map", argument: text)
         let target = text[text.index(after: eq)...]
         guard let colon = target.lastIndex(of: ":"), let port = Int(target[target.index(after: colon)...]),
             (1...65535).contains(port)
@@ -49,7 +50,7 @@ public struct HostMapping: Sendable, Hashable {
         var address = String(target[..<colon])
         if address.hasPrefix("["), address.hasSuffix("]") { address = String(address.dropFirst().dropLast()) }
         guard !address.isEmpty else { throw ProxyOptionError("--map \(text): the target address is empty") }
-        self.host = host
+        self.pattern = pattern
         self.address = address
         self.port = port
     }

@@ -61,10 +61,18 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
     var trustCA: [String] = []
 
-    @Option(help: "Connect to ADDR:PORT for HOST, keeping HOST for SNI, Host and certificate checks. Repeatable.")
+    @Option(
+        help: ArgumentHelp(
+            "Connect to ADDR:PORT for HOST, keeping the request's host for SNI, Host and certificate checks. HOST as "
+                + "for --passthrough. Repeatable.",
+            valueName: "HOST=ADDR:PORT"))
     var map: [String] = []
 
-    @Option(help: "Tunnel HOST without interception (.example.com covers subdomains). Repeatable.")
+    @Option(
+        help: ArgumentHelp(
+            "Tunnel HOST without interception: a host, *.example.com (every name below example.com, not "
+                + "example.com itself) or .example.com (example.com and every name below it). Repeatable.",
+            valueName: "HOST"))
     var passthrough: [String] = []
 
     // Optional, so that the help shows "one per core" rather than this machine's count appended after it.
@@ -109,6 +117,7 @@ struct RunCommand: ParsableCommand {
         }
         do {
             for text in map { _ = try HostMapping(parsing: text) }
+            for text in passthrough { _ = try HostPattern(parsing: text, option: "--passthrough") }
             if let auth { _ = try ProxyCredentials(parsing: auth) }
         } catch {
             throw ValidationError(error.description)
@@ -170,7 +179,8 @@ struct RunCommand: ParsableCommand {
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try map.map { try HostMapping(parsing: $0) },
-            passthrough: passthrough, credentials: try auth.map { try ProxyCredentials(parsing: $0) },
+            passthrough: try passthrough.map { try HostPattern(parsing: $0, option: "--passthrough") },
+            credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             diagnosticsLevel: level, jsonEvents: logJSON != nil,

@@ -195,6 +195,9 @@ import Testing
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
         (["--listen", "0.0.0.0:0"], "0.0.0.0 is not a loopback address", true),
         (["--map", "bad"], "--map expects HOST=ADDR:PORT", true),
+        (["--map", "a.*.com=127.0.0.1:1"], "--map 'a.*.com=127.0.0.1:1': a wildcard must be the whole first", true),
+        (["--passthrough", "*x.com"], "--passthrough '*x.com': a wildcard must be the whole first label", true),
+        (["--passthrough", "example.com:443"], "--passthrough 'example.com:443': a port is not part of a host", true),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

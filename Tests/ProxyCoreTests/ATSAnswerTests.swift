@@ -61,7 +61,7 @@ struct ProxyOptionsTests {
     @Test("--map parses host, address and port, including bracketed IPv6")
     func mapping() throws {
         let m = try HostMapping(parsing: "API.example.com=127.0.0.1:8443")
-        #expect(m.host == "api.example.com" && m.address == "127.0.0.1" && m.port == 8443)
+        #expect(m.pattern.description == "api.example.com" && m.address == "127.0.0.1" && m.port == 8443)
         let v6 = try HostMapping(parsing: "a.test=[::1]:9000")
         #expect(v6.address == "::1" && v6.port == 9000)
     }

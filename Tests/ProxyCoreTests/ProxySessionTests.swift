@@ -165,6 +165,24 @@ struct ProxySessionTests {
         #expect(tcp.allSatisfy { field($0, "Connection ID") == "1" && field($0, "Error") ?? "(null)" == "(null)" })
     }
 
+    @Test("--map *.staging.test sends a subdomain to the mapped address; the upstream SNI stays the request's host")
+    func wildcardMapping() throws {
+        let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "*.staging.test=127.0.0.1:9443")])
+        let session = SessionHarness.session(env)
+        _ = session.handle(
+            .clientBytes(bytes("CONNECT api.staging.test:443 HTTP/1.1\r\nHost: api.staging.test\r\n\r\n")))
+        let client = try TLSEngine(context: try TLSContext(.client()), serverName: "api.staging.test")
+        _ = client.handshake()
+        let out = session.handle(.clientBytes(client.takeOutput()))
+        #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
+        let upstreamHello = try ClientHelloParser.parse(session.handle(.upstreamConnected).toUpstream)
+        #expect(upstreamHello?.serverName == "api.staging.test")
+        // The apex is not covered by the wildcard: it connects to its own name.
+        let apex = SessionHarness.session(env)
+        _ = apex.handle(.clientBytes(bytes("CONNECT staging.test:443 HTTP/1.1\r\nHost: staging.test\r\n\r\n")))
+        #expect(apex.handle(.clientBytes(bytes("hello"))).connects.first.map { $0 == ("staging.test", 443) } == true)
+    }
+
     @Test("A --passthrough host is tunnelled raw: 200, connect, then the tunnel starts with the buffered bytes")
     func passthrough() throws {
         let env = try SessionHarness.environment(

@@ -19,7 +19,8 @@ enum SessionHarness {
         }
         return ProxyEnvironment(
             policy: ATSPolicy(atsDictionary: .dictionary(ats)), mode: mode, blockStyle: block, mappings: mappings,
-            passthrough: passthrough, credentials: credentials,
+            passthrough: try passthrough.map { try HostPattern(parsing: $0, option: "--passthrough") },
+            credentials: credentials,
             minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
             diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, upstreamALPN: upstreamALPN)

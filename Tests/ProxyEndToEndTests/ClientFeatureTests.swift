@@ -109,6 +109,32 @@ struct ClientFeatureTests {
         #expect(!line.contains(" 0 B "), "the tunnel's bytes were not counted: \(line)")
     }
 
+    @Test("--passthrough '*.api.wild.test' tunnels a subdomain; api.wild.test, mapped by a wildcard, is intercepted")
+    func wildcardPassthrough() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "wild", in: folder)
+        let proxy = try await Proxy(
+            e2e, ["--map", "*.wild.test=127.0.0.1:\(origin.port)", "--passthrough", "*.API.wild.test."], in: folder)
+        // Tunnelled: the origin's own certificate reaches the client.
+        let tunnelled = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.testCA, "https://deep.api.wild.test/bytes/1024"], in: folder)
+        #expect(tunnelled.status == 200, "\(tunnelled.stderr)")
+        let line = try await proxy.process.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://deep.api.wild.test --- TUNNEL ATS n/a") }
+        }
+        #expect(line.hasSuffix("(tunnel, not intercepted: --passthrough *.api.wild.test)"), "\(line)")
+        // Intercepted: the proxy's CA signed what the client got, and the upstream was judged under the request's
+        // own name (the origin's *.wild.test certificate matches api.wild.test, not the mapped 127.0.0.1).
+        let intercepted = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://api.wild.test/bytes/1024"], in: folder)
+        #expect(intercepted.status == 200, "\(intercepted.stderr)")
+        let allowed = try await proxy.process.waitForOutput { text in
+            text.split(separator: "\n").first { $0.hasPrefix("GET https://api.wild.test/bytes/1024 200") }
+        }
+        #expect(allowed.contains(" ATS ok "), "\(allowed)")
+    }
+
     @Test("A host the app pins (NSPinnedDomains) is tunnelled untouched, with a console line saying why")
     func pinnedHost() async throws {
         let e2e = try E2E.shared()

@@ -43,6 +43,11 @@ leaf rsa1024 rsa1024.test 1024 sha256
 leaf tls10 tls10.test 2048 sha256
 leaf passthrough passthrough.test 2048 sha256
 leaf media media-server.example.com 2048 sha256
+# A wildcard leaf that also names one name two levels down, for the --passthrough/--map pattern tests.
+printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n" > wild.ext
+printf "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.wild.test,DNS:deep.api.wild.test\n" >> wild.ext
+q openssl req -newkey rsa:2048 -nodes -keyout wild.key -out wild.csr -subj "/CN=*.wild.test"
+q openssl ca -batch -config ca.cnf -md sha256 -days 30 -extfile wild.ext -in wild.csr -out wild.pem -notext
 q openssl req -x509 -newkey rsa:2048 -nodes -keyout selfsigned.key -out selfsigned.pem -days 30 -subj "/CN=selfsigned.test" \
   -addext "subjectAltName=DNS:selfsigned.test" -addext "extendedKeyUsage=serverAuth"
 echo ok
