@@ -1,6 +1,10 @@
 internal import COpenSSL
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Errors of the CA store on disk.
 public enum CertificateAuthorityError: Error, Hashable, Sendable, CustomStringConvertible {
     /// No CA in the directory (`atsproxy ca init` creates one).
@@ -111,18 +115,66 @@ public struct CertificateAuthority: Sendable {
         } catch {
             throw .io(path: directory.path, message: "cannot create directory: \(error.localizedDescription)")
         }
-        // Remove first so the new key file is created with mode 0600 rather than keeping an old file's mode.
-        for path in [certPath, keyPath] where fm.fileExists(atPath: path) {
-            do { try fm.removeItem(atPath: path) } catch {
-                throw .io(path: path, message: "cannot replace: \(error.localizedDescription)")
+        try Self.replaceFile(at: keyPath, with: Array(key.pem.utf8), mode: 0o600, what: "the private key")
+        try Self.replaceFile(at: certPath, with: Array(certificate.pem.utf8), mode: 0o644, what: "the certificate")
+    }
+
+    /// Writes `bytes` to a new file next to `path` and renames it over `path`. The file is created with `mode` (which
+    /// the umask can only narrow) and set to exactly `mode` before anything is written: a key written first and
+    /// restricted afterwards (as `FileManager.createFile` does with attributes) is readable by others until then.
+    private static func replaceFile(
+        at path: String, with bytes: [UInt8], mode: mode_t, what: String
+    ) throws(CertificateAuthorityError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let temporary = (directory as NSString).appendingPathComponent(
+            ".\(name).\(String(UInt64.random(in: 0...UInt64.max), radix: 16)).tmp")
+        func failed(_ step: String) -> CertificateAuthorityError {
+            .io(path: path, message: "cannot write \(what) (\(step): \(String(cString: strerror(errno))))")
+        }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw failed("create") }
+        var written = 0
+        var error: CertificateAuthorityError?
+        if fchmod(fd, mode) != 0 { error = failed("chmod") }
+        while error == nil, written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n > 0 {
+                written += n
+            } else if n == 0 || errno != EINTR {
+                error = failed("write")
             }
         }
-        guard fm.createFile(atPath: keyPath, contents: Data(key.pem.utf8), attributes: [.posixPermissions: 0o600])
-        else { throw .io(path: keyPath, message: "cannot write the private key") }
-        guard
-            fm.createFile(
-                atPath: certPath, contents: Data(certificate.pem.utf8), attributes: [.posixPermissions: 0o644])
-        else { throw .io(path: certPath, message: "cannot write the certificate") }
+        if error == nil, fsync(fd) != 0 { error = failed("fsync") }
+        if close(fd) != 0, error == nil { error = failed("close") }
+        if error == nil, rename(temporary, path) != 0 { error = failed("rename") }
+        if let error {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// A warning when the key file in `directory` is open to group or others, naming the file and the fix; nil
+    /// when it is private to its owner.
+    public static func keyPermissionWarning(in directory: URL) throws(CertificateAuthorityError) -> String? {
+        let keyPath = directory.appendingPathComponent(keyFileName).path
+        let mode: Int
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
+            guard let value = (attributes[.posixPermissions] as? NSNumber)?.intValue else {
+                throw CertificateAuthorityError.io(path: keyPath, message: "cannot read the file's permissions")
+            }
+            mode = value
+        } catch let error as CertificateAuthorityError {
+            throw error
+        } catch {
+            throw .io(path: keyPath, message: error.localizedDescription)
+        }
+        guard mode & 0o077 != 0 else { return nil }
+        let access = mode & 0o044 != 0 ? "readable" : "accessible"
+        let octal = "0" + String(mode & 0o777, radix: 8)
+        return "\(keyPath) is \(access) by group or others (mode \(octal)). It is the key to every TLS connection "
+            + "of every device that trusts this CA; fix: chmod 600 \(shellQuoted(keyPath))"
     }
 
     /// Loads the CA in `directory`, or creates and writes one. `created` tells which happened.
@@ -210,6 +262,14 @@ public struct CertificateAuthority: Sendable {
         do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
             throw .io(path: path, message: error.localizedDescription)
         }
+    }
+
+    /// `text` as one shell word: as is when it is plain, else in single quotes.
+    static func shellQuoted(_ text: String) -> String {
+        let plain = text.unicodeScalars.allSatisfy {
+            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "/._-+,:@".unicodeScalars.contains($0))
+        }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     static func localHostName() -> String {

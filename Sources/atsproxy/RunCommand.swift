@@ -176,6 +176,9 @@ struct RunCommand: ParsableCommand {
         }
         let caURL = URL(fileURLWithPath: caDir)
         let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
+        if let warning = try CertificateAuthority.keyPermissionWarning(in: caURL) {
+            FileHandle.standardError.write(Data("atsproxy: warning: \(warning)\n".utf8))
+        }
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try map.map { try HostMapping(parsing: $0) },

@@ -67,6 +67,28 @@ struct CACLITests {
         #expect(try String(contentsOfFile: dir.path("certs/atsproxy-ca.pem"), encoding: .utf8) != before)
     }
 
+    @Test("ca init writes the key 0600 and the certificate 0644 whatever the umask, and leaves no other file",
+          arguments: ["000", "077"])
+    func modesDoNotDependOnTheUmask(umask: String) throws {
+        let dir = try ScratchDirectory()
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "umask \(umask) && exec \"$0\" ca init --ca-dir ca", LintCLITests.binary]
+        shell.currentDirectoryURL = dir.url
+        shell.standardOutput = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+        func mode(_ name: String) throws -> Int? {
+            (try FileManager.default.attributesOfItem(atPath: dir.path("ca/\(name)"))[.posixPermissions] as? NSNumber)?
+                .intValue
+        }
+        #expect(try mode("atsproxy-ca-key.pem") == 0o600)
+        #expect(try mode("atsproxy-ca.pem") == 0o644)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path("ca")).sorted()
+            == ["atsproxy-ca-key.pem", "atsproxy-ca.pem"])
+    }
+
     @Test("ca export writes PEM, DER and a mobileconfig holding the same certificate")
     func exportFormats() throws {
         let dir = try ScratchDirectory()

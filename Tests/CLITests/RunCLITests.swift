@@ -12,9 +12,10 @@ import Testing
         let stderr: String
     }
 
-    /// Runs `atsproxy run args…` with a fresh CA folder; stops it with SIGTERM once it listens. A proxy that neither
-    /// listens nor exits is stopped after 60 s, so a regression fails the test instead of hanging it.
-    static func run(_ args: [String], environment: [String: String] = [:]) throws -> Run {
+    /// Runs `atsproxy run args…` with the CA in `caDir`, by default a fresh folder; stops it with SIGTERM once it
+    /// listens. A proxy that neither listens nor exits is stopped after 60 s, so a regression fails the test
+    /// instead of hanging it.
+    static func run(_ args: [String], environment: [String: String] = [:], caDir: String? = nil) throws -> Run {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("RunCLITests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer {
@@ -24,7 +25,8 @@ import Testing
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["run", "--listen", "127.0.0.1:0", "--ca-dir", dir.appendingPathComponent("ca").path] + args
+        p.arguments =
+            ["run", "--listen", "127.0.0.1:0", "--ca-dir", caDir ?? dir.appendingPathComponent("ca").path] + args
         var env = ProcessInfo.processInfo.environment
         env["CFNETWORK_DIAGNOSTICS"] = nil
         p.environment = env.merging(environment) { $1 }
@@ -188,6 +190,29 @@ import Testing
         #expect(run.status != 0)
         #expect(!run.stdout.contains("listening"))
         #expect(run.stderr == "atsproxy run: error: --log-json: cannot create \(path): \(reason)\n", "\(run.stderr)")
+    }
+
+    /// The CA key opens every TLS connection of every device that trusts the CA: a key file others can read is
+    /// warned about at startup, with the command that fixes it.
+    @Test func caKeyReadableByOthersIsWarned() throws {
+        let dir = try ScratchDirectory()
+        let caDir = dir.path("my certs")
+        #expect(try runATSProxy(["ca", "init", "--ca-dir", caDir]).status == 0)
+        let key = caDir + "/atsproxy-ca-key.pem"
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key)
+        let exposed = try Self.run([], caDir: caDir)
+        #expect(exposed.stdout.contains("ATSProxy listening"), "\(exposed.stderr)")
+        let warning = exposed.stderr.split(separator: "\n").filter { $0.contains("atsproxy-ca-key.pem") }
+        #expect(
+            warning == [
+                "atsproxy: warning: \(key) is readable by group or others (mode 0644). It is the key to every TLS "
+                    + "connection of every device that trusts this CA; fix: chmod 600 '\(key)'"
+            ], "\(exposed.stderr)")
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
+        let private_ = try Self.run([], caDir: caDir)
+        #expect(private_.stdout.contains("ATSProxy listening"), "\(private_.stderr)")
+        #expect(!private_.stderr.contains("warning"), "\(private_.stderr)")
     }
 
     /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
