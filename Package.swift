@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
-        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),

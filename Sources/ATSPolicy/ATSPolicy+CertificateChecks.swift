@@ -136,7 +136,7 @@ extension EvaluationContext {
         if profile.hasIOS13TrustRules {
             return .noExceptionCanHelp(
                 reason: "since iOS 13 default trust rejects RSA < 2048 and SHA-1 certificates for every TLS "
-                    + "connection (reference §3.4); reissue the certificate")
+                    + "connection (\(AppleDocuments.trustedCertificates)); reissue the certificate")
         }
         return fix(.exceptionAllowsInsecureHTTPLoads, .bool(true))
     }
@@ -145,9 +145,10 @@ extension EvaluationContext {
         profile.hasIOS13TrustRules
             ? []
             : [
-                "Fix chosen from Apple's source (NSExceptionAllowsInsecureHTTPLoads clears the ATS certificate "
-                    + "minimums, src S1); Apple's page says NSExceptionRequiresForwardSecrecy = NO also lifts the "
-                    + "key-length check (doc A11) — which one iOS 9/10 honoured is unconfirmed."
+                "Fix chosen from Apple's open-source Security code, where NSExceptionAllowsInsecureHTTPLoads "
+                    + "clears the ATS certificate minimums; Apple's NSExceptionRequiresForwardSecrecy documentation "
+                    + "says NSExceptionRequiresForwardSecrecy = NO also lifts the key-length check — which one iOS "
+                    + "9/10 honoured is unconfirmed."
             ]
     }
 
@@ -165,9 +166,10 @@ extension EvaluationContext {
             strict = rules.requiresServerAuthEKUUnderUserRoot && leaf.notBefore >= CertificateRuleDates.july2019
             notes.append(
                 rules.requiresServerAuthEKUUnderUserRoot
-                    ? "Reading: serverAuth required under user roots (doc A16); Apple's source skips it "
-                        + "(open question 7)."
-                    : "Reading: under a user root only a present EKU must allow serverAuth (src S8; open question 7).")
+                    ? "Reading: serverAuth required under user roots (\(AppleDocuments.trustedCertificates)); "
+                        + "Apple's open-source trust code skips it."
+                    : "Reading: under a user root only a present EKU must allow serverAuth (Apple's open-source "
+                        + "trust code; \(AppleDocuments.trustedCertificates) would require it).")
         case .untrusted:
             strict = leaf.notBefore >= CertificateRuleDates.july2019
         }

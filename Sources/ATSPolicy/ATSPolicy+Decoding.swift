@@ -29,8 +29,7 @@ extension ATSPolicy {
         if niap != nil {
             decoder.report(
                 root + [ATSKey.requiresNIAPTLSPackageVersion.rawValue], .warning,
-                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed "
-                    + "(reference §1.1)")
+                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed")
         }
 
         var appEntries: [ExceptionDomainEntry] = []
@@ -72,7 +71,7 @@ extension ATSPolicy {
         for key in ATSPolicy.builtInExceptions.map(\.key) where options.builtInExceptions && appKeys.contains(key) {
             decoder.report(
                 root + [ATSKey.exceptionDomains.rawValue, key], .info,
-                "replaces Apple's built-in exception for \(key) (reference §2.1 row 9)")
+                "replaces Apple's built-in exception for \(key)")
         }
 
         self.init(
@@ -187,8 +186,8 @@ struct PolicyDecoder {
             if options.profile >= .ios26 {
                 report(
                     path, .warning,
-                    "\(options.profile) refuses TLS 1.0/1.1 even with this exception (reference "
-                        + "§1.2, X2: secondary source)")
+                    "\(options.profile) refuses TLS 1.0/1.1 even with this exception (reported by OWASP MASTG, "
+                        + "not by Apple's documentation)")
             } else {
                 report(path, .info, "lowering the minimum below TLSv1.2 needs an App Review justification")
             }
@@ -221,7 +220,7 @@ struct PolicyDecoder {
             report(
                 path, .warning,
                 "IP address and CIDR keys work only from iOS 17; on \(options.profile) this entry "
-                    + "never matches (reference §2.3)")
+                    + "never matches")
         }
 
         var entry = ExceptionDomainEntry(key: key, kind: kind, origin: .app)
@@ -247,7 +246,7 @@ struct PolicyDecoder {
             entry.requiresCertificateTransparency = b
             report(
                 path + [ATSKey.requiresCertificateTransparency.rawValue], .warning,
-                "obsolete: the system enforces CT for publicly trusted certificates anyway (reference §1.2, §3.5)")
+                "obsolete: the system enforces CT for publicly trusted certificates anyway")
             if b {
                 fixKeys.append(FixKey(key: ATSKey.requiresCertificateTransparency.rawValue, value: .bool(true)))
             }
@@ -256,8 +255,7 @@ struct PolicyDecoder {
         if entry.requiresNIAPTLSPackageVersion != nil {
             report(
                 path + [ATSKey.exceptionRequiresNIAPTLSPackageVersion.rawValue], .warning,
-                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed "
-                    + "(reference §1.2)")
+                "NIAP TLS package mode is not simulated: its accepted values and effects are unconfirmed")
         }
         entry.effectiveKeys = fixKeys
         entry.honouredLegacyKeys = honouredLegacy
@@ -302,7 +300,7 @@ struct PolicyDecoder {
 
     private mutating func legacyNote(_ key: ATSKey, honoured: Bool, shadowed: Bool, path: [String]) {
         let counterpart = key.legacyCounterpart?.rawValue ?? ""
-        let reading = "legacy iOS 9-era key; whether iOS still honours it is unconfirmed (reference §1.2)"
+        let reading = "legacy iOS 9-era key; whether iOS still honours it is unconfirmed"
         if !honoured {
             report(
                 path + [key.rawValue], .warning,
@@ -353,7 +351,7 @@ struct PolicyDecoder {
             report(
                 path, .error,
                 "needs NSPinnedCAIdentities or NSPinnedLeafIdentities with at least one "
-                    + "SPKI-SHA256-BASE64; entry ignored (doc A14)")
+                    + "SPKI-SHA256-BASE64; entry ignored")
             return nil
         }
         var domain = key.lowercased()

@@ -69,21 +69,21 @@ extension ATSPolicy {
             if entry.origin == .builtIn {
                 reason = "Apple's built-in " + reason
                 notes.append(
-                    "Built-in exceptions are read from Apple's open-source Security (src S1 "
-                        + "register_builtin_exceptions); whether CFNetwork registers the same list is unconfirmed.")
+                    "Built-in exceptions are read from Apple's open-source Security code "
+                        + "(register_builtin_exceptions); whether CFNetwork registers the same list is unconfirmed.")
             }
             reason += ". It replaces every global key for this host: \(entry.settingsSummary)"
             if !entry.allowsInsecureHTTPLoads {
                 reason +=
                     localNetworkReason(for: hostName) != nil
-                    ? "; TLS required even though the host is local (§2.1 rows 2–3)" : "; TLS required (§2.1 row 2)"
+                    ? "; TLS required even though the host is local" : "; TLS required"
             } else {
-                reason += "; cleartext allowed (§2.1 row 2)"
+                reason += "; cleartext allowed"
             }
             if entry.minimumTLSVersion.map({ $0 < .tls12 }) == true && profile >= .ios26 {
                 notes.append(
-                    "iOS 26 refuses TLS 1.0/1.1 even with NSExceptionMinimumTLSVersion (reference §1.2, "
-                        + "X2: secondary source); offered versions start at TLS 1.2.")
+                    "iOS 26 refuses TLS 1.0/1.1 even with NSExceptionMinimumTLSVersion (reported by OWASP MASTG, "
+                        + "not by Apple's documentation); offered versions start at TLS 1.2.")
             }
             return HostDecision(
                 match: match, tlsRequired: !entry.allowsInsecureHTTPLoads,
@@ -101,7 +101,7 @@ extension ATSPolicy {
                         keyPath: byKey ? ats + [ATSKey.allowsLocalNetworking.rawValue] : [],
                         reason: "\(hostName) is \(why), which ATS exempts "
                             + (byKey ? "(NSAllowsLocalNetworking = YES) " : "by default ")
-                            + "on \(profile) (§2.1 row 5, §2.4); no exception entry matches, so ATS does not apply.",
+                            + "on \(profile); no exception entry matches, so ATS does not apply.",
                         notes: notes))
             }
             removedLocal = "\(hostName) is \(why), but NSAllowsLocalNetworking = NO removes the local exemption; "
@@ -109,7 +109,7 @@ extension ATSPolicy {
         if profile < .ios10,
             IPAddress(hostName) != nil || !hostName.contains(".") || hostName.lowercased().hasSuffix(".local")
         {
-            removedLocal = "on iOS 9 ATS applies to local hosts too (IP literals, .local and unqualified names; §2.4); "
+            removedLocal = "on iOS 9 ATS applies to local hosts too (IP literals, .local and unqualified names); "
         }
 
         // Rows 6–7: the global keys.
@@ -129,13 +129,13 @@ extension ATSPolicy {
         if allowsArbitraryLoadsForMedia == true && options.client == .media {
             return (
                 false, ats + [ATSKey.allowsArbitraryLoadsForMedia.rawValue],
-                "NSAllowsArbitraryLoadsForMedia = YES exempts AVFoundation media loads (§2.1 row 6)."
+                "NSAllowsArbitraryLoadsForMedia = YES exempts AVFoundation media loads."
             )
         }
         if allowsArbitraryLoadsInWebContent == true && options.client == .webView {
             return (
                 false, ats + [ATSKey.allowsArbitraryLoadsInWebContent.rawValue],
-                "NSAllowsArbitraryLoadsInWebContent = YES exempts WKWebView loads (§2.1 row 6)."
+                "NSAllowsArbitraryLoadsInWebContent = YES exempts WKWebView loads."
             )
         }
         var clientNote = ""
@@ -158,14 +158,14 @@ extension ATSPolicy {
             let names = present.map(\.rawValue).joined(separator: ", ")
             let ignored =
                 allowsArbitraryLoads == true
-                ? "NSAllowsArbitraryLoads = YES is ignored because \(names) is present (iOS 10+, §2.1 row 7), so "
+                ? "NSAllowsArbitraryLoads = YES is ignored because \(names) is present (iOS 10+), so "
                 : "\(names) is present, so "
             return (true, ats + [present[0].rawValue], ignored + "full ATS applies." + clientNote)
         }
         if allowsArbitraryLoads == true {
             return (
                 false, ats + [ATSKey.allowsArbitraryLoads.rawValue],
-                "NSAllowsArbitraryLoads = YES turns ATS off for hosts without an entry (§2.1 row 7); default trust "
+                "NSAllowsArbitraryLoads = YES turns ATS off for hosts without an entry; default trust "
                     + "still applies to HTTPS." + clientNote
             )
         }
@@ -184,14 +184,14 @@ extension ATSPolicy {
             notes.append(
                 options.privateAddressesAreLocal
                     ? "Private addresses count as local on \(profile) by the chosen reading; Apple's exact rule "
-                        + "(libnetwork's \"direct\" flag) is unconfirmed (reference §2.4)."
+                        + "(libnetwork's \"direct\" flag) is unconfirmed."
                     : "Private (RFC 1918 / unique-local) addresses are not counted as local on \(profile); "
-                        + "Apple's exact rule (libnetwork's \"direct\" flag) is unconfirmed (reference §2.4).")
+                        + "Apple's exact rule (libnetwork's \"direct\" flag) is unconfirmed.")
         }
         if let entry = exceptionMatch(for: host)?.entry, !entry.honouredLegacyKeys.isEmpty {
             notes.append(
                 "Legacy keys \(entry.honouredLegacyKeys.joined(separator: ", ")) honoured (reading: "
-                    + "\(options.legacyKeys.rawValue)); whether iOS still reads them is unconfirmed (reference §1.2).")
+                    + "\(options.legacyKeys.rawValue)); whether iOS still reads them is unconfirmed.")
         }
         return notes
     }
@@ -229,23 +229,22 @@ extension ATSPolicy {
             notes.append(
                 options.userRootEKU == .sourceLenient
                     ? "Missing serverAuth EKU under a user-installed root is accepted when the leaf has no EKU "
-                        + "extension (Apple's trust source, src S8); Apple's support note would reject it "
-                        + "(open question 7)."
-                    : "serverAuth EKU is required even under a user-installed root (Apple's support note, doc A16); "
-                        + "Apple's trust source skips that check (open question 7).")
+                        + "extension, as Apple's open-source trust code does; \(AppleDocuments.trustedCertificates) "
+                        + "would reject it."
+                    : "serverAuth EKU is required even under a user-installed root, as "
+                        + "\(AppleDocuments.trustedCertificates) says; Apple's open-source trust code skips that "
+                        + "check.")
         }
         if entry?.requiresCertificateTransparency == true && target.isSecure {
             notes.append(
                 "NSRequiresCertificateTransparency is obsolete; it is simulated as \"at least 2 embedded "
-                    + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed "
-                    + "(open question 8)."
+                    + "SCTs for system-trusted chains\" — whether current iOS enforces it is unconfirmed."
             )
         }
         if suites != nil && target.isSecure {
             notes.append(
-                "Cipher list: \(era.label) (reference §3.2)"
-                    + (era == .current
-                        ? "; matching a live ClientHello capture is unconfirmed (open question 6)." : "."))
+                "Cipher list: \(era.label)"
+                    + (era == .current ? "; matching a live ClientHello capture is unconfirmed." : "."))
         }
         let rules = CertificateRules.forConnection(
             profile: profile, atsEnforced: atsEnforced, requiresCT: entry?.requiresCertificateTransparency ?? false,
@@ -276,7 +275,7 @@ extension ATSPolicy {
     func fixFor(host: String, match: ExceptionMatch?, adding keys: [FixKey]) -> ExceptionFix {
         if IPAddress(host) != nil && profile < .ios17 {
             return .noExceptionCanHelp(
-                reason: "before iOS 17 NSExceptionDomains cannot name an IP address (reference §2.3); only "
+                reason: "before iOS 17 NSExceptionDomains cannot name an IP address; only "
                     + "NSAllowsArbitraryLoads = YES at the top level relaxes ATS for \(host)")
         }
         var merged: [FixKey] = []
@@ -308,9 +307,9 @@ extension ClientKind {
 extension CipherSuiteEra {
     var label: String {
         switch self {
-        case .doc2015: "Apple's 2015 ATS list (Doc-2015)"
-        case .src2020: "Security-59306…60157 (Src-2020/22)"
-        case .current: "Security-60158 onwards (Src-now)"
+        case .doc2015: "Apple's 2015 ATS list"
+        case .src2020: "Security-59306…60157 (Apple's open-source Security code)"
+        case .current: "Security-60158 onwards (Apple's open-source Security code)"
         }
     }
 }

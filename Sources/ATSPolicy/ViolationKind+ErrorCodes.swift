@@ -30,26 +30,24 @@ extension ViolationKind {
             case .ios14, .ios17:
                 return ErrorMapping(
                     -1200, -9836,
-                    "SSL code -9836 for iOS 14–17 is inferred from the modern-stack observation (reference §4.4 "
-                        + "row 2, X2)")
+                    "SSL code -9836 for iOS 14–17 is inferred from what iOS and macOS 26 report (OWASP MASTG)")
             case .ios26: return ErrorMapping(-1200, -9836)
             }
         case .tlsVersionRefusedByOS:
             // §4.4 last row: still fails on iOS/macOS 26 with -1200 / -9836 (X2, secondary source).
             return ErrorMapping(
                 -1200, -9836,
-                "iOS 26 refusing TLS 1.0/1.1 even with an exception rests on a secondary source (reference §1.2, "
-                    + "§4.4 last row, X2)")
+                "iOS 26 refusing TLS 1.0/1.1 even with an exception rests on a secondary source (OWASP MASTG), "
+                    + "not on Apple's documentation")
         case .cipherSuiteNotAllowed, .noSharedCipherOrVersion:
             // §4.4 row 3: the client never offered the server's suites, the server answers handshake_failure.
             switch profile {
-            case .ios9: return ErrorMapping(-1200, -9824, "SSL code inferred (reference §4.4 row 3)")
-            case .ios10: return ErrorMapping(-1200, -9801, "SSL code inferred (reference §4.4 row 3)")
+            case .ios9: return ErrorMapping(-1200, -9824, "SSL code inferred")
+            case .ios10: return ErrorMapping(-1200, -9801, "SSL code inferred")
             default:
                 return ErrorMapping(
                     -1200, -9824,
-                    "SSL code inferred: the server's handshake_failure alert, errSSLPeerHandshakeFail (reference "
-                        + "§4.4 row 3)")
+                    "SSL code inferred: the server's handshake_failure alert, errSSLPeerHandshakeFail")
             }
         case .weakKey, .weakSignatureHash:
             // §4.4 rows 4–5: iOS 9/10 ATS certificate checks fail as -1200/-9802 (obs I2, P2); from iOS 13 default
@@ -57,28 +55,29 @@ extension ViolationKind {
             if profile <= .ios10 { return ErrorMapping(-1200, -9802) }
             return ErrorMapping(
                 -1202, -9802,
-                "-1202 / -9802 for a weak certificate on iOS 13+ is inferred (reference §4.4 rows 4–5)")
+                "-1202 / -9802 for a weak certificate on iOS 13+ is inferred")
         case .selfSigned, .untrustedRoot:
             // §4.4 row 6: -1202 with -9813 errSSLNoRootCert, observed from iOS 9 to iOS 18 (I1).
             return ErrorMapping(-1202, -9813)
         case .hostnameMismatch:
             // §4.4 row 7: -1202 (doc A3); -9843 errSSLHostNameMismatch is inferred.
-            return ErrorMapping(-1202, -9843, "SSL code -9843 inferred (reference §4.4 row 7)")
+            return ErrorMapping(-1202, -9843, "SSL code -9843 inferred")
         case .expired:
-            return ErrorMapping(-1202, -9814, "SSL code -9814 inferred; -1202 per I7 (reference §4.4 row 8)")
+            return ErrorMapping(
+                -1202, -9814, "SSL code -9814 inferred; -1202 is what iOS reports for certificate failures")
         case .notYetValid:
-            return ErrorMapping(-1202, -9815, "SSL code -9815 inferred by analogy with expiry (reference §4.4 row 8)")
+            return ErrorMapping(-1202, -9815, "SSL code -9815 inferred by analogy with expiry")
         case .invalidChain:
-            return ErrorMapping(-1202, -9807, "SSL code -9807 errSSLXCertChainInvalid inferred (reference §4.1)")
+            return ErrorMapping(-1202, -9807, "SSL code -9807 errSSLXCertChainInvalid inferred")
         case .missingServerAuthEKU, .validityTooLong, .certificateTransparencyMissing:
             // §4.4 row 9: trust failure -> -1202; the SSL code is not documented.
-            return ErrorMapping(-1202, -9802, "-1202 inferred, SSL code -9802 chosen (reference §4.4 row 9)")
+            return ErrorMapping(-1202, -9802, "-1202 inferred, SSL code -9802 chosen")
         case .pinMismatch:
             // §4.4 row 10: the trust check fails with -9886 (src S9); the URL code is unconfirmed.
             return ErrorMapping(
                 -1202, -9886,
-                "pin mismatches fail trust with -9886 (src S9); URL code -1202 chosen, unconfirmed (reference §4.4 "
-                    + "row 10)")
+                "pin mismatches fail trust with -9886 in Apple's open-source Security code; URL code -1202 chosen, "
+                    + "unconfirmed")
         case .notTLS:
             // The handshake got no certificate, so no -1202 trust code fits. -1200 is the generic TLS failure
             // (§4.2); of §4.1's codes errSSLProtocol (-9800) is the one for a peer whose bytes are not TLS at
@@ -90,7 +89,7 @@ extension ViolationKind {
             // NSURLErrorTimedOut is in NSURLError.h (F1), not in §4.2's TLS table: a timeout is no TLS verdict,
             // so no SSL code is claimed (CFNetwork may add stream-error keys of its own).
             return ErrorMapping(
-                -1001, nil, "-1001 NSURLErrorTimedOut for a handshake that never finishes is inferred (F1)")
+                -1001, nil, "-1001 NSURLErrorTimedOut for a handshake that never finishes is inferred")
         case .unreachable:
             // No TLS happened; the code depends on what failed (-1003 no such host, -1001 timed out): this is the
             // refused connection's, and whoever saw the failure sets the precise one.

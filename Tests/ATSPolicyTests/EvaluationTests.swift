@@ -226,7 +226,7 @@ struct EvaluationTests {
         let verdict = p.evaluate(handshake(chain: [cert(ekus: ekus), caCert()], trust: trust), against: r)
         #expect(verdict.isAllowed == allowed)
         if !allowed { #expect(verdict.primaryViolation?.kind == .missingServerAuthEKU) }
-        #expect(r.decidedBy.notes.contains { $0.contains("open question 7") })
+        #expect(r.decidedBy.notes.contains { $0.contains("Apple's open-source trust code") })
     }
 
     static let lifetimeRows: [(TrustResult, Double, Bool)] = [

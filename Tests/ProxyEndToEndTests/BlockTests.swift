@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A certificate flaw, the host the origin serves it for, and the SSL code the app would see.
@@ -58,9 +59,12 @@ struct BlockTests {
         #expect(r.status == 502)
         #expect(r.bodyText.contains("URL:  \(url)\n"), "\(r.bodyText)")
         #expect(r.bodyText.contains("NSErrorFailingURLKey=\(url)"), "\(r.bodyText)")
+        // Users do not have the project's private notes: the answer and the trace quote none of their ids.
+        #expect(PrivateReferenceIDs.found(in: r.headerText + r.bodyText) == [], "\(r.headerText)\(r.bodyText)")
         let trace = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
             text.contains("Did Fail") ? text : nil
         }
+        #expect(PrivateReferenceIDs.found(in: trace) == [], "\(trace)")
         #expect(trace.contains("Response Error"))
         #expect(trace.contains("NSErrorFailingURLKey=\(url)"), "\(trace)")
         // The app's task failed in the handshake: no request was enqueued and no response received.
