@@ -265,8 +265,9 @@ extension ATSPolicy {
             adding: [FixKey(key: ATSKey.exceptionAllowsInsecureHTTPLoads.rawValue, value: .bool(true))])
         return ATSViolation(
             kind: .cleartextNotAllowed, urlError: codes.urlError, sslError: codes.sslError,
-            explanation: "\(target.scheme):// load of \(target.host) refused before connecting: ATS requires a secure "
-                + "connection to this host",
+            // What is wrong, not what was done about it: --ats annotate relays the load that the app refuses.
+            explanation: "cleartext \(target.scheme):// load of \(target.host): ATS requires a secure connection to "
+                + "this host",
             fix: fix, notes: host.decision.notes, decidedBy: host.decision)
     }
 

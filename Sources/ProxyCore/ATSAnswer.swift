@@ -46,14 +46,18 @@ public struct ATSAnswer: Sendable, Equatable {
         violations.first?.urlError == .requiresSecureConnection ? 403 : 502
     }
 
-    /// The plain-text body of a `--block http` answer: what is wrong, the app's error, and the narrowest fix.
+    /// The plain-text body of a block answer: what is wrong, the app's error, and the narrowest fix.
     public var blockBody: String {
-        var lines = [
-            verdict == "unreachable"
-                ? "ATSProxy could not reach the server: the app would fail the same way. This is not an ATS verdict."
-                : "ATSProxy blocked this request: the app's App Transport Security policy refuses it.",
-            "",
-        ]
+        let headline =
+            if verdict == "unreachable" {
+                "ATSProxy could not reach the server: the app would fail the same way. This is not an ATS verdict."
+            } else if blockStatus == 403 {
+                "ATSProxy refused this request without connecting to the server, as the app refuses the load before "
+                    + "connecting: its App Transport Security policy requires a secure connection to this host."
+            } else {
+                "ATSProxy blocked this request: the app's App Transport Security policy refuses it."
+            }
+        var lines = [headline, ""]
         lines.append("URL:  \(url)")
         lines.append("Rule: \(decision.keyPath.isEmpty ? "ATS defaults (no entry matched)" : decision.keyPathString)")
         lines.append("Why the rule applies: \(decision.reason)")

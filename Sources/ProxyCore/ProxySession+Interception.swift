@@ -411,7 +411,9 @@ extension ProxySession {
         } else if env.mode == .annotate {
             i.outcome = .violation
             i.annotation = answer.headers
-            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "annotated (not blocked)")
+            traceDecision(
+                url: i.url, decision: i.decision, violations: i.violations,
+                action: "annotated: relayed, although the app refuses this connection")
             proceedWithClient(i)
         } else {
             i.outcome = .blocked

@@ -435,7 +435,9 @@ public final class ProxySession {
             let answer = ATSAnswer(url: url, decision: decision, violations: [violation])
             let codes = [ExchangeError(violation)]
             if env.mode == .annotate {
-                traceDecision(url: url, decision: decision, violations: [violation], action: "annotated")
+                traceDecision(
+                    url: url, decision: decision, violations: [violation],
+                    action: "annotated: forwarded, although the app refuses this load before connecting")
                 return forward(annotation: answer.headers, outcome: .violation, codes: codes)
             }
             traceDecision(url: url, decision: decision, violations: [violation], action: "blocked (403, no connection made)")

@@ -74,7 +74,7 @@ struct BlockTests {
 
     @Test("--ats annotate: the TLS 1.0 origin's real 200 carries X-ATS-Verdict and X-ATS-Error")
     func annotate() async throws {
-        let (e2e, folder, origin, proxy) = try await tls10Scene(["--ats", "annotate"])
+        let (e2e, folder, origin, proxy) = try await tls10Scene(["--ats", "annotate", "--diagnostics", "1"])
         defer { withExtendedLifetime(origin) {} }  // the origin stops when released
         let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://tls10.test/"], in: folder)
         #expect(r.exit == 0, "\(r.stderr)")
@@ -82,6 +82,10 @@ struct BlockTests {
         #expect(r.bodyText == "hello\n")
         #expect(r.header("X-ATS-Verdict") == "violation")
         #expect(r.header("X-ATS-Error") == "-1200 NSURLErrorSecureConnectionFailed")
+        let trace = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.contains("Did Finish") ? text : nil
+        }
+        #expect(trace.contains("annotated: relayed, although the app refuses this connection"), "\(trace)")
     }
 
     static let certificateCases = [
@@ -124,6 +128,7 @@ struct BlockTests {
         let stage = try await Stage(["--map", "plain.test=127.0.0.1:1"])
         let blocked = try await stage.curl(["http://plain.test/bytes/10"])
         #expect(blocked.status == 403)
+        #expect(blocked.bodyText.hasPrefix("ATSProxy refused this request without connecting to the server"))
         #expect(blocked.header("X-ATS-Error") == "-1022 NSURLErrorAppTransportSecurityRequiresSecureConnection")
         #expect(blocked.header("X-ATS-SSL-Error") == nil)
         let allowed = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
@@ -184,15 +189,26 @@ struct BlockTests {
         withExtendedLifetime(silent) {}
     }
 
-    @Test("--ats annotate: a cleartext request is forwarded and its 200 carries -1022")
+    @Test("--ats annotate: a cleartext request is forwarded, and its 200 and the trace say so, not that it was refused")
     func annotateCleartext() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let origin = try await Origin(e2e, in: folder)
-        let proxy = try await Proxy(e2e, origin.map("plain.test") + ["--ats", "annotate"], in: folder)
+        let proxy = try await Proxy(
+            e2e, origin.map("plain.test") + ["--ats", "annotate", "--diagnostics", "1"], in: folder)
         let r = try await curl(["-x", proxy.url, "http://plain.test/bytes/10"], in: folder)
         #expect(r.status == 200)
         #expect(r.header("X-ATS-Verdict") == "violation")
         #expect(r.header("X-ATS-Error")?.hasPrefix("-1022 ") == true)
+        #expect(
+            r.header("X-ATS-Violation")
+                == "cleartextNotAllowed: cleartext http:// load of plain.test: ATS requires a secure connection to "
+                + "this host", "\(r.headerText)")
+        let trace = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.contains("Did Finish") ? text : nil
+        }
+        #expect(
+            trace.contains("annotated: forwarded, although the app refuses this load before connecting"), "\(trace)")
+        #expect(!trace.contains("refused before connecting"), "\(trace)")
     }
 }
