@@ -36,6 +36,10 @@ final class Interception {
     var violations: [ATSViolation] = []
     /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
     var blockAnswer: ATSAnswer?
+    /// The flaw of the leaf `--block tls` served to reproduce a certificate violation.
+    var flawedLeaf: String?
+    /// Set when the client accepted that leaf anyway: why its requests get the block answer instead (console note).
+    var blockFallback: String?
     var annotation: [(String, String)] = []
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var raw = false
@@ -461,9 +465,13 @@ extension ProxySession {
                 logBlockedConnection(i)
                 failClientHandshake(i, alert: alert)
             case .flawedLeaf(let options, let flaw):
-                traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client gets a leaf that is \(flaw)")
+                traceDecision(
+                    url: i.url, decision: i.decision, violations: i.violations,
+                    action: "blocked: client gets a leaf that is \(flaw)")
                 logBlockedConnection(i)
-                // Should the client accept the flawed leaf anyway (e.g. curl -k), its requests still get the answer.
+                // Should the client accept the flawed leaf anyway (its TLS library does not check that flaw, or
+                // curl -k), its requests still get the answer: see `clientAcceptedFlawedLeaf`.
+                i.flawedLeaf = flaw
                 i.blockAnswer = answer
                 startClientHandshake(i, leaf: options)
             }
@@ -610,6 +618,19 @@ extension ProxySession {
         }
     }
 
+    /// `--block tls` did not make the client refuse the flawed leaf, since it sends requests: its TLS library does
+    /// not check that flaw (Apple's limits on validity periods and its EKU rule are Apple's own; a lowered OpenSSL
+    /// security level takes RSA-1024 and SHA-1; curl -k takes anything). Say so once per connection, since every
+    /// request now gets the block answer instead.
+    private func clientAcceptedFlawedLeaf(_ i: Interception, flaw: String, status: Int) {
+        notice("\(i.host):\(i.port): --block tls fell back to answering requests \(status): the client accepted the "
+            + "flawed leaf (\(flaw)) meant to fail its handshake as the app's fails, because its TLS library does "
+            + "not check that flaw (or its checks are off, as with curl -k); every request gets the violation, as "
+            + "with --block http")
+        i.blockFallback = "--block tls fallback: the client accepted the flawed leaf (\(flaw)), which its TLS library "
+            + "does not check"
+    }
+
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
     private func startRelaying(_ i: Interception, _ engine: TLSEngine) {
         let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
@@ -669,6 +690,10 @@ extension ProxySession {
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
         let codes = i.violations.map(ExchangeError.init)
         if var answer = i.blockAnswer {
+            // A completed handshake does not tell: curl checks the host name only after it. A request does.
+            if let flaw = i.flawedLeaf, i.blockFallback == nil {
+                clientAcceptedFlawedLeaf(i, flaw: flaw, status: answer.blockStatus)
+            }
             // The app's task fails in the TLS handshake, so nothing is enqueued; its error names this request's URL.
             answer.url = url
             trace(.loaderWhatToDo(method: head.method, url: url))

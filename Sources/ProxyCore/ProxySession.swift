@@ -545,6 +545,8 @@ public final class ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
+        var exchange = exchange
+        if exchange.note == nil, let fallback = interception?.blockFallback { exchange.note = fallback }
         if exchange.outcome == .blocked || exchange.outcome == .failed,
             let violation = interception?.violations.first ?? lastPlainBlock
         {

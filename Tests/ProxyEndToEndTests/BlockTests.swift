@@ -105,15 +105,21 @@ struct BlockTests {
         let tlsProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "tls"], in: folder)
         let r = try await curl(["-x", tlsProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
         #expect(r.exit == 60, "\(r.stderr)")
-        // A client that accepts the flawed leaf anyway (curl -k) still gets no upstream content: the block answer.
-        let insecure = try await curl(["-k", "-x", tlsProxy.url, "https://\(c.host)/"], in: folder)
-        #expect(insecure.status == 502, "\(insecure.stderr)")
-        #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
         // The console line names the blocked connection with its codes.
         let line = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
             text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://\(c.host)") }.map(String.init)
         }
         #expect(line.contains("ATS BLOCKED -1202/\(c.sslCode)"), "\(line)")
+        #expect(!tlsProxy.process.stderr.contains("fell back"), "\(tlsProxy.process.stderr)")
+        // A client that accepts the flawed leaf anyway (curl -k) still gets no upstream content: the block answer,
+        // and its console line says why.
+        let insecure = try await curl(["-k", "-x", tlsProxy.url, "https://\(c.host)/"], in: folder)
+        #expect(insecure.status == 502, "\(insecure.stderr)")
+        #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        let answered = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
+            text.split(separator: "\n").first { $0.hasPrefix("GET https://\(c.host)/ 502") }.map(String.init)
+        }
+        #expect(answered.hasSuffix("which its TLS library does not check)"), "\(answered)")
 
         let httpProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "http"], in: folder)
         let h = try await curl(["-x", httpProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
@@ -121,6 +127,36 @@ struct BlockTests {
         #expect(h.status == 502)
         #expect(h.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
         #expect(h.header("X-ATS-SSL-Error")?.hasPrefix(c.sslCode + " ") == true, "\(h.headerText)")
+    }
+
+    /// Leaves whose flaw only Apple's TLS stack checks: curl (OpenSSL) accepts the proxy's flawed copy.
+    static let fallbackCases: [(certificate: String, host: String, arguments: [String], flaw: String)] = [
+        ("longlived", "longlived.test", [], "valid for 900 days"),
+        ("noeku", "noeku.test", ["--user-root-eku", "documentedStrict"], "without the serverAuth EKU"),
+    ]
+
+    @Test("--block tls with a flaw curl does not check: the 502 answer it falls back to says so, with the reason",
+          arguments: fallbackCases)
+    func blockTLSFallback(_ c: (certificate: String, host: String, arguments: [String], flaw: String)) async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: c.certificate, in: folder)
+        let proxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "tls"] + c.arguments, in: folder)
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
+        #expect(r.exit == 0, "\(r.stderr)")
+        #expect(r.status == 502)
+        #expect(r.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        let line = try await proxy.process.waitForOutput(timeout: .seconds(5)) { text in
+            text.split(separator: "\n").first { $0.hasPrefix("GET https://\(c.host)/ 502") }.map(String.init)
+        }
+        #expect(
+            line.hasSuffix(
+                "(--block tls fallback: the client accepted the flawed leaf (\(c.flaw)), which its TLS library does "
+                    + "not check)"), "\(line)")
+        #expect(
+            proxy.process.stderr.contains(
+                "\(c.host):443: --block tls fell back to answering requests 502: the client accepted the flawed leaf "
+                    + "(\(c.flaw))"), "\(proxy.process.stderr)")
     }
 
     @Test("http:// to a host that needs TLS: 403 with -1022 and no SSL code; the plist's exception host gets 200")

@@ -24,16 +24,21 @@ unique_subject = no
 [any]
 commonName = supplied
 CNF
-# leaf NAME SAN-HOST KEYBITS DIGEST [STARTDATE ENDDATE]
-leaf() {
-  name=$1; host=$2; bits=$3; md=$4
-  printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:%s\n" "$host" > $name.ext
-  q openssl req -newkey rsa:$bits -nodes -keyout $name.key -out $name.csr -subj "/CN=$host"
+# sign NAME CN KEYBITS DIGEST [STARTDATE ENDDATE]: a leaf with the extensions in NAME.ext, 30 days without dates
+sign() {
+  name=$1; cn=$2; bits=$3; md=$4
+  q openssl req -newkey rsa:$bits -nodes -keyout $name.key -out $name.csr -subj "/CN=$cn"
   if [ -n "$5" ]; then
     q openssl ca -batch -config ca.cnf -md $md -startdate $5 -enddate $6 -extfile $name.ext -in $name.csr -out $name.pem -notext
   else
     q openssl ca -batch -config ca.cnf -md $md -days 30 -extfile $name.ext -in $name.csr -out $name.pem -notext
   fi
+}
+usage="basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+# leaf NAME SAN-HOST KEYBITS DIGEST [STARTDATE ENDDATE]
+leaf() {
+  printf "${usage}extendedKeyUsage=serverAuth\nsubjectAltName=DNS:%s\n" "$2" > $1.ext
+  sign "$@"
 }
 leaf good good.test 2048 sha256
 leaf expired expired.test 2048 sha256 20200101000000Z 20200201000000Z
@@ -43,11 +48,14 @@ leaf rsa1024 rsa1024.test 1024 sha256
 leaf tls10 tls10.test 2048 sha256
 leaf passthrough passthrough.test 2048 sha256
 leaf media media-server.example.com 2048 sha256
+# 1000 days: over the 825 days iOS allows under a user-installed root.
+leaf longlived longlived.test 2048 sha256 $(date -u -d '-1 day' +%Y%m%d%H%M%SZ) $(date -u -d '+999 days' +%Y%m%d%H%M%SZ)
 # A wildcard leaf that also names one name two levels down, for the --passthrough/--map pattern tests.
-printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n" > wild.ext
-printf "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.wild.test,DNS:deep.api.wild.test\n" >> wild.ext
-q openssl req -newkey rsa:2048 -nodes -keyout wild.key -out wild.csr -subj "/CN=*.wild.test"
-q openssl ca -batch -config ca.cnf -md sha256 -days 30 -extfile wild.ext -in wild.csr -out wild.pem -notext
+printf "${usage}extendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.wild.test,DNS:deep.api.wild.test\n" > wild.ext
+sign wild '*.wild.test' 2048 sha256
+# No extendedKeyUsage at all.
+printf "${usage}subjectAltName=DNS:noeku.test\n" > noeku.ext
+sign noeku noeku.test 2048 sha256
 q openssl req -x509 -newkey rsa:2048 -nodes -keyout selfsigned.key -out selfsigned.pem -days 30 -subj "/CN=selfsigned.test" \
   -addext "subjectAltName=DNS:selfsigned.test" -addext "extendedKeyUsage=serverAuth"
 echo ok
