@@ -4,6 +4,7 @@ import ATSPolicy
 /// example.com, at any depth, but not example.com itself) or `.example.com` (example.com and every name below it).
 /// Case-insensitive; a trailing dot is ignored. IP literals match exactly only.
 public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
+    /// Which hosts the pattern covers, relative to `name`.
     public enum Kind: Sendable, Hashable {
         /// Exactly this host name or IP literal.
         case exact
@@ -13,8 +14,9 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         case domainAndSubdomains
     }
 
+    /// Which hosts the pattern covers.
     public let kind: Kind
-    /// The host or domain, lowercased, without a trailing dot; an IPv6 literal without brackets.
+    /// The host or domain, lowercased, without a trailing dot; an IP literal as `IPAddress` spells it.
     public let name: String
 
     /// Parses one pattern; `option` and `argument` (the whole command-line value, when the host is part of it) name
@@ -81,6 +83,7 @@ public struct HostPatternTable<Value: Sendable>: Sendable {
     /// `*.d` and `.d`, keyed by `d`.
     private var below: [String: (HostPattern, Value)] = [:]
 
+    /// A table of `entries`; a later entry replaces an earlier one with the same pattern.
     public init(_ entries: [(HostPattern, Value)]) {
         for (pattern, value) in entries {
             switch pattern.kind {
@@ -93,9 +96,10 @@ public struct HostPatternTable<Value: Sendable>: Sendable {
         }
     }
 
+    /// True when the table has no entries.
     public var isEmpty: Bool { exact.isEmpty && below.isEmpty }
 
-    /// The pattern that covers `host`, and its value.
+    /// The most specific pattern that covers `host` (in any case, with or without a trailing dot), and its value.
     public func lookup(_ host: String) -> (pattern: HostPattern, value: Value)? {
         guard !isEmpty else { return nil }
         var name = Substring(host.lowercased())
