@@ -106,9 +106,8 @@ struct BlockTests {
         let r = try await curl(["-x", tlsProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
         #expect(r.exit == 60, "\(r.stderr)")
         // The console line names the blocked connection with its codes.
-        let line = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://\(c.host)") }.map(String.init)
-        }
+        let line = try await tlsProxy.process.waitForLine(
+            startingWith: "CONNECT https://\(c.host)", timeout: .seconds(5))
         #expect(line.contains("ATS BLOCKED -1202/\(c.sslCode)"), "\(line)")
         #expect(!tlsProxy.process.stderr.contains("fell back"), "\(tlsProxy.process.stderr)")
         // A client that accepts the flawed leaf anyway (curl -k) still gets no upstream content: the block answer,
@@ -116,9 +115,8 @@ struct BlockTests {
         let insecure = try await curl(["-k", "-x", tlsProxy.url, "https://\(c.host)/"], in: folder)
         #expect(insecure.status == 502, "\(insecure.stderr)")
         #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
-        let answered = try await tlsProxy.process.waitForOutput(timeout: .seconds(5)) { text in
-            text.split(separator: "\n").first { $0.hasPrefix("GET https://\(c.host)/ 502") }.map(String.init)
-        }
+        let answered = try await tlsProxy.process.waitForLine(
+            startingWith: "GET https://\(c.host)/ 502", timeout: .seconds(5))
         #expect(answered.hasSuffix("which its TLS library does not check)"), "\(answered)")
 
         let httpProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "http"], in: folder)
@@ -146,9 +144,7 @@ struct BlockTests {
         #expect(r.exit == 0, "\(r.stderr)")
         #expect(r.status == 502)
         #expect(r.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
-        let line = try await proxy.process.waitForOutput(timeout: .seconds(5)) { text in
-            text.split(separator: "\n").first { $0.hasPrefix("GET https://\(c.host)/ 502") }.map(String.init)
-        }
+        let line = try await proxy.process.waitForLine(startingWith: "GET https://\(c.host)/ 502", timeout: .seconds(5))
         #expect(
             line.hasSuffix(
                 "(--block tls fallback: the client accepted the flawed leaf (\(c.flaw)), which its TLS library does "

@@ -99,9 +99,7 @@ struct ClientFeatureTests {
             ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://passthrough.test/bytes/1024"], in: folder)
         #expect(viaProxyCA.exit == 60, "the proxy's CA did not sign what the client got: \(viaProxyCA.stderr)")
         // Each tunnel leaves a console line when it ends, with its bytes and why it was not intercepted.
-        let line = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS ") }
-        }
+        let line = try await proxy.process.waitForLine(startingWith: "CONNECT https://passthrough.test --- TUNNEL ATS ")
         // The ServerHello, in clear in the tunnel, is judged: version and suite meet ATS.
         #expect(line.contains(" TUNNEL ATS ok "), "\(line)")
         #expect(line.hasSuffix("(tunnel, not intercepted: --passthrough passthrough.test; server chose TLSv1.3, "
@@ -120,18 +118,15 @@ struct ClientFeatureTests {
         let tunnelled = try await curl(
             ["-x", proxy.url, "--cacert", e2e.testCA, "https://deep.api.wild.test/bytes/1024"], in: folder)
         #expect(tunnelled.status == 200, "\(tunnelled.stderr)")
-        let line = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://deep.api.wild.test --- TUNNEL ATS ") }
-        }
+        let line = try await proxy.process.waitForLine(
+            startingWith: "CONNECT https://deep.api.wild.test --- TUNNEL ATS ")
         #expect(line.contains("(tunnel, not intercepted: --passthrough *.api.wild.test; server chose "), "\(line)")
         // Intercepted: the proxy's CA signed what the client got, and the upstream was judged under the request's
         // own name (the origin's *.wild.test certificate matches api.wild.test, not the mapped 127.0.0.1).
         let intercepted = try await curl(
             ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://api.wild.test/bytes/1024"], in: folder)
         #expect(intercepted.status == 200, "\(intercepted.stderr)")
-        let allowed = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("GET https://api.wild.test/bytes/1024 200") }
-        }
+        let allowed = try await proxy.process.waitForLine(startingWith: "GET https://api.wild.test/bytes/1024 200")
         #expect(allowed.contains(" ATS ok "), "\(allowed)")
     }
 
@@ -146,9 +141,7 @@ struct ClientFeatureTests {
         let r = try await curl(
             ["-x", proxy.url, "--cacert", e2e.testCA, "https://passthrough.test/bytes/1024"], in: folder)
         #expect(r.status == 200, "\(r.stderr)")
-        let line = try await proxy.process.waitForOutput { text in
-            text.split(separator: "\n").first { $0.hasPrefix("CONNECT https://passthrough.test --- TUNNEL ATS ") }
-        }
+        let line = try await proxy.process.waitForLine(startingWith: "CONNECT https://passthrough.test --- TUNNEL ATS ")
         #expect(line.contains("(tunnel, not intercepted: the app pins it (NSPinnedDomains › passthrough.test); "),
                 "\(line)")
         #expect(proxy.process.stderr.contains("intercepting would break the pin"))
@@ -170,7 +163,8 @@ struct ClientFeatureTests {
             #expect(r.status == 200, "\(r.stderr)")
             return try await proxy.process.waitForOutput { text in
                 let prefix = "CONNECT https://tls10.test --- TUNNEL "
-                let lines = text.split(separator: "\n").filter { $0.hasPrefix(prefix) }
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                    .filter { $0.hasPrefix(prefix) }
                 return lines.count >= number ? String(lines[number - 1]) : nil
             }
         }

@@ -74,9 +74,8 @@ struct HTTP2MultiplexTests {
         let wrong = (0..<8).filter { !stage.htdocs.same("m\($0)", as: out.appendingPathComponent("m\($0)")) }
         #expect(wrong.isEmpty, "not byte-exact: \(wrong)")
         // The console line of the abandoned download says it was cut off, not just "200".
-        let line = try await stage.proxy.process.waitForOutput(timeout: .seconds(5)) { text in
-            text.split(separator: "\n").first { $0.hasPrefix("GET \(stage.url("big")) ") }.map(String.init)
-        }
+        let line = try await stage.proxy.process.waitForLine(
+            startingWith: "GET \(stage.url("big")) ", timeout: .seconds(5))
         #expect(line.contains(" 200 HTTP/2.0 ") && line.contains("INCOMPLETE: "), "\(line)")
         // The proxy and the upstream connection are fine afterwards.
         let after = try await stage.curl(["--http2", "-o", "/dev/null", "-w", "%{http_version} %{size_download}", stage.url("m0")])

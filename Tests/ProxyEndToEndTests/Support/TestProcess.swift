@@ -49,6 +49,17 @@ final class TestProcess: @unchecked Sendable {
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
 
+    /// The first complete line of stdout (stderr with `stderr: true`) that starts with `prefix`, waiting for it as
+    /// `waitForOutput` does. A line still being written (no newline yet) is not taken.
+    func waitForLine(
+        startingWith prefix: String, stderr useStderr: Bool = false, timeout: Duration = .seconds(20)
+    ) async throws -> String {
+        try await waitForOutput(stderr: useStderr, timeout: timeout) { text in
+            text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                .first { $0.hasPrefix(prefix) }.map(String.init)
+        }
+    }
+
     /// Waits until `stdout` (or `stderr`) satisfies `match`, returning its value; fails if the process exits first.
     func waitForOutput<T>(
         stderr useStderr: Bool = false, timeout: Duration = .seconds(20), _ match: (String) -> T?
