@@ -113,7 +113,7 @@ extension EvaluationContext {
                 .notYetValid, "a certificate in the chain is not valid yet",
                 fix: .noExceptionCanHelp(
                     reason: "check the server's certificate dates and the device clock.\(delegate)"))
-        case .badSignature, .invalidChain, .revoked, .other:
+        case .badSignature, .invalidChain, .revoked, .noCertificate, .other:
             return violation(
                 .invalidChain, "the certificate chain failed verification (\(failure.rawValue))",
                 fix: .noExceptionCanHelp(reason: "serve a complete, valid chain.\(delegate)"))

@@ -36,7 +36,7 @@ extension ATSPolicy {
     ) -> [ATSViolation] {
         let facts = HandshakeFacts(
             version: version, cipherSuiteCode: cipherSuiteCode, cipherSuiteName: nil, keyExchangeGroup: nil,
-            alpn: nil, chain: [], trust: .untrusted(.other), hostnameMatches: false, observedAt: Date())
+            alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: Date())
         return EvaluationContext(policy: self, req: req).negotiatedViolations(facts)
     }
 }

@@ -86,9 +86,10 @@ extension TrustResult: CustomStringConvertible {
     }
 }
 
-/// Why chain verification failed, in the terms iOS trust evaluation uses.
+/// Why chain verification failed, in the terms iOS trust evaluation uses. `noCertificate`: there was no chain to
+/// verify (the handshake failed before the server's certificate arrived).
 public enum TrustFailure: String, Sendable, Hashable, Codable {
-    case selfSigned, unknownRoot, expired, notYetValid, badSignature, invalidChain, revoked, other
+    case selfSigned, unknownRoot, expired, notYetValid, badSignature, invalidChain, revoked, noCertificate, other
 }
 
 /// How a handshake ended when it did not complete.

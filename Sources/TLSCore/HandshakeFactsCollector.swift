@@ -29,7 +29,7 @@ public struct HandshakeFactsCollector: Sendable {
         }
         let chainFacts = peer.certificates
         let negotiated = failure == nil ? engine.negotiated : nil
-        let trustResult: TrustResult = chainFacts.isEmpty ? .untrusted(.invalidChain) : peer.trust.result
+        let trustResult: TrustResult = chainFacts.isEmpty ? .untrusted(.noCertificate) : peer.trust.result
         return HandshakeFacts(
             failure: failure.map(HandshakeFactsCollector.handshakeFailure),
             version: negotiated?.version,
@@ -59,7 +59,7 @@ public struct HandshakeFactsCollector: Sendable {
     {
         HandshakeFacts(
             failure: failure, version: nil, cipherSuiteCode: nil, cipherSuiteName: nil, keyExchangeGroup: nil,
-            alpn: nil, chain: [], trust: .untrusted(.invalidChain), hostnameMatches: false, observedAt: now,
+            alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: now,
             serverCapabilities: capabilities)
     }
 

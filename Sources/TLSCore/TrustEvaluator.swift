@@ -76,7 +76,7 @@ public final class TrustEvaluator: @unchecked Sendable {
     /// Verifies `chain` (leaf first, as served) at `date`.
     public func evaluate(chain: [Certificate], at date: Date = Date()) -> TrustEvaluation {
         guard !chain.isEmpty else {
-            return TrustEvaluation(result: .untrusted(.invalidChain), openSSLCode: -1, openSSLReason: "no certificate")
+            return TrustEvaluation(result: .untrusted(.noCertificate), openSSLCode: -1, openSSLReason: "no certificate")
         }
         var window = ValidityWindow()
         for cert in chain { window.include(cert.x509) }

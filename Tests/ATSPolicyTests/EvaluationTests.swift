@@ -314,12 +314,12 @@ struct EvaluationTests {
         #expect(p.evaluate(facts, against: r).primaryViolation?.kind == .notTLS)
     }
 
-    /// What `HandshakeFactsCollector` records when no certificate arrived: an empty chain, trust `invalidChain`,
+    /// What `HandshakeFactsCollector` records when no certificate arrived: an empty chain, trust `noCertificate`,
     /// and probes that negotiated nothing.
     private func noCertificate(_ failure: HandshakeFailure) -> HandshakeFacts {
         HandshakeFacts(
             failure: failure, version: nil, cipherSuiteCode: nil, cipherSuiteName: nil, keyExchangeGroup: nil,
-            alpn: nil, chain: [], trust: .untrusted(.invalidChain), hostnameMatches: false, observedAt: now,
+            alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: now,
             serverCapabilities: ServerCapabilities(
                 supportedVersions: [], preferredCipherCode: nil, preferredCipherName: nil,
                 supportsForwardSecrecy: false))

@@ -129,6 +129,8 @@ struct UpstreamHandshakeTests {
         let facts = try iOSFacts(s)
         #expect(facts.failure == .alertReceived(70))
         #expect(facts.version == nil)
+        // No certificate arrived: nothing was verified, which is not an invalid chain.
+        #expect(facts.chain.isEmpty && facts.trust == .untrusted(.noCertificate))
         let caps = try probeCapabilities(port: s.port)
         #expect(caps.supportedVersions == [version])
         #expect(caps.supportsForwardSecrecy)
