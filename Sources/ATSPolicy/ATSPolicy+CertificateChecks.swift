@@ -186,22 +186,27 @@ extension EvaluationContext {
         let days = Int((lifetime / CertificateRuleDates.day).rounded(.down))
         let limit: Int
         let slack: Double
+        // Which rule applies, in words: the date it starts from and the kind of root it is for.
+        let rule: String
         if systemTrusted {
             if leaf.notBefore >= CertificateRuleDates.systemLimit398 {
                 (limit, slack) = (req.certificateRules.maximumValidityDaysSystemRoot, 0)
+                rule = "issued from 1 September 2020 under a system root"
             } else if leaf.notBefore >= CertificateRuleDates.systemLimit825 {
                 (limit, slack) = (825, CertificateRuleDates.hour)
+                rule = "issued from 1 March 2018 under a system root"
             } else {
                 return nil
             }
         } else {
             guard leaf.notBefore > CertificateRuleDates.july2019 else { return nil }
             (limit, slack) = (req.certificateRules.maximumValidityDaysUserRoot, CertificateRuleDates.hour)
+            rule = "issued from 1 July 2019 under a user-installed root"
         }
         guard lifetime > Double(limit) * CertificateRuleDates.day + slack else { return nil }
         return violation(
             .validityTooLong,
-            "the leaf is valid for \(days) days; certificates issued after that date may last at most \(limit) days",
+            "the leaf is valid for \(days) days; a certificate \(rule) may be valid for at most \(limit) days",
             fix: .noExceptionCanHelp(reason: "reissue the certificate with a shorter validity (≤ \(limit) days)"),
             certificate: 0)
     }

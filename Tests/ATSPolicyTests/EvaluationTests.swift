@@ -242,7 +242,14 @@ struct EvaluationTests {
         let r = try #require(req(p, https("api.example.com")))
         let verdict = p.evaluate(handshake(chain: [cert(lifetimeDays: days), caCert()], trust: trust), against: r)
         #expect(verdict.isAllowed == allowed)
-        if !allowed { #expect(verdict.primaryViolation?.kind == .validityTooLong) }
+        if !allowed {
+            #expect(verdict.primaryViolation?.kind == .validityTooLong)
+            // The explanation says which rule applies: its start date, the kind of root and the limit.
+            let rule = trust == .trustedBySystemRoot
+                ? "issued from 1 September 2020 under a system root may be valid for at most 398 days"
+                : "issued from 1 July 2019 under a user-installed root may be valid for at most 825 days"
+            #expect(verdict.primaryViolation?.explanation.contains(rule) == true)
+        }
         // No lifetime limits before iOS 13.
         #expect(
             policy(nil, .ios10).evaluate(
