@@ -31,13 +31,15 @@ extension ATSPolicy {
 
     /// Judges only what a ServerHello shows, the negotiated version and cipher suite: for connections the proxy
     /// watches without terminating (tunnels), where the certificate may be encrypted (TLS 1.3) and is not checked.
+    /// `versionSubject` words what the version is in a violation's explanation ("server negotiated TLSv1.0").
     public func evaluateNegotiation(
-        version: TLSVersion?, cipherSuiteCode: UInt16?, against req: ConnectionRequirements
+        version: TLSVersion?, cipherSuiteCode: UInt16?, against req: ConnectionRequirements,
+        versionSubject: String? = nil
     ) -> [ATSViolation] {
         let facts = HandshakeFacts(
             version: version, cipherSuiteCode: cipherSuiteCode, cipherSuiteName: nil, keyExchangeGroup: nil,
             alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: Date())
-        return EvaluationContext(policy: self, req: req).negotiatedViolations(facts)
+        return EvaluationContext(policy: self, req: req).negotiatedViolations(facts, versionSubject: versionSubject)
     }
 }
 
@@ -73,10 +75,11 @@ struct EvaluationContext {
     // MARK: Protocol
 
     /// Version and suite of a completed handshake against what ATS allows.
-    func negotiatedViolations(_ facts: HandshakeFacts) -> [ATSViolation] {
+    func negotiatedViolations(_ facts: HandshakeFacts, versionSubject: String? = nil) -> [ATSViolation] {
         var out: [ATSViolation] = []
         if let version = facts.version {
-            if let v = versionViolation(version, subject: "server negotiated \(version.plistName)") { out.append(v) }
+            let subject = versionSubject ?? "server negotiated \(version.plistName)"
+            if let v = versionViolation(version, subject: subject) { out.append(v) }
         }
         if let code = facts.cipherSuiteCode, let offered = req.offeredCipherSuites,
             !offered.contains(where: { $0.code == code })

@@ -40,6 +40,9 @@ final class Interception {
     var flawedLeaf: String?
     /// Set when the client accepted that leaf anyway: why its requests get the block answer instead (console note).
     var blockFallback: String?
+    /// The flawed-leaf refusal waits to be logged until the client has refused the leaf (its handshake fails, or
+    /// it closes without a request): a client that accepts it gets the fallback note on its requests instead.
+    var refusalToLog = false
     var annotation: [(String, String)] = []
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var raw = false
@@ -88,9 +91,15 @@ final class Interception {
 
     /// `https://host[:port]` for a CONNECT target.
     static func httpsURL(host: String, port: Int) -> String {
-        // An IPv6 literal needs brackets in a URL (RFC 3986 §3.2.2), or the port merges into the address.
-        let shown = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
-        return port == 443 ? "https://\(shown)" : "https://\(shown):\(port)"
+        port == 443 ? "https://\(bracketed(host))" : "https://\(authority(host: host, port: port))"
+    }
+
+    /// `host:port`, as a CONNECT names its target.
+    static func authority(host: String, port: Int) -> String { "\(bracketed(host)):\(port)" }
+
+    /// An IPv6 literal needs brackets next to a port (RFC 3986 §3.2.2), or the port merges into the address.
+    private static func bracketed(_ host: String) -> String {
+        host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
     }
 }
 
@@ -189,9 +198,7 @@ extension ProxySession {
     func interceptUpstreamFailed(_ error: String, _ failure: ConnectFailure) {
         guard let i = interception else { return }
         trace(.tcpConnectionConnected(connectionID: id, error: error, attempt: i.connectAttempts))
-        // Name the address actually tried when --map sent the host elsewhere: a mapping mistake shows at once.
-        let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
-        let mapped = address == i.host && port == i.port ? "" : " (mapped to \(address):\(port))"
+        let mapped = mappingNote(host: i.host, port: i.port)
         notice("\(i.host):\(i.port)\(mapped): cannot connect upstream: \(error)")
         i.violations = [ATSViolation(
             kind: .unreachable, urlError: failure.urlError, sslError: nil,
@@ -371,7 +378,8 @@ extension ProxySession {
         notice("\(i.host):\(i.port): the upstream TLS handshake failed even with every version and suite offered "
             + "(\(error)); answering the client with the error")
         i.outcome = .blocked
-        blockClient(i, style: env.blockStyle)
+        // Annotate relays what it can; with no handshake there is nothing to relay, and the answer explains why.
+        blockClient(i, style: env.mode == .annotate ? .http : env.blockStyle)
     }
 
     private func violationsOrFailure(_ found: [ATSViolation], _ facts: HandshakeFacts, _ i: Interception) -> [ATSViolation] {
@@ -451,7 +459,11 @@ extension ProxySession {
         let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
         switch style {
         case .http:
-            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: every request answered \(answer.blockStatus)")
+            // An unreachable or silent server is no ATS verdict: the 502 stands in for the app's network error.
+            let action = i.outcome == .failed
+                ? "not judged: the server could not be reached; every request answered \(answer.blockStatus)"
+                : "blocked: every request answered \(answer.blockStatus)"
+            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: action)
             i.blockAnswer = answer
             startClientHandshake(i, leaf: .standard)
         case .tls:
@@ -468,7 +480,7 @@ extension ProxySession {
                 traceDecision(
                     url: i.url, decision: i.decision, violations: i.violations,
                     action: "blocked: client gets a leaf that is \(flaw)")
-                logBlockedConnection(i)
+                i.refusalToLog = true
                 // Should the client accept the flawed leaf anyway (its TLS library does not check that flaw, or
                 // curl -k), its requests still get the answer: see `clientAcceptedFlawedLeaf`.
                 i.flawedLeaf = flaw
@@ -476,6 +488,14 @@ extension ProxySession {
                 startClientHandshake(i, leaf: options)
             }
         }
+    }
+
+    /// Logs a flawed-leaf refusal the client has acted on (see `Interception.refusalToLog`); called as the
+    /// connection ends.
+    func logRefusalIfClientRefused() {
+        guard let i = interception, i.refusalToLog else { return }
+        i.refusalToLog = false
+        if i.blockFallback == nil { logBlockedConnection(i) }
     }
 
     /// A connection refused in its TLS handshake (`--block tls`) is an exchange of its own in the console and the
@@ -627,8 +647,9 @@ extension ProxySession {
             + "flawed leaf (\(flaw)) meant to fail its handshake as the app's fails, because its TLS library does "
             + "not check that flaw (or its checks are off, as with curl -k); every request gets the violation, as "
             + "with --block http")
-        i.blockFallback = "--block tls fallback: the client accepted the flawed leaf (\(flaw)), which its TLS library "
-            + "does not check"
+        i.refusalToLog = false
+        i.blockFallback = "--block tls fallback: the client accepted the flawed leaf (\(flaw)): its TLS library does "
+            + "not check that, or its checks are off"
     }
 
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
@@ -665,7 +686,7 @@ extension ProxySession {
         if case .peerAlert(let alert) = error {
             switch alert {
             case .unknownCA, .badCertificate, .certificateUnknown:
-                hint = i.blockAnswer != nil || i.outcome == .blocked
+                hint = i.flawedLeaf != nil
                     ? " (expected: ATSProxy served a deliberately flawed certificate to reproduce the app's failure)"
                     : " (the client does not trust ATSProxy's CA: install it and, on iOS, enable full trust in "
                         + "Settings › General › About › Certificate Trust Settings)"
@@ -674,7 +695,8 @@ extension ProxySession {
         } else if case .closedByPeer = error {
             hint = " (a client that closes during the handshake often does not trust the proxy's certificate, or pins)"
         }
-        if i.outcome != .blocked {
+        // The client refusing a flawed leaf served on purpose is the expected outcome, not news.
+        if i.flawedLeaf == nil {
             notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)")
         }
         closeAll()

@@ -24,6 +24,8 @@ struct Tunnel {
     var started: Double
     /// Client bytes the session itself sent upstream before the relay took over.
     var clientBytesBefore = 0
+    /// The `200 Connection established` still to send once the upstream is connected (nil once sent).
+    var established: [UInt8]?
     /// Each side's first bytes, until its hello has been read; nil once read, given up on, or not watched.
     var clientFirstFlight: [UInt8]?
     var serverFirstFlight: [UInt8]?
@@ -32,14 +34,18 @@ struct Tunnel {
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     var errors: [ExchangeError] = []
 
-    /// `watched`: whether the hellos are to be read (only a TLS client's tunnel has them).
-    init(host: String, port: Int, note: String, started: Double, watched: Bool = true) {
+    /// Whether the client spoke TLS (or was expected to): the record then names an https:// URL, else host:port.
+    let clientSpeaksTLS: Bool
+
+    /// `clientSpeaksTLS`: also whether the hellos are to be read (only a TLS client's tunnel has them).
+    init(host: String, port: Int, note: String, started: Double, clientSpeaksTLS: Bool = true) {
         self.host = host
         self.port = port
         self.note = note
         self.started = started
-        clientFirstFlight = watched ? [] : nil
-        serverFirstFlight = watched ? [] : nil
+        self.clientSpeaksTLS = clientSpeaksTLS
+        clientFirstFlight = clientSpeaksTLS ? [] : nil
+        serverFirstFlight = clientSpeaksTLS ? [] : nil
     }
 
     var isWatching: Bool { clientFirstFlight != nil || serverFirstFlight != nil }
@@ -49,14 +55,40 @@ extension ProxySession {
     /// Whether the adapter should pass on the tunnel's bytes (`.tunnelBytes`): until both hellos are read.
     public var watchesTunnel: Bool { env.mode != .off && tunnel?.isWatching == true }
 
-    func tunnelClosed(fromClient: Int, toClient: Int) {
+    func tunnelClosed(fromClient: Int, toClient: Int, status: Int? = nil) {
         guard let tunnel else { return }
         self.tunnel = nil
+        let url = tunnel.clientSpeaksTLS
+            ? Interception.httpsURL(host: tunnel.host, port: tunnel.port)
+            : Interception.authority(host: tunnel.host, port: tunnel.port)
         recordExchange(ExchangeSummary(
-            method: "CONNECT", url: Interception.httpsURL(host: tunnel.host, port: tunnel.port), status: nil,
+            method: "CONNECT", url: url, status: status,
             httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
             requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
             durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
+    }
+
+    /// The tunnel's server could not be reached: answered 502 when the client has not had its 200 yet (a
+    /// non-TLS client had it before the proxy knew), and recorded as a failure, not an ATS verdict.
+    func tunnelConnectFailed(_ error: String, _ failure: ConnectFailure) {
+        guard var t = tunnel else {
+            closeAll()
+            return
+        }
+        let mapped = mappingNote(host: t.host, port: t.port)
+        notice("\(t.host):\(t.port)\(mapped): cannot connect upstream for the tunnel: \(error)")
+        t.outcome = .failed
+        t.errors = [ExchangeError(urlError: failure.urlError)]
+        t.note += "; could not connect\(mapped): \(error)"
+        let answered = t.established != nil
+        t.established = nil
+        tunnel = t
+        if answered {
+            answerFront(status: 502, body: "ATSProxy: cannot connect to \(t.host):\(t.port)\(mapped): \(error)\n")
+        } else {
+            closeAll()
+        }
+        tunnelClosed(fromClient: 0, toClient: 0, status: answered ? 502 : nil)
     }
 
     func tunnelBytes(fromClient: Bool, _ bytes: [UInt8]) {
@@ -77,7 +109,7 @@ extension ProxySession {
             } catch {
                 t.serverFirstFlight = nil
                 t.clientFirstFlight = nil
-                t.note += "; the server's first bytes are no TLS handshake (\(error.detail))"
+                t.note += "; not judged: the server's first bytes are not a TLS handshake (\(error.detail))"
             }
         }
         if let answer = t.serverAnswer {
@@ -92,7 +124,11 @@ extension ProxySession {
 
     private func judge(_ t: inout Tunnel, _ answer: ServerAnswer) {
         guard case .hello(let hello) = answer else {
-            if case .alert(let alert) = answer { t.note += "; the server refused the client's hello (\(alert))" }
+            if case .alert(let alert) = answer {
+                t.note += t.clientHello == nil
+                    ? "; not judged: the server sent the alert \(alert) before any ClientHello was read"
+                    : "; not judged: the server refused the client's hello with the alert \(alert)"
+            }
             return
         }
         let wire = hello.selectedVersion ?? hello.legacyVersion
@@ -105,19 +141,22 @@ extension ProxySession {
             t.note += "; \(chose)"
             return
         }
-        let versionIssues = env.policy.evaluateNegotiation(version: hello.version, cipherSuiteCode: nil, against: req)
+        let versionIssues = env.policy.evaluateNegotiation(
+            version: hello.version, cipherSuiteCode: nil, against: req,
+            versionSubject: "its newest version is \(version) (the client offered newer)")
         let suiteIssues = env.policy.evaluateNegotiation(version: nil, cipherSuiteCode: hello.cipherSuite, against: req)
         let url = Interception.httpsURL(host: t.host, port: t.port)
         if !versionIssues.isEmpty {
             guard let offer = t.clientHello, let v = hello.version, offer.offeredVersions.contains(where: { $0 > v })
             else {
-                t.note += "; \(chose), not judged: this client offered nothing newer, and iOS would"
+                t.note += "; \(chose), not judged: the client offered nothing newer, so what the server would "
+                    + "choose for iOS is unknown"
                 return
             }
             t.outcome = .violation
             t.errors = versionIssues.map(ExchangeError.init)
             let why = versionIssues.map(\.explanation).joined(separator: "; ")
-            t.note += "; \(chose) although offered newer: \(why)"
+            t.note += "; \(chose): \(why)"
             let codes = t.errors.map(\.shortCode).joined(separator: ", ")
             notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
                 + "ATS policy refuses (\(codes)); the device's own check fails the app's request: \(why)")

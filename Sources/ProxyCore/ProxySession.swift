@@ -111,6 +111,7 @@ public final class ProxySession {
         case .clientEOF: clientEOF()
         case .clientClosed:
             clientClosed = true
+            logRefusalIfClientRefused()
             // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).
             if !isDone, let relay { for exchange in relay.clientEOF().exchanges { logExchange(exchange) } }
             closeAllLanes()
@@ -190,6 +191,10 @@ public final class ProxySession {
         upstreamOpen = true
         switch phase {
         case .tunnelConnecting(let pending):
+            if let established = tunnel?.established {
+                commands.append(.sendToClient(established))
+                tunnel?.established = nil
+            }
             if !pending.isEmpty { commands.append(.sendToUpstream(pending)) }
             // The relay counts only what it moves; these bytes (a sniffed ClientHello, say) went before it.
             tunnel?.clientBytesBefore = pending.count
@@ -213,8 +218,7 @@ public final class ProxySession {
         upstreamOpen = false
         switch phase {
         case .tunnelConnecting:
-            notice("tunnel: cannot connect upstream: \(error)")
-            closeAll()
+            tunnelConnectFailed(error, failure)
         case .plain:
             pendingPlainTarget = nil
             trace(.tcpConnectionConnected(connectionID: id, error: error))
@@ -334,7 +338,8 @@ public final class ProxySession {
     }
 
     private func startRawTunnel(host: String, port: Int, leftover: [UInt8], established: [UInt8]) {
-        commands.append(.sendToClient(established))
+        // The 200 waits for the upstream: a server that cannot be reached is answered 502, saying why.
+        tunnel?.established = established
         let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
         phase = .tunnelConnecting(pending: leftover)
         commands.append(.connectUpstream(address: address, port: upstreamPort))
@@ -348,7 +353,8 @@ public final class ProxySession {
         guard isTLS else {
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
             tunnel = Tunnel(
-                host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(), watched: false)
+                host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(),
+                clientSpeaksTLS: false)
             let (address, upstreamPort) = env.upstreamAddress(host: host, port: port)
             phase = .tunnelConnecting(pending: buffer)
             commands.append(.connectUpstream(address: address, port: upstreamPort))
@@ -366,7 +372,7 @@ public final class ProxySession {
         }
     }
 
-    private func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
+    func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
         commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
         closeAll()
     }
@@ -500,6 +506,7 @@ public final class ProxySession {
 
     /// Ends the session: close_notify to the client when intercepting, then both connections.
     func closeAll(tlsClose: Bool = false) {
+        logRefusalIfClientRefused()
         closeAllLanes()
         if tlsClose, let client = interception?.client {
             client.close()
@@ -514,6 +521,13 @@ public final class ProxySession {
     }
 
     // MARK: - Logging
+
+    /// ` (mapped to ADDR:PORT)` when --map sends the host elsewhere, so that a mapping mistake shows at once; empty
+    /// otherwise.
+    func mappingNote(host: String, port: Int) -> String {
+        let (address, mappedPort) = env.upstreamAddress(host: host, port: port)
+        return address == host && mappedPort == port ? "" : " (mapped to \(address):\(mappedPort))"
+    }
 
     func notice(_ text: String) {
         commands.append(.log(.notice(text)))

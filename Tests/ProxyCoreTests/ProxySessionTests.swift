@@ -183,16 +183,19 @@ struct ProxySessionTests {
         #expect(apex.handle(.clientBytes(bytes("hello"))).connects.first.map { $0 == ("staging.test", 443) } == true)
     }
 
-    @Test("A --passthrough host is tunnelled raw: 200, connect, then the tunnel starts with the buffered bytes")
+    @Test("A --passthrough host is tunnelled raw: connect, then 200 and the tunnel starts with the buffered bytes")
     func passthrough() throws {
         let env = try SessionHarness.environment(
             mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
         let session = SessionHarness.session(env)
         let out = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n\u{16}\u{03}\u{01}")))
-        #expect(out.clientText.hasPrefix("HTTP/1.1 200 "))
+        #expect(out.clientText.isEmpty, "the 200 waits for the upstream")
         #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
         let connected = session.handle(.upstreamConnected)
-        #expect(connected == [.sendToUpstream([0x16, 0x03, 0x01]), .startTunnel])
+        #expect(connected == [
+            .sendToClient(Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)),
+            .sendToUpstream([0x16, 0x03, 0x01]), .startTunnel,
+        ])
         // The tunnel's first bytes are watched until the server's answer to the hello is read: here, a refusal.
         #expect(session.watchesTunnel)
         _ = session.handle(.tunnelBytes(fromClient: false, [0x15, 0x03, 0x03, 0x00]))
@@ -206,7 +209,9 @@ struct ProxySessionTests {
         #expect(summaries.map(\.responseBytes) == [200])
         #expect(summaries.first?.outcome == .notEvaluated)
         let note = summaries.first?.note ?? ""
-        #expect(note.hasSuffix("; the server refused the client's hello (protocol_version (70))"), "\(note)")
+        // Only three bytes of the client's hello came through the session, so it was never read.
+        #expect(note.hasSuffix("; not judged: the server sent the alert protocol_version (70) before any ClientHello "
+            + "was read"), "\(note)")
     }
 
     /// A passthrough tunnel to pass.test whose client sent a real ClientHello offering up to `maximum`, answered by a
@@ -238,10 +243,12 @@ struct ProxySessionTests {
         let old = try judgedTunnel(maximum: .tls13, version: 0x0301, suite: 0xC013)
         #expect(old?.outcome == .violation)
         #expect(old?.errors.map(\.shortCode) == ["-1200/-9836"])
+        #expect(old?.note?.contains("; server chose TLSv1.0, TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: its newest version is "
+            + "TLSv1.0 (the client offered newer); ") == true, "\(old?.note ?? "")")
         // Offered only up to TLS 1.0, the server's choice says nothing about what iOS would get.
         let only10 = try judgedTunnel(maximum: .tls10, version: 0x0301, suite: 0xC013)
         #expect(only10?.outcome == .notEvaluated)
-        #expect(only10?.note?.contains("not judged: this client offered nothing newer") == true)
+        #expect(only10?.note?.contains("not judged: the client offered nothing newer") == true)
         // TLS 1.2 with a suite iOS never offers (static RSA): the server may choose another for the app.
         let rsa = try judgedTunnel(maximum: .tls13, version: 0x0303, suite: 0x009C)
         #expect(rsa?.outcome == .notEvaluated)
@@ -251,6 +258,23 @@ struct ProxySessionTests {
         #expect(good?.outcome == .allowed)
         #expect(good?.note?.hasSuffix("; server chose TLSv1.2, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, "
             + "certificate not judged") == true, "\(good?.note ?? "")")
+    }
+
+    @Test("A passthrough host that cannot be reached is answered 502 with the mapping, and logged as FAILED -1004")
+    func tunnelUnreachable() throws {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9")], passthrough: [".pass.test"])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        let failed = session.handle(.upstreamConnectFailed(error: "connection refused", failure: .cannotConnect))
+        #expect(failed.clientText.hasPrefix("HTTP/1.1 502 "), "\(failed.clientText)")
+        #expect(failed.clientText.contains("cannot connect to pass.test:443 (mapped to 127.0.0.1:9)"))
+        #expect(failed.closesClient)
+        let summary = failed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }.first
+        #expect(summary?.outcome == .failed)
+        #expect(summary?.status == 502)
+        #expect(summary?.errors.map(\.shortCode) == ["-1004"])
+        #expect(summary?.note?.hasSuffix("; could not connect (mapped to 127.0.0.1:9): connection refused") == true)
     }
 
     @Test("A tunnel whose server does not answer with TLS says so on its record, and stops being watched")
@@ -264,7 +288,8 @@ struct ProxySessionTests {
         #expect(!session.watchesTunnel)
         let closed = session.handle(.tunnelClosed(fromClient: 10, toClient: 21))
         let note = closed.compactMap { if case .log(.exchange(let s)) = $0 { s.note } else { nil } }.first ?? nil
-        #expect(note?.contains("; the server's first bytes are no TLS handshake (") == true, "\(note ?? "")")
+        #expect(note?.contains("; not judged: the server's first bytes are not a TLS handshake (") == true,
+                "\(note ?? "")")
     }
 
     @Test("Plain forwarding rewrites absolute-form to origin-form and strips Proxy-* headers")

@@ -117,7 +117,13 @@ struct BlockTests {
         #expect(insecure.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
         let answered = try await tlsProxy.process.waitForLine(
             startingWith: "GET https://\(c.host)/ 502", timeout: .seconds(5))
-        #expect(answered.hasSuffix("which its TLS library does not check)"), "\(answered)")
+        #expect(answered.hasSuffix("its TLS library does not check that, or its checks are off)"), "\(answered)")
+        // That connection completed its handshake: it is no refused connection, and has no CONNECT line of its own.
+        // Ctrl-C writes every pending line before the proxy exits.
+        kill(tlsProxy.process.pid, SIGINT)
+        try await tlsProxy.process.waitForExit()
+        let connects = tlsProxy.process.stdout.split(separator: "\n").filter { $0.hasPrefix("CONNECT https://") }
+        #expect(connects.count == 1, "\(connects)")
 
         let httpProxy = try await Proxy(e2e, origin.map(c.host) + ["--block", "http"], in: folder)
         let h = try await curl(["-x", httpProxy.url, "--cacert", e2e.proxyCA, "https://\(c.host)/"], in: folder)
@@ -147,8 +153,12 @@ struct BlockTests {
         let line = try await proxy.process.waitForLine(startingWith: "GET https://\(c.host)/ 502", timeout: .seconds(5))
         #expect(
             line.hasSuffix(
-                "(--block tls fallback: the client accepted the flawed leaf (\(c.flaw)), which its TLS library does "
-                    + "not check)"), "\(line)")
+                "(--block tls fallback: the client accepted the flawed leaf (\(c.flaw)): its TLS library does not "
+                    + "check that, or its checks are off)"), "\(line)")
+        // The connection was not refused in its handshake, so there is no blocked CONNECT line for it.
+        kill(proxy.process.pid, SIGINT)
+        try await proxy.process.waitForExit()
+        #expect(!proxy.process.stdout.contains("CONNECT https://\(c.host)"), "\(proxy.process.stdout)")
         #expect(
             proxy.process.stderr.contains(
                 "\(c.host):443: --block tls fell back to answering requests 502: the client accepted the flawed leaf "
@@ -242,5 +252,32 @@ struct BlockTests {
         #expect(
             trace.contains("annotated: forwarded, although the app refuses this load before connecting"), "\(trace)")
         #expect(!trace.contains("refused before connecting"), "\(trace)")
+    }
+
+    @Test("--ats annotate with a server that speaks no TLS: a 502 that says why, not a TLS alert")
+    func annotateNonTLSServer() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, in: folder)  // plain HTTP where https:// is asked for
+        let proxy = try await Proxy(e2e, origin.map("notls.test") + ["--ats", "annotate"], in: folder)
+        let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://notls.test/"], in: folder)
+        #expect(r.exit == 0, "\(r.stderr)")
+        #expect(r.status == 502)
+        #expect(r.header("X-ATS-Error") == "-1200 NSURLErrorSecureConnectionFailed", "\(r.headerText)")
+        // The client trusted the proxy's CA: no notice blames the certificate.
+        #expect(!proxy.process.stderr.contains("the client's TLS handshake failed"), "\(proxy.process.stderr)")
+    }
+
+    @Test("An unreachable server and a client without the proxy's CA: the notice says to install the CA")
+    func untrustedCAWithUnreachableServer() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let proxy = try await Proxy(e2e, ["--map", "gone.test=127.0.0.1:9"], in: folder)
+        let r = try await curl(["-x", proxy.url, "https://gone.test/"], in: folder)
+        #expect(r.exit == 60, "\(r.stderr)")
+        let notice = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.split(separator: "\n").first { $0.contains("the client's TLS handshake failed") }.map(String.init)
+        }
+        #expect(notice.contains("the client does not trust ATSProxy's CA"), "\(notice)")
     }
 }

@@ -172,7 +172,7 @@ struct ClientFeatureTests {
         let only10 = try await tunnelLine(1, ["--tlsv1.0", "--tls-max", "1.0"])
         #expect(only10.contains(" TUNNEL ATS n/a "), "\(only10)")
         #expect(only10.contains("; server chose TLSv1.0, "), "\(only10)")
-        #expect(only10.contains("not judged: this client offered nothing newer"), "\(only10)")
+        #expect(only10.contains("not judged: the client offered nothing newer"), "\(only10)")
         // Offered TLS 1.0 to 1.3, it still chose 1.0: it has nothing newer, and the app fails.
         let upTo13 = try await tunnelLine(2, ["--tlsv1.0"])
         #expect(upTo13.contains(" TUNNEL ATS VIOLATION -1200/-9836 "), "\(upTo13)")
