@@ -146,7 +146,8 @@ extension ProxySession {
         i.stage = .connectingUpstream
         i.connectAttempts += 1
         trace(.tcpConnectionStart(
-            connectionID: id, host: i.host, port: i.port, attempt: i.connectAttempts, reason: reason))
+            connectionID: id, host: i.host, port: i.port, attempt: i.connectAttempts, reason: reason,
+            mappedTo: mappedAddress(host: i.host, port: i.port)))
         commands.append(.connectUpstream(address: address, port: upstreamPort))
     }
 

@@ -460,7 +460,8 @@ public final class ProxySession {
     private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int) {
         guard plainRelay?.connectedUpstream != upstream else { return }
         pendingPlainTarget = upstream
-        trace(.tcpConnectionStart(connectionID: id, host: host, port: port))
+        trace(.tcpConnectionStart(
+            connectionID: id, host: host, port: port, mappedTo: mappedAddress(host: host, port: port)))
     }
 
     // MARK: - Applying relay output
@@ -525,8 +526,13 @@ public final class ProxySession {
     /// ` (mapped to ADDR:PORT)` when --map sends the host elsewhere, so that a mapping mistake shows at once; empty
     /// otherwise.
     func mappingNote(host: String, port: Int) -> String {
+        mappedAddress(host: host, port: port).map { " (mapped to \($0))" } ?? ""
+    }
+
+    /// `ADDR:PORT` where --map sends the host, nil when it is not mapped.
+    func mappedAddress(host: String, port: Int) -> String? {
         let (address, mappedPort) = env.upstreamAddress(host: host, port: port)
-        return address == host && mappedPort == port ? "" : " (mapped to \(address):\(mappedPort))"
+        return address == host && mappedPort == port ? nil : "\(address):\(mappedPort)"
     }
 
     func notice(_ text: String) {

@@ -15,12 +15,14 @@ extension DiagnosticsRecord {
     /// with another ALPN offer) are new TCP connections too: they say `Attempt: N` and why, as the app's load
     /// makes only the first.
     public static func tcpConnectionStart(
-        connectionID: UInt64, host: String, port: Int, attempt: Int = 1, reason: String? = nil
+        connectionID: UInt64, host: String, port: Int, attempt: Int = 1, reason: String? = nil, mappedTo: String? = nil
     ) -> Self {
         var fields: [Field] = [
             .init("Connection", "0x\(String(connectionID, radix: 16))"), .init("Connection ID", String(connectionID)),
             .init("Host", "\(host):\(port)"),
         ]
+        // The app would connect to the host itself; ATSProxy connects where --map sends it.
+        if let mappedTo { fields.append(.init("Mapped To", mappedTo)) }
         if attempt > 1 { fields.append(.init("Attempt", String(attempt))) }
         if let reason { fields.append(.init("Reason", reason)) }
         return DiagnosticsRecord(title: "TCP Connection Start", fields: fields)
@@ -46,6 +48,10 @@ extension DiagnosticsRecord {
             fields.append(.init("Result", "connected"))
             fields.append(.init(
                 "Session", resumed ? "resumed (certificates as the session's full handshake received them)" : "full handshake"))
+        }
+        if facts.failure != nil, facts.serverCapabilities != nil, facts.version != nil {
+            // What follows is not the app's handshake, which failed, but the one ATSProxy's probe made.
+            fields.append(.init("Probe", "ATSProxy offered every version and suite to learn what the server supports"))
         }
         if let v = facts.version { fields.append(.init("Protocol", v.plistName)) }
         if let name = facts.cipherSuiteName {

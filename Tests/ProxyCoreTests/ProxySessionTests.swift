@@ -161,6 +161,8 @@ struct ProxySessionTests {
             == ["TCP Connection Start", "TCP Connection Connected", "TCP Connection Start", "TCP Connection Connected"])
         #expect(tcp.map { field($0, "Attempt") } == [nil, nil, "2", "2"])
         #expect(field(tcp[0], "Reason") == nil)
+        // The record names where --map sent the host, as well as the host the app would connect to.
+        #expect(field(tcp[0], "Host") == "good.test:443" && field(tcp[0], "Mapped To") == "127.0.0.1:9443")
         #expect(field(tcp[2], "Reason")?.contains(reason) == true, "\(tcp[2].fields)")
         #expect(tcp.allSatisfy { field($0, "Connection ID") == "1" && field($0, "Error") ?? "(null)" == "(null)" })
     }
@@ -275,6 +277,28 @@ struct ProxySessionTests {
         #expect(summary?.status == 502)
         #expect(summary?.errors.map(\.shortCode) == ["-1004"])
         #expect(summary?.note?.hasSuffix("; could not connect (mapped to 127.0.0.1:9): connection refused") == true)
+    }
+
+    @Test("An unreachable server and a client that does not trust the proxy's CA: the notice says to install it")
+    func untrustedCAWithUnreachableServer() throws {
+        let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "gone.test=127.0.0.1:9")])
+        let session = SessionHarness.session(env)
+        _ = session.handle(.clientBytes(bytes("CONNECT gone.test:443 HTTP/1.1\r\nHost: gone.test:443\r\n\r\n")))
+        var configuration = TLSConfiguration.client()
+        configuration.verifyPeer = true  // and trusts nothing: not the proxy's CA
+        let client = try TLSEngine(context: try TLSContext(configuration), serverName: "gone.test")
+        _ = client.handshake()
+        _ = session.handle(.clientBytes(client.takeOutput()))
+        // The upstream is unreachable: the client's handshake goes ahead with a good leaf, to carry the 502.
+        let refused = session.handle(.upstreamConnectFailed(error: "connection refused", failure: .cannotConnect))
+        client.feed(refused.toClient)
+        guard case .failed(.localFailure(alertSent: .unknownCA?, _)) = client.handshake() else {
+            Issue.record("the client accepted a leaf from a CA it does not trust")
+            return
+        }
+        let notices = session.handle(.clientBytes(client.takeOutput())).notices
+        #expect(notices.contains { $0.contains("the client does not trust ATSProxy's CA") }, "\(notices)")
+        #expect(!notices.contains { $0.contains("deliberately flawed") }, "\(notices)")
     }
 
     @Test("A tunnel whose server does not answer with TLS says so on its record, and stops being watched")

@@ -267,17 +267,4 @@ struct BlockTests {
         // The client trusted the proxy's CA: no notice blames the certificate.
         #expect(!proxy.process.stderr.contains("the client's TLS handshake failed"), "\(proxy.process.stderr)")
     }
-
-    @Test("An unreachable server and a client without the proxy's CA: the notice says to install the CA")
-    func untrustedCAWithUnreachableServer() async throws {
-        let e2e = try E2E.shared()
-        let folder = try e2e.folder()
-        let proxy = try await Proxy(e2e, ["--map", "gone.test=127.0.0.1:9"], in: folder)
-        let r = try await curl(["-x", proxy.url, "https://gone.test/"], in: folder)
-        #expect(r.exit == 60, "\(r.stderr)")
-        let notice = try await proxy.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
-            text.split(separator: "\n").first { $0.contains("the client's TLS handshake failed") }.map(String.init)
-        }
-        #expect(notice.contains("the client does not trust ATSProxy's CA"), "\(notice)")
-    }
 }

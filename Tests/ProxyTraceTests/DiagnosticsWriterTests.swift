@@ -85,6 +85,22 @@ struct DiagnosticsWriterTests {
             .contains("Trust: chains to a user-installed root") == true)
     }
 
+    @Test("A failed handshake's record says its protocol and suite are the probe's, not the app's")
+    func probeFields() {
+        var writer = DiagnosticsWriter(level: 1)
+        let facts = HandshakeFacts(
+            failure: .alertReceived(70), version: .tls10, cipherSuiteCode: 0xC014,
+            cipherSuiteName: "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", keyExchangeGroup: nil, alpn: nil, chain: [],
+            trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: Date(timeIntervalSince1970: 0),
+            serverCapabilities: ServerCapabilities(
+                supportedVersions: [.tls10], preferredCipherCode: 0xC014, preferredCipherName: nil,
+                supportsForwardSecrecy: true))
+        let text = writer.render(.tlsHandshake(connectionID: 1, facts: facts), at: TraceTime(unixTime: 0)) ?? ""
+        let probe = text.range(of: "Probe: ATSProxy offered every version and suite")
+        let version = text.range(of: "Protocol: TLSv1.0")
+        #expect(probe != nil && version != nil && probe!.lowerBound < version!.lowerBound, "\(text)")
+    }
+
     @Test("Time of day is UTC with milliseconds")
     func timeOfDay() {
         #expect(TraceTime(unixTime: 86_400 * 3 + 3_723.0456).description == "01:02:03.045")
