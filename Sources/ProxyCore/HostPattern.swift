@@ -27,7 +27,14 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         }
         var host = Substring(text.lowercased())
         if host.contains("://") { throw bad("a scheme is not part of a host; write the host alone, e.g. example.com") }
-        if host.contains("/") { throw bad("a path is not part of a host; write the host alone, e.g. example.com") }
+        if let slash = host.firstIndex(of: "/") {
+            if IPAddress(String(host[..<slash])) != nil {
+                throw bad(
+                    "address ranges (CIDR) are not supported; name host names, *.domain wildcards or single IP "
+                        + "addresses")
+            }
+            throw bad("a path is not part of a host; write the host alone, e.g. example.com")
+        }
         if host.hasSuffix(".") { host = host.dropLast() }
         guard !host.isEmpty else { throw bad("the host is empty") }
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }

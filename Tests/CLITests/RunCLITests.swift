@@ -223,6 +223,7 @@ import Testing
         (["--map", "a.*.com=127.0.0.1:1"], "--map 'a.*.com=127.0.0.1:1': a wildcard must be the whole first", true),
         (["--passthrough", "*x.com"], "--passthrough '*x.com': a wildcard must be the whole first label", true),
         (["--passthrough", "example.com:443"], "--passthrough 'example.com:443': a port is not part of a host", true),
+        (["--passthrough", "10.0.0.0/8"], "--passthrough '10.0.0.0/8': address ranges (CIDR) are not supported", true),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

@@ -73,6 +73,8 @@ struct HostPatternTests {
         ("*.example.com:8443", "a port is not part of a host"),
         ("https://example.com", "a scheme is not part of a host"),
         ("example.com/api", "a path is not part of a host"),
+        ("10.0.0.0/8", "address ranges (CIDR) are not supported; name host names, *.domain wildcards or single IP"),
+        ("fd00::/8", "address ranges (CIDR) are not supported"),
         ("a..example.com", "empty label"),
         ("exa mple.com", "' ' cannot appear in a host name"),
         ("..", "no domain follows the wildcard or leading dot"),
