@@ -37,21 +37,54 @@ public struct HostMapping: Sendable, Hashable {
     public var address: String
     public var port: Int
 
-    /// Parses `host=addr:port` (`addr` may be a bracketed IPv6 literal; `host` any `HostPattern`).
+    /// Parses `host=addr:port` (`addr` an IP address, an IPv6 one in brackets, or a host name; `host` any
+    /// `HostPattern`). The error names the option, the value and what is wrong with it.
     public init(parsing text: String) throws(ProxyOptionError) {
         guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
             throw ProxyOptionError("--map expects HOST=ADDR:PORT, got '\(text)'")
         }
+        func bad(_ problem: String) -> ProxyOptionError { ProxyOptionError("--map '\(text)': \(problem)") }
         let pattern = try HostPattern(parsing: String(text[..<eq]), option: "--map", argument: text)
         let target = text[text.index(after: eq)...]
-        guard let colon = target.lastIndex(of: ":"), let port = Int(target[target.index(after: colon)...]),
-            (1...65535).contains(port)
-        else { throw ProxyOptionError("--map \(text): the target needs a port (ADDR:PORT)") }
-        var address = String(target[..<colon])
-        if address.hasPrefix("["), address.hasSuffix("]") { address = String(address.dropFirst().dropLast()) }
-        guard !address.isEmpty else { throw ProxyOptionError("--map \(text): the target address is empty") }
+        let address: Substring
+        let portText: Substring?
+        if target.hasPrefix("[") {
+            guard let close = target.firstIndex(of: "]") else { throw bad("the '[' of the IPv6 address is not closed") }
+            address = target[target.index(after: target.startIndex)..<close]
+            let rest = target[target.index(after: close)...]
+            guard rest.isEmpty || rest.first == ":" else { throw bad("only ':PORT' may follow ']'") }
+            portText = rest.isEmpty ? nil : rest.dropFirst()
+            guard let ip = IPAddress(String(address)), !ip.isV4 else {
+                throw bad("brackets hold an IPv6 address, and '\(address)' is none")
+            }
+        } else if target.filter({ $0 == ":" }).count > 1 {
+            throw bad("an IPv6 address takes brackets before the port, as in [::1]:8443")
+        } else if let colon = target.firstIndex(of: ":") {
+            (address, portText) = (target[..<colon], target[target.index(after: colon)...])
+        } else {
+            (address, portText) = (target, nil)
+        }
+        guard let portText else { throw bad("the target needs a port (ADDR:PORT)") }
+        guard !portText.isEmpty else { throw bad("the port is missing after ':' (ADDR:PORT)") }
+        guard portText.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw bad("the port '\(portText)' is not a number")
+        }
+        guard let port = Int(portText), (1...65535).contains(port) else {
+            throw bad("the port \(portText) is out of range (1–65535)")
+        }
+        guard !address.isEmpty else { throw bad("the target address is empty") }
+        if address.contains("*") || address.hasPrefix(".") {
+            throw bad("the target must be an IP address or a host name, not a pattern such as '\(address)'")
+        }
+        // Only the characters are checked: a name the resolver refuses (a label over 63 letters) is the origin's
+        // -1003 to observe, not a usage error.
+        if IPAddress(String(address)) == nil,
+            let c = address.first(where: { !($0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0))) })
+        {
+            throw bad("the target must be an IP address or a host name: '\(c)' cannot appear in a host name")
+        }
         self.pattern = pattern
-        self.address = address
+        self.address = String(address)
         self.port = port
     }
 }

@@ -224,6 +224,10 @@ import Testing
         (["--passthrough", "*x.com"], "--passthrough '*x.com': a wildcard must be the whole first label", true),
         (["--passthrough", "example.com:443"], "--passthrough 'example.com:443': a port is not part of a host", true),
         (["--passthrough", "10.0.0.0/8"], "--passthrough '10.0.0.0/8': address ranges (CIDR) are not supported", true),
+        (["--map", "x.test=127.0.0.1:99999"], "--map 'x.test=127.0.0.1:99999': the port 99999 is out of range", true),
+        (["--map", "x.test=127.0.0.1:abc"], "--map 'x.test=127.0.0.1:abc': the port 'abc' is not a number", true),
+        (["--map", "x.test=127.0.0.1:"], "--map 'x.test=127.0.0.1:': the port is missing after ':'", true),
+        (["--map", "*.x.test=*.y.test:443"], "the target must be an IP address or a host name, not a pattern", true),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

@@ -71,6 +71,42 @@ struct ProxyOptionsTests {
         #expect(throws: ProxyOptionError.self) { try HostMapping(parsing: text) }
     }
 
+    static let mapErrors: [(text: String, problem: String)] = [
+        ("x.test=127.0.0.1", "the target needs a port (ADDR:PORT)"),
+        ("x.test=127.0.0.1:99999", "the port 99999 is out of range (1–65535)"),
+        ("x.test=127.0.0.1:0", "the port 0 is out of range (1–65535)"),
+        ("x.test=127.0.0.1:99999999999999999999", "is out of range (1–65535)"),
+        ("x.test=127.0.0.1:abc", "the port 'abc' is not a number"),
+        ("x.test=127.0.0.1:-1", "the port '-1' is not a number"),
+        ("x.test=127.0.0.1:", "the port is missing after ':' (ADDR:PORT)"),
+        ("x.test=[::1]:", "the port is missing after ':'"),
+        ("x.test=:443", "the target address is empty"),
+        ("x.test=*.y.test:443", "the target must be an IP address or a host name, not a pattern such as '*.y.test'"),
+        ("x.test=.y.test:443", "not a pattern such as '.y.test'"),
+        ("x.test=a b:443", "the target must be an IP address or a host name: ' ' cannot appear in a host name"),
+        ("x.test=::1:443", "an IPv6 address takes brackets before the port, as in [::1]:8443"),
+        ("x.test=[::1:443", "the '[' of the IPv6 address is not closed"),
+        ("x.test=[127.0.0.1]:443", "brackets hold an IPv6 address"),
+    ]
+
+    @Test("A bad --map target says what is wrong with it, naming the option and the whole value", arguments: mapErrors)
+    func mapTargetErrors(_ row: (text: String, problem: String)) {
+        #expect {
+            try HostMapping(parsing: row.text)
+        } throws: { error in
+            let text = (error as? ProxyOptionError)?.description ?? ""
+            return text.hasPrefix("--map '\(row.text)': ") && text.contains(row.problem)
+        }
+    }
+
+    @Test("A --map target may be a host name, with or without a trailing dot, even one the resolver will refuse")
+    func mapHostNameTarget() throws {
+        let m = try HostMapping(parsing: "x.test=origin.local.:8443")
+        #expect(m.address == "origin.local." && m.port == 8443)
+        let unresolvable = String(repeating: "a", count: 70) + ".invalid"
+        #expect(try HostMapping(parsing: "x.test=\(unresolvable):443").address == unresolvable)
+    }
+
     @Test("Basic proxy credentials are checked exactly; a refusal says whether they were missing or wrong")
     func credentials() throws {
         let c = try ProxyCredentials(parsing: "qa:s3cret")
