@@ -57,6 +57,23 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         name = String(host)
     }
 
+    /// Parses every value of `option`, refusing two that name the same pattern (in any case, with or without a
+    /// trailing dot): one of them would be ignored.
+    public static func parsingAll(_ texts: [String], option: String) throws(ProxyOptionError) -> [HostPattern] {
+        var seen: [HostPattern: String] = [:]
+        var patterns: [HostPattern] = []
+        for text in texts {
+            let pattern = try HostPattern(parsing: text, option: option)
+            if let earlier = seen[pattern] {
+                throw ProxyOptionError(
+                    "\(option) '\(earlier)' and \(option) '\(text)' both name \(pattern); give each host once")
+            }
+            seen[pattern] = text
+            patterns.append(pattern)
+        }
+        return patterns
+    }
+
     /// `example.com`, `*.example.com` or `.example.com`.
     public var description: String {
         switch kind {

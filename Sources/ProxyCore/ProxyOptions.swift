@@ -87,6 +87,23 @@ public struct HostMapping: Sendable, Hashable {
         self.address = String(address)
         self.port = port
     }
+
+    /// Parses every `--map` value, refusing two that name the same host pattern (in any case, with or without a
+    /// trailing dot): the later would silently replace the earlier.
+    public static func parsingAll(_ texts: [String]) throws(ProxyOptionError) -> [HostMapping] {
+        var seen: [HostPattern: String] = [:]
+        var mappings: [HostMapping] = []
+        for text in texts {
+            let mapping = try HostMapping(parsing: text)
+            if let earlier = seen[mapping.pattern] {
+                throw ProxyOptionError(
+                    "--map '\(earlier)' and --map '\(text)' both map \(mapping.pattern); give each host one --map")
+            }
+            seen[mapping.pattern] = text
+            mappings.append(mapping)
+        }
+        return mappings
+    }
 }
 
 /// A bad proxy option, with a message that says what to write instead.

@@ -116,8 +116,8 @@ struct RunCommand: ParsableCommand {
                     + "Add --allow-lan (and --auth USER:PASSWORD) to listen there.")
         }
         do {
-            for text in map { _ = try HostMapping(parsing: text) }
-            for text in passthrough { _ = try HostPattern(parsing: text, option: "--passthrough") }
+            _ = try HostMapping.parsingAll(map)
+            _ = try HostPattern.parsingAll(passthrough, option: "--passthrough")
             if let auth { _ = try ProxyCredentials(parsing: auth) }
         } catch {
             throw ValidationError(error.description)
@@ -181,8 +181,8 @@ struct RunCommand: ParsableCommand {
         }
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
-            mappings: try map.map { try HostMapping(parsing: $0) },
-            passthrough: try passthrough.map { try HostPattern(parsing: $0, option: "--passthrough") },
+            mappings: try HostMapping.parsingAll(map),
+            passthrough: try HostPattern.parsingAll(passthrough, option: "--passthrough"),
             credentials: try auth.map { try ProxyCredentials(parsing: $0) },
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),

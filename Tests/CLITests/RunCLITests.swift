@@ -228,6 +228,14 @@ import Testing
         (["--map", "x.test=127.0.0.1:abc"], "--map 'x.test=127.0.0.1:abc': the port 'abc' is not a number", true),
         (["--map", "x.test=127.0.0.1:"], "--map 'x.test=127.0.0.1:': the port is missing after ':'", true),
         (["--map", "*.x.test=*.y.test:443"], "the target must be an IP address or a host name, not a pattern", true),
+        (
+            ["--map", "x.test=127.0.0.1:1", "--map", "X.TEST.=127.0.0.1:2"],
+            "--map 'x.test=127.0.0.1:1' and --map 'X.TEST.=127.0.0.1:2' both map x.test", true
+        ),
+        (
+            ["--passthrough", "x.test", "--passthrough", "X.Test."],
+            "--passthrough 'x.test' and --passthrough 'X.Test.' both name x.test", true
+        ),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

@@ -107,6 +107,19 @@ struct ProxyOptionsTests {
         #expect(try HostMapping(parsing: "x.test=\(unresolvable):443").address == unresolvable)
     }
 
+    @Test("Two --map values for the same pattern, in any case or trailing dot, are refused naming both")
+    func duplicateMappings() throws {
+        #expect {
+            try HostMapping.parsingAll(["x.test=127.0.0.1:1", "y.test=127.0.0.1:3", "X.TEST.=127.0.0.1:2"])
+        } throws: { error in
+            (error as? ProxyOptionError)?.description
+                == "--map 'x.test=127.0.0.1:1' and --map 'X.TEST.=127.0.0.1:2' both map x.test; "
+                + "give each host one --map"
+        }
+        let distinct = try HostMapping.parsingAll(["x.test=127.0.0.1:1", "*.x.test=127.0.0.1:2", ".x.test=127.0.0.1:3"])
+        #expect(distinct.map(\.port) == [1, 2, 3])
+    }
+
     @Test("Basic proxy credentials are checked exactly; a refusal says whether they were missing or wrong")
     func credentials() throws {
         let c = try ProxyCredentials(parsing: "qa:s3cret")

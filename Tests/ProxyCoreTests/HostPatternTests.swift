@@ -90,6 +90,23 @@ struct HostPatternTests {
         }
     }
 
+    @Test("The same --passthrough pattern twice, in any case or trailing dot, is refused naming both values")
+    func duplicatePassthrough() throws {
+        #expect {
+            try HostPattern.parsingAll(["x.test", "*.x.test", "X.TEST."], option: "--passthrough")
+        } throws: { error in
+            (error as? ProxyOptionError)?.description
+                == "--passthrough 'x.test' and --passthrough 'X.TEST.' both name x.test; give each host once"
+        }
+        #expect {
+            try HostPattern.parsingAll(["10.0.0.1", "[::1]", "0:0:0:0:0:0:0:1"], option: "--passthrough")
+        } throws: { error in
+            (error as? ProxyOptionError)?.description.hasPrefix("--passthrough '[::1]' and --passthrough '0:0") == true
+        }
+        let distinct = try HostPattern.parsingAll(["x.test", "*.x.test", ".x.test"], option: "--passthrough")
+        #expect(distinct.map(\.description) == ["x.test", "*.x.test", ".x.test"])
+    }
+
     @Test("--map takes the same patterns for HOST, and its errors quote the whole argument")
     func mapPatterns() throws {
         let wild = try HostMapping(parsing: "*.Staging.example.com=127.0.0.1:8443")
