@@ -117,12 +117,16 @@ public struct ProxyCredentials: Sendable, Hashable {
     public var user: String
     public var password: String
 
+    /// Parses `USER:PASSWORD`, both non-empty (the user name ends at the first colon). The error never repeats
+    /// the value, which holds the password.
     public init(parsing text: String) throws(ProxyOptionError) {
-        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
-            throw ProxyOptionError("--auth expects USER:PASSWORD")
-        }
+        guard let colon = text.firstIndex(of: ":") else { throw ProxyOptionError("--auth expects USER:PASSWORD") }
         user = String(text[..<colon])
         password = String(text[text.index(after: colon)...])
+        guard !user.isEmpty else { throw ProxyOptionError("--auth expects USER:PASSWORD; the user name is empty") }
+        guard !password.isEmpty else {
+            throw ProxyOptionError("--auth expects USER:PASSWORD; the password is empty")
+        }
     }
 
     /// Why a `Proxy-Authorization` field value is refused, or nil when it carries these credentials.

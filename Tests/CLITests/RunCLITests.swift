@@ -236,6 +236,8 @@ import Testing
             ["--passthrough", "x.test", "--passthrough", "X.Test."],
             "--passthrough 'x.test' and --passthrough 'X.Test.' both name x.test", true
         ),
+        (["--auth", "user:"], "--auth expects USER:PASSWORD; the password is empty", true),
+        (["--auth", ":pass"], "--auth expects USER:PASSWORD; the user name is empty", true),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

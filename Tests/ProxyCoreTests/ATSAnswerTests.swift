@@ -120,6 +120,16 @@ struct ProxyOptionsTests {
         #expect(distinct.map(\.port) == [1, 2, 3])
     }
 
+    @Test("Basic credentials need both a user name and a password, and the error never repeats the value",
+          arguments: [(":pass", "user name"), ("user:", "password"), (":", "user name")])
+    func emptyCredentials(_ row: (text: String, empty: String)) {
+        #expect {
+            try ProxyCredentials(parsing: row.text)
+        } throws: { error in
+            (error as? ProxyOptionError)?.description == "--auth expects USER:PASSWORD; the \(row.empty) is empty"
+        }
+    }
+
     @Test("Basic proxy credentials are checked exactly; a refusal says whether they were missing or wrong")
     func credentials() throws {
         let c = try ProxyCredentials(parsing: "qa:s3cret")
