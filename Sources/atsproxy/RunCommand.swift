@@ -179,11 +179,12 @@ struct RunCommand: ParsableCommand {
         if let warning = try CertificateAuthority.keyPermissionWarning(in: caURL) {
             FileHandle.standardError.write(Data("atsproxy: warning: \(warning)\n".utf8))
         }
+        let credentials = try auth.map { try ProxyCredentials(parsing: $0) }
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try HostMapping.parsingAll(map),
             passthrough: try HostPattern.parsingAll(passthrough, option: "--passthrough"),
-            credentials: try auth.map { try ProxyCredentials(parsing: $0) },
+            credentials: credentials,
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             diagnosticsLevel: level, jsonEvents: logJSON != nil,
@@ -200,11 +201,12 @@ struct RunCommand: ParsableCommand {
         let blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
         let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
         let shownHost = host.contains(":") ? "[\(host)]" : host
+        let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
         FileHandle.standardOutput.write(Data("""
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            Try:     curl -x http://\(shownHost):\(listener.port) --cacert \(caFile) https://example.com/
+            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/
 
             """.utf8))
 
@@ -233,6 +235,17 @@ struct RunCommand: ParsableCommand {
             return (level, "CFNETWORK_DIAGNOSTICS=\(value) is outside 0 to 3; using level \(level)\(off)")
         }
         return (level, nil)
+    }
+
+    /// The `USER:PASSWORD@` of the banner's proxy URL: the real user name, percent-encoded where URL or shell would
+    /// read a character otherwise, and a placeholder, never the password; empty without `--auth`.
+    static func proxyUserInfo(_ credentials: ProxyCredentials?) -> String {
+        guard let credentials else { return "" }
+        let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~".utf8)
+        let user = credentials.user.utf8.map { byte in
+            plain.contains(byte) ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+        }
+        return user.joined() + ":PASSWORD@"
     }
 
     /// Splits `host:port`, `[v6]:port` or a bare port.

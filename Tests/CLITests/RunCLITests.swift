@@ -215,6 +215,15 @@ import Testing
         #expect(!private_.stderr.contains("warning"), "\(private_.stderr)")
     }
 
+    /// With --auth, the banner's curl hint carries the real user name and a placeholder, never the password.
+    @Test func bannerHintCarriesTheUserName() throws {
+        let run = try Self.run(["--auth", "qa user:s3cret-pw"])
+        #expect(run.stdout.contains("Try:     curl -x http://qa%20user:PASSWORD@127.0.0.1:"), "\(run.stdout)")
+        #expect(!run.stdout.contains("s3cret-pw") && !run.stderr.contains("s3cret-pw"), "\(run.stdout)\(run.stderr)")
+        let open = try Self.run([])
+        #expect(open.stdout.contains("Try:     curl -x http://127.0.0.1:"), "\(open.stdout)")
+    }
+
     /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
     @Test(arguments: [
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
