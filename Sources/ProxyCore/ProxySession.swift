@@ -195,10 +195,13 @@ public final class ProxySession {
                 commands.append(.sendToClient(established))
                 tunnel?.established = nil
             }
-            if !pending.isEmpty { commands.append(.sendToUpstream(pending)) }
-            // The relay counts only what it moves; these bytes (a sniffed ClientHello, say) went before it.
-            tunnel?.clientBytesBefore = pending.count
-            if !pending.isEmpty { tunnelBytes(fromClient: true, pending) }
+            if !pending.isEmpty {
+                commands.append(.sendToUpstream(pending))
+                // The relay counts and shows the session only what it moves; these bytes (the start of a
+                // ClientHello, say) went before it.
+                tunnel?.clientBytesBefore = pending.count
+                tunnelBytes(fromClient: true, pending)
+            }
             commands.append(.startTunnel)
             phase = .done
         case .plain:
