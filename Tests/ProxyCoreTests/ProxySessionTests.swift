@@ -185,12 +185,21 @@ struct ProxySessionTests {
         #expect(apex.handle(.clientBytes(bytes("hello"))).connects.first.map { $0 == ("staging.test", 443) } == true)
     }
 
+    /// A session for a client that sent `CONNECT pass.test:443` (passed through, mapped to `mappedTo`) and then
+    /// `after`; returns it with its commands for those bytes.
+    private func passthroughSession(mappedTo: String = "127.0.0.1:9443", after: [UInt8] = []) throws
+        -> (ProxySession, [ProxyCommand])
+    {
+        let env = try SessionHarness.environment(
+            mappings: [try HostMapping(parsing: "pass.test=\(mappedTo)")], passthrough: [".pass.test"])
+        let session = SessionHarness.session(env)
+        let connect = bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n") + after
+        return (session, session.handle(.clientBytes(connect)))
+    }
+
     @Test("A --passthrough host is tunnelled raw: connect, then 200 and the tunnel starts with the buffered bytes")
     func passthrough() throws {
-        let env = try SessionHarness.environment(
-            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
-        let session = SessionHarness.session(env)
-        let out = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n\u{16}\u{03}\u{01}")))
+        let (session, out) = try passthroughSession(after: [0x16, 0x03, 0x01])
         #expect(out.clientText.isEmpty, "the 200 waits for the upstream")
         #expect(out.connects.first.map { $0 == ("127.0.0.1", 9443) } == true)
         let connected = session.handle(.upstreamConnected)
@@ -219,10 +228,7 @@ struct ProxySessionTests {
     /// A passthrough tunnel to pass.test whose client sent a real ClientHello offering up to `maximum`, answered by a
     /// ServerHello choosing `version` and `suite`; returns the tunnel's record.
     private func judgedTunnel(maximum: TLSVersion, version: UInt16, suite: UInt16) throws -> ExchangeSummary? {
-        let env = try SessionHarness.environment(
-            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
-        let session = SessionHarness.session(env)
-        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        let (session, _) = try passthroughSession()
         _ = session.handle(.upstreamConnected)
         var configuration = TLSConfiguration.client()
         configuration.maximumVersion = maximum
@@ -264,10 +270,7 @@ struct ProxySessionTests {
 
     @Test("A passthrough host that cannot be reached is answered 502 with the mapping, and logged as FAILED -1004")
     func tunnelUnreachable() throws {
-        let env = try SessionHarness.environment(
-            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9")], passthrough: [".pass.test"])
-        let session = SessionHarness.session(env)
-        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        let (session, _) = try passthroughSession(mappedTo: "127.0.0.1:9")
         let failed = session.handle(.upstreamConnectFailed(error: "connection refused", failure: .cannotConnect))
         #expect(failed.clientText.hasPrefix("HTTP/1.1 502 "), "\(failed.clientText)")
         #expect(failed.clientText.contains("cannot connect to pass.test:443 (mapped to 127.0.0.1:9)"))
@@ -303,10 +306,7 @@ struct ProxySessionTests {
 
     @Test("A tunnel whose server does not answer with TLS says so on its record, and stops being watched")
     func tunnelServerNotTLS() throws {
-        let env = try SessionHarness.environment(
-            mappings: [try HostMapping(parsing: "pass.test=127.0.0.1:9443")], passthrough: [".pass.test"])
-        let session = SessionHarness.session(env)
-        _ = session.handle(.clientBytes(bytes("CONNECT pass.test:443 HTTP/1.1\r\nHost: pass.test:443\r\n\r\n")))
+        let (session, _) = try passthroughSession()
         _ = session.handle(.upstreamConnected)
         _ = session.handle(.tunnelBytes(fromClient: false, bytes("SSH-2.0-OpenSSH_9.2\r\n")))
         #expect(!session.watchesTunnel)
