@@ -44,6 +44,8 @@ public final class Connection {
     private var headOffset = 0
     /// Bytes queued and not yet accepted by the kernel.
     public private(set) var bufferedWriteBytes = 0
+    /// Set while this connection waits in its loop's list of writes to send at the end of the batch.
+    private var flushHeldForBatch = false
     private var reportedNotWritable = false
 
     private var timers: Set<TimerID> = []
@@ -147,6 +149,10 @@ public final class Connection {
     public func write(_ bytes: UnsafeRawBufferPointer) {
         loop.preconditionInEventLoop()
         guard state != .closed, !writeShutdownRequested, !closeRequested, bytes.count > 0 else { return }
+        if holdsForBatch(bytes.count) {
+            holdForBatch(Array(bytes))
+            return
+        }
         var offset = 0
         if state == .open && bufferedWriteBytes == 0 {
             switch sendSome(bytes) {
@@ -165,6 +171,10 @@ public final class Connection {
     public func write(_ bytes: [UInt8]) {
         loop.preconditionInEventLoop()
         guard state != .closed, !writeShutdownRequested, !closeRequested, !bytes.isEmpty else { return }
+        if holdsForBatch(bytes.count) {
+            holdForBatch(bytes)
+            return
+        }
         if state == .open && bufferedWriteBytes == 0 {
             let result = bytes.withUnsafeBytes { sendSome($0) }
             switch result {
@@ -228,6 +238,9 @@ public final class Connection {
     public func abort() {
         loop.preconditionInEventLoop()
         guard state != .closed else { return }
+        // Bytes held for the end of the batch get the one send they would have had without batching.
+        if flushHeldForBatch { flushBatchedWrites() }
+        guard state != .closed else { return }
         finish(error: nil)
     }
 
@@ -285,7 +298,35 @@ public final class Connection {
 
     // MARK: - Write machinery
 
+    /// Writes smaller than this wait for the end of the loop's batch (see the loop's theory of operation); larger
+    /// ones are bulk transfers, which gain nothing from waiting and would cost a copy.
+    static let batchedWriteLimit = 16 * 1024
+
+    private func holdsForBatch(_ count: Int) -> Bool {
+        loop.isBatchingWrites && state == .open && count < Self.batchedWriteLimit
+    }
+
+    private func holdForBatch(_ bytes: [UInt8]) {
+        append(bytes)
+        if !flushHeldForBatch {
+            flushHeldForBatch = true
+            loop.flushAtEndOfBatch(self)
+        }
+    }
+
+    /// Sends what was held for the end of the batch. Called by the loop.
+    func flushBatchedWrites() {
+        flushHeldForBatch = false
+        guard state == .open, bufferedWriteBytes > 0 else { return }
+        flush()
+    }
+
     private func enqueue(_ bytes: [UInt8]) {
+        append(bytes)
+        updateInterest()
+    }
+
+    private func append(_ bytes: [UInt8]) {
         // Coalesce small writes so that a burst of tiny responses does not become a long queue of tiny sends.
         if writeQueue.count > writeQueueHead, let last = writeQueue.last, last.count + bytes.count <= 16 * 1024,
             writeQueue.count - 1 > writeQueueHead || headOffset == 0
@@ -295,7 +336,6 @@ public final class Connection {
             writeQueue.append(bytes)
         }
         bufferedWriteBytes += bytes.count
-        updateInterest()
         if !reportedNotWritable && bufferedWriteBytes >= loop.writeLimits.highWater {
             reportedNotWritable = true
             loop.enqueueDeferred { [weak self] in
