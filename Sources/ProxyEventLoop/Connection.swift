@@ -550,6 +550,12 @@ extension Connection: Selectable {
             return
         }
         if events & EPOLLERR.rawValue != 0 {
+            // A reset can arrive behind bytes not read yet (a TLS alert, a last request): recv returns those first and
+            // then the error, so read while there is anything to deliver. SO_ERROR would clear the error and lose them.
+            if events & EPOLLIN.rawValue != 0 && !readingPaused && !readEOF {
+                readOnce()
+                return
+            }
             let code = Socket.pendingError(fd)
             fail(IOError(errnoCode: code == 0 ? ECONNRESET : code, call: "socket"))
             return

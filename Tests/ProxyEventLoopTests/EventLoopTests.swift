@@ -127,6 +127,51 @@ struct EventLoopTests {
         #expect(try client.readToEOF() == Array("last words".utf8))
     }
 
+    /// Records what a connection receives and how it closes.
+    final class RecordingHandler: ConnectionHandler {
+        let received: Collector<[UInt8]>
+        let closed: Collector<IOError?>
+        init(received: Collector<[UInt8]>, closed: Collector<IOError?>) {
+            self.received = received
+            self.closed = closed
+        }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) { received.add(Array(bytes)) }
+        func connectionClosed(_ connection: Connection, error: IOError?) { closed.add(error) }
+    }
+
+    @Test func bytesThatArrivedBeforeAResetAreDeliveredBeforeTheError() throws {
+        // A client that refuses the proxy's certificate sends its TLS alert and closes with a reset; the alert is
+        // what says why, so it must reach the handler although the reset is already there when the loop looks.
+        let received = Collector<[UInt8]>()
+        let closed = Collector<IOError?>()
+        let accepted = Collector<Bool>()
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in
+            accepted.add(true)
+            return RecordingHandler(received: received, closed: closed)
+        }
+        var client: RawClient? = try RawClient(port: listener.port)
+        #expect(accepted.wait(for: 1))
+        // Keep the loop busy while the bytes and the reset arrive, so that one epoll_wait reports both.
+        let busy = Collector<Bool>()
+        let release = DispatchSemaphore(value: 0)
+        group.next().execute {
+            busy.add(true)
+            release.wait()
+        }
+        #expect(busy.wait(for: 1))
+        let alert: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x30]  // fatal unknown_ca
+        try client?.send(alert)
+        client?.resetOnClose()
+        client = nil
+        usleep(50_000)
+        release.signal()
+        #expect(closed.wait(for: 1))
+        #expect(received.values.flatMap { $0 } == alert)
+        #expect(closed.values.first??.errnoCode == ECONNRESET)
+    }
+
     @Test func connectToAClosedPortIsRefused() throws {
         // Bind a port and close it again: nothing listens there afterwards.
         let port: UInt16

@@ -120,6 +120,12 @@ final class RawClient: Sendable {
 
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
+    /// Makes the coming close send a reset (RST) instead of a FIN.
+    func resetOnClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
+
     deinit { Glibc.close(fd) }
 }
 
