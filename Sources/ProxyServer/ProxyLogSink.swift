@@ -3,7 +3,8 @@ import ProxyCore
 import ProxyTrace
 
 /// Where sessions' logs go: one console line per exchange on stdout (coloured only on a terminal), notices and
-/// CFNetwork-style records on stderr, JSON events to a file. Shared by every loop thread.
+/// CFNetwork-style records on stderr, JSON events to a file. Shared by every loop thread. Identical notices are folded
+/// (`RepeatedNoticeFilter`): shown at most once a minute, with a count of the times they were not.
 ///
 /// Console lines are buffered and written together, at most `consoleDelay` after the first of them: one `write(2)`
 /// per exchange cost a fifth of the proxy's CPU under load (measured with stdout to a file: 69 µs per keep-alive
@@ -13,6 +14,7 @@ public final class ProxyLogSink: @unchecked Sendable {
     // `lock`; `consoleWriteLock` orders the console writes.
     private let lock = NSLock()
     private var diagnostics: DiagnosticsWriter
+    private var notices = RepeatedNoticeFilter()
     private let jsonFile: FileHandle?
     private let colour: Bool
     private let quiet: Bool
@@ -59,7 +61,8 @@ public final class ProxyLogSink: @unchecked Sendable {
         case .exchange:
             break
         case .notice(let text):
-            FileHandle.standardError.write(Data(("atsproxy: " + text + "\n").utf8))
+            let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+            for line in notices.admit(text, now: now) { Self.writeNotice(line) }
         case .diagnostics(let record):
             if let text = diagnostics.render(record, at: TraceTime(unixTime: Date().timeIntervalSince1970)) {
                 FileHandle.standardError.write(Data(text.utf8))
@@ -70,6 +73,17 @@ public final class ProxyLogSink: @unchecked Sendable {
                 FileHandle.standardError.write(Data("atsproxy: cannot encode a JSON log event: \(error)\n".utf8))
             }
         }
+    }
+
+    private static func writeNotice(_ line: String) {
+        FileHandle.standardError.write(Data(("atsproxy: " + line + "\n").utf8))
+    }
+
+    /// Prints the counts of folded notices not yet reported (see `RepeatedNoticeFilter`). Call it before exiting.
+    public func flushFoldedNotices() {
+        lock.lock()
+        defer { lock.unlock() }
+        for line in notices.drain() { Self.writeNotice(line) }
     }
 
     private func addConsoleLine(_ line: String) {

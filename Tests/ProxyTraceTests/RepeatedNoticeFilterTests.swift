@@ -1,0 +1,53 @@
+import ProxyTrace
+import Testing
+
+@Suite("Repeated notices are folded")
+struct RepeatedNoticeFilterTests {
+    let untrusted = "api.test:443: the client's TLS handshake failed: unknown CA"
+
+    @Test func aNoticeIsShownOnceAMinuteWithTheCountOfTheTimesItWasNot() {
+        var filter = RepeatedNoticeFilter(interval: 60)
+        #expect(filter.admit(untrusted, now: 0) == [untrusted])
+        #expect(filter.admit(untrusted, now: 1) == [])
+        #expect(filter.admit(untrusted, now: 59.9) == [])
+        #expect(filter.admit(untrusted, now: 60) == [untrusted + " [and 2 more times since it was last shown]"])
+        // Shown again: the next minute starts from zero.
+        #expect(filter.admit(untrusted, now: 61) == [])
+        #expect(filter.admit(untrusted, now: 121) == [untrusted + " [and 1 more time since it was last shown]"])
+        #expect(filter.admit(untrusted, now: 500) == [untrusted])
+    }
+
+    @Test func differentNoticesAreFoldedSeparately() {
+        var filter = RepeatedNoticeFilter(interval: 60)
+        let other = "old.test:443: the tunnelled server offers nothing newer than TLS 1.0"
+        #expect(filter.admit(untrusted, now: 0) == [untrusted])
+        #expect(filter.admit(other, now: 1) == [other])
+        #expect(filter.admit(untrusted, now: 2) == [])
+        #expect(filter.admit(other, now: 3) == [])
+    }
+
+    @Test func drainReportsTheFoldedCountsOnceInTheOrderShown() {
+        var filter = RepeatedNoticeFilter(interval: 60)
+        let other = "b.test: TLS error from the upstream"
+        _ = filter.admit(untrusted, now: 0)
+        _ = filter.admit(other, now: 1)
+        _ = filter.admit("shown once, never repeated", now: 2)
+        for t in 3..<6 { _ = filter.admit(other, now: Double(t)) }
+        _ = filter.admit(untrusted, now: 7)
+        #expect(filter.drain() == [
+            untrusted + " [and 1 more time since it was last shown]",
+            other + " [and 3 more times since it was last shown]",
+        ])
+        #expect(filter.drain() == [])
+    }
+
+    @Test func beyondItsCapacityItForgetsTheLongestUnseenAndReportsItsCount() {
+        var filter = RepeatedNoticeFilter(interval: 60, capacity: 2)
+        _ = filter.admit("a", now: 0)
+        _ = filter.admit("a", now: 1)
+        _ = filter.admit("b", now: 2)
+        // "a" was seen longest ago: forgotten, with its folded repeat reported before the new notice.
+        #expect(filter.admit("c", now: 3) == ["a [and 1 more time since it was last shown]", "c"])
+        #expect(filter.admit("a", now: 4) == ["a"])
+    }
+}
