@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 #include <malloc.h>
 
@@ -37,14 +38,41 @@ static inline void clinux_ignore_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-/// Ignores a signal so that a DispatchSource can observe it instead of the default action.
-static inline void clinux_ignore_signal(int sig) {
-    signal(sig, SIG_IGN);
+/// The write end of the pipe that `clinux_signal_to_pipe` reports signals to; -1 when none.
+static volatile int clinux_signal_pipe_fd = -1;
+
+/// Signal handler: writes the signal's number to the pipe (write(2) is async-signal-safe; errno is preserved).
+static void clinux_signal_to_pipe(int sig) {
+    int saved = errno;
+    unsigned char number = (unsigned char)sig;
+    int fd = clinux_signal_pipe_fd;
+    if (fd >= 0) {
+        ssize_t written = write(fd, &number, 1);
+        (void)written;  // a full pipe already holds a pending notification
+    }
+    errno = saved;
+}
+
+/// Reports `sig` to `fd` (a non-blocking pipe write end) from now on. sigaction takes effect before it returns, so no
+/// signal sent afterwards is lost; before it, the default action applies. Returns 0, or -1 with errno.
+static inline int clinux_report_signal_to_pipe(int sig, int fd) {
+    clinux_signal_pipe_fd = fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = clinux_signal_to_pipe;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    return sigaction(sig, &action, NULL);
 }
 
 /// Restores the default action of a signal.
 static inline void clinux_default_signal(int sig) {
     signal(sig, SIG_DFL);
+}
+
+/// Stops reporting signals to the pipe (call after restoring their default actions).
+static inline void clinux_forget_signal_pipe(void) {
+    clinux_signal_pipe_fd = -1;
 }
 
 static inline int clinux_errno(void) { return errno; }

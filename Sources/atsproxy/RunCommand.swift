@@ -195,6 +195,14 @@ struct RunCommand: ParsableCommand {
         let server = ProxyServer(environment: environment, group: group, sink: sink)
         let listener = try server.listen(host: host, port: port)
 
+        // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
+        let done = DispatchSemaphore(value: 0)
+        let signals = ShutdownSignals { _ in
+            FileHandle.standardError.write(Data("atsproxy: shutting down (in-flight exchanges get 5 s)\n".utf8))
+            group.shutdownGracefully(timeout: .seconds(5))
+            done.signal()
+        }
+
         // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
         let profileText =
             profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
@@ -210,12 +218,6 @@ struct RunCommand: ParsableCommand {
 
             """.utf8))
 
-        let done = DispatchSemaphore(value: 0)
-        let signals = ShutdownSignals { _ in
-            FileHandle.standardError.write(Data("atsproxy: shutting down (in-flight exchanges get 5 s)\n".utf8))
-            group.shutdownGracefully(timeout: .seconds(5))
-            done.signal()
-        }
         done.wait()
         signals.cancel()
         sink.flushConsole()

@@ -138,6 +138,20 @@ import Testing
         #expect(!run.stderr.contains("atsproxy: policy:"), "\(run.stderr)")
     }
 
+    // MARK: - Stopping
+
+    /// A script that stops the proxy as soon as its banner is out must not find its SIGTERM ignored (with Dispatch's
+    /// signal sources, about one in four was, and the proxy ran on until killed).
+    @Test func aSIGTERMRightAfterTheBannerStopsTheProxyGracefully() throws {
+        for _ in 0..<10 {
+            let started = ContinuousClock.now
+            let run = try Self.run([])  // SIGTERM the moment "Try:" is read
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.contains("atsproxy: shutting down"), "\(run.stderr)")
+        }
+    }
+
     // MARK: - Options
 
     /// A version between bands is simulated with the band below, and the banner says which.
