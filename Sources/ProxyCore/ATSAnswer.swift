@@ -8,6 +8,10 @@ public struct ATSAnswer: Sendable, Equatable {
     public var url: String
     public var decision: PolicyDecision
     public var violations: [ATSViolation]
+    /// Set when `--block tls` served a leaf with the upstream's flaw and the client accepted it anyway (its TLS
+    /// library does not check that flaw): the flaw, e.g. "valid for 900 days". The body then says why the client
+    /// gets an HTTP answer rather than the failed handshake the app gets.
+    public var acceptedFlaw: String?
 
     public init(url: String, decision: PolicyDecision, violations: [ATSViolation]) {
         self.url = url
@@ -74,6 +78,14 @@ public struct ATSAnswer: Sendable, Equatable {
             }
         }
         for note in decision.notes { lines.append("Note: \(note)") }
+        if let acceptedFlaw {
+            lines.append("")
+            lines.append(
+                "Why an HTTP answer rather than a failed TLS handshake (--block tls): this client accepted the proxy's "
+                    + "certificate although it carries the server's flaw (\(acceptedFlaw)), because its TLS library "
+                    + "does not check that, or its checks are off. The app's TLS stack checks it: the app fails in the "
+                    + "handshake.")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

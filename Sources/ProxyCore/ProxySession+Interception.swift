@@ -719,6 +719,7 @@ extension ProxySession {
             }
             // The app's task fails in the TLS handshake, so nothing is enqueued; its error names this request's URL.
             answer.url = url
+            if i.blockFallback != nil { answer.acceptedFlaw = i.flawedLeaf }
             trace(.loaderWhatToDo(method: head.method, url: url))
             if let first = i.violations.first {
                 trace(.responseError(url: url, error: NSErrorDescription(violation: first, failingURL: url)))

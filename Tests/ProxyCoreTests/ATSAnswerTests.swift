@@ -50,6 +50,16 @@ struct ATSAnswerTests {
         #expect(body.contains("No Info.plist exception can allow this"))
     }
 
+    @Test("A --block tls fallback answer says why the client got HTTP rather than the app's failed handshake")
+    func fallbackBody() {
+        var answer = ATSAnswer(url: "https://old.test/", decision: decision, violations: [version])
+        #expect(!answer.blockBody.contains("Why an HTTP answer"))
+        answer.acceptedFlaw = "valid for 900 days"
+        #expect(answer.blockBody.hasSuffix(
+            "carries the server's flaw (valid for 900 days), because its TLS library does not check that, or its "
+                + "checks are off. The app's TLS stack checks it: the app fails in the handshake.\n"))
+    }
+
     @Test("Header values are forced to printable ASCII")
     func asciiOnly() {
         #expect(ATSAnswer.ascii("a›b\r\nc") == "a?b??c")

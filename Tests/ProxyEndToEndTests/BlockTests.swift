@@ -150,6 +150,11 @@ struct BlockTests {
         #expect(r.exit == 0, "\(r.stderr)")
         #expect(r.status == 502)
         #expect(r.header("X-ATS-Error") == "-1202 NSURLErrorServerCertificateUntrusted")
+        let body = try String(contentsOf: r.body, encoding: .utf8)
+        #expect(
+            body.contains(
+                "Why an HTTP answer rather than a failed TLS handshake (--block tls): this client accepted the proxy's "
+                    + "certificate although it carries the server's flaw (\(c.flaw))"), "\(body)")
         let line = try await proxy.process.waitForLine(startingWith: "GET https://\(c.host)/ 502", timeout: .seconds(5))
         #expect(
             line.hasSuffix(
