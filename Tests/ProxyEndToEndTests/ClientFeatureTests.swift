@@ -73,7 +73,7 @@ struct ClientFeatureTests {
         #expect(lines.last?.contains("/bytes/3 200") == true, "\(lines)")
     }
 
-    @Test("A client that does not trust the CA: its repeated failure is one notice, and the repeats are counted at exit")
+    @Test("A client that does not trust the CA: its repeated failure is one notice, and the repeats are counted")
     func repeatedNoticesAreFolded() async throws {
         let stage = try await Stage()
         // Trusting the origins' CA rather than the proxy's: every handshake with the proxy fails the same way.

@@ -85,46 +85,45 @@ struct EventLoopTests {
         #expect(closed.values.count == 1 && closed.values[0] == nil)
     }
 
-    /// Writes made while the loop handles a batch of events wait for the batch's end (the loop's theory of
-    /// operation, point 7), except large ones; all must still go out in the order written.
-    final class MixedWritesHandler: ConnectionHandler {
-        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+    /// Answers the first bytes it receives with `answer`, run in that callback.
+    final class AnswerHandler: ConnectionHandler {
+        let answer: (Connection) -> Void
+        init(_ answer: @escaping (Connection) -> Void) { self.answer = answer }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) { answer(connection) }
+    }
+
+    /// Sends "go" to a server that answers with `answer`, and returns everything it sent up to its close.
+    func exchange(answer: @escaping @Sendable (Connection) -> Void) throws -> [UInt8] {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in AnswerHandler(answer) }
+        let client = try RawClient(port: listener.port)
+        try client.send(Array("go".utf8))
+        return try client.readToEOF()
+    }
+
+    @Test func smallAndLargeWritesOfOneCallbackArriveInOrder() throws {
+        // Writes made while the loop handles a batch of events wait for the batch's end (the loop's theory of
+        // operation, point 7), except large ones; all must still go out in the order written.
+        let received = try exchange { connection in
             connection.write(Array("head ".utf8))
             connection.write(pattern(100_000))  // large: not held, yet it must not overtake the held head
             Array(" tail".utf8).withUnsafeBytes { connection.write($0) }
             connection.close()
         }
-    }
-
-    @Test func smallAndLargeWritesOfOneCallbackArriveInOrder() throws {
-        let group = try EventLoopGroup(loopCount: 1)
-        defer { group.shutdownGracefully(timeout: .seconds(1)) }
-        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in MixedWritesHandler() }
-        let client = try RawClient(port: listener.port)
-        try client.send(Array("go".utf8))
-        let received = try client.readToEOF()
         #expect(received.count == 5 + 100_000 + 5)
         #expect(received == Array("head ".utf8) + pattern(100_000) + Array(" tail".utf8))
-    }
-
-    /// Writes a short answer, then aborts in the same callback.
-    final class WriteThenAbortHandler: ConnectionHandler {
-        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
-            connection.write(Array("last ".utf8))
-            connection.write(Array("words".utf8))
-            connection.abort()
-        }
     }
 
     @Test func anAbortRightAfterSmallWritesStillSendsThem() throws {
         // abort() drops what the socket cannot take; an empty socket takes ten bytes, so all of them must arrive,
         // although the loop was holding them for the end of its batch.
-        let group = try EventLoopGroup(loopCount: 1)
-        defer { group.shutdownGracefully(timeout: .seconds(1)) }
-        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in WriteThenAbortHandler() }
-        let client = try RawClient(port: listener.port)
-        try client.send(Array("go".utf8))
-        #expect(try client.readToEOF() == Array("last words".utf8))
+        let received = try exchange { connection in
+            connection.write(Array("last ".utf8))
+            connection.write(Array("words".utf8))
+            connection.abort()
+        }
+        #expect(received == Array("last words".utf8))
     }
 
     /// Records what a connection receives and how it closes.
