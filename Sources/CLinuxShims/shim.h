@@ -38,7 +38,8 @@ static inline void clinux_ignore_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-/// The write end of the pipe that `clinux_signal_to_pipe` reports signals to; -1 when none.
+/// The write end of the pipe that `clinux_signal_to_pipe` reports signals to; -1 when none. A static in a header:
+/// each Swift module that calls these functions has its own copy, so only ProxyEventLoop's ShutdownSignals uses them.
 static volatile int clinux_signal_pipe_fd = -1;
 
 /// Signal handler: writes the signal's number to the pipe (write(2) is async-signal-safe; errno is preserved).
