@@ -206,7 +206,8 @@ public final class Connection {
         if bufferedWriteBytes > 0 {
             closeRequested = true
             readingPaused = true
-            updateInterest()
+            // Bytes held for the end of the batch: that flush sets the interest (or lingers), one epoll_ctl fewer.
+            if !flushHeldForBatch { updateInterest() }
         } else {
             beginLinger()
         }
@@ -238,9 +239,9 @@ public final class Connection {
     public func abort() {
         loop.preconditionInEventLoop()
         guard state != .closed else { return }
-        // Bytes held for the end of the batch get the one send they would have had without batching.
-        if flushHeldForBatch { flushBatchedWrites() }
-        guard state != .closed else { return }
+        // Bytes held for the end of the batch get the one send they would have had without batching; quietly, as
+        // abort() promises: no handler callback, no error.
+        if flushHeldForBatch { sendQueuedOnce() }
         finish(error: nil)
     }
 
@@ -311,6 +312,17 @@ public final class Connection {
         if !flushHeldForBatch {
             flushHeldForBatch = true
             loop.flushAtEndOfBatch(self)
+        }
+    }
+
+    /// Offers the queued bytes to the socket once, in order, stopping at the first short or failed send; calls no
+    /// handler and changes no state but the queue's (for `abort()`).
+    private func sendQueuedOnce() {
+        for index in writeQueueHead..<writeQueue.count {
+            let chunk = writeQueue[index]
+            let offset = index == writeQueueHead ? headOffset : 0
+            let result = chunk.withUnsafeBytes { sendSome(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            guard case .success(let sent) = result, sent == chunk.count - offset else { return }
         }
     }
 
