@@ -152,23 +152,83 @@ struct EventLoopTests {
         }
         var client: RawClient? = try RawClient(port: listener.port)
         #expect(accepted.wait(for: 1))
-        // Keep the loop busy while the bytes and the reset arrive, so that one epoll_wait reports both.
+        let alert: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x30]  // fatal unknown_ca
+        // The bytes and the reset arrive while the loop is busy, so that one epoll_wait reports both.
+        try whileBusy(group.next()) {
+            try client?.send(alert)
+            client?.resetOnClose()
+            client = nil
+        }
+        #expect(closed.wait(for: 1))
+        #expect(received.values.flatMap { $0 } == alert)
+        #expect(closed.values.first??.errnoCode == ECONNRESET)
+    }
+
+    /// Runs `body` on the test thread while `loop` is blocked, then lets the loop go on: what `body` sends arrives in
+    /// one `epoll_wait` batch, in the order sent.
+    func whileBusy(_ loop: EventLoop, _ body: () throws -> Void) throws {
         let busy = Collector<Bool>()
         let release = DispatchSemaphore(value: 0)
-        group.next().execute {
+        loop.execute {
             busy.add(true)
             release.wait()
         }
         #expect(busy.wait(for: 1))
-        let alert: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x30]  // fatal unknown_ca
-        try client?.send(alert)
-        client?.resetOnClose()
-        client = nil
-        usleep(50_000)
-        release.signal()
-        #expect(closed.wait(for: 1))
-        #expect(received.values.flatMap { $0 } == alert)
-        #expect(closed.values.first??.errnoCode == ECONNRESET)
+        defer { release.signal() }
+        try body()
+        usleep(50_000)  // loopback delivery is immediate; this only makes sure every byte is there
+    }
+
+    /// The first connection answers at once, the second takes 5 ms, the third checks whether the first's answer
+    /// has gone out.
+    final class SlowBatchHandler: ConnectionHandler {
+        final class Shared: @unchecked Sendable {
+            // Touched only on the loop thread.
+            var answered: Connection?
+            var nextRole = 0
+            let pendingAtThird = Collector<Int>()
+        }
+        let role: Int
+        let shared: Shared
+        init(role: Int, shared: Shared) {
+            self.role = role
+            self.shared = shared
+        }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {
+            switch role {
+            case 0:
+                connection.write(Array("answer".utf8))
+                shared.answered = connection
+            case 1: usleep(5_000)
+            default: shared.pendingAtThird.add(shared.answered?.bufferedWriteBytes ?? -1)
+            }
+        }
+    }
+
+    @Test func aSlowEventDoesNotHoldTheOthersWritesPastTheLimit() throws {
+        // Writes wait for the end of their batch, but no longer than EventLoop.maximumWriteHold (1 ms): after an
+        // event that took 5 ms, the first connection's answer must be out before the third is handled.
+        let shared = SlowBatchHandler.Shared()
+        let accepted = Collector<Int>()
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(1)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in
+            let role = shared.nextRole
+            shared.nextRole += 1
+            accepted.add(role)
+            return SlowBatchHandler(role: role, shared: shared)
+        }
+        var clients: [RawClient] = []
+        for _ in 0..<3 {
+            clients.append(try RawClient(port: listener.port))
+            #expect(accepted.wait(for: 1))  // accepted in order, so the roles follow the clients
+        }
+        try whileBusy(group.next()) {
+            for client in clients { try client.send([1]) }
+        }
+        #expect(try clients[0].receive(exactly: 6) == Array("answer".utf8))
+        #expect(shared.pendingAtThird.wait(for: 1))
+        #expect(shared.pendingAtThird.values == [0])
     }
 
     @Test func connectToAClosedPortIsRefused() throws {
