@@ -10,13 +10,21 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <malloc.h>
 
-// accept4 is a GNU extension; declare it in case this header is parsed without _GNU_SOURCE.
+// accept4 and pipe2 are GNU extensions; declare them in case this header is parsed without _GNU_SOURCE.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+extern int pipe2(int pipefd[2], int flags);
+
+/// A close-on-exec pipe whose write end does not block. Returns 0, or -1 with errno.
+static inline int clinux_signal_pipe(int fds[2]) {
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    return fcntl(fds[1], F_SETFL, O_NONBLOCK);
+}
 
 /// A non-blocking, close-on-exec TCP socket.
 static inline int clinux_tcp_socket(int domain) {
@@ -69,11 +77,6 @@ static inline int clinux_report_signal_to_pipe(int sig, int fd) {
 /// Restores the default action of a signal.
 static inline void clinux_default_signal(int sig) {
     signal(sig, SIG_DFL);
-}
-
-/// Stops reporting signals to the pipe (call after restoring their default actions).
-static inline void clinux_forget_signal_pipe(void) {
-    clinux_signal_pipe_fd = -1;
 }
 
 static inline int clinux_errno(void) { return errno; }

@@ -7,22 +7,18 @@ import Glibc
 
 /// Observes SIGINT/SIGTERM (or other signals) and calls `onSignal` on a Dispatch queue.
 ///
-/// A signal handler writes the signal's number to a pipe, and a thread of this object's own reads it. Dispatch
-/// signal sources were used before, but they arm themselves asynchronously after `resume()` while the default
-/// action has to be ignored first: a SIGTERM sent in between (a script stopping the proxy as soon as its banner was
-/// out) was lost, and the proxy kept running (7 of 30 in a loop that did exactly that). `sigaction` is in effect
-/// when it returns, so every signal sent after `init` returns is delivered.
+/// A signal handler writes the signal's number to a pipe, and a thread reads it. Dispatch signal sources were used
+/// before, but they arm themselves asynchronously after `resume()` while the default action has to be ignored first:
+/// a SIGTERM sent in between (a script stopping the proxy as soon as its banner was out) was lost, and the proxy kept
+/// running (7 of 30 in a loop that did exactly that). `sigaction` is in effect when it returns, so every signal sent
+/// after `init` returns is delivered.
 ///
 /// The library never exits the process: the CLI decides, typically by calling
 /// `EventLoopGroup.shutdownGracefully(timeout:)` from `onSignal` and returning from `main` afterwards. One instance
-/// at a time: the handler reports to a single process-wide pipe.
+/// at a time (a precondition): the handler reports to a single process-wide pipe.
 public final class ShutdownSignals: Sendable {
-    private struct State {
-        var writeFD: Int32
-        var cancelled = false
-    }
-    private let state: Locked<State>
     private let signals: [Int32]
+    private let active: Locked<Bool>
 
     /// Starts observing: the signals' default actions are replaced until `cancel()`. If the pipe cannot be made
     /// (no descriptors left), the default actions stay, and a signal ends the process as it would without this.
@@ -31,50 +27,69 @@ public final class ShutdownSignals: Sendable {
         onSignal: @escaping @Sendable (Int32) -> Void
     ) {
         self.signals = signals
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            state = Locked(State(writeFD: -1, cancelled: true))
+        guard let pipe = SignalPipe.shared else {
+            active = Locked(false)
             return
         }
-        let (readFD, writeFD) = (ends[0], ends[1])
-        for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        // Non-blocking, so that the handler never waits on a full pipe (a byte already in it is notice enough).
-        _ = fcntl(writeFD, F_SETFL, fcntl(writeFD, F_GETFL) | O_NONBLOCK)
-        state = Locked(State(writeFD: writeFD))
-        let reader = Thread {
-            var number: UInt8 = 0
-            while true {
-                let n = read(readFD, &number, 1)
-                if n == 1 {
-                    let signal = Int32(number)
-                    queue.async { onSignal(signal) }
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break  // EOF: cancel() closed the write end
-                }
-            }
-            closeDescriptor(readFD)
+        pipe.receiver.withLock { receiver in
+            precondition(receiver == nil, "only one ShutdownSignals may be active at a time")
+            receiver = SignalPipe.Receiver(queue: queue, onSignal: onSignal)
         }
-        reader.name = "atsproxy-signals"
-        reader.start()
-        for signal in signals { _ = clinux_report_signal_to_pipe(signal, writeFD) }
+        active = Locked(true)
+        for signal in signals { _ = clinux_report_signal_to_pipe(signal, pipe.writeFD) }
     }
 
     /// Stops observing and restores the signals' default actions.
     public func cancel() {
-        let writeFD = state.withLock { state -> Int32 in
-            guard !state.cancelled else { return -1 }
-            state.cancelled = true
-            return state.writeFD
+        let wasActive = active.withLock { active in
+            defer { active = false }
+            return active
         }
-        guard writeFD >= 0 else { return }
+        guard wasActive else { return }
         for signal in signals { clinux_default_signal(signal) }
-        clinux_forget_signal_pipe()
-        closeDescriptor(writeFD)  // the reader sees EOF and ends
+        SignalPipe.shared?.receiver.withLock { $0 = nil }
     }
 
     deinit {
         cancel()
+    }
+}
+
+/// The process's one signal pipe and the thread that reads it. Made on first use and never closed: a handler that
+/// has read the descriptor may still be about to write to it, and a closed number could by then belong to another
+/// file. Signals that arrive while no `ShutdownSignals` is active are read and dropped.
+private final class SignalPipe: Sendable {
+    struct Receiver {
+        let queue: DispatchQueue
+        let onSignal: @Sendable (Int32) -> Void
+    }
+
+    static let shared = SignalPipe()
+
+    let writeFD: Int32
+    let receiver = Locked<Receiver?>(nil)
+
+    private init?() {
+        var ends: [Int32] = [-1, -1]
+        guard clinux_signal_pipe(&ends) == 0 else { return nil }
+        let readFD = ends[0]
+        writeFD = ends[1]
+        let reader = Thread { [receiver] in
+            var number: UInt8 = 0
+            while true {
+                let n = read(readFD, &number, 1)
+                if n == 1 {
+                    guard let current = receiver.withLock({ $0 }) else { continue }
+                    let signal = Int32(number)
+                    current.queue.async { current.onSignal(signal) }
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // cannot happen while the write end stays open
+                }
+            }
+        }
+        reader.name = "atsproxy-signals"
+        reader.start()
     }
 }
