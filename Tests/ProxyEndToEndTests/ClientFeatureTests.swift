@@ -76,6 +76,7 @@ struct ClientFeatureTests {
     @Test("A client that does not trust the CA: its repeated failure is one notice, and the repeats are counted")
     func repeatedNoticesAreFolded() async throws {
         let stage = try await Stage()
+        let idle = try stage.proxy.resources().fds
         // Trusting the origins' CA rather than the proxy's: every handshake with the proxy fails the same way.
         for _ in 1...3 {
             let r = try await ProxyEndToEndTests.curl(
@@ -84,8 +85,12 @@ struct ClientFeatureTests {
             #expect(r.exit == 60, "\(r.stderr)")  // CURLE_PEER_FAILED_VERIFICATION
         }
         // curl has exited, but its alert may still wait in the proxy's socket, and Ctrl-C's drain closes a
-        // connection still in its handshake without reading it: give the proxy a moment to read the last one.
-        try await Task.sleep(for: .milliseconds(500))
+        // connection still in its handshake without reading it. The proxy closes a connection (and its upstream)
+        // only after handling its failure, so wait until its descriptors are back to what they were.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try stage.proxy.resources().fds > idle, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         kill(stage.proxy.process.pid, SIGINT)
         #expect(try await stage.proxy.process.waitForExit(timeout: .seconds(20)) == 0)
         let notices = stage.proxy.process.stderr.split(separator: "\n")
