@@ -145,7 +145,44 @@ final class EchoHandler: ConnectionHandler {
     }
 }
 
-/// Counts the open file descriptors of this process.
-func openDescriptorCount() throws -> Int {
-    try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+/// Counts this process's descriptors that are TCP sockets with `port` at either end.
+///
+/// Test suites run in parallel in one process, so a count of all descriptors moves with whatever the other suites
+/// open; sockets on a test's own listening port are that test's alone. The ends are read with getsockname and
+/// getpeername, not from /proc/net/tcp, because a leaked socket whose connection has fully closed has left the
+/// kernel's table but keeps its local address. (A client's end in that state has no peer address, so only its
+/// server end can show such a leak.)
+func openSocketDescriptors(onPort port: UInt16) throws -> Int {
+    var count = 0
+    for name in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+        guard let fd = Int32(name) else { continue }
+        var type: Int32 = 0
+        var typeLength = socklen_t(MemoryLayout<Int32>.size)
+        // Fails for descriptors that are not sockets, or that another suite closed since the listing.
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &typeLength) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+            continue
+        }
+        let ends = [getsockname, getpeername].compactMap { call -> UInt16? in
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let result = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, &length) }
+            }
+            guard result == 0 else { return nil }
+            // sin_port and sin6_port sit at the same offset, in network byte order.
+            return withUnsafeBytes(of: &address) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        }
+        if ends.contains(port) { count += 1 }
+    }
+    return count
+}
+
+/// Polls `condition` every 10 ms until it holds or `seconds` pass; returns whether it held.
+func eventually(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(10_000)
+    }
+    return try condition()
 }
