@@ -246,7 +246,8 @@ struct EventLoopTests {
         let address = try SocketAddress(numericHost: "127.0.0.1", port: port)
         let loop = group.next()
         loop.execute {
-            _ = loop.connect(to: address, timeout: .seconds(5), handler: EchoClientHandler(message: [1], results: results))
+            _ = loop.connect(
+                to: address, timeout: .seconds(5), handler: EchoClientHandler(message: [1], results: results))
         }
         #expect(results.wait(for: 1))
         #expect(results.values.first?.error == IOError(errnoCode: ECONNREFUSED, call: "connect"))
