@@ -18,6 +18,10 @@ Usage: benchmarks/proxybench.py [--rounds 3] [--requests 20000] [--binary .build
 `swift build -c release`). `--only` runs the cases whose name contains SUBSTRING (and skips the idle-connection
 measure), for quick iterations; the default runs everything.
 
+"ratio" is the median over the rounds of each proxied run against the direct run just before it, so each ratio
+compares two runs from the same minute of the host; "rounds" gives the lowest and highest of those. The direct and
+proxy columns are the medians of each side's runs.
+
 "proxy CPU/req" is the proxy's CPU over a whole run divided by its requests, connection setup included; "steady"
 (keep-alive rows) takes the setup out: a run of n/5 requests right after each run of n, over the same number of
 connections, and the difference of the two runs' CPU over the difference in requests.
@@ -406,14 +410,18 @@ def main():
             results[name] = (rows, "rps")
 
         print()
-        print(f"{'case':44} {'direct':>10} {'proxy':>10} {'ratio':>7} {'p50 d/p':>15} {'p99 d/p':>15} {'proxy CPU/req':>14}"
+        print(f"{'case':44} {'direct':>10} {'proxy':>10} {'ratio':>7} {'rounds':>9} {'p50 d/p':>15} {'p99 d/p':>15} {'proxy CPU/req':>14}"
               f" {'steady':>8} {'new conns d/p':>14}")
         for name, (rows, unit) in results.items():
             def med(side, key):
                 return statistics.median(r[key] for r in rows[side])
             factor = 1.0 if unit == "rps" else 1.048576
             d_val, p_val = med("direct", "rps") * factor, med("proxy", "rps") * factor
-            print(f"{name:44} {d_val:10.0f} {p_val:10.0f} {p_val / d_val:6.2f}x "
+            # Each round's proxied run against the direct run just before it: the pair shares its minute of the host,
+            # where the medians of the two columns may come from different rounds (the host's speed moves by a third).
+            ratios = sorted(p["rps"] / d["rps"] for d, p in zip(rows["direct"], rows["proxy"]))
+            spread = f"{ratios[0]:.2f}-{ratios[-1]:.2f}" if len(ratios) > 1 else ""
+            print(f"{name:44} {d_val:10.0f} {p_val:10.0f} {statistics.median(ratios):6.2f}x {spread:>9} "
                   f"{med('direct', 'p50'):6.2f}/{med('proxy', 'p50'):6.2f}ms "
                   f"{med('direct', 'p99'):6.2f}/{med('proxy', 'p99'):6.2f}ms {med('proxy', 'cpu_us'):11.1f} µs"
                   + (f" {med('proxy', 'steady_us'):5.1f} µs" if "steady_us" in rows["proxy"][0] else f" {'':8}")
