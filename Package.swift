@@ -69,7 +69,7 @@ let package = Package(
             ],
             path: "Sources/ProxyLoad", swiftSettings: strict),
 
-        // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures).
+        // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures, a byte mutator).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
@@ -77,9 +77,10 @@ let package = Package(
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core"], swiftSettings: strict),
+        .testTarget(
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
