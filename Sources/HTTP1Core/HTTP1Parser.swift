@@ -54,6 +54,9 @@ public struct HTTP1Parser: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
     private var headScanIndex = 0
+    /// The current head's start line is known to end (an LF was found) within the start-line limit: checked once per
+    /// head, not on every read while the rest of the head trickles in.
+    private var startLineEnded = false
     private var eof = false
     private var state: State = .idle
     private var pendingMethods: [String] = []
@@ -237,9 +240,14 @@ public struct HTTP1Parser: Sendable {
                     .headerSectionTooLarge, requestStatus: 431,
                     "header section exceeds \(limits.maxHeaderSectionBytes) bytes")
             }
-            if buffer[start...].firstIndex(of: 0x0A) == nil && bufferedByteCount > limits.maxStartLineBytes {
-                throw remoteError(
-                    .startLineTooLong, requestStatus: 414, "start line exceeds \(limits.maxStartLineBytes) bytes")
+            let limit = limits.maxStartLineBytes
+            if !startLineEnded && bufferedByteCount > limit {
+                // A line at the limit may end with CR at `start + limit` and its LF just after.
+                if buffer[start..<Swift.min(buffer.count, start + limit + 2)].contains(0x0A) {
+                    startLineEnded = true
+                } else if bufferedByteCount > limit + 1 || buffer[start + limit] != 0x0D {
+                    throw remoteError(.startLineTooLong, requestStatus: 414, "start line exceeds \(limit) bytes")
+                }
             }
             if eof {
                 throw remoteError(.incompleteMessage, requestStatus: 400, "connection closed inside a message head")
@@ -264,6 +272,7 @@ public struct HTTP1Parser: Sendable {
         let headStart = start
         start = headEnd
         headScanIndex = start
+        startLineEnded = false
 
         switch role {
         case .requests:

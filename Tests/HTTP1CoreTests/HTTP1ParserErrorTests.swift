@@ -153,6 +153,21 @@ struct HTTP1ParserErrorTests {
         #expect(terminated.error?.reason == .startLineTooLong)
     }
 
+    @Test("A start line of exactly the limit passes even a byte at a time, its CR and LF included; one more is 414")
+    func startLineAtTheLimitByteByByte() {
+        var limits = HTTP1Limits()
+        limits.maxStartLineBytes = 100
+        let target = "/" + String(repeating: "a", count: 100 - "GET  HTTP/1.1".count - 1)
+        let atLimit = "GET \(target) HTTP/1.1"
+        #expect(atLimit.utf8.count == 100)
+        let head = bytes(atLimit + "\r\nHost: x\r\n\r\n")
+        let whole = parse([head], role: .requests, limits: limits)
+        #expect(whole.error == nil && whole.events.count == 2)  // the head and its end
+        #expect(parse(head.map { [$0] }, role: .requests, limits: limits) == whole)
+        let over = bytes("GET \(target)a HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(parse(over.map { [$0] }, role: .requests, limits: limits).error?.reason == .startLineTooLong)
+    }
+
     @Test func declaredBodyOverLimitGives413() {
         var limits = HTTP1Limits()
         limits.maxBodyBytes = 10
