@@ -91,14 +91,16 @@ public enum HTTP1Serializer {
     }
 
     private static func checkVersion(_ version: HTTPVersion) throws(HTTP1Error) {
-        guard version.major == 1, version.minor == 0 || version.minor == 1 else {
+        guard version.major == 1 else {
             throw HTTP1Error(.local, .unsupportedVersion, status: 500, detail: "cannot serialize \(version)")
         }
     }
 
+    /// HTTP/1.0 stays 1.0 (its framing rules are what the head was parsed with); any later 1.x is written as ours,
+    /// HTTP/1.1: a recipient processes a higher minor version as the highest it implements, and an intermediary sends
+    /// its own version (RFC 9110 §2.5).
     private static func appendVersion(_ version: HTTPVersion, to out: inout [UInt8]) {
-        out.append(contentsOf: "HTTP/1.".utf8)
-        out.append(UInt8(0x30 + version.minor))
+        out.append(contentsOf: (version.minor == 0 ? "HTTP/1.0" : "HTTP/1.1").utf8)
     }
 }
 

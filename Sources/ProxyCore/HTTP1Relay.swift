@@ -285,7 +285,10 @@ final class HTTP1Relay {
                         out.toClient.append(contentsOf: received)
                     } else {
                         var bytes: [UInt8] = []
-                        do { try HTTP1Serializer.write(head, into: &bytes) } catch { return }
+                        do { try HTTP1Serializer.write(head, into: &bytes) } catch {
+                            protocolError(error, fromClient: false)
+                            return
+                        }
                         out.toClient += bytes
                     }
                     continue

@@ -16,6 +16,17 @@ struct HTTP1SerializerTests {
         #expect(out == bytes("HTTP/1.0 404 Not Found\r\n\r\n"))
     }
 
+    @Test("HTTP/1.0 is written as 1.0, a later 1.x as our own 1.1, and another major version is refused")
+    func versionWritten() throws {
+        var out: [UInt8] = []
+        try HTTP1Serializer.write(HTTPResponseHead(version: HTTPVersion(major: 1, minor: 9), status: 204, reason: "No Content"), into: &out)
+        #expect(out == bytes("HTTP/1.1 204 No Content\r\n\r\n"))
+        #expect(throws: HTTP1Error.self) {
+            var refused: [UInt8] = []
+            try HTTP1Serializer.write(HTTPResponseHead(version: HTTPVersion(major: 2, minor: 0), status: 204), into: &refused)
+        }
+    }
+
     @Test func chunkedEncoderOutput() throws {
         var writer = HTTP1BodyWriter(framing: .chunked)
         var out: [UInt8] = []

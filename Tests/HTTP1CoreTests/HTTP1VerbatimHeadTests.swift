@@ -51,7 +51,7 @@ struct HTTP1VerbatimHeadTests {
             "GET / HTTP/1.1\nHost: a\r\n\r\n",  // bare LF after the request line
             "GET / HTTP/1.1\r\nHost: a\n\r\n",  // bare LF after a field
             "GET / HTTP/1.1\r\nHost: a\r\n\n",  // bare LF as the empty line
-            "GET / HTTP/1.2\r\nHost: a\r\n\r\n",  // a version the serializer would refuse
+            "GET / HTTP/1.2\r\nHost: a\r\n\r\n",  // a later minor version, which a proxy sends as its own 1.1
           ])
     func nonCanonical(wire: String) throws {
         let r = try firstHead(wire, role: .requests)

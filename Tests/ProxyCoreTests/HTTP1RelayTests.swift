@@ -186,6 +186,17 @@ struct HTTP1RelayTests {
         #expect(String(decoding: out.toUpstream, as: UTF8.self) == "GET /path HTTP/1.1\r\nAccept: */*\r\nHost: b.test\r\n\r\n")
     }
 
+    @Test("HTTP/1.2 heads, interim and final, both ways, go on as HTTP/1.1 (RFC 9110 §2.5), never stall or fail")
+    func laterMinorVersionIsSentAsOurs() {
+        let r = relay()
+        let up = r.clientBytes(bytes("POST / HTTP/1.2\r\nHost: a.test\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n"))
+        #expect(String(decoding: up.toUpstream, as: UTF8.self).hasPrefix("POST / HTTP/1.1\r\n"))
+        let down = r.upstreamBytes(bytes("HTTP/1.2 100 Continue\r\n\r\nHTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(String(decoding: down.toClient, as: UTF8.self)
+            == "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(down.exchanges.map(\.status) == [200])
+    }
+
     @Test("Bare-LF heads are serialised again with CRLF, never passed on as received")
     func bareLFIsNormalised() {
         let r = relay()
