@@ -94,7 +94,12 @@ extension ProxySession {
     func tunnelBytes(fromClient: Bool, _ bytes: [UInt8]) {
         guard env.mode != .off, var t = tunnel else { return }
         if fromClient {
-            guard let flight = t.clientFirstFlight.map({ $0 + bytes }) else { return }
+            guard var flight = t.clientFirstFlight else { return }
+            // The only reference left is `flight`, so the bytes are appended in place rather than copying the flight
+            // so far on every read. Both paths below store the flight again, or nil.
+            tunnel?.clientFirstFlight = nil
+            t.clientFirstFlight = nil
+            flight += bytes
             do {
                 t.clientHello = try ClientHelloParser.parse(flight)
                 t.clientFirstFlight = t.clientHello == nil ? flight : nil
@@ -102,7 +107,10 @@ extension ProxySession {
                 t.clientFirstFlight = nil  // the server's choice is then judged without the offer
             }
         } else {
-            guard let flight = t.serverFirstFlight.map({ $0 + bytes }) else { return }
+            guard var flight = t.serverFirstFlight else { return }
+            tunnel?.serverFirstFlight = nil  // as for the client's flight
+            t.serverFirstFlight = nil
+            flight += bytes
             do {
                 t.serverAnswer = try ServerHelloParser.parse(flight)
                 t.serverFirstFlight = t.serverAnswer == nil ? flight : nil

@@ -163,8 +163,12 @@ public final class ProxySession {
             pumpFront()
         case .tunnelConnecting(let pending):
             phase = .tunnelConnecting(pending: pending + bytes)
-        case .sniffing(let host, let port, let buffer):
-            sniff(host: host, port: port, buffer: buffer + bytes)
+        case .sniffing(let host, let port, var buffer):
+            // Out of `phase` first, so the bytes are appended in place: a hello trickling in a byte at a time would
+            // otherwise copy everything so far on every read.
+            phase = .done
+            buffer += bytes
+            sniff(host: host, port: port, buffer: buffer)
         case .plain:
             if let relay { apply(relay.clientBytes(bytes), tls: false) }
         case .intercepting:

@@ -32,7 +32,10 @@ enum HandshakeRecords {
         if data.count >= 2, data[1] != 0x03 {
             throw TLSHelloError(kind: .notTLS, detail: "record version major \(data[1]) is not 3")
         }
-        var handshake: [UInt8] = []
+        // First a walk over the record headers that copies nothing: a hello that arrives a byte at a time is parsed
+        // again on every read, and copying the records done so far each time would make it quadratic.
+        var header: [UInt8] = []  // the message's first four bytes (type and length), which may span records
+        var available = 0
         var offset = 0
         var recordVersion: UInt16 = 0
         var needed: Int?
@@ -48,28 +51,42 @@ enum HandshakeRecords {
                 throw TLSHelloError(kind: .malformed, detail: "record length \(length)")
             }
             guard data.count - offset - 5 >= length else { return nil }
-            handshake.append(contentsOf: data[(offset + 5)..<(offset + 5 + length)])
-            offset += 5 + length
-            if needed == nil, handshake.count >= 4 {
-                guard handshake[0] == type else {
-                    throw TLSHelloError(
-                        kind: .unexpectedMessage, detail: "handshake type \(handshake[0]), not a \(name)")
+            let payload = (offset + 5)..<(offset + 5 + length)
+            if header.count < 4 { header += data[payload].prefix(4 - header.count) }
+            available += length
+            offset = payload.upperBound
+            if needed == nil, header.count == 4 {
+                guard header[0] == type else {
+                    throw TLSHelloError(kind: .unexpectedMessage, detail: "handshake type \(header[0]), not a \(name)")
                 }
-                let bodyLength = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
+                let bodyLength = Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
                 guard bodyLength <= maximumLength else {
                     throw TLSHelloError(kind: .tooLarge, detail: "\(name) of \(bodyLength) bytes")
                 }
                 needed = 4 + bodyLength
             }
-            if let needed, handshake.count >= needed {
-                return (Array(handshake[4..<needed]), recordVersion, offset)
+            if let needed, available >= needed {
+                return (body(of: data, records: 0..<offset, bytes: 4..<needed), recordVersion, offset)
             }
         }
         // A first record shorter than 4 handshake bytes can still be followed by more records.
-        if let firstType = handshake.first, firstType != type {
+        if let firstType = header.first, firstType != type {
             throw TLSHelloError(kind: .unexpectedMessage, detail: "handshake type \(firstType), not a \(name)")
         }
         return nil
+    }
+
+    /// The bytes at `range` of the handshake stream carried by the (already checked) records in `records`.
+    private static func body(of data: [UInt8], records: Range<Int>, bytes range: Range<Int>) -> [UInt8] {
+        var stream: [UInt8] = []
+        stream.reserveCapacity(range.upperBound)
+        var offset = records.lowerBound
+        while offset < records.upperBound, stream.count < range.upperBound {
+            let length = Int(data[offset + 3]) << 8 | Int(data[offset + 4])
+            stream += data[(offset + 5)..<(offset + 5 + length)]
+            offset += 5 + length
+        }
+        return Array(stream[range])
     }
 
     static func hex(_ b: UInt8) -> String {
