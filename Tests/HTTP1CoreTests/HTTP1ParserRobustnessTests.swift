@@ -16,16 +16,8 @@ private let requestSeeds: [[UInt8]] = [
     "\r\nGET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
 ].map { Array($0.utf8) }
 
-/// Valid responses the robustness test mutates: every way a response body is framed, interim and switching heads.
-private let responseSeeds: [[UInt8]] = [
-    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;a=b\r\nwiki\r\n0\r\nX-T: 1\r\n\r\n",
-    "HTTP/1.0 200 OK\r\n\r\nuntil close",
-    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
-    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nraw",
-    "HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n",
-    "HTTP/1.1 200\nContent-Length: 2\n\nok",
-].map { Array($0.utf8) }
+/// The shared response seeds and a bare-LF head.
+private let responseSeeds: [[UInt8]] = http1ResponseSeeds + [Array("HTTP/1.1 200\nContent-Length: 2\n\nok".utf8)]
 
 /// One mutated stream: who sends it, the request methods its responses answer, its bytes, and the limits.
 private struct MutatedStream {

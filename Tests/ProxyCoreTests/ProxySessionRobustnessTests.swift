@@ -19,15 +19,8 @@ private let plainRequests: [[UInt8]] = [
     "GET /origin HTTP/1.1\r\nHost: media.test\r\n\r\n",
 ].map { Array($0.utf8) }
 
-/// Upstream responses the robustness test mutates: each body framing, interim and switching heads, no-body statuses.
-private let upstreamResponses: [[UInt8]] = [
-    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;a=b\r\nwiki\r\n0\r\nX-T: 1\r\n\r\n",
-    "HTTP/1.0 200 OK\r\n\r\nuntil close",
-    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
-    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nraw",
-    "HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n",
-].map { Array($0.utf8) }
+/// Upstream responses the robustness test mutates.
+private let upstreamResponses = http1ResponseSeeds
 
 /// CONNECT heads the robustness test mutates: an intercepted host, a `--passthrough` one, an IPv6 literal.
 private let connectHeads: [[UInt8]] = [
