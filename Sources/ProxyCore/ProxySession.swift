@@ -161,8 +161,14 @@ public final class ProxySession {
             frontBytes += bytes
             front.receive(bytes)
             pumpFront()
-        case .tunnelConnecting(let pending):
-            phase = .tunnelConnecting(pending: pending + bytes)
+        case .tunnelConnecting(var pending):
+            phase = .done  // out of `phase`, so the append below is in place
+            pending += bytes
+            // Held until the upstream answers (up to the connect timeout): past the limit the client waits.
+            if pending.count >= Self.tunnelPendingLimit, pending.count - bytes.count < Self.tunnelPendingLimit {
+                commands.append(.pauseReading(.client))
+            }
+            phase = .tunnelConnecting(pending: pending)
         case .sniffing(let host, let port, var buffer):
             // Out of `phase` first, so the bytes are appended in place: a hello trickling in a byte at a time would
             // otherwise copy everything so far on every read.
@@ -206,6 +212,7 @@ public final class ProxySession {
                 tunnel?.clientBytesBefore = pending.count
                 tunnelBytes(fromClient: true, pending)
             }
+            if pending.count >= Self.tunnelPendingLimit { commands.append(.resumeReading(.client)) }
             commands.append(.startTunnel)
             phase = .done
         case .plain:
@@ -391,6 +398,8 @@ public final class ProxySession {
     static let requestHeadLimit: Duration = .seconds(30)
     /// The raw tunnel this session set up, logged when the adapter reports it closed.
     var tunnel: Tunnel?
+    /// Client bytes held for a tunnel whose upstream is still connecting, past which the client is no longer read.
+    static let tunnelPendingLimit = 64 * 1024
     /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.
     private var lastPlainBlock: ATSViolation?
 

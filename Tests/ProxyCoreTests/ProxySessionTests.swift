@@ -225,6 +225,20 @@ struct ProxySessionTests {
             + "was read"), "\(note)")
     }
 
+    @Test("A client sending while its tunnel's upstream connects pauses past 64 KiB; all goes up, then reads resume")
+    func tunnelPendingBytesAreBounded() throws {
+        let (session, _) = try passthroughSession()
+        let piece = [UInt8](repeating: 0x61, count: 16 * 1024)
+        var paused = 0
+        for _ in 0..<6 { paused += session.handle(.clientBytes(piece)).filter { $0 == .pauseReading(.client) }.count }
+        #expect(paused == 1, "one pause, when the held bytes reach the limit")
+        let connected = session.handle(.upstreamConnected)
+        #expect(connected.toUpstream.count == 6 * piece.count)
+        // Compared by position: a failure printing the commands would print the 96 KiB with them.
+        let resumed = connected.firstIndex(of: .resumeReading(.client))
+        #expect(resumed != nil && resumed == connected.firstIndex(of: .startTunnel).map { $0 - 1 })
+    }
+
     /// A passthrough tunnel to pass.test whose client sent a real ClientHello offering up to `maximum`, answered by a
     /// ServerHello choosing `version` and `suite`; returns the tunnel's record.
     private func judgedTunnel(maximum: TLSVersion, version: UInt16, suite: UInt16) throws -> ExchangeSummary? {
