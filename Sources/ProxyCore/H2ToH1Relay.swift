@@ -26,6 +26,9 @@ final class H2ToH1Relay: LaneRelay {
     private let now: () -> Double
     private let maxLanes: Int
     private var out = RelayOutput()
+    /// An extra lane failed to connect (or to complete its TLS handshake) since the last one that connected: no
+    /// other lane is opened while one is left.
+    private var laneConnectFailed = false
 
     /// The pool of upstream HTTP/1.1 connections a browser would open per host (Chrome and Safari use 6).
     static let defaultMaxLanes = 6
@@ -118,6 +121,7 @@ final class H2ToH1Relay: LaneRelay {
 
     func laneConnected(_ lane: UpstreamLane) -> RelayOutput {
         lanes[lane]?.connected = true
+        laneConnectFailed = false
         assignLanes()
         pump()
         return out.take()
@@ -125,6 +129,7 @@ final class H2ToH1Relay: LaneRelay {
 
     func laneFailed(_ lane: UpstreamLane, error: String) -> RelayOutput {
         lanes[lane] = nil
+        laneConnectFailed = true
         if lanes.isEmpty {
             // Nothing left that could serve the waiting streams.
             for id in waiting { answer(id, status: 502, body: "ATSProxy: cannot connect to the upstream: \(error)\n") }
@@ -281,7 +286,9 @@ final class H2ToH1Relay: LaneRelay {
             }
             guard let lane = lanes.first(where: { $0.value.connected && $0.value.streamID == nil })?.key else {
                 let connecting = lanes.values.filter { !$0.connected }.count
-                if lanes.count < maxLanes, connecting < waiting.count {
+                // After a failed connect, the streams wait for the lanes there are (the origin may refuse more
+                // connections: opening the next one at once would retry forever while another lane is busy).
+                if lanes.count < maxLanes, connecting < waiting.count, !laneConnectFailed || lanes.isEmpty {
                     let lane = UpstreamLane(nextLane)
                     nextLane += 1
                     lanes[lane] = Lane(connected: false)

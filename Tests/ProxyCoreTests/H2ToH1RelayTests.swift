@@ -137,4 +137,25 @@ struct H2ToH1RelayTests {
         let text = String(decoding: scene.responses[id]?.body ?? [], as: UTF8.self)
         #expect(text.contains("closed the connection"), "\(text)")
     }
+
+    @Test("An extra lane that fails to connect is not retried while the first is busy; its stream waits for that one")
+    func failedLaneIsNotRetried() throws {
+        let scene = try PoolScene(maxLanes: 3)
+        let first = try scene.get("/slow")
+        let second = try scene.get("/next")
+        try scene.exchange()
+        #expect(scene.opened == [UpstreamLane(1)])
+        // The origin refuses the second connection. Asking for another at once would repeat for as long as the
+        // first exchange lasts (each refusal answered by a new connect): a connection storm that never settles.
+        scene.take(scene.relay.laneFailed(UpstreamLane(1), error: "refused"))
+        #expect(scene.opened == [UpstreamLane(1)], "no new lane after the refusal")
+        #expect(scene.responses[second] == nil, "the stream waits")
+        // The first exchange ends: the waiting stream goes over the first connection.
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(scene.responses[first]?.ended == true)
+        #expect(scene.toLanes[.primary]?.contains("GET /next HTTP/1.1\r\n") == true)
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")))
+        #expect(scene.responses[second]?.body == bytes("yes"))
+        #expect(scene.opened == [UpstreamLane(1)])
+    }
 }
