@@ -838,7 +838,8 @@ extension ProxySession {
     }
 
     func interceptSendClient(_ plaintext: [UInt8]) {
-        guard let i = interception, let engine = i.client else { return }
+        // Nothing goes to a client after its connection was closed (an upstream write just failed, say).
+        guard !clientClosed, let i = interception, let engine = i.client else { return }
         do { try engine.write(plaintext) } catch {
             notice("\(i.host): cannot write to the client TLS session: \(error)")
             closeAll()

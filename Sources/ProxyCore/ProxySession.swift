@@ -525,7 +525,8 @@ public final class ProxySession {
     func closeAll(tlsClose: Bool = false) {
         logRefusalIfClientRefused()
         closeAllLanes()
-        if tlsClose, let client = interception?.client {
+        // A second close (a relay asking for one after a failed write already closed) sends nothing more.
+        if tlsClose, !clientClosed, let client = interception?.client {
             client.close()
             let bytes = client.takeOutput()
             if !bytes.isEmpty { commands.append(.sendToClient(bytes)) }

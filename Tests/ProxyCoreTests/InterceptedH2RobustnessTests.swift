@@ -11,6 +11,7 @@ import Testing
 private struct H2Scene {
     let env: ProxyEnvironment
     let client: TLSContext
+    let h1Client: TLSContext
     let h2Origin: TLSContext
     let h1Origin: TLSContext
 
@@ -24,6 +25,7 @@ private struct H2Scene {
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
             diagnosticsLevel: 0, jsonEvents: false, upstreamALPN: .ios)
         client = try TLSContext(.client(alpn: ["h2"]))
+        h1Client = try TLSContext(.client(alpn: ["http/1.1"]))
         h2Origin = try TLSContext(.server(identity: try minter.identity(for: "good.test"), alpn: ["h2"]))
         h1Origin = try TLSContext(.server(identity: try minter.identity(for: "good.test"), alpn: ["http/1.1"]))
     }
@@ -346,4 +348,65 @@ private func hasFrame(_ bytes: [UInt8], type: UInt8) -> Bool {
         i += 9 + (Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]))
     }
     return false
+}
+
+@Suite("ProxySession: an HTTP/1.1 client translated to an h2 origin that has closed")
+struct TranslatedClosedOriginTests {
+    @Test("A broken upload after the h2 origin closed ends the client's connection; nothing is sent after the close")
+    func nothingAfterClose() throws {
+        // The reproducer the fuzzer found (seed 3000146): the relay answers the bad chunk size and asks to close,
+        // but writing its RST_STREAM to the closed origin fails first and closes the client; the relay's close then
+        // sent a close_notify after `closeClient`.
+        let scene = try H2Scene()
+        let session = ProxySession(id: 1, environment: scene.env, now: { 1_700_000_000 })
+        let client = try TLSEngine(context: scene.h1Client, serverName: "good.test")
+        let origin = try TLSEngine(context: scene.h2Origin)
+        _ = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))
+        _ = client.handshake()
+        var out = session.handle(.clientBytes(client.takeOutput())) + session.handle(.upstreamConnected)
+        for _ in 0..<10 {
+            origin.feed(out.toUpstream)
+            client.feed(out.toClient)
+            _ = origin.handshake()
+            _ = client.handshake()
+            let (fromOrigin, fromClient) = (origin.takeOutput(), client.takeOutput())
+            if fromOrigin.isEmpty && fromClient.isEmpty { break }
+            out = session.handle(.upstreamBytes(fromOrigin)) + session.handle(.clientBytes(fromClient))
+        }
+        #expect(client.negotiated?.alpn == "http/1.1" && origin.negotiated?.alpn == "h2")
+        // A chunked upload that the origin (an nghttp2 server) answers 204 as soon as the head arrives.
+        let server = try H2Session(role: .server)
+        try client.write(bytes("POST /c HTTP/1.1\r\nHost: good.test\r\nTransfer-Encoding: chunked\r\n\r\n"))
+        out = session.handle(.clientBytes(client.takeOutput()))
+        for _ in 0..<5 {
+            origin.feed(out.toUpstream)
+            client.feed(out.toClient)
+            var plaintext: [UInt8] = []
+            while case .data(let piece) = origin.read() { plaintext += piece }
+            for case .headers(let id, _, .request, _) in try server.receive(plaintext) {
+                try server.submitResponse(streamID: id, headers: [H2Header(":status", "204")], body: .none)
+            }
+            let answer = server.pendingOutput()
+            if answer.isEmpty { break }
+            try origin.write(answer)
+            out = session.handle(.upstreamBytes(origin.takeOutput()))
+        }
+        var response: [UInt8] = []
+        while case .data(let piece) = client.read() { response += piece }
+        #expect(String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 204 "))
+        // The origin's connection ends (no close_notify) while the upload goes on: the client is kept for it.
+        #expect(!session.handle(.upstreamEOF).closesClient)
+
+        // The body breaks (a chunk longer than its size): the relay answers the client and asks to close, but its
+        // RST_STREAM to the closed origin fails to be written first, which closes the client.
+        try client.write(bytes("000000000000000000001;e=1\r\nhello\r\n0\r\n\r\n"))
+        let commands = session.handle(.clientBytes(client.takeOutput()))
+        guard let close = commands.firstIndex(of: .closeClient) else {
+            Issue.record("the client's connection stays open: \(commands)")
+            return
+        }
+        let after = commands[(close + 1)...].filter { if case .log = $0 { false } else { $0 != .closeUpstream } }
+        #expect(after.isEmpty, "\(after) after closeClient")
+        #expect(session.handle(.clientEOF).isEmpty)
+    }
 }
