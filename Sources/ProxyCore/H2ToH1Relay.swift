@@ -26,8 +26,9 @@ final class H2ToH1Relay: LaneRelay {
     private let now: () -> Double
     private let maxLanes: Int
     private var out = RelayOutput()
-    /// An extra lane failed to connect (or to complete its TLS handshake) since the last one that connected: no
-    /// other lane is opened while one is left.
+    /// An extra lane failed to connect (or to complete its TLS handshake) since the last one that connected or the
+    /// last exchange that completed: no other lane is opened while one is left. Clearing it on a completed exchange
+    /// lets the pool grow again later, at most one connect per exchange, never a storm.
     private var laneConnectFailed = false
 
     /// The pool of upstream HTTP/1.1 connections a browser would open per host (Chrome and Safari use 6).
@@ -415,6 +416,7 @@ final class H2ToH1Relay: LaneRelay {
         let reusable = s.keepAlive && l.responses.lastMessageKeepAlive
         lanes[lane] = l
         if reusable {
+            laneConnectFailed = false
             do { try lanes[lane]?.responses.startNextMessage() } catch {
                 dropLane(lane, close: true)
                 assignLanes()

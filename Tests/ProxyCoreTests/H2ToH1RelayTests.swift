@@ -158,4 +158,20 @@ struct H2ToH1RelayTests {
         #expect(scene.responses[second]?.body == bytes("yes"))
         #expect(scene.opened == [UpstreamLane(1)])
     }
+
+    @Test("After a refused lane, a completed exchange lets the pool try one more lane when streams wait again")
+    func poolGrowsAgainAfterProgress() throws {
+        let scene = try PoolScene(maxLanes: 3)
+        _ = try scene.get("/slow")
+        _ = try scene.get("/next")
+        try scene.exchange()
+        scene.take(scene.relay.laneFailed(UpstreamLane(1), error: "refused"))
+        // The first exchange completes; the waiting stream takes the first connection and keeps it busy.
+        scene.take(scene.relay.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(scene.opened == [UpstreamLane(1)])
+        // A new stream while the first connection is busy: one refusal does not cap the pool for good.
+        _ = try scene.get("/third")
+        try scene.exchange()
+        #expect(scene.opened == [UpstreamLane(1), UpstreamLane(2)])
+    }
 }
