@@ -160,6 +160,31 @@ http {{
     return run_nginx(f"{d}/nginx-ref.conf", conf, [listen_port, status_port])
 
 
+def start_proxy(binary, d, cadir, proxy_port, tls_port, h2_port, extra_args, log_name="proxy.log"):
+    """Starts `atsproxy run` quietly on `proxy_port`, trusting the bench CA and mapping bench.test and bench-h2.test
+    to the origin's TLS and h2 listeners; returns once it listens. Its CA goes to `cadir`."""
+    os.makedirs(cadir, exist_ok=True)
+    proxy = subprocess.Popen(
+        [binary, "run", "--listen", f"127.0.0.1:{proxy_port}", "--ca-dir", cadir,
+         "--trust-ca", f"{d}/ca.pem", "--map", f"bench.test=127.0.0.1:{tls_port}",
+         "--map", f"bench-h2.test=127.0.0.1:{h2_port}", "--quiet"] + extra_args,
+        stdout=subprocess.DEVNULL, stderr=open(f"{d}/{log_name}", "w"))
+    wait_port(proxy_port)
+    time.sleep(0.3)
+    return proxy
+
+
+def stop_all(procs):
+    """SIGTERM to every process, then a kill for any still running after 10 s."""
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def only_child(pid):
     """The single worker process of an nginx master."""
     for _ in range(100):
@@ -315,15 +340,8 @@ def main():
         reference_nginx = start_nginx_reverse_proxy(d, ref_port, tls_port, ref_status_port)
         procs.append(reference_nginx)
         cadir = f"{d}/proxy-ca"
-        os.makedirs(cadir)
-        proxy = subprocess.Popen(
-            [args.binary, "run", "--listen", f"127.0.0.1:{proxy_port}", "--ca-dir", cadir,
-             "--trust-ca", f"{d}/ca.pem", "--map", f"bench.test=127.0.0.1:{tls_port}",
-             "--map", f"bench-h2.test=127.0.0.1:{h2_port}", "--quiet"] + args.proxy_arg,
-            stdout=subprocess.DEVNULL, stderr=open(f"{d}/proxy.log", "w"))
+        proxy = start_proxy(args.binary, d, cadir, proxy_port, tls_port, h2_port, args.proxy_arg)
         procs.append(proxy)
-        wait_port(proxy_port)
-        time.sleep(0.3)
         proxy_url = f"http://127.0.0.1:{proxy_port}"
         proxy_address = f"127.0.0.1:{proxy_port}"
 
@@ -450,13 +468,7 @@ def main():
         print(f"machine: {os.cpu_count()} cores; origin nginx (1 worker), clients atsproxy-load (keep-alive rows) and hey "
               f"(the others), proxy atsproxy, all on 127.0.0.1")
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
         shutil.rmtree(d, ignore_errors=True)
 
 
