@@ -79,6 +79,15 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Event-loop threads (default: one per core).")
     var threads: Int?
 
+    @Option(
+        name: .customLong("yields-before-sleep"),
+        help: ArgumentHelp(
+            "Times an event-loop thread that has just handled several events yields the CPU and looks again before "
+                + "it sleeps: cheaper than being woken when clients and origins share the machine's cores. "
+                + "0 sleeps at once.",
+            valueName: "N"))
+    var yieldsBeforeSleep: Int = EventLoopGroup.Configuration.defaultYieldsBeforeSleeping
+
     @Option(name: .customLong("ca-dir"), help: "Where the proxy's CA lives (created on first run).")
     var caDir: String = "certs"
 
@@ -103,6 +112,9 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--ios must be 9 or later (got \(iosVersion))")
         }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1 (got \(threads))") }
+        guard (0...1000).contains(yieldsBeforeSleep) else {
+            throw ValidationError("--yields-before-sleep takes 0 to 1000 (got \(yieldsBeforeSleep))")
+        }
         if let diagnostics, !(0...3).contains(diagnostics) {
             throw ValidationError("--diagnostics takes 0 (off) to 3 (got \(diagnostics))")
         }
@@ -191,7 +203,8 @@ struct RunCommand: ParsableCommand {
             timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption)
         HeapTuning.keepFreedMemoryForReuse()
-        let group = try EventLoopGroup(configuration: .init(loopCount: threadCount))
+        let group = try EventLoopGroup(
+            configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
         let listener = try server.listen(host: host, port: port)
 

@@ -190,6 +190,16 @@ import Testing
         #expect(run.stderr.contains("--diagnostics takes 0 (off) to 3 (got 4)"), "\(run.stderr)")
     }
 
+    /// The yield count is bounded, so a typo cannot make an event loop spin for long before it sleeps.
+    @Test func yieldsBeforeSleepOutOfRangeIsAUsageError() throws {
+        #expect(try Self.help().contains("0 sleeps at once. (default: 12)"))
+        for value in ["-1", "1001"] {
+            let run = try Self.run(["--yields-before-sleep=\(value)"])
+            #expect(run.status == 64)
+            #expect(run.stderr.contains("--yields-before-sleep takes 0 to 1000 (got \(value))"), "\(run.stderr)")
+        }
+    }
+
     @Test func threadsHelpStatesItsDefaultOnce() throws {
         let help = try Self.help()
         #expect(help.contains("--threads <threads> Event-loop threads (default: one per core). --"), "\(help)")
