@@ -24,6 +24,8 @@
 // 8. After a batch of two or more events the loop yields the CPU and polls a few times before it sleeps
 //    (`pollYielding`): under load the next event usually comes from a peer that runs meanwhile, and a thread asleep
 //    in epoll_wait costs that peer a wake-up (an interrupt to the other core, on a VM an exit to the hypervisor).
+//    When yields start taking milliseconds, a CPU-bound task is getting the core instead, and `YieldGovernor`
+//    suspends yielding for a second.
 
 import CLinuxShims
 import Synchronization
@@ -97,6 +99,8 @@ public final class EventLoop: @unchecked Sendable {
 
     /// See `EventLoopGroup.Configuration.yieldsBeforeSleeping`.
     private let yieldsBeforeSleeping: Int
+    /// Suspends yielding while something CPU-bound shares the cores.
+    private var yieldGovernor = YieldGovernor()
 
     init(
         index: Int, writeLimits: WriteBufferLimits, readBufferSize: Int, yieldsBeforeSleeping: Int
@@ -381,12 +385,18 @@ public final class EventLoop: @unchecked Sendable {
     /// developer's laptop or the benchmark), the next event is usually produced by a peer that runs while this
     /// thread yields. Sleeping instead makes that peer's send pay for waking this thread (a cross-core interrupt,
     /// on a VM an exit to the hypervisor) and leaves a core idle in between. Only a batch of two or more events
-    /// leads here: one client's request-response ping-pong, or an idle proxy, goes straight to sleep.
+    /// leads here: one client's request-response ping-pong, or an idle proxy, goes straight to sleep. While yields
+    /// take long (a CPU-bound task shares the cores and gets whole slices), `yieldGovernor` suspends them.
     private func pollYielding(_ events: UnsafeMutablePointer<epoll_event>, capacity: Int) -> Int32 {
+        var before = monotonicNanoseconds()
+        guard yieldGovernor.allowsYielding(at: before) else { return 0 }
         for _ in 0..<yieldsBeforeSleeping {
             sched_yield()
+            let after = monotonicNanoseconds()
+            yieldGovernor.recordYield(duration: after &- before, endingAt: after)
             let count = epoll_wait(epollFD, events, Int32(capacity), 0)
-            if count != 0 { return count }
+            if count != 0 || !yieldGovernor.allowsYielding(at: after) { return count }
+            before = monotonicNanoseconds()
         }
         return 0
     }

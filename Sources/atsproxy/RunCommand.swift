@@ -84,6 +84,7 @@ struct RunCommand: ParsableCommand {
         help: ArgumentHelp(
             "Times an event-loop thread that has just handled several events yields the CPU and looks again before "
                 + "it sleeps: cheaper than being woken when clients and origins share the machine's cores. "
+                + "Suspended for a second whenever yields take milliseconds (a CPU-bound task shares the cores). "
                 + "0 sleeps at once.",
             valueName: "N"))
     var yieldsBeforeSleep: Int = EventLoopGroup.Configuration.defaultYieldsBeforeSleeping
