@@ -16,10 +16,10 @@ Both binaries default to .build/release/atsproxy; the load client is the atsprox
 Example: benchmarks/abtest.py --a-arg=--yields-before-sleep=0 --b-arg=--yields-before-sleep=12
 Needs: nginx (nginx-light), hey (for --case download), openssl, curl.
 """
-import argparse, os, shutil, statistics, sys, tempfile
+import argparse, os, shutil, statistics, tempfile
 
-from proxybench import (ROOT, cpu_seconds, free_port, hey, load, make_certs, start_nginx, only_child, start_proxy,
-                        stop_all)
+from proxybench import (ROOT, cpu_seconds, free_port, hey, load, make_certs, only_child, require_tools, start_nginx,
+                        start_proxy, stop_all)
 
 
 def machine_busy_seconds():
@@ -62,12 +62,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--requests", type=int, default=30000)
     args = ap.parse_args()
-    for tool in ("nginx", "openssl", "curl") + (("hey",) if args.case == "download" else ()):
-        if not shutil.which(tool):
-            sys.exit(f"{tool} is missing: apt-get install nginx-light hey openssl curl")
     load_binary = os.path.join(os.path.dirname(args.a_binary), "atsproxy-load")
-    if not os.access(load_binary, os.X_OK):
-        sys.exit(f"{load_binary} is missing: swift build -c release")
+    require_tools(("nginx", "openssl", "curl") + (("hey",) if args.case == "download" else ()), load_binary)
 
     d = tempfile.mkdtemp(prefix="atsproxy-ab-")
     procs = []

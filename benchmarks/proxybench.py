@@ -160,6 +160,15 @@ http {{
     return run_nginx(f"{d}/nginx-ref.conf", conf, [listen_port, status_port])
 
 
+def require_tools(tools, load_binary):
+    """Exits with the install command when a tool or the atsproxy-load binary is missing."""
+    for tool in tools:
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: apt-get install nginx-light hey openssl curl")
+    if not os.access(load_binary, os.X_OK):
+        sys.exit(f"{load_binary} is missing: swift build -c release (it builds atsproxy and atsproxy-load)")
+
+
 def start_proxy(binary, d, cadir, proxy_port, tls_port, h2_port, extra_args, log_name="proxy.log"):
     """Starts `atsproxy run` quietly on `proxy_port`, trusting the bench CA and mapping bench.test and bench-h2.test
     to the origin's TLS and h2 listeners; returns once it listens. Its CA goes to `cadir`."""
@@ -323,12 +332,8 @@ def main():
     ap.add_argument("--proxy-arg", action="append", default=[],
                     help="extra argument for `atsproxy run` (repeatable), e.g. --proxy-arg=--threads=1")
     args = ap.parse_args()
-    for tool in ("nginx", "hey", "openssl", "curl"):
-        if not shutil.which(tool):
-            sys.exit(f"{tool} is missing: apt-get install nginx-light hey openssl curl")
     load_binary = args.load_binary or os.path.join(os.path.dirname(args.binary), "atsproxy-load")
-    if not os.access(load_binary, os.X_OK):
-        sys.exit(f"{load_binary} is missing: swift build -c release (it builds atsproxy and atsproxy-load)")
+    require_tools(("nginx", "hey", "openssl", "curl"), load_binary)
 
     d = tempfile.mkdtemp(prefix="atsproxy-bench-")
     procs = []
