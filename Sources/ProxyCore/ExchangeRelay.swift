@@ -82,6 +82,9 @@ extension UpstreamLane {
 protocol ExchangeRelay: AnyObject {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
     func clientEOF() -> RelayOutput
+    /// The client connection is gone (reset, failed, or closed by the proxy's shutdown): nothing more can reach the
+    /// client, so the exchanges in flight end here and are logged as cut off, with `reason`.
+    func clientGone(_ reason: String) -> RelayOutput
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput
     func upstreamEOF() -> RelayOutput
     /// No exchange in flight: closing now loses nothing.

@@ -82,6 +82,12 @@ final class H1ToH2Relay: ExchangeRelay {
         return out.take()
     }
 
+    func clientGone(_ reason: String) -> RelayOutput {
+        complete(keepParsing: false, interruption: reason)
+        close()
+        return out.take()
+    }
+
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
         guard !finished else { return out.take() }
         do {

@@ -95,9 +95,13 @@ final class H2Relay: ExchangeRelay {
     }
 
     func clientEOF() -> RelayOutput {
+        clientGone("the client closed the connection")
+    }
+
+    func clientGone(_ reason: String) -> RelayOutput {
         out.closeClient = true
         failed = true
-        finishAll(interruption: "the client closed the connection")
+        finishAll(interruption: reason)
         return out.take()
     }
 

@@ -112,8 +112,12 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     func clientEOF() -> RelayOutput {
+        clientGone("the client closed the connection")
+    }
+
+    func clientGone(_ reason: String) -> RelayOutput {
         abandon()
-        for id in streams.keys.sorted() { finish(id, interruption: "the client closed the connection") }
+        for id in streams.keys.sorted() { finish(id, interruption: reason) }
         return out.take()
     }
 

@@ -116,6 +116,13 @@ final class HTTP1Relay {
         return out.take()
     }
 
+    func clientGone(_ reason: String) -> RelayOutput {
+        complete(keepParsing: false, interruption: reason)
+        out.closeClient = true
+        finished = true
+        return out.take()
+    }
+
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
         responses.receive(bytes)
         pumpResponses()

@@ -29,6 +29,9 @@ public enum ProxyEvent: Sendable {
     case tunnelClosed(fromClient: Int, toClient: Int)
     /// The first bytes either side sent into the raw tunnel, while `ProxySession.watchesTunnel` says so.
     case tunnelBytes(fromClient: Bool, [UInt8])
+    /// The proxy is shutting down gracefully: the exchange in flight may finish until the shutdown's deadline, when
+    /// the connections still open are closed (and their exchanges logged as cut off by the shutdown).
+    case stopping
     /// A deadline asked for with `ProxyCommand.startTimer` passed.
     case timerFired(ProxyTimer)
 }

@@ -46,6 +46,8 @@ public final class ProxySession {
     var interception: Interception?
     var upstreamOpen = false
     var clientClosed = false
+    /// The proxy is shutting down: a connection closed from now on was cut off by the shutdown's deadline.
+    var stopping = false
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
@@ -109,11 +111,16 @@ public final class ProxySession {
         switch event {
         case .clientBytes(let bytes): clientBytes(bytes)
         case .clientEOF: clientEOF()
-        case .clientClosed:
+        case .clientClosed(let error):
             clientClosed = true
             logRefusalIfClientRefused()
             // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).
-            if !isDone, let relay { for exchange in relay.clientEOF().exchanges { logExchange(exchange) } }
+            if !isDone, let relay {
+                let reason = stopping
+                    ? "the proxy stopped before the exchange finished"
+                    : error.map { "the client connection failed: \($0)" } ?? "the client closed the connection"
+                for exchange in relay.clientGone(reason).exchanges { logExchange(exchange) }
+            }
             closeAllLanes()
             if upstreamOpen { commands.append(.closeUpstream) }
             phase = .done
@@ -124,6 +131,7 @@ public final class ProxySession {
         case .upstreamClosed(let error): upstreamClosed(error)
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed: handleLaneEvent(event)
         case .peerQuiet(let peer): releaseBuffers(of: peer)
+        case .stopping: stopping = true
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
         case .timerFired(.requestHead):
             guard case .front = phase else { break }

@@ -404,7 +404,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Closes everything still open on this loop. Runs on the loop thread as it exits.
     private func tearDown() {
         for listener in Array(listeners.values) { listener.closeOnLoop() }
-        for connection in Array(connections.values) { connection.abort() }
+        // In the order they were made, so a proxy's client connection closes before the upstream connection it
+        // opened, and its exchange in flight is logged as cut off by the shutdown, not by the upstream's close.
+        for connection in connections.values.sorted(by: { $0.id.serial < $1.id.serial }) { connection.abort() }
         runDeferred()
         timerCallbacks.removeAll()
         pendingResolutions.removeAll()

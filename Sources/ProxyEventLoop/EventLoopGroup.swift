@@ -45,7 +45,13 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let nextIndex = Atomic<Int>(0)
     private let finished: [DispatchSemaphore]
-    private let state = Locked<(listeners: [Listener], shutDown: Bool)>(([], false))
+    private struct State {
+        var listeners: [Listener] = []
+        var shutDown = false
+        /// Signalled when every loop has drained, or by `cutShutdownShort`, during `shutdownGracefully`.
+        var shutdownWake: DispatchSemaphore?
+    }
+    private let state = Locked(State())
 
     /// Creates the loops and starts their threads. SIGPIPE is ignored process-wide from here on (sends also use
     /// MSG_NOSIGNAL; this covers any other write path).
@@ -127,13 +133,29 @@ public final class EventLoopGroup: Sendable {
         }
         guard let listeners else { return }
         for listener in listeners { listener.close() }
-        let drained = loops.map { _ in DispatchSemaphore(value: 0) }
-        for (loop, done) in zip(loops, drained) {
-            loop.execute { loop.beginDraining { done.signal() } }
+        let wake = DispatchSemaphore(value: 0)
+        state.withLock { $0.shutdownWake = wake }
+        let draining = Locked(loops.count)
+        for loop in loops {
+            loop.execute {
+                loop.beginDraining {
+                    let remaining = draining.withLock { count -> Int in
+                        count -= 1
+                        return count
+                    }
+                    if remaining == 0 { wake.signal() }
+                }
+            }
         }
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
-        for done in drained { _ = done.wait(timeout: deadline) }
+        _ = wake.wait(timeout: deadline)
         for loop in loops { loop.execute { loop.stop() } }
         for done in finished { done.wait() }
+    }
+
+    /// Ends `shutdownGracefully`'s wait at once, as if its deadline had passed: the connections still open are
+    /// closed now. For a second Ctrl-C. Safe from any thread; does nothing before `shutdownGracefully` began.
+    public func cutShutdownShort() {
+        state.withLock { $0.shutdownWake }?.signal()
     }
 }

@@ -99,7 +99,7 @@ final class ClientSide: ConnectionHandler {
 
     func connectionShutdownRequested(_ connection: Connection) {
         // Graceful shutdown: let the exchange in flight finish; the deadline in shutdownGracefully closes the rest.
-        if session.isIdle { connection.close() }
+        if session.isIdle { connection.close() } else if !tunnelled { run(session.handle(.stopping)) }
     }
 
     func connectionClosed(_ connection: Connection, error: IOError?) {

@@ -6,6 +6,7 @@ import PolicyLoader
 import ProxyCore
 import ProxyEventLoop
 import ProxyServer
+import Synchronization
 import TLSCore
 
 /// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
@@ -211,10 +212,24 @@ struct RunCommand: ParsableCommand {
 
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         let done = DispatchSemaphore(value: 0)
+        let signalsSeen = Atomic<Int>(0)
         let signals = ShutdownSignals { _ in
-            FileHandle.standardError.write(Data("atsproxy: shutting down (in-flight exchanges get 5 s)\n".utf8))
-            group.shutdownGracefully(timeout: .seconds(5))
-            done.signal()
+            // Each signal runs here on its own: a second one comes while the first still waits for the exchanges.
+            switch signalsSeen.wrappingAdd(1, ordering: .relaxed).newValue {
+            case 1:
+                FileHandle.standardError.write(Data(
+                    "atsproxy: shutting down (in-flight exchanges get 5 s; Ctrl-C again to stop them now)\n".utf8))
+                group.shutdownGracefully(timeout: .seconds(5))
+                done.signal()
+            case 2:
+                FileHandle.standardError.write(Data(
+                    "atsproxy: stopping now: exchanges still in flight are cut off and logged as such\n".utf8))
+                group.cutShutdownShort()
+            default:
+                // Something keeps the loops from stopping: leave without waiting (and without flushing).
+                FileHandle.standardError.write(Data("atsproxy: exiting at once\n".utf8))
+                _exit(130)
+            }
         }
 
         // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.

@@ -205,4 +205,22 @@ struct HTTP1RelayTests {
         let down = r.upstreamBytes(bytes("HTTP/1.1 204 No Content\nX-A: 1\n\n")).toClient
         #expect(String(decoding: down, as: UTF8.self) == "HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n")
     }
+
+    @Test("A client gone mid-response ends its exchange there, logged as cut off with why; an idle relay logs nothing")
+    func clientGoneMidResponse() {
+        let r = relay()
+        _ = r.clientBytes(bytes("GET /big HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+        _ = r.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"))
+        let gone = r.clientGone("the client connection failed: reset")
+        #expect(gone.exchanges.map(\.status) == [200])
+        #expect(gone.exchanges.map(\.responseBytes) == [10])
+        #expect(gone.exchanges.map(\.interruption) == ["the client connection failed: reset"])
+        #expect(gone.closeClient)
+        #expect(r.isIdle)
+
+        let idle = relay()
+        _ = idle.clientBytes(bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+        _ = idle.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(idle.clientGone("the client closed the connection").exchanges.isEmpty)
+    }
 }

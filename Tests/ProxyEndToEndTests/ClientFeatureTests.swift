@@ -73,6 +73,30 @@ struct ClientFeatureTests {
         #expect(lines.last?.contains("/bytes/3 200") == true, "\(lines)")
     }
 
+    @Test("A second Ctrl-C cuts the exchanges in flight at once, and each is logged as stopped by the shutdown")
+    func secondCtrlCStopsAtOnce() async throws {
+        let stage = try await Stage()
+        let download = try TestProcess(
+            "/usr/bin/curl",
+            ["-sS", "--max-time", "60", "-x", stage.proxy.url, "--cacert", stage.e2e.proxyCA, "--limit-rate", "200K",
+             "-o", "/dev/null", "https://\(Stage.httpsHost)/bytes/104857600"],
+            in: stage.folder, name: "slow-curl")
+        defer { download.stop() }
+        try await Task.sleep(for: .seconds(1))
+        let started = ContinuousClock.now
+        kill(stage.proxy.process.pid, SIGINT)
+        try await Task.sleep(for: .milliseconds(300))
+        kill(stage.proxy.process.pid, SIGINT)
+        #expect(try await stage.proxy.process.waitForExit(timeout: .seconds(20)) == 0)
+        // The first Ctrl-C alone would have waited 5 s for the download.
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(stage.proxy.process.stderr.contains("atsproxy: stopping now"), "\(stage.proxy.process.stderr)")
+        let lines = stage.proxy.process.stdout.split(separator: "\n").filter { $0.contains("/bytes/104857600") }
+        #expect(lines.count == 1, "\(stage.proxy.process.stdout)")
+        #expect(lines.first?.hasSuffix("INCOMPLETE: the proxy stopped before the exchange finished") == true,
+                "\(lines)")
+    }
+
     @Test("A client that does not trust the CA: its repeated failure is one notice, and the repeats are counted")
     func repeatedNoticesAreFolded() async throws {
         let stage = try await Stage()

@@ -14,13 +14,29 @@ struct LoadTests {
     @Test("A reset mid-body affects only its own exchange; concurrent exchanges finish byte-exact",
           arguments: ["client", "upstream"])
     func resetMidBody(side: String) async throws {
-        let stage = try await Stage(["--quiet"])
+        let log = try E2E.shared().folder().appendingPathComponent("events.jsonl")
+        let stage = try await Stage(["--quiet", "--log-json", log.path])
         let r = try await stage.python(["reset", Stage.httpsHost, Stage.plainHost, side, "8", "4194304"])
         let resetter = r["resetter"] as? [Any]
         #expect(resetter?.first as? Bool == true, "\(r)")
         #expect(r["others_ok"] as? Int == 8, "\(r)")
         #expect((r["after"] as? [Any])?.first as? Bool == true, "the proxy keeps serving: \(r)")
         #expect(stage.proxy.process.isRunning)
+
+        // The cut exchange is still logged, saying why it ended early.
+        let resetPath = side == "client" ? "/bytes/4194304" : "/reset/4194304"
+        let events = try await jsonEvents(log) { $0.contains { Self.interruption(of: $0, path: resetPath) != nil } }
+        let cut = events.compactMap { Self.interruption(of: $0, path: resetPath) }
+        #expect(cut.count == 1, "\(cut)")
+        if side == "client" { #expect(cut.first?.hasPrefix("the client ") == true, "\(cut)") }
+    }
+
+    /// The `interruption` of an `exchange` event for a URL ending in `path`, if it has one.
+    static func interruption(of event: [String: Any], path: String) -> String? {
+        guard event["kind"] as? String == "exchange", (event["url"] as? String)?.hasSuffix(path) == true else {
+            return nil
+        }
+        return (event["exchange"] as? [String: Any])?["interruption"] as? String
     }
 
     @Test("Slow readers do not make the proxy buffer bodies: 4 clients at 1 MiB/s on 100 MiB bodies, RSS stays flat")
