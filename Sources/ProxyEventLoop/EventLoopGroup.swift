@@ -50,6 +50,8 @@ public final class EventLoopGroup: Sendable {
         var shutDown = false
         /// Signalled when every loop has drained, or by `cutShutdownShort`, during `shutdownGracefully`.
         var shutdownWake: DispatchSemaphore?
+        /// `cutShutdownShort` was called: the shutdown does not wait for the connections.
+        var shutdownCut = false
     }
     private let state = Locked(State())
 
@@ -134,7 +136,12 @@ public final class EventLoopGroup: Sendable {
         guard let listeners else { return }
         for listener in listeners { listener.close() }
         let wake = DispatchSemaphore(value: 0)
-        state.withLock { $0.shutdownWake = wake }
+        // Set under the lock that `cutShutdownShort` takes: a cut that came first (the second signal's handler can
+        // run before the first's gets here) is seen, and one that comes later finds the semaphore.
+        let cutAlready = state.withLock { state -> Bool in
+            state.shutdownWake = wake
+            return state.shutdownCut
+        }
         let draining = Locked(loops.count)
         for loop in loops {
             loop.execute {
@@ -148,14 +155,19 @@ public final class EventLoopGroup: Sendable {
             }
         }
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
-        _ = wake.wait(timeout: deadline)
+        if !cutAlready { _ = wake.wait(timeout: deadline) }
         for loop in loops { loop.execute { loop.stop() } }
         for done in finished { done.wait() }
     }
 
     /// Ends `shutdownGracefully`'s wait at once, as if its deadline had passed: the connections still open are
-    /// closed now. For a second Ctrl-C. Safe from any thread; does nothing before `shutdownGracefully` began.
+    /// closed now. For a second Ctrl-C. Safe from any thread; called before `shutdownGracefully`, it makes that
+    /// call close the connections without waiting.
     public func cutShutdownShort() {
-        state.withLock { $0.shutdownWake }?.signal()
+        let wake = state.withLock { state -> DispatchSemaphore? in
+            state.shutdownCut = true
+            return state.shutdownWake
+        }
+        wake?.signal()
     }
 }

@@ -65,14 +65,40 @@ struct ShutdownTests {
         #expect(throws: IOError.self) { _ = try RawClient(port: port) }
     }
 
-    @Test func connectionsThatDoNotFinishAreClosedAtTheDeadline() throws {
-        /// Ignores shutdown requests.
-        final class StubbornHandler: ConnectionHandler {
-            let received: Collector<Bool>
-            init(received: Collector<Bool>) { self.received = received }
-            func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) { received.add(true) }
-            func connectionShutdownRequested(_ connection: Connection) {}
+    /// Ignores shutdown requests.
+    final class StubbornHandler: ConnectionHandler {
+        let received: Collector<Bool>
+        init(received: Collector<Bool>) { self.received = received }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) { received.add(true) }
+        func connectionShutdownRequested(_ connection: Connection) {}
+    }
+
+    @Test("cutShutdownShort, during the wait or before it, closes what is left without waiting for the deadline",
+          arguments: [false, true])
+    func cutShortClosesAtOnce(cutFirst: Bool) throws {
+        let received = Collector<Bool>()
+        let group = try EventLoopGroup(loopCount: 1)
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in StubbornHandler(received: received) }
+        let client = try RawClient(port: listener.port)
+        try client.send([1])
+        #expect(received.wait(for: 1))
+        if cutFirst { group.cutShutdownShort() }
+        let finished = DispatchSemaphore(value: 0)
+        let started = ContinuousClock.now
+        Thread {
+            group.shutdownGracefully(timeout: .seconds(30))
+            finished.signal()
+        }.start()
+        if !cutFirst {
+            Thread.sleep(forTimeInterval: 0.2)
+            group.cutShutdownShort()
         }
+        #expect(finished.wait(timeout: .now() + 20) == .success)
+        #expect(ContinuousClock.now - started < .seconds(15))
+        #expect(try client.readToEOF() == [])
+    }
+
+    @Test func connectionsThatDoNotFinishAreClosedAtTheDeadline() throws {
         let received = Collector<Bool>()
         let group = try EventLoopGroup(loopCount: 1)
         let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in StubbornHandler(received: received) }
