@@ -39,6 +39,8 @@ public final class ProxySession {
     var isDone: Bool { if case .done = phase { true } else { false } }
     /// Raw client bytes of the front phase, replayed into the relay when the first request is plain HTTP.
     private var frontBytes: [UInt8] = []
+    /// When the first request's first byte arrived.
+    private var frontStarted: Double?
     private var front = HTTP1Parser(role: .requests)
     var relay: (any ExchangeRelay)?
     /// The relay of plain-HTTP forwarding (the only one that reconnects upstreams).
@@ -135,7 +137,7 @@ public final class ProxySession {
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
         case .timerFired(.requestHead):
             guard case .front = phase else { break }
-            answerFront(
+            refuseFront(
                 status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         case .tunnelBytes(let fromClient, let bytes): tunnelBytes(fromClient: fromClient, bytes)
@@ -165,7 +167,10 @@ public final class ProxySession {
                 closeAll()
                 return
             }
-            if frontBytes.isEmpty { commands.append(.startTimer(.requestHead, after: Self.requestHeadLimit)) }
+            if frontBytes.isEmpty {
+                commands.append(.startTimer(.requestHead, after: Self.requestHeadLimit))
+                frontStarted = now()
+            }
             frontBytes += bytes
             front.receive(bytes)
             pumpFront()
@@ -294,7 +299,7 @@ public final class ProxySession {
     private func pumpFront() {
         let event: HTTP1Event
         do { event = try front.nextEvent() } catch {
-            answerFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
+            refuseFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
             return
         }
         guard case .requestHead(let head) = event else { return }
@@ -309,7 +314,7 @@ public final class ProxySession {
         }
         let target: HTTPRequestTarget
         do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch {
-            answerFront(status: 400, body: "ATSProxy: \(error)\n")
+            refuseFront(status: 400, body: "ATSProxy: \(error)\n", head: head)
             return
         }
         switch target {
@@ -317,16 +322,16 @@ public final class ProxySession {
             // CONNECT carries no body: what follows the head belongs to the tunnel.
             let afterHead: HTTP1Event
             do { afterHead = try front.nextEvent() } catch {
-                answerFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
+                refuseFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n", head: head)
                 return
             }
             guard case .end = afterHead else {
-                answerFront(status: 400, body: "ATSProxy: CONNECT must not have a body\n")
+                refuseFront(status: 400, body: "ATSProxy: CONNECT must not have a body\n", head: head)
                 return
             }
             let leftover: [UInt8]
             do { leftover = try front.switchProtocols() } catch {
-                answerFront(status: 400, body: "ATSProxy: \(error)\n")
+                refuseFront(status: 400, body: "ATSProxy: \(error)\n", head: head)
                 return
             }
             frontBytes = []
@@ -334,9 +339,14 @@ public final class ProxySession {
         case .absolute(let scheme, _, _, _) where scheme == "http":
             startPlain()
         case .absolute:
-            answerFront(status: 400, body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n")
+            refuseFront(
+                status: 400, body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
+                head: head)
         case .origin, .asterisk:
-            answerFront(status: 400, body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n")
+            refuseFront(
+                status: 400,
+                body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n",
+                head: head)
         }
     }
 
@@ -396,6 +406,19 @@ public final class ProxySession {
 
     func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
         commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
+        closeAll()
+    }
+
+    /// Refuses the connection's first request (malformed, not a proxy request, or too slow to arrive) and logs it
+    /// as an exchange, as the relays log the requests they refuse later on a connection: a client that gets a 400
+    /// from the proxy then has a line saying so. `head` names the request when it was parsed; else `-`.
+    func refuseFront(status: Int, body: String, head: HTTPRequestHead? = nil) {
+        let answer = HTTP1LocalAnswer.closing(status: status, text: body)
+        recordExchange(ExchangeSummary(
+            method: head?.method ?? "-", url: head?.target ?? "-", status: status, httpVersion: "HTTP/1.1",
+            outcome: .notEvaluated, errors: [], requestBytes: frontBytes.count, responseBytes: body.utf8.count,
+            durationMilliseconds: max(0, (now() - (frontStarted ?? now())) * 1000)))
+        commands.append(.sendToClient(answer))
         closeAll()
     }
 

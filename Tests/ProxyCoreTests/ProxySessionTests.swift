@@ -68,6 +68,20 @@ struct ProxySessionTests {
         #expect(out.clientText.hasPrefix("HTTP/1.1 400 "))
         #expect(out.clientText.contains("configure it as the HTTP and HTTPS proxy"))
         #expect(out.closesClient)
+        #expect(out.exchanges.map { "\($0.method) \($0.url) \($0.status ?? 0)" } == ["GET /index.html 400"])
+    }
+
+    @Test("A first request the proxy refuses is logged as an exchange, named when its head parsed, '-' when not",
+          arguments: [
+              ("GET http://a.test/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "- - 400"),
+              ("GET http://a.test/ HTTP/3.0\r\nHost: a.test\r\n\r\n", "- - 505"),
+              ("GET https://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "GET https://a.test/ 400"),
+          ])
+    func refusedFirstRequestIsLogged(request: String, line: String) throws {
+        let out = SessionHarness.session(try SessionHarness.environment()).handle(.clientBytes(bytes(request)))
+        #expect(out.closesClient)
+        #expect(out.exchanges.map { "\($0.method) \($0.url) \($0.status ?? 0)" } == [line], "\(out.clientText)")
+        #expect(out.exchanges.first?.requestBytes == request.utf8.count)
     }
 
     @Test("A client that opens TLS to the proxy itself (an https:// proxy setting) is told why and closed at once")
@@ -215,7 +229,7 @@ struct ProxySessionTests {
         #expect(!session.watchesTunnel)
         // The record counts the bytes the session forwarded itself as well as the relay's.
         let closed = session.handle(.tunnelClosed(fromClient: 100, toClient: 200))
-        let summaries = closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }
+        let summaries = closed.exchanges
         #expect(summaries.map(\.requestBytes) == [103])
         #expect(summaries.map(\.responseBytes) == [200])
         #expect(summaries.first?.outcome == .notEvaluated)
@@ -256,7 +270,7 @@ struct ProxySessionTests {
         _ = session.handle(.tunnelBytes(fromClient: false, [0x16, 0x03, 0x03, 0, UInt8(message.count)] + message))
         #expect(!session.watchesTunnel)
         let closed = session.handle(.tunnelClosed(fromClient: 0, toClient: 0))
-        return closed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }.first
+        return closed.exchanges.first
     }
 
     @Test("A tunnel's ServerHello is judged only where it tells what the app would get")
@@ -289,7 +303,7 @@ struct ProxySessionTests {
         #expect(failed.clientText.hasPrefix("HTTP/1.1 502 "), "\(failed.clientText)")
         #expect(failed.clientText.contains("cannot connect to pass.test:443 (mapped to 127.0.0.1:9)"))
         #expect(failed.closesClient)
-        let summary = failed.compactMap { if case .log(.exchange(let s)) = $0 { s } else { nil } }.first
+        let summary = failed.exchanges.first
         #expect(summary?.outcome == .failed)
         #expect(summary?.status == 502)
         #expect(summary?.errors.map(\.shortCode) == ["-1004"])

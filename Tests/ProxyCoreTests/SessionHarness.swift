@@ -50,6 +50,9 @@ extension [ProxyCommand] {
     var notices: [String] {
         compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text)) = c { text } else { nil } }
     }
+    var exchanges: [ExchangeSummary] {
+        compactMap { (c: ProxyCommand) -> ExchangeSummary? in if case .log(.exchange(let e)) = c { e } else { nil } }
+    }
     var events: [TraceEvent] {
         compactMap { (c: ProxyCommand) -> TraceEvent? in if case .log(.event(let e)) = c { e } else { nil } }
     }
