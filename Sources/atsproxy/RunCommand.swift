@@ -104,6 +104,14 @@ struct RunCommand: ParsableCommand {
         help: "Seconds an upstream may take to complete its TLS handshake; then the client gets -1001 (timed out).")
     var handshakeTimeout: Double = 15
 
+    @Option(
+        name: .customLong("shutdown-timeout"),
+        help: ArgumentHelp(
+            "Seconds Ctrl-C or SIGTERM lets exchanges in flight finish before they are cut off (0 to 3600; a second "
+                + "Ctrl-C cuts them at once).",
+            valueName: "SECONDS"))
+    var shutdownTimeout: Double = 5
+
     @Flag(help: "No per-exchange console lines (notices still go to stderr).")
     var quiet = false
 
@@ -122,6 +130,9 @@ struct RunCommand: ParsableCommand {
         }
         guard handshakeTimeout > 0, handshakeTimeout <= 3600 else {
             throw ValidationError("--handshake-timeout takes seconds, more than 0 and at most 3600")
+        }
+        guard (0...3600).contains(shutdownTimeout) else {
+            throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
         }
         let (host, _) = try Self.parseListen(listen)
         if !Self.isLoopback(host) && !allowLAN {
@@ -212,14 +223,17 @@ struct RunCommand: ParsableCommand {
 
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         let done = DispatchSemaphore(value: 0)
+        let shutdownSeconds =
+            shutdownTimeout == shutdownTimeout.rounded() ? String(Int(shutdownTimeout)) : String(shutdownTimeout)
         let signalsSeen = Atomic<Int>(0)
         let signals = ShutdownSignals { _ in
             // Each signal runs here on its own: a second one comes while the first still waits for the exchanges.
             switch signalsSeen.wrappingAdd(1, ordering: .relaxed).newValue {
             case 1:
                 FileHandle.standardError.write(Data(
-                    "atsproxy: shutting down (in-flight exchanges get 5 s; Ctrl-C again to stop them now)\n".utf8))
-                group.shutdownGracefully(timeout: .seconds(5))
+                    ("atsproxy: shutting down (in-flight exchanges get \(shutdownSeconds) s; "
+                        + "Ctrl-C again to stop them now)\n").utf8))
+                group.shutdownGracefully(timeout: .milliseconds(Int(shutdownTimeout * 1000)))
                 done.signal()
             case 2:
                 FileHandle.standardError.write(Data(

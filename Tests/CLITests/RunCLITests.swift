@@ -200,6 +200,12 @@ import Testing
         }
     }
 
+    @Test func shutdownTimeoutOutOfRangeIsAUsageError() throws {
+        let run = try Self.run(["--shutdown-timeout=3601"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--shutdown-timeout takes seconds, 0 to 3600 (got 3601.0)"), "\(run.stderr)")
+    }
+
     @Test func threadsHelpStatesItsDefaultOnce() throws {
         let help = try Self.help()
         #expect(help.contains("--threads <threads> Event-loop threads (default: one per core). --"), "\(help)")
