@@ -77,7 +77,14 @@ public struct ATSAnswer: Sendable, Equatable {
                 lines.append("  No Info.plist exception can allow this: \(reason)")
             }
         }
-        for note in decision.notes { lines.append("Note: \(note)") }
+        // The rule's notes are about the simulation, not this failure: said so, and left out where no ATS verdict
+        // was made (a server that could not be reached).
+        if verdict != "unreachable", !decision.notes.isEmpty {
+            lines.append("")
+            lines.append(
+                "How ATSProxy reads Apple's behaviour where it is unconfirmed (for every connection under this rule):")
+            for note in decision.notes { lines.append("  Note: \(note)") }
+        }
         if let acceptedFlaw {
             lines.append("")
             lines.append(

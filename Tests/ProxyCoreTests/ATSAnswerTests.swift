@@ -50,6 +50,20 @@ struct ATSAnswerTests {
         #expect(body.contains("No Info.plist exception can allow this"))
     }
 
+    @Test("The rule's notes are set apart as how the simulation reads Apple, and left out where no verdict was made")
+    func notesAreSetApart() {
+        let noted = PolicyDecision(keyPath: decision.keyPath, reason: decision.reason, notes: ["EKU reading"])
+        let body = ATSAnswer(url: "https://old.test/", decision: noted, violations: [version]).blockBody
+        #expect(body.contains(
+            "How ATSProxy reads Apple's behaviour where it is unconfirmed (for every connection under this rule):\n"
+                + "  Note: EKU reading\n"))
+        let unreachable = ATSViolation(
+            kind: .unreachable, urlError: .cannotConnectToHost, sslError: nil, explanation: "connection refused",
+            fix: .noExceptionCanHelp(reason: "start the server"))
+        let failed = ATSAnswer(url: "https://old.test/", decision: noted, violations: [unreachable]).blockBody
+        #expect(!failed.contains("EKU reading"))
+    }
+
     @Test("A --block tls fallback answer says why the client got HTTP rather than the app's failed handshake")
     func fallbackBody() {
         var answer = ATSAnswer(url: "https://old.test/", decision: decision, violations: [version])
