@@ -34,8 +34,10 @@ struct RunCommand: ParsableCommand {
     @Option(help: "The app's ATS policy: a plist, Info.plist, .app or .ipa. Without it, Apple's defaults apply.")
     var plist: String?
 
+    // Numeric options take the next word whatever it looks like (.unconditional), so `--threads -3` reaches
+    // validate() and its range message; by default argument-parser reads `-3` as a flag ("Missing value").
     @Option(
-        name: .customLong("ios"),
+        name: .customLong("ios"), parsing: .unconditional,
         help: ArgumentHelp(
             "iOS version whose ATS behaviour is simulated (9 or later; a version takes the newest of the bands 9, "
                 + "10, 14, 17, 26 not after it, e.g. 16 → 14; the banner names the band)."))
@@ -77,11 +79,11 @@ struct RunCommand: ParsableCommand {
     var passthrough: [String] = []
 
     // Optional, so that the help shows "one per core" rather than this machine's count appended after it.
-    @Option(help: "Event-loop threads (default: one per core).")
+    @Option(parsing: .unconditional, help: "Event-loop threads (default: one per core).")
     var threads: Int?
 
     @Option(
-        name: .customLong("yields-before-sleep"),
+        name: .customLong("yields-before-sleep"), parsing: .unconditional,
         help: ArgumentHelp(
             "Times an event-loop thread that has just handled several events yields the CPU and looks again before "
                 + "it sleeps: cheaper than being woken when clients and origins share the machine's cores. "
@@ -93,14 +95,16 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("ca-dir"), help: "Where the proxy's CA lives (created on first run).")
     var caDir: String = "certs"
 
-    @Option(help: "CFNetwork-style diagnostics level, 0 (off) to 3 (default: $CFNETWORK_DIAGNOSTICS, else 0).")
+    @Option(
+        parsing: .unconditional,
+        help: "CFNetwork-style diagnostics level, 0 (off) to 3 (default: $CFNETWORK_DIAGNOSTICS, else 0).")
     var diagnostics: Int?
 
     @Option(name: .customLong("log-json"), help: "Write one JSON object per event to FILE.")
     var logJSON: String?
 
     @Option(
-        name: .customLong("handshake-timeout"),
+        name: .customLong("handshake-timeout"), parsing: .unconditional,
         help: "Seconds an upstream may take to complete its TLS handshake; then the client gets -1001 (timed out).")
     var handshakeTimeout: Double = 15
 

@@ -206,6 +206,33 @@ import Testing
         #expect(run.stderr.contains("--shutdown-timeout takes seconds, 0 to 3600 (got 3601.0)"), "\(run.stderr)")
     }
 
+    /// A negative number after a space is the option's value, not a flag: it gets the option's own range message,
+    /// as `--option=-1` does, instead of "Missing value".
+    @Test(arguments: [
+        (["--yields-before-sleep", "-1"], "--yields-before-sleep takes 0 to 1000 (got -1)"),
+        (["--threads", "-3"], "--threads must be at least 1 (got -3)"),
+        (["--diagnostics", "-1"], "--diagnostics takes 0 (off) to 3 (got -1)"),
+        (["--handshake-timeout", "-5"], "--handshake-timeout takes seconds, more than 0 and at most 3600"),
+        (["--ios", "-1"], "--ios must be 9 or later (got -1)"),
+    ])
+    func negativeNumbersReachValidation(args: [String], message: String) throws {
+        let run = try Self.run(args)
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("Error: \(message)"), "\(run.stderr)")
+        #expect(!run.stderr.contains("Missing value"), "\(run.stderr)")
+    }
+
+    /// Taking the next word unconditionally leaves ordinary parsing alone: a flag after a numeric value is still a
+    /// flag, and a flag where the number belongs is named as the bad value.
+    @Test func numericOptionsStillParseAmongFlags() throws {
+        let run = try Self.run(["--threads", "1", "--quiet", "--diagnostics", "0"])
+        #expect(run.stdout.contains("(1 thread)"), "\(run.stdout)\(run.stderr)")
+        let swallowed = try Self.run(["--threads", "--quiet"])
+        #expect(swallowed.status == 64)
+        let message = "The value '--quiet' is invalid for '--threads <threads>'"
+        #expect(swallowed.stderr.contains(message), "\(swallowed.stderr)")
+    }
+
     @Test func threadsHelpStatesItsDefaultOnce() throws {
         let help = try Self.help()
         #expect(help.contains("--threads <threads> Event-loop threads (default: one per core). --"), "\(help)")
