@@ -85,10 +85,10 @@ struct RunCommand: ParsableCommand {
     @Option(
         name: .customLong("yields-before-sleep"), parsing: .unconditional,
         help: ArgumentHelp(
-            "Times an event-loop thread that has just handled several events yields the CPU and looks again before "
-                + "it sleeps: cheaper than being woken when clients and origins share the machine's cores. "
-                + "Suspended for a second whenever yields take milliseconds (a CPU-bound task shares the cores). "
-                + "0 sleeps at once.",
+            "How many times a busy event-loop thread yields the CPU and polls again before it sleeps (0 to 1000; "
+                + "0 sleeps at once): cheaper than being woken when clients and origins share the machine's cores. "
+                + "Yielding is suspended for a second whenever yields take milliseconds (a CPU-bound task shares "
+                + "the cores).",
             valueName: "N"))
     var yieldsBeforeSleep: Int = EventLoopGroup.Configuration.defaultYieldsBeforeSleeping
 

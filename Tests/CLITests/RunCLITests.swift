@@ -190,9 +190,13 @@ import Testing
         #expect(run.stderr.contains("--diagnostics takes 0 (off) to 3 (got 4)"), "\(run.stderr)")
     }
 
-    /// The yield count is bounded, so a typo cannot make an event loop spin for long before it sleeps.
+    /// The yield count is bounded, so a typo cannot make an event loop spin for long before it sleeps; help and
+    /// validation name the same range.
     @Test func yieldsBeforeSleepOutOfRangeIsAUsageError() throws {
-        #expect(try Self.help().contains("0 sleeps at once. (default: 12)"))
+        let help = try Self.help()
+        #expect(help.contains("--yields-before-sleep <N> How many times a busy event-loop thread yields"), "\(help)")
+        #expect(help.contains("before it sleeps (0 to 1000; 0 sleeps at once): cheaper"), "\(help)")
+        #expect(help.contains("(a CPU-bound task shares the cores). (default: 12)"), "\(help)")
         for value in ["-1", "1001"] {
             let run = try Self.run(["--yields-before-sleep=\(value)"])
             #expect(run.status == 64)
