@@ -79,8 +79,12 @@ struct RunCommand: ParsableCommand {
     var passthrough: [String] = []
 
     // Optional, so that the help shows "one per core" rather than this machine's count appended after it.
-    @Option(parsing: .unconditional, help: "Event-loop threads (default: one per core).")
+    @Option(parsing: .unconditional, help: "Event-loop threads, 1 to 256 (default: one per core).")
     var threads: Int?
+
+    /// `--threads`' upper bound: each loop holds an epoll and an eventfd descriptor and a thread, and a count in
+    /// the thousands runs out of descriptors before the first connection ("epoll_create1 failed").
+    static let maxThreads = 256
 
     @Option(
         name: .customLong("yields-before-sleep"), parsing: .unconditional,
@@ -125,7 +129,9 @@ struct RunCommand: ParsableCommand {
         guard IOSProfile.band(for: iosVersion) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(iosVersion))")
         }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1 (got \(threads))") }
+        if let threads, !(1...Self.maxThreads).contains(threads) {
+            throw ValidationError("--threads takes 1 to \(Self.maxThreads) (got \(threads))")
+        }
         guard (0...1000).contains(yieldsBeforeSleep) else {
             throw ValidationError("--yields-before-sleep takes 0 to 1000 (got \(yieldsBeforeSleep))")
         }
@@ -159,7 +165,7 @@ struct RunCommand: ParsableCommand {
             FileHandle.standardError.write(Data("atsproxy: warning: listening on \(host) without --auth\n".utf8))
         }
         guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
-        let threadCount = threads ?? EventLoopGroup.coreCount
+        let threadCount = threads ?? min(EventLoopGroup.coreCount, Self.maxThreads)
         let (level, levelWarning) = Self.diagnosticsLevel(
             option: diagnostics, environment: ProcessInfo.processInfo.environment["CFNETWORK_DIAGNOSTICS"])
         if let levelWarning {

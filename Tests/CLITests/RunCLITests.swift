@@ -214,7 +214,7 @@ import Testing
     /// as `--option=-1` does, instead of "Missing value".
     @Test(arguments: [
         (["--yields-before-sleep", "-1"], "--yields-before-sleep takes 0 to 1000 (got -1)"),
-        (["--threads", "-3"], "--threads must be at least 1 (got -3)"),
+        (["--threads", "-3"], "--threads takes 1 to 256 (got -3)"),
         (["--diagnostics", "-1"], "--diagnostics takes 0 (off) to 3 (got -1)"),
         (["--handshake-timeout", "-5"], "--handshake-timeout takes seconds, more than 0 and at most 3600"),
         (["--ios", "-1"], "--ios must be 9 or later (got -1)"),
@@ -239,7 +239,18 @@ import Testing
 
     @Test func threadsHelpStatesItsDefaultOnce() throws {
         let help = try Self.help()
-        #expect(help.contains("--threads <threads> Event-loop threads (default: one per core). --"), "\(help)")
+        let text = "--threads <threads> Event-loop threads, 1 to 256 (default: one per core). --"
+        #expect(help.contains(text), "\(help)")
+    }
+
+    /// A thread count in the thousands would run out of descriptors ("epoll_create1 failed: Too many open files"):
+    /// the range is a usage error naming the bounds the help states.
+    @Test(arguments: ["0", "257", "100000"])
+    func threadsOutOfRangeIsAUsageError(value: String) throws {
+        let run = try Self.run(["--threads", value])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("Error: --threads takes 1 to 256 (got \(value))"), "\(run.stderr)")
+        #expect(!run.stderr.contains("epoll"), "\(run.stderr)")
     }
 
     @Test(arguments: [
