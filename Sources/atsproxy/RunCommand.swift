@@ -304,15 +304,32 @@ struct RunCommand: ParsableCommand {
         return user.joined() + ":PASSWORD@"
     }
 
-    /// Splits `host:port`, `[v6]:port` or a bare port.
+    /// Splits `host:port`, `[v6]:port` or a bare port. Port 0 is allowed: the system picks a free port, which the
+    /// banner shows.
     static func parseListen(_ text: String) throws -> (String, UInt16) {
-        if let port = UInt16(text) { return ("127.0.0.1", port) }
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+        func isNumber(_ s: Substring) -> Bool { !s.isEmpty && s.allSatisfy { $0.isASCII && $0.isNumber } }
+        // Named like --map's port errors, with this option's range.
+        func port(_ portText: Substring) throws -> UInt16 {
+            guard !portText.isEmpty else {
+                throw ValidationError("--listen '\(text)': the port is missing after ':' (HOST:PORT)")
+            }
+            guard isNumber(portText) else {
+                throw ValidationError("--listen '\(text)': the port '\(portText)' is not a number")
+            }
+            guard let port = UInt16(portText) else {
+                throw ValidationError(
+                    "--listen '\(text)': the port \(portText) is out of range (0–65535; 0 picks a free port)")
+            }
+            return port
+        }
+        if isNumber(Substring(text)) { return ("127.0.0.1", try port(Substring(text))) }
+        guard let colon = text.lastIndex(of: ":") else {
             throw ValidationError("--listen expects HOST:PORT, got '\(text)'")
         }
+        let number = try port(text[text.index(after: colon)...])
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host.isEmpty ? "127.0.0.1" : host, port)
+        return (host.isEmpty ? "127.0.0.1" : host, number)
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -300,6 +300,13 @@ import Testing
     @Test(arguments: [
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
         (["--listen", "0.0.0.0:0"], "0.0.0.0 is not a loopback address", true),
+        (
+            ["--listen", "127.0.0.1:99999"],
+            "--listen '127.0.0.1:99999': the port 99999 is out of range (0–65535; 0 picks a free port)", true
+        ),
+        (["--listen", "70000"], "--listen '70000': the port 70000 is out of range (0–65535", true),
+        (["--listen", "127.0.0.1:http"], "--listen '127.0.0.1:http': the port 'http' is not a number", true),
+        (["--listen", "127.0.0.1:"], "--listen '127.0.0.1:': the port is missing after ':' (HOST:PORT)", true),
         (["--map", "bad"], "--map expects HOST=ADDR:PORT", true),
         (["--map", "a.*.com=127.0.0.1:1"], "--map 'a.*.com=127.0.0.1:1': a wildcard must be the whole first", true),
         (["--passthrough", "*x.com"], "--passthrough '*x.com': a wildcard must be the whole first label", true),
