@@ -229,7 +229,10 @@ struct RunCommand: ParsableCommand {
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
-        let listener = try server.listen(host: host, port: port)
+        let listener: Listener
+        do { listener = try server.listen(host: host, port: port) } catch {
+            throw failure("atsproxy run: error: \(Self.listenFailure(error, host: host, port: port))")
+        }
 
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         let done = DispatchSemaphore(value: 0)
@@ -330,6 +333,25 @@ struct RunCommand: ParsableCommand {
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return (host.isEmpty ? "127.0.0.1" : host, number)
+    }
+
+    /// Why the proxy cannot listen, naming the address (`bind failed: …` alone leaves the user guessing which
+    /// one) and, for the usual causes, what to do.
+    static func listenFailure(_ error: IOError, host: String, port: UInt16) -> String {
+        let address = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        let reason = String(cString: strerror(error.errnoCode))
+        switch error.errnoCode {
+        case EADDRINUSE:
+            return "cannot listen on \(address): \(reason) (another program, maybe another atsproxy, uses that port; "
+                + "pick another with --listen)"
+        case EADDRNOTAVAIL:
+            return "cannot listen on \(address): \(reason) (no network interface of this machine has that address)"
+        case EACCES:
+            return "cannot listen on \(address): \(reason) (ports below 1024 need privileges; pick another with "
+                + "--listen)"
+        default:
+            return "cannot listen on \(address): \(error)"
+        }
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `atsproxy run`'s startup as a user sees it: the built binary on an ephemeral loopback port, stopped as soon as
@@ -285,6 +286,20 @@ import Testing
         let private_ = try Self.run([], caDir: caDir)
         #expect(private_.stdout.contains("ATSProxy listening"), "\(private_.stderr)")
         #expect(!private_.stderr.contains("warning"), "\(private_.stderr)")
+    }
+
+    /// A port someone else listens on is named in the error, with the likely cause and the option that fixes it.
+    @Test func portInUseNamesTheAddress() throws {
+        let holder = try RawTCPServer(.silent)
+        let address = "127.0.0.1:\(holder.port)"
+        let run = try Self.run(["--listen", address])
+        #expect(run.status == 1)
+        #expect(!run.stdout.contains("listening"), "\(run.stdout)")
+        #expect(
+            run.stderr.hasSuffix(
+                "atsproxy run: error: cannot listen on \(address): Address already in use (another program, maybe "
+                    + "another atsproxy, uses that port; pick another with --listen)\n"), "\(run.stderr)")
+        #expect(!run.stderr.contains("Usage:"), "\(run.stderr)")
     }
 
     /// With --auth, the banner's curl hint carries the real user name and a placeholder, never the password.
