@@ -113,7 +113,10 @@ public struct CertificateAuthority: Sendable {
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw .io(path: directory.path, message: "cannot create directory: \(error.localizedDescription)")
+            var isFolder: ObjCBool = false
+            let isFile = fm.fileExists(atPath: directory.path, isDirectory: &isFolder) && !isFolder.boolValue
+            let reason = isFile ? "a file has that name" : fileReason(error, path: directory.path)
+            throw .io(path: directory.path, message: "cannot create the CA folder (\(reason))")
         }
         try Self.replaceFile(at: keyPath, with: Array(key.pem.utf8), mode: 0o600, what: "the private key")
         try Self.replaceFile(at: certPath, with: Array(certificate.pem.utf8), mode: 0o644, what: "the certificate")
@@ -260,7 +263,7 @@ public struct CertificateAuthority: Sendable {
 
     private static func readText(_ path: String) throws(CertificateAuthorityError) -> String {
         do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw .io(path: path, message: error.localizedDescription)
+            throw .io(path: path, message: "cannot read the file (\(fileReason(error, path: path)))")
         }
     }
 
@@ -300,4 +303,18 @@ public struct CertificateAuthority: Sendable {
         s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
     }
+}
+
+/// Why a Foundation file operation on `path` failed, in the system's words ("No such file or directory") rather
+/// than Foundation's ("The operation could not be completed. The file doesn't exist."), prefixed with the path it
+/// failed on when that is another one (a parent folder). Foundation's text when there is no POSIX error under it.
+private func fileReason(_ error: any Error, path: String) -> String {
+    let error = error as NSError
+    // `any Error`, bridged: swift-corelibs-foundation stores a Swift POSIXError there, not an NSError.
+    guard let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error,
+        (underlying as NSError).domain == NSPOSIXErrorDomain
+    else { return error.localizedDescription }
+    let reason = String(cString: strerror(Int32((underlying as NSError).code)))
+    guard let failedPath = error.userInfo[NSFilePathErrorKey] as? String, failedPath != path else { return reason }
+    return "\(failedPath): \(reason)"
 }

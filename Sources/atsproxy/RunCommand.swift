@@ -210,9 +210,18 @@ struct RunCommand: ParsableCommand {
             }
         }
         let caURL = URL(fileURLWithPath: caDir)
-        let (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
-        if let warning = try CertificateAuthority.keyPermissionWarning(in: caURL) {
-            FileHandle.standardError.write(Data("atsproxy: warning: \(warning)\n".utf8))
+        // Named after the option, as --log-json's errors are: the CA's files and folder are the user's choice.
+        let authority: CertificateAuthority
+        let created: Bool
+        let keyWarning: String?
+        do {
+            (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
+            keyWarning = try CertificateAuthority.keyPermissionWarning(in: caURL)
+        } catch {
+            throw failure("atsproxy run: error: --ca-dir: \(error)")
+        }
+        if let keyWarning {
+            FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
         }
         let credentials = try auth.map { try ProxyCredentials(parsing: $0) }
         let environment = ProxyEnvironment(

@@ -302,6 +302,29 @@ import Testing
         #expect(!run.stderr.contains("Usage:"), "\(run.stderr)")
     }
 
+    /// A CA folder that cannot be made, or written to, is named with the step that failed and the system's
+    /// reason, not Foundation's "The file doesn't exist."
+    @Test func unusableCAFolderIsExplained() throws {
+        let missing = try Self.run([], caDir: "/proc/nope")
+        #expect(missing.status == 1)
+        let reason = "cannot create the CA folder (No such file or directory)"
+        #expect(missing.stderr == "atsproxy run: error: --ca-dir: /proc/nope: \(reason)\n", "\(missing.stderr)")
+
+        let dir = try ScratchDirectory()
+        let file = dir.path("not-a-folder")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+        let taken = try Self.run([], caDir: file)
+        let fileReason = "cannot create the CA folder (a file has that name)"
+        #expect(taken.stderr == "atsproxy run: error: --ca-dir: \(file): \(fileReason)\n", "\(taken.stderr)")
+
+        // A folder that exists but takes no new files (procfs refuses them even to root).
+        let closed = try Self.run([], caDir: "/proc/self")
+        #expect(closed.status == 1)
+        let key = "/proc/self/atsproxy-ca-key.pem"
+        let keyReason = "cannot write the private key (create: "
+        #expect(closed.stderr.hasPrefix("atsproxy run: error: --ca-dir: \(key): \(keyReason)"), "\(closed.stderr)")
+    }
+
     /// With --auth, the banner's curl hint carries the real user name and a placeholder, never the password.
     @Test func bannerHintCarriesTheUserName() throws {
         let run = try Self.run(["--auth", "qa user:s3cret-pw"])
