@@ -319,6 +319,13 @@ public final class ProxySession {
         }
         switch target {
         case .authority(let host, let port):
+            // The parser takes any port up to 65535, but nothing listens on 0: answered here rather than with a
+            // 200 and a tunnel that can only fail.
+            guard port != 0 else {
+                let body = "ATSProxy: CONNECT \(head.target): port 0 is not a valid port (1 to 65535)\n"
+                answerFront(status: 400, body: body)
+                return
+            }
             // CONNECT carries no body: what follows the head belongs to the tunnel.
             let afterHead: HTTP1Event
             do { afterHead = try front.nextEvent() } catch {

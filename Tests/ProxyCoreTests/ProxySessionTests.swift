@@ -126,6 +126,19 @@ struct ProxySessionTests {
         #expect(next.connects.first.map { $0 == ("good.test", 443) } == true)
     }
 
+    @Test("CONNECT to port 0 is answered 400 naming the target, not 200: nothing can listen there")
+    func connectToPortZeroIsRefused() throws {
+        let session = SessionHarness.session(try SessionHarness.environment())
+        let out = session.handle(.clientBytes(bytes("CONNECT good.test:0 HTTP/1.1\r\nHost: good.test:0\r\n\r\n")))
+        #expect(out.clientText.hasPrefix("HTTP/1.1 400 "), "\(out.clientText)")
+        #expect(
+            out.clientText.hasSuffix("ATSProxy: CONNECT good.test:0: port 0 is not a valid port (1 to 65535)\n"),
+            "\(out.clientText)")
+        #expect(!out.clientText.contains("Connection established"))
+        #expect(out.connects.isEmpty)
+        #expect(out.closesClient)
+    }
+
     @Test("A ClientHello arriving one byte at a time starts interception exactly once, when it is complete")
     func fragmentedClientHello() throws {
         let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")])
