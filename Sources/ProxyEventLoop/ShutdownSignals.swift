@@ -5,7 +5,8 @@ import Foundation
 import Glibc
 #endif
 
-/// Observes SIGINT/SIGTERM (or other signals) and calls `onSignal` on a Dispatch queue.
+/// Observes SIGINT, SIGTERM and SIGHUP (or other signals) and calls `onSignal` on a Dispatch queue. SIGHUP is among
+/// them because a closed terminal sends it: its default action would end the process without flushing its logs.
 ///
 /// A signal handler writes the signal's number to a pipe, and a thread reads it. Dispatch signal sources were used
 /// before, but they arm themselves asynchronously after `resume()` while the default action has to be ignored first:
@@ -23,7 +24,7 @@ public final class ShutdownSignals: Sendable {
     /// Starts observing: the signals' default actions are replaced until `cancel()`. If the pipe cannot be made
     /// (no descriptors left), the default actions stay, and a signal ends the process as it would without this.
     public init(
-        signals: [Int32] = [SIGINT, SIGTERM], queue: DispatchQueue = .global(),
+        signals: [Int32] = [SIGINT, SIGTERM, SIGHUP], queue: DispatchQueue = .global(),
         onSignal: @escaping @Sendable (Int32) -> Void
     ) {
         self.signals = signals

@@ -65,18 +65,27 @@ public final class ProxyLogSink: @unchecked Sendable {
             for line in notices.admit(text, now: now) { Self.writeNotice(line) }
         case .diagnostics(let record):
             if let text = diagnostics.render(record, at: TraceTime(unixTime: Date().timeIntervalSince1970)) {
-                FileHandle.standardError.write(Data(text.utf8))
+                Self.writeToStandardError(text)
             }
         case .event(let event):
             guard let jsonFile else { return }
             do { jsonFile.write(Data((try event.jsonLine() + "\n").utf8)) } catch {
-                FileHandle.standardError.write(Data("atsproxy: cannot encode a JSON log event: \(error)\n".utf8))
+                Self.writeToStandardError("atsproxy: cannot encode a JSON log event: \(error)\n")
             }
         }
     }
 
     private static func writeNotice(_ line: String) {
-        FileHandle.standardError.write(Data(("atsproxy: " + line + "\n").utf8))
+        writeToStandardError("atsproxy: " + line + "\n")
+    }
+
+    /// Writes `text` to stderr. When stderr is gone (the terminal was closed, which also sends SIGHUP, or a pipe's
+    /// reader exited) the text is lost and the proxy carries on: `FileHandle.write(_:)` would trap on the error and
+    /// end the process before it could finish its exchanges and flush its logs.
+    public static func writeToStandardError(_ text: String) {
+        do { try FileHandle.standardError.write(contentsOf: Data(text.utf8)) } catch {
+            return  // nowhere left to report it
+        }
     }
 
     /// Prints the counts of folded notices not yet reported (see `RepeatedNoticeFilter`). Call it before exiting.

@@ -248,22 +248,23 @@ struct RunCommand: ParsableCommand {
         let shutdownSeconds =
             shutdownTimeout == shutdownTimeout.rounded() ? String(Int(shutdownTimeout)) : String(shutdownTimeout)
         let signalsSeen = Atomic<Int>(0)
+        // SIGINT, SIGTERM and SIGHUP: after a SIGHUP the terminal may be gone, so the messages must not trap.
         let signals = ShutdownSignals { _ in
             // Each signal runs here on its own: a second one comes while the first still waits for the exchanges.
             switch signalsSeen.wrappingAdd(1, ordering: .relaxed).newValue {
             case 1:
-                FileHandle.standardError.write(Data(
-                    ("atsproxy: shutting down (in-flight exchanges get \(shutdownSeconds) s; "
-                        + "Ctrl-C again to stop them now)\n").utf8))
+                ProxyLogSink.writeToStandardError(
+                    "atsproxy: shutting down (in-flight exchanges get \(shutdownSeconds) s; "
+                        + "Ctrl-C again to stop them now)\n")
                 group.shutdownGracefully(timeout: .milliseconds(Int(shutdownTimeout * 1000)))
                 done.signal()
             case 2:
-                FileHandle.standardError.write(Data(
-                    "atsproxy: stopping now: exchanges still in flight are cut off and logged as such\n".utf8))
+                ProxyLogSink.writeToStandardError(
+                    "atsproxy: stopping now: exchanges still in flight are cut off and logged as such\n")
                 group.cutShutdownShort()
             default:
                 // Something keeps the loops from stopping: leave without waiting (and without flushing).
-                FileHandle.standardError.write(Data("atsproxy: exiting at once\n".utf8))
+                ProxyLogSink.writeToStandardError("atsproxy: exiting at once\n")
                 _exit(130)
             }
         }

@@ -2,6 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `atsproxy run`'s startup as a user sees it: the built binary on an ephemeral loopback port, stopped as soon as
 /// its banner is out. Policy warnings and notices are written before the banner, so stderr is complete by then.
 @Suite struct RunCLITests {
@@ -13,10 +17,14 @@ import Testing
         let stderr: String
     }
 
-    /// Runs `atsproxy run args…` with the CA in `caDir`, by default a fresh folder; stops it with SIGTERM once it
-    /// listens. A proxy that neither listens nor exits is stopped after 60 s, so a regression fails the test
+    /// Runs `atsproxy run args…` with the CA in `caDir`, by default a fresh folder; stops it with `stopSignal` once
+    /// it listens, after closing the reading end of its stderr when `closingStderr` (a closed terminal; `stderr` is
+    /// then empty). A proxy that neither listens nor exits is stopped after 60 s, so a regression fails the test
     /// instead of hanging it.
-    static func run(_ args: [String], environment: [String: String] = [:], caDir: String? = nil) throws -> Run {
+    static func run(
+        _ args: [String], environment: [String: String] = [:], caDir: String? = nil, stopSignal: Int32 = SIGTERM,
+        closingStderr: Bool = false
+    ) throws -> Run {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("RunCLITests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer {
@@ -45,12 +53,13 @@ import Testing
             if chunk.isEmpty { break }  // EOF: the proxy exited (a startup error)
             stdout.append(chunk)
             if String(decoding: stdout, as: UTF8.self).contains("Try:") {
-                p.terminate()
+                if closingStderr { try err.fileHandleForReading.close() }
+                kill(p.processIdentifier, stopSignal)
                 break
             }
         }
         stdout.append(out.fileHandleForReading.readDataToEndOfFile())
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        let stderr = closingStderr ? Data() : err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         return Run(
             status: p.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
@@ -151,6 +160,21 @@ import Testing
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stderr.contains("atsproxy: shutting down"), "\(run.stderr)")
         }
+    }
+
+    /// A closed terminal sends SIGHUP: the proxy stops as on SIGTERM, flushing its logs, instead of being ended by
+    /// the default action.
+    @Test func aSIGHUPStopsTheProxyGracefully() throws {
+        let run = try Self.run([], stopSignal: SIGHUP)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("atsproxy: shutting down"), "\(run.stderr)")
+    }
+
+    /// After a closed terminal's SIGHUP, stderr is gone too: writing the shutdown notice must not end the proxy
+    /// (FileHandle.write(_:) traps on a failed write).
+    @Test func aSIGHUPWithStderrGoneStillStopsGracefully() throws {
+        let run = try Self.run([], stopSignal: SIGHUP, closingStderr: true)
+        #expect(run.status == 0)
     }
 
     // MARK: - Options
