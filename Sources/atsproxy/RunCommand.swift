@@ -113,7 +113,7 @@ struct RunCommand: ParsableCommand {
     var handshakeTimeout: Double = 15
 
     @Option(
-        name: .customLong("shutdown-timeout"),
+        name: .customLong("shutdown-timeout"), parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds Ctrl-C or SIGTERM lets exchanges in flight finish before they are cut off (0 to 3600; a second "
                 + "Ctrl-C cuts them at once).",

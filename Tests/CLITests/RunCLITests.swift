@@ -243,6 +243,7 @@ import Glibc
         (["--diagnostics", "-1"], "--diagnostics takes 0 (off) to 3 (got -1)"),
         (["--handshake-timeout", "-5"], "--handshake-timeout takes seconds, more than 0 and at most 3600"),
         (["--ios", "-1"], "--ios must be 9 or later (got -1)"),
+        (["--shutdown-timeout", "-1"], "--shutdown-timeout takes seconds, 0 to 3600 (got -1.0)"),
     ])
     func negativeNumbersReachValidation(args: [String], message: String) throws {
         let run = try Self.run(args)
