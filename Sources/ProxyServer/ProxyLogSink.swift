@@ -15,7 +15,9 @@ public final class ProxyLogSink: @unchecked Sendable {
     private let lock = NSLock()
     private var diagnostics: DiagnosticsWriter
     private var notices = RepeatedNoticeFilter()
-    private let jsonFile: FileHandle?
+    /// The `--log-json` file's descriptor, or -1; set to -1 (and closed) after a write to it failed.
+    private var jsonFD: Int32 = -1
+    private let jsonPath: String?
     private let colour: Bool
     private let quiet: Bool
     private var pendingConsole: [UInt8] = []
@@ -41,10 +43,9 @@ public final class ProxyLogSink: @unchecked Sendable {
             // problem, where createFile only says "failed".
             let fd = open(jsonPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw LogFileError(path: jsonPath, errno: errno) }
-            jsonFile = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        } else {
-            jsonFile = nil
+            jsonFD = fd
         }
+        self.jsonPath = jsonPath
         colour = isatty(STDOUT_FILENO) == 1
         self.quiet = quiet
     }
@@ -68,10 +69,40 @@ public final class ProxyLogSink: @unchecked Sendable {
                 Self.writeToStandardError(text)
             }
         case .event(let event):
-            guard let jsonFile else { return }
-            do { jsonFile.write(Data((try event.jsonLine() + "\n").utf8)) } catch {
+            guard jsonFD >= 0 else { return }
+            let line: String
+            do { line = try event.jsonLine() + "\n" } catch {
                 Self.writeToStandardError("atsproxy: cannot encode a JSON log event: \(error)\n")
+                return
             }
+            let code = Self.writeAll(jsonFD, Array(line.utf8))
+            guard code != 0 else { return }
+            // A full disk or a failed device: the proxy goes on without the log, and says so once.
+            close(jsonFD)
+            jsonFD = -1
+            Self.writeNotice(
+                "cannot write the JSON log \(jsonPath ?? ""): \(String(cString: strerror(code))); "
+                    + "no more events are written to it (the proxy goes on)")
+        }
+    }
+
+    deinit {
+        if jsonFD >= 0 { close(jsonFD) }
+    }
+
+    /// Writes all of `bytes` to `fd`, going on after interrupted or partial writes; 0, or the errno that stopped it.
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += n
+            }
+            return 0
         }
     }
 

@@ -58,6 +58,24 @@ struct ClientFeatureTests {
         for secret in ["s3cret", "n0pe", "cWE6"] { #expect(!everything.contains(secret), "\(secret) was logged") }
     }
 
+    @Test("A --log-json file that cannot be written (a full disk) is reported once; the proxy goes on serving")
+    func unwritableJSONLogIsReportedOnce() async throws {
+        // /dev/full opens, and every write to it fails with ENOSPC, as on a full disk.
+        let stage = try await Stage(["--log-json", "/dev/full"])
+        for n in 1...3 {
+            let r = try await stage.curl(["http://\(Stage.plainHost)/bytes/\(n)"])
+            #expect(r.status == 200, "\(r.stderr)")
+        }
+        #expect(stage.proxy.process.isRunning)
+        kill(stage.proxy.process.pid, SIGINT)
+        #expect(try await stage.proxy.process.waitForExit(timeout: .seconds(20)) == 0)
+        let stderr = stage.proxy.process.stderr
+        let reports = stderr.split(separator: "\n").filter { $0.contains("cannot write the JSON log") }
+        let expected = "atsproxy: cannot write the JSON log /dev/full: No space left on device; no more events are "
+            + "written to it (the proxy goes on)"
+        #expect(reports == [Substring(expected)], "\(stderr)")
+    }
+
     @Test("Console lines still buffered when Ctrl-C comes are written before the proxy exits")
     func consoleLinesSurviveShutdown() async throws {
         let stage = try await Stage()
