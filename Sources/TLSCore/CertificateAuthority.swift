@@ -15,6 +15,8 @@ public enum CertificateAuthorityError: Error, Hashable, Sendable, CustomStringCo
     case io(path: String, message: String)
     /// The files exist but do not hold a usable CA.
     case invalid(path: String, reason: String)
+    /// Only one of the CA's two files is in the directory.
+    case incomplete(present: String, missing: String)
     case openSSL(OpenSSLError)
 
     public var description: String {
@@ -23,6 +25,9 @@ public enum CertificateAuthorityError: Error, Hashable, Sendable, CustomStringCo
         case .alreadyExists(let p): "a CA already exists at \(p) (use --force to replace it)"
         case .io(let p, let m): "\(p): \(m)"
         case .invalid(let p, let r): "\(p): \(r)"
+        case .incomplete(let present, let missing):
+            "\(present) is there but \(missing) is not: restore the missing file, or remove \(present) to create a "
+                + "new CA (devices must then trust the new one)"
         case .openSSL(let e): e.description
         }
     }
@@ -185,6 +190,12 @@ public struct CertificateAuthority: Sendable {
         authority: CertificateAuthority, created: Bool
     ) {
         if exists(in: directory) { return (try load(from: directory), false) }
+        // One file without the other: a new CA would replace a certificate devices may trust, or a key.
+        let paths = [certificateFileName, keyFileName].map { directory.appendingPathComponent($0).path }
+        let present = paths.filter { FileManager.default.fileExists(atPath: $0) }
+        if present.count == 1, let missing = paths.first(where: { $0 != present[0] }) {
+            throw .incomplete(present: present[0], missing: missing)
+        }
         let ca: CertificateAuthority
         do { ca = try create() } catch { throw .openSSL(error) }
         try ca.write(to: directory)

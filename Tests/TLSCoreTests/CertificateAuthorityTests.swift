@@ -44,6 +44,20 @@ struct CertificateAuthorityTests {
         #expect(try CertificateAuthority.load(from: dir.url).certificate == replacement.certificate)
     }
 
+    @Test func loadOrCreateRefusesAHalfCAAndSaysWhatToDo() throws {
+        let dir = try TempDirectory()
+        let certs = dir.url.appendingPathComponent("certs")
+        try CertificateAuthority.create().write(to: certs)
+        let key = certs.appendingPathComponent(CertificateAuthority.keyFileName).path
+        try FileManager.default.removeItem(atPath: key)
+        let cert = certs.appendingPathComponent(CertificateAuthority.certificateFileName).path
+        #expect(throws: CertificateAuthorityError.incomplete(present: cert, missing: key)) {
+            _ = try CertificateAuthority.loadOrCreate(in: certs)
+        }
+        #expect(CertificateAuthorityError.incomplete(present: cert, missing: key).description.contains(
+            "restore the missing file, or remove \(cert) to create a new CA"))
+    }
+
     @Test func loadOrCreateCreatesOnceThenLoads() throws {
         let dir = try TempDirectory()
         let first = try CertificateAuthority.loadOrCreate(in: dir.url.appendingPathComponent("certs"))
