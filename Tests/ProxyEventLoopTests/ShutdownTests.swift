@@ -50,12 +50,8 @@ struct ShutdownTests {
         try client.send(Array("question".utf8))
         #expect(received.wait(for: 1))
 
-        let finished = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
-        Thread {
-            group.shutdownGracefully(timeout: .seconds(10))
-            finished.signal()
-        }.start()
+        let finished = Self.shutDownInBackground(group, timeout: .seconds(10))
 
         // The answer still arrives, then the server closes.
         #expect(try client.readToEOF() == Array("answer".utf8))
@@ -73,22 +69,34 @@ struct ShutdownTests {
         func connectionShutdownRequested(_ connection: Connection) {}
     }
 
-    @Test("cutShutdownShort, during the wait or before it, closes what is left without waiting for the deadline",
-          arguments: [false, true])
-    func cutShortClosesAtOnce(cutFirst: Bool) throws {
+    /// Runs `shutdownGracefully` on a thread of its own (it blocks); the semaphore is signalled when it returns.
+    static func shutDownInBackground(_ group: EventLoopGroup, timeout: Duration) -> DispatchSemaphore {
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            group.shutdownGracefully(timeout: timeout)
+            finished.signal()
+        }.start()
+        return finished
+    }
+
+    /// A one-loop group with one client connected to a `StubbornHandler` that has received a byte.
+    private func stubbornConnection() throws -> (EventLoopGroup, RawClient) {
         let received = Collector<Bool>()
         let group = try EventLoopGroup(loopCount: 1)
         let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in StubbornHandler(received: received) }
         let client = try RawClient(port: listener.port)
         try client.send([1])
         #expect(received.wait(for: 1))
+        return (group, client)
+    }
+
+    @Test("cutShutdownShort, during the wait or before it, closes what is left without waiting for the deadline",
+          arguments: [false, true])
+    func cutShortClosesAtOnce(cutFirst: Bool) throws {
+        let (group, client) = try stubbornConnection()
         if cutFirst { group.cutShutdownShort() }
-        let finished = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
-        Thread {
-            group.shutdownGracefully(timeout: .seconds(30))
-            finished.signal()
-        }.start()
+        let finished = Self.shutDownInBackground(group, timeout: .seconds(30))
         if !cutFirst {
             Thread.sleep(forTimeInterval: 0.2)
             group.cutShutdownShort()
@@ -99,12 +107,7 @@ struct ShutdownTests {
     }
 
     @Test func connectionsThatDoNotFinishAreClosedAtTheDeadline() throws {
-        let received = Collector<Bool>()
-        let group = try EventLoopGroup(loopCount: 1)
-        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in StubbornHandler(received: received) }
-        let client = try RawClient(port: listener.port)
-        try client.send([1])
-        #expect(received.wait(for: 1))
+        let (group, client) = try stubbornConnection()
         let started = ContinuousClock.now
         group.shutdownGracefully(timeout: .milliseconds(300))
         let elapsed = ContinuousClock.now - started
