@@ -323,7 +323,7 @@ public final class ProxySession {
             // 200 and a tunnel that can only fail.
             guard port != 0 else {
                 let body = "ATSProxy: CONNECT \(head.target): port 0 is not a valid port (1 to 65535)\n"
-                answerFront(status: 400, body: body)
+                refuseFront(status: 400, body: body, head: head)
                 return
             }
             // CONNECT carries no body: what follows the head belongs to the tunnel.
@@ -347,7 +347,8 @@ public final class ProxySession {
             startPlain()
         case .absolute:
             refuseFront(
-                status: 400, body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
+                status: 400,
+                body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
                 head: head)
         case .origin, .asterisk:
             refuseFront(
@@ -424,7 +425,7 @@ public final class ProxySession {
         recordExchange(ExchangeSummary(
             method: head?.method ?? "-", url: head?.target ?? "-", status: status, httpVersion: "HTTP/1.1",
             outcome: .notEvaluated, errors: [], requestBytes: frontBytes.count, responseBytes: body.utf8.count,
-            durationMilliseconds: max(0, (now() - (frontStarted ?? now())) * 1000)))
+            durationMilliseconds: frontStarted.map { max(0, (now() - $0) * 1000) } ?? 0))
         commands.append(.sendToClient(answer))
         closeAll()
     }

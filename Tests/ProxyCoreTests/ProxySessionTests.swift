@@ -137,6 +137,7 @@ struct ProxySessionTests {
         #expect(!out.clientText.contains("Connection established"))
         #expect(out.connects.isEmpty)
         #expect(out.closesClient)
+        #expect(out.exchanges.map { "\($0.method) \($0.url) \($0.status ?? 0)" } == ["CONNECT good.test:0 400"])
     }
 
     @Test("A ClientHello arriving one byte at a time starts interception exactly once, when it is complete")
