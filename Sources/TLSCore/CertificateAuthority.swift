@@ -77,9 +77,17 @@ public struct CertificateAuthority: Sendable {
             && fm.fileExists(atPath: directory.appendingPathComponent(keyFileName).path)
     }
 
+    /// `.incomplete` when `directory` holds one of the CA's two files but not the other; nil otherwise.
+    public static func halfError(in directory: URL) -> CertificateAuthorityError? {
+        let paths = [certificateFileName, keyFileName].map { directory.appendingPathComponent($0).path }
+        let present = paths.filter { FileManager.default.fileExists(atPath: $0) }
+        guard present.count == 1, let missing = paths.first(where: { $0 != present[0] }) else { return nil }
+        return .incomplete(present: present[0], missing: missing)
+    }
+
     /// Loads the CA from `directory`; checks that the key belongs to the certificate and that it is a CA.
     public static func load(from directory: URL) throws(CertificateAuthorityError) -> CertificateAuthority {
-        guard exists(in: directory) else { throw .notFound(directory: directory.path) }
+        guard exists(in: directory) else { throw halfError(in: directory) ?? .notFound(directory: directory.path) }
         let certPath = directory.appendingPathComponent(certificateFileName).path
         let keyPath = directory.appendingPathComponent(keyFileName).path
         let certText = try readText(certPath)
@@ -191,11 +199,7 @@ public struct CertificateAuthority: Sendable {
     ) {
         if exists(in: directory) { return (try load(from: directory), false) }
         // One file without the other: a new CA would replace a certificate devices may trust, or a key.
-        let paths = [certificateFileName, keyFileName].map { directory.appendingPathComponent($0).path }
-        let present = paths.filter { FileManager.default.fileExists(atPath: $0) }
-        if present.count == 1, let missing = paths.first(where: { $0 != present[0] }) {
-            throw .incomplete(present: present[0], missing: missing)
-        }
+        if let half = halfError(in: directory) { throw half }
         let ca: CertificateAuthority
         do { ca = try create() } catch { throw .openSSL(error) }
         try ca.write(to: directory)

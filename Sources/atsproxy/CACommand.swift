@@ -42,6 +42,9 @@ struct CACommand: ParsableCommand {
         var force = false
 
         func run() throws {
+            if !force, let half = CertificateAuthority.halfError(in: location.url) {
+                throw failure("atsproxy ca init: \(half); or use --force to create a new CA")
+            }
             if CertificateAuthority.exists(in: location.url) && !force {
                 throw failure(
                     "atsproxy ca init: a CA already exists in \(location.caDir) (use --force to replace it; devices "

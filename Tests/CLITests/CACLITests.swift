@@ -128,4 +128,19 @@ struct CACLITests {
         let pin = try #require(text.split(separator: "\n").first { $0.hasPrefix("SPKI SHA-256 (pin):") })
         #expect(Data(base64Encoded: String(pin.split(separator: " ").last ?? ""))?.count == 32)
     }
+
+    @Test("A CA folder holding one of its two files: info, export and init all name the missing file")
+    func halfCAIsNamedByEveryCommand() throws {
+        let dir = try ScratchDirectory()
+        #expect(try runATSProxy(["ca", "init", "--ca-dir", dir.path("ca")]).status == 0)
+        try FileManager.default.removeItem(atPath: dir.path("ca/atsproxy-ca-key.pem"))
+        let expected = "is there but \(dir.path("ca/atsproxy-ca-key.pem")) is not: restore the missing file"
+        for command in [["info"], ["export"], ["init"]] {
+            let r = try runATSProxy(["ca"] + command + ["--ca-dir", dir.path("ca")])
+            #expect(r.status == 1, "\(command)")
+            #expect(r.stderr.contains(expected), "\(command): \(r.stderr)")
+            #expect(!r.stderr.contains("no CA found") && !r.stderr.contains("already exists"), "\(r.stderr)")
+        }
+        #expect(try runATSProxy(["ca", "init", "--force", "--ca-dir", dir.path("ca")]).status == 0)
+    }
 }
