@@ -319,6 +319,7 @@ extension ProxySession {
         guard !i.upstreamFinished, i.blockAnswer == nil else { return }
         i.upstreamFinished = true
         if i.raw {
+            upgradeEnded(by: "the upstream closed it")
             shutdownClientTLS(i)
             return
         }
@@ -610,6 +611,7 @@ extension ProxySession {
         case .relaying:
             readClient(i)
             if i.raw {
+                upgradeEnded(by: "the client closed it")
                 if upstreamOpen { commands.append(.shutdownUpstreamWrite) }
             } else if let relay {
                 apply(relay.clientEOF(), tls: true)
@@ -790,10 +792,16 @@ extension ProxySession {
             if let kept = i.unansweredClientPlaintext {
                 i.unansweredClientPlaintext = kept.count + plaintext.count <= Interception.replayLimit ? kept + plaintext : nil
             }
-            if i.raw { interceptSendUpstream(plaintext) } else if let relay { apply(relay.clientBytes(plaintext), tls: true) }
+            if i.raw {
+                upgraded?.fromClient += plaintext.count
+                interceptSendUpstream(plaintext)
+            } else if let relay {
+                apply(relay.clientBytes(plaintext), tls: true)
+            }
         }
         if closed, !isDone {
             if i.raw {
+                upgradeEnded(by: "the client closed it")
                 i.upstream?.close()
                 flushUpstreamTLS(i)
                 if upstreamOpen { commands.append(.shutdownUpstreamWrite) }
@@ -811,7 +819,12 @@ extension ProxySession {
         flushUpstreamTLS(i)
         if !plaintext.isEmpty {
             i.unansweredClientPlaintext = nil
-            if i.raw { interceptSendClient(plaintext) } else if let relay { apply(relay.upstreamBytes(plaintext), tls: true) }
+            if i.raw {
+                upgraded?.toClient += plaintext.count
+                interceptSendClient(plaintext)
+            } else if let relay {
+                apply(relay.upstreamBytes(plaintext), tls: true)
+            }
         }
         // A close_notify can come before the TCP close: the retry check applies to it too.
         if closed, !retryOfferingH2IfClosedBeforeRequest(i) { upstreamGone(i) }

@@ -56,6 +56,12 @@ extension ProxySession {
     public var watchesTunnel: Bool { env.mode != .off && tunnel?.isWatching == true }
 
     func tunnelClosed(fromClient: Int, toClient: Int, status: Int? = nil) {
+        if upgraded != nil {
+            // A plain-HTTP upgrade, relayed raw by the adapter: its counts come with this event.
+            upgraded?.fromClient += fromClient
+            upgraded?.toClient += toClient
+            logUpgradeEnd(fallbackReason: "the connection closed")
+        }
         guard let tunnel else { return }
         self.tunnel = nil
         let url = tunnel.clientSpeaksTLS

@@ -50,6 +50,8 @@ public final class ProxySession {
     var clientClosed = false
     /// The proxy is shutting down: a connection closed from now on was cut off by the shutdown's deadline.
     var stopping = false
+    /// The exchange that switched protocols, while its connection is relayed raw.
+    var upgraded: UpgradedConnection?
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
@@ -117,12 +119,11 @@ public final class ProxySession {
             clientClosed = true
             logRefusalIfClientRefused()
             // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).
-            if !isDone, let relay {
-                let reason = stopping
-                    ? "the proxy stopped before the exchange finished"
-                    : error.map { "the client connection failed: \($0)" } ?? "the client closed the connection"
-                for exchange in relay.clientGone(reason).exchanges { logExchange(exchange) }
-            }
+            let reason = stopping
+                ? "the proxy stopped before the exchange finished"
+                : error.map { "the client connection failed: \($0)" } ?? "the client closed the connection"
+            if !isDone, let relay { for exchange in relay.clientGone(reason).exchanges { logExchange(exchange) } }
+            logUpgradeEnd(fallbackReason: reason)
             closeAllLanes()
             if upstreamOpen { commands.append(.closeUpstream) }
             phase = .done
@@ -547,6 +548,7 @@ public final class ProxySession {
         if tls, let relay { relay.recycle(&o) }
         for exchange in o.exchanges { logExchange(exchange) }
         applyLanes(o)
+        if o.switchedToRaw, let upgrade = o.exchanges.last { beginUpgrade(after: upgrade) }
         if o.switchedToRaw, tls { interception?.raw = true }
         if o.switchedToRaw, !tls {
             commands.append(.startTunnel)
@@ -563,6 +565,7 @@ public final class ProxySession {
     /// Ends the session: close_notify to the client when intercepting, then both connections.
     func closeAll(tlsClose: Bool = false) {
         logRefusalIfClientRefused()
+        logUpgradeEnd(fallbackReason: "the proxy closed it")
         closeAllLanes()
         // A second close (a relay asking for one after a failed write already closed) sends nothing more.
         if tlsClose, !clientClosed, let client = interception?.client {

@@ -344,5 +344,10 @@ struct ClientFeatureTests {
         let r = try await stage.python(["upgrade", host, mode], timeout: .seconds(40))
         #expect((r["status"] as? String)?.contains(" 101") == true, "\(r)")
         #expect(r["echoed"] as? Bool == true, "\(r)")
+        // The 101 has its line at once; the upgraded connection gets one when it ends, with what crossed it.
+        let scheme = mode == "https" ? "https" : "http"
+        let end = try await stage.proxy.process.waitForLine(startingWith: "GET \(scheme)://\(host)/ws 101 UPGRADED ")
+        #expect(end.contains(" 16.0 KiB "), "\(end)")
+        #expect(end.contains("(upgraded connection ended: "), "\(end)")
     }
 }
