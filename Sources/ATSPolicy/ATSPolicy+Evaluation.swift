@@ -57,6 +57,8 @@ struct EvaluationContext {
 
     var profile: IOSProfile { req.profile }
     var host: String { req.target.host }
+    /// `host:port` as `openssl s_client -connect` takes it, an IPv6 literal in brackets.
+    var hostAndPort: String { host.contains(":") ? "[\(host)]:\(req.target.port)" : "\(host):\(req.target.port)" }
 
     func violation(
         _ kind: ViolationKind, _ explanation: String, fix: ExceptionFix, certificate: Int? = nil,
@@ -185,7 +187,9 @@ struct EvaluationContext {
             return [
                 violation(
                     .connectionFailed, "the server closed the connection during the TLS handshake",
-                    fix: .noExceptionCanHelp(reason: "the server cut the handshake short; check it with `diagnose`"))
+                    fix: .noExceptionCanHelp(
+                        reason: "the server closed the connection during the TLS handshake; check that it serves TLS "
+                            + "on port \(req.target.port), e.g. `openssl s_client -connect \(hostAndPort)`"))
             ]
         case .timedOut:
             return [

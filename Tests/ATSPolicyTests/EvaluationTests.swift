@@ -348,6 +348,22 @@ struct EvaluationTests {
         let closed = p.evaluate(noCertificate(.closedDuringHandshake), against: r).violations
         #expect(closed.map(\.kind) == [.connectionFailed])
         #expect(closed.first?.urlError.code == -1200 && closed.first?.sslError?.code == -9806)
+        // Also the proxy's block answer, so it points at a check anyone can run, not back at `diagnose`.
+        guard case .noExceptionCanHelp(let closedReason) = closed.first?.fix else {
+            Issue.record("expected no exception to help a closed handshake")
+            return
+        }
+        #expect(
+            closedReason
+                == "the server closed the connection during the TLS handshake; check that it serves TLS on port 443, "
+                + "e.g. `openssl s_client -connect api.example.com:443`")
+        let v6 = try #require(req(p, ConnectionTarget(scheme: "https", host: "2001:db8::1", port: 8443)))
+        let closedV6 = p.evaluate(noCertificate(.closedDuringHandshake), against: v6).violations
+        guard case .noExceptionCanHelp(let v6Reason) = closedV6.first?.fix else {
+            Issue.record("expected no exception to help a closed handshake")
+            return
+        }
+        #expect(v6Reason.hasSuffix("`openssl s_client -connect [2001:db8::1]:8443`"))
     }
 
     @Test("a timed-out handshake fails with -1001 and no SSL code; what the probe explains follows it")
