@@ -49,6 +49,10 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
     case cannotConnect(String)
     /// The server accepted TCP connections but answered none of the probes' ClientHellos within the timeout.
     case timedOut(address: String, seconds: Double)
+    /// The server accepted TCP connections but gave none of the probes' ClientHellos a TLS answer: it answered
+    /// with bytes that are not TLS (`sentNonTLSBytes`), or closed `closedProbes` connections before answering and
+    /// let `timedOutProbes` run out of `seconds`.
+    case noTLSAnswer(address: String, sentNonTLSBytes: Bool, closedProbes: Int, timedOutProbes: Int, seconds: Double)
     case tls(String)
 
     public var description: String {
@@ -60,6 +64,18 @@ public enum DiagnoseError: Error, Sendable, CustomStringConvertible {
         case .timedOut(let address, let seconds):
             "\(address) accepted the TCP connection but answered no TLS ClientHello within "
                 + "\(seconds.formatted(.number)) s; a URLSession load would fail with NSURLErrorTimedOut (-1001)"
+        case .noTLSAnswer(let address, true, _, _, _):
+            "the server at \(address) answered the TLS ClientHello with bytes that are not TLS (plain HTTP, for "
+                + "example): it does not speak TLS there; a URLSession load would fail with "
+                + "NSURLErrorSecureConnectionFailed (-1200)"
+        case .noTLSAnswer(let address, false, _, 0, _):
+            "the server at \(address) closed every connection during the TLS handshake without a TLS answer: it "
+                + "does not seem to speak TLS there; a URLSession load would fail with "
+                + "NSURLErrorSecureConnectionFailed (-1200)"
+        case .noTLSAnswer(let address, false, let closed, let timedOut, let seconds):
+            "the server at \(address) gave no ClientHello a TLS answer (it closed \(closed) connections during the "
+                + "handshake and left \(timedOut) unanswered for \(seconds.formatted(.number)) s): it does not seem to "
+                + "speak TLS there"
         case .tls(let m): m
         }
     }
@@ -278,41 +294,60 @@ public final class Diagnoser {
 
     // MARK: Probes
 
+    /// How a probe got no TLS answer at all.
+    private enum NoTLSAnswer {
+        case timedOut
+        /// The server closed (or reset) the connection before sending a byte.
+        case closed
+        /// The server's first bytes were not a TLS record.
+        case notTLS
+    }
+
     private func probeCapabilities() throws(DiagnoseError) -> ServerCapabilities {
         var outcomes: [TLSVersion: ProbeOutcome] = [:]
-        var timeouts = 0
+        var unanswered: [NoTLSAnswer] = []
         for (version, configuration) in ServerProbe.versionProbes {
             progress("probing \(version.plistName) support")
-            if let outcome = probe(configuration) {
-                outcomes[version] = outcome
-            } else {
-                timeouts += 1
-                outcomes[version] = ProbeOutcome(negotiated: nil, failure: .closedByPeer)
-            }
+            let (outcome, noAnswer) = probe(configuration)
+            outcomes[version] = outcome
+            if let noAnswer { unanswered.append(noAnswer) }
         }
-        // A server that answers no ClientHello at all is unreachable for TLS: every row would only time out.
-        if timeouts == ServerProbe.versionProbes.count {
-            throw .timedOut(address: connectDescription, seconds: options.timeout)
+        // A server that gives no ClientHello a TLS answer cannot be diagnosed: every row would fail the same way.
+        if unanswered.count == ServerProbe.versionProbes.count {
+            let timeouts = unanswered.filter { $0 == .timedOut }.count
+            if timeouts == unanswered.count {
+                throw .timedOut(address: connectDescription, seconds: options.timeout)
+            }
+            throw .noTLSAnswer(
+                address: connectDescription, sentNonTLSBytes: unanswered.contains(.notTLS),
+                closedProbes: unanswered.filter { $0 == .closed }.count, timedOutProbes: timeouts,
+                seconds: options.timeout)
         }
         var fs: ProbeOutcome?
         if ServerProbe.needsForwardSecrecyProbe(outcomes) {
             progress("probing forward secrecy")
-            fs = probe(ServerProbe.forwardSecrecyProbe)
+            fs = probe(ServerProbe.forwardSecrecyProbe).outcome
         }
         return ServerProbe.capabilities(versionOutcomes: outcomes, forwardSecrecyOutcome: fs)
     }
 
-    /// One permissive handshake; nil when it timed out.
-    private func probe(_ configuration: TLSConfiguration) -> ProbeOutcome? {
+    /// One permissive handshake, and how it got no TLS answer when it got none.
+    private func probe(_ configuration: TLSConfiguration) -> (outcome: ProbeOutcome, noAnswer: NoTLSAnswer?) {
         switch runHandshake(configuration) {
         case .ran(let engine, let failure):
             let chain = engine.peerCertificateChain
             if probeChain.isEmpty { probeChain = chain }
-            return ProbeOutcome(negotiated: failure == nil ? engine.negotiated : nil, failure: failure, chain: chain)
+            let outcome = ProbeOutcome(
+                negotiated: failure == nil ? engine.negotiated : nil, failure: failure, chain: chain)
+            switch failure {
+            case .notTLS: return (outcome, .notTLS)
+            case .closedByPeer where !engine.hasReceivedInput: return (outcome, .closed)
+            default: return (outcome, nil)
+            }
         case .noConnection:
-            return ProbeOutcome(negotiated: nil, failure: .closedByPeer)
+            return (ProbeOutcome(negotiated: nil, failure: .closedByPeer), nil)
         case .timedOut:
-            return nil
+            return (ProbeOutcome(negotiated: nil, failure: .closedByPeer), .timedOut)
         }
     }
 

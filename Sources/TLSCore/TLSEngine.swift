@@ -163,6 +163,10 @@ public final class TLSEngine {
     /// True once the handshake has completed.
     public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
 
+    /// True once the peer has sent any bytes, TLS or not: a `closedByPeer` failure without them means the peer
+    /// closed before answering at all.
+    public var hasReceivedInput: Bool { firstInputByte != nil }
+
     /// Server role: makes the handshake fail with `alert` as soon as the ClientHello is processed (the next
     /// `handshake()` with the ClientHello fed returns `.failed(.aborted(alert))` and `takeOutput()` holds the
     /// alert record). Returns false when it is too late (not a server, or the ClientHello was already processed).

@@ -20,8 +20,9 @@ struct DiagnoseCommand: ParsableCommand {
             ready-to-paste plist snippet, or a plain statement that no exception can help.
 
             Exit status: 0 when the default ATS connection passes, 1 when it fails, 2 when the diagnosis cannot \
-            run (bad URL, unreadable file, a server that cannot be resolved or connected to, or that answers no \
-            TLS ClientHello within --timeout), 64 when the command line is malformed.
+            run (bad URL, unreadable file, a server that cannot be resolved or connected to, or that gives no \
+            probe's TLS ClientHello a TLS answer: it stays silent for --timeout, closes the connection or answers \
+            with bytes that are not TLS), 64 when the command line is malformed.
             """)
 
     @Argument(help: "The https:// URL to test.")
