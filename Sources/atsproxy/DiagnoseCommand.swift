@@ -34,7 +34,11 @@ struct DiagnoseCommand: ParsableCommand {
     @Option(name: .long, help: "Also judge the URL with this app's policy (Info.plist, ATS plist, .app or .ipa).")
     var plist: String?
 
-    @Option(name: .long, help: "iOS version to simulate (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
+    // Numeric options take the next word whatever it looks like (.unconditional), so `--timeout -1` reaches
+    // validate() and its range message; by default argument-parser reads `-1` as a flag ("Missing value").
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "iOS version to simulate (9 or later; mapped to the bands 9, 10, 14, 17, 26).")
     var ios: Int = IOSProfile.newest.rawValue
 
     @Flag(name: .long, help: "Print JSON instead of text.")
@@ -52,7 +56,7 @@ struct DiagnoseCommand: ParsableCommand {
     var connectTo: String?
 
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds one connection attempt may take, TCP connect and TLS handshake together (a row that runs "
                 + "out fails as the app's NSURLErrorTimedOut -1001)."))

@@ -391,6 +391,31 @@ struct DiagnoseCLITests {
         }
     }
 
+    /// A negative number after a space is the option's value, not a flag: it gets the option's own range message,
+    /// as `--timeout=-1` does, instead of "Missing value".
+    @Test(arguments: [
+        (["--timeout", "-1"], "--timeout must be more than 0 and at most 86400 seconds (got -1.0)"),
+        (["--ios", "-1"], "--ios must be 9 or later (got -1)"),
+    ])
+    func negativeNumbersReachValidation(args: [String], message: String) throws {
+        let r = try runATSProxy(["diagnose", "https://x.test/"] + args)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("Error: \(message)"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Missing value"), "\(r.stderr)")
+    }
+
+    /// Taking the next word unconditionally leaves ordinary parsing alone: a flag after a numeric value is still a
+    /// flag, and a flag where the number belongs is named as the bad value.
+    @Test func numericOptionsStillParseAmongFlags() throws {
+        let parsed = try runATSProxy(["diagnose", "https://x.test/", "--timeout", "5", "--ios", "8"])
+        #expect(parsed.status == 64)
+        #expect(parsed.stderr.contains("Error: --ios must be 9 or later (got 8)"), "\(parsed.stderr)")
+        let swallowed = try runATSProxy(["diagnose", "https://x.test/", "--timeout", "--json"])
+        #expect(swallowed.status == 64)
+        #expect(
+            swallowed.stderr.contains("The value '--json' is invalid for '--timeout <timeout>'"), "\(swallowed.stderr)")
+    }
+
     @Test("unreachable server or bad URL: exit 2 with a message")
     func cannotRun() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
