@@ -54,9 +54,7 @@ struct LintCommand: ParsableCommand {
             throw ExitCode(2)
         }
         var notes = loaded.notes
-        if profile.rawValue != iosVersion {
-            notes.append("iOS \(iosVersion) is checked with the \(profile) behaviour band")
-        }
+        if let band = profile.bandNote(forVersion: iosVersion, verb: "checked") { notes.append(band) }
         let findings = loaded.lintFindings(profile: profile)
         let report = LintReport(
             artifactPath: path, sourceDescription: loaded.sourceDescription, profile: profile, findings: findings,

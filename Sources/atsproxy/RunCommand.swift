@@ -177,8 +177,8 @@ struct RunCommand: ParsableCommand {
             throw failure("atsproxy run: error: --log-json: \(error)")
         }
 
-        var atsDictionary: PlistValue? = .dictionary(PlistDictionary())
-        var policySource = "Apple's defaults (no --plist)"
+        var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
+        var policySource = AppleDefaultPolicy.source
         if let plist {
             let loaded: LoadedPolicy
             do { loaded = try PolicyLoader.load(path: plist) } catch {

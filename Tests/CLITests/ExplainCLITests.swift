@@ -38,8 +38,9 @@ struct ExplainCLITests {
         var stderr: String
     }
 
-    /// Writes `policy` to a fresh temp folder and runs `atsproxy explain --plist <file> args…`.
-    func explain(policy: String? = browserPolicy, _ args: [String]) throws -> Run {
+    /// Writes `policy` to a fresh temp folder and runs `atsproxy explain --plist <file> args…`; with `plist` false,
+    /// `atsproxy explain args…` without `--plist`.
+    func explain(policy: String? = browserPolicy, plist: Bool = true, _ args: [String]) throws -> Run {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("explain-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -47,7 +48,7 @@ struct ExplainCLITests {
         if let policy { try Data(policy.utf8).write(to: file) }
         let process = Process()
         process.executableURL = Self.binary
-        process.arguments = ["explain", "--plist", file.path] + args
+        process.arguments = ["explain"] + (plist ? ["--plist", file.path] : []) + args
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -88,6 +89,18 @@ struct ExplainCLITests {
         let items = try #require(object["items"] as? [[String: Any]])
         #expect(items.map { $0["verdict"] as? String } == ["blocked", "exception"])
         #expect(object["profile"] as? Int == 26)
+    }
+
+    @Test("without --plist, Apple's defaults apply, as in run: http:// refused, https:// under full ATS")
+    func appleDefaults() throws {
+        let r = try explain(plist: false, ["--ios", "16", "http://api.example.com/", "https://api.example.com/"])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.isEmpty)
+        #expect(r.stdout.hasPrefix("ATS policy from Apple's defaults (no --plist), simulated on iOS 14\n"))
+        #expect(r.stdout.contains("  iOS 16 is simulated with the iOS 14 behaviour band\n"))
+        #expect(r.stdout.contains("Verdict: BLOCKED before connecting — -1022"))
+        #expect(r.stdout.contains("Verdict: may connect under full ATS"))
+        #expect(r.stdout.contains("TLS: minimum TLSv1.2; offers TLSv1.2, TLSv1.3"))
     }
 
     @Test("a missing policy file: a clear error on stderr and exit status 2")

@@ -96,6 +96,13 @@ import Testing
         #expect(run.stderr.isEmpty)
     }
 
+    /// `explain` and `run` fall back to Apple's defaults without a policy; lint has nothing to check without one.
+    @Test func policyIsRequired() throws {
+        let run = try Self.lint(["--ios", "17"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("Missing expected argument '<path>'"), "\(run.stderr)")
+    }
+
     @Test func textReportShowsMessageAndFix() throws {
         let run = try Self.lint([Self.config("old-tls-server.plist"), "--ios", "17"])
         #expect(run.stdout.hasPrefix("\(Self.config("old-tls-server.plist")) (iOS 17): 0 errors, 2 warnings, 0 notes"))
