@@ -90,10 +90,12 @@ struct CACommand: ParsableCommand {
                 case .mobileconfig: Array(ca.mobileConfig().utf8)
                 }
             if let out {
+                let url = URL(fileURLWithPath: out)
                 do {
-                    try Data(bytes).write(to: URL(fileURLWithPath: out))
+                    try Data(bytes).write(to: url)
                 } catch {
-                    throw failure("atsproxy ca export: cannot write \(out): \(error.localizedDescription)")
+                    // The system's reason ("No such file or directory"), not Foundation's "could not be completed".
+                    throw failure("atsproxy ca export: cannot write \(out): \(fileReason(error, path: url.path))")
                 }
                 FileHandle.standardError.write(Data("Wrote \(format.rawValue) to \(out)\n".utf8))
             } else {

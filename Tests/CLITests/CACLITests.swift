@@ -113,6 +113,23 @@ struct CACLITests {
         #expect(payload["PayloadContent"] as? Data == derBytes)
     }
 
+    @Test("ca export to a path it cannot write names the path and the system's reason, not Foundation's")
+    func exportUnwritablePath() throws {
+        let dir = try ScratchDirectory()
+        #expect(try runATSProxy(["ca", "init", "--ca-dir", dir.path("ca")]).status == 0)
+        let cases = [
+            (dir.path("no-such-folder/ca.pem"), "No such file or directory"),
+            ("/proc/x.pem", "No such file or directory"),
+            (dir.path("ca"), "Is a directory"),
+        ]
+        for (out, reason) in cases {
+            let r = try runATSProxy(["ca", "export", "--ca-dir", dir.path("ca"), "--out", out])
+            #expect(r.status == 1)
+            #expect(r.stderr == "atsproxy ca export: cannot write \(out): \(reason)\n")
+            #expect(!r.stderr.contains("could not be completed"))
+        }
+    }
+
     @Test("ca info shows subject, fingerprint and the NSPinnedDomains pin; a missing CA is a clear error")
     func info() throws {
         let dir = try ScratchDirectory()
