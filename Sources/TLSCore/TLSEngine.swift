@@ -60,41 +60,45 @@ public final class TLSEngine {
     public init(context: TLSContext, serverName: String? = nil, alpn: [String]? = nil) throws(OpenSSLError) {
         self.context = context
         self.alpnPreference = alpn ?? context.configuration.alpnProtocols
+        // Configure the SSL while this function still owns it, and assign it last: once every stored property
+        // is set, a throw runs deinit, which frees `ssl` too (a double free, reachable with a long SNI).
         let ssl = try checkNotNull("SSL_new") { SSL_new(context.ctx) }
         let transport: CiphertextTransport
-        do throws(OpenSSLError) { transport = try CiphertextTransport() } catch {
-            SSL_free(ssl)
-            throw error
-        }
-        SSL_set_bio(ssl, transport.bio, transport.bio)  // one BIO both ways; the SSL now owns it
-        self.ssl = ssl
-        self.transport = transport
         do throws(OpenSSLError) {
-            if context.configuration.role == .client {
-                SSL_set_connect_state(ssl)
-                if let serverName, !serverName.isEmpty {
-                    try checkPositive("SSL_set_tlsext_host_name") {
-                        copenssl_SSL_set_tlsext_host_name(ssl, serverName)
-                    }
-                }
-                let wire = ALPNWire.encode(alpn ?? context.configuration.alpnProtocols)
-                if !wire.isEmpty {
-                    // SSL_set_alpn_protos copies the list and returns 0 on success.
-                    OpenSSLError.clear()
-                    let rc = wire.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
-                    if rc != 0 { throw OpenSSLError.drain("SSL_set_alpn_protos") }
-                }
-            } else {
-                SSL_set_accept_state(ssl)
-            }
+            transport = try CiphertextTransport()
+            SSL_set_bio(ssl, transport.bio, transport.bio)  // one BIO both ways; the SSL now owns it
+            try TLSEngine.configure(ssl, role: context.configuration.role, serverName: serverName,
+                                    alpn: alpn ?? context.configuration.alpnProtocols)
         } catch {
             SSL_free(ssl)
             throw error
         }
+        self.ssl = ssl
+        self.transport = transport
         _ = copenssl_SSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit { SSL_free(ssl) }
+
+    /// Sets the connection's role, SNI and ALPN offer on a new `SSL`. Throws without freeing it: the caller owns it.
+    private static func configure(_ ssl: OpaquePointer, role: TLSConfiguration.Role, serverName: String?,
+                                  alpn: [String]) throws(OpenSSLError) {
+        guard role == .client else {
+            SSL_set_accept_state(ssl)
+            return
+        }
+        SSL_set_connect_state(ssl)
+        if let serverName, !serverName.isEmpty {
+            try checkPositive("SSL_set_tlsext_host_name") { copenssl_SSL_set_tlsext_host_name(ssl, serverName) }
+        }
+        let wire = ALPNWire.encode(alpn)
+        if !wire.isEmpty {
+            // SSL_set_alpn_protos copies the list and returns 0 on success.
+            OpenSSLError.clear()
+            let rc = wire.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+            if rc != 0 { throw OpenSSLError.drain("SSL_set_alpn_protos") }
+        }
+    }
 
     // MARK: Ciphertext in and out
 

@@ -38,6 +38,21 @@ struct TLSEngineTests {
         #expect(p.client.peerCertificateChain.first?.subject == "CN=localhost")
     }
 
+    /// A host name over 255 bytes cannot be sent as SNI: the engine must throw, once. It used to free its `SSL`
+    /// in the error path and again in deinit (`free(): double free detected`, the whole proxy aborted).
+    @Test func serverNameTooLongForSNIThrowsWithoutDoubleFree() throws {
+        let label = String(repeating: "a", count: 60)
+        let host = Array(repeating: label, count: 5).joined(separator: ".") + ".x.test"
+        #expect(host.utf8.count > 255)
+        let context = try TLSContext(.client())
+        for _ in 0..<3 {
+            #expect(throws: OpenSSLError.self) { _ = try TLSEngine(context: context, serverName: host) }
+        }
+        // The context is still usable for a valid name afterwards.
+        let p = try pair()
+        #expect(p.handshake().0 == .complete)
+    }
+
     @Test func serverPicksALPNByItsOwnPreference() throws {
         let p = try pair(
             client: .client(alpn: ["http/1.1", "h2"]), server: .server(identity: identity, alpn: ["h2", "http/1.1"]))
