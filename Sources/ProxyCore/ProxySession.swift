@@ -304,13 +304,10 @@ public final class ProxySession {
             return
         }
         guard case .requestHead(let head) = event else { return }
-        if let credentials = env.credentials,
-            let reason = credentials.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
-        {
-            logAuthFailure(
-                ProxyAuthFailure(reason: reason, method: head.method, target: head.target, client: clientAddress))
-            answerFront(status: 407, body: "ATSProxy: proxy credentials required\n",
-                extra: [("Proxy-Authenticate", "Basic realm=\"atsproxy\"")])
+        if let reason = authFailureReason(head) {
+            logAuthFailure(ProxyAuthFailure(
+                reason: reason, method: head.method, target: Redaction.url(head.target), client: clientAddress))
+            answerFront(status: 407, body: Self.authRequiredBody, extra: [Self.authChallenge])
             return
         }
         let target: HTTPRequestTarget
@@ -424,7 +421,7 @@ public final class ProxySession {
     func refuseFront(status: Int, body: String, head: HTTPRequestHead? = nil) {
         let answer = HTTP1LocalAnswer.closing(status: status, text: body)
         recordExchange(ExchangeSummary(
-            method: head?.method ?? "-", url: head?.target ?? "-", status: status, httpVersion: "HTTP/1.1",
+            method: head?.method ?? "-", url: head.map { Redaction.url($0.target) } ?? "-", status: status, httpVersion: "HTTP/1.1",
             outcome: .notEvaluated, errors: [], requestBytes: frontBytes.count, responseBytes: body.utf8.count,
             durationMilliseconds: frontStarted.map { max(0, (now() - $0) * 1000) } ?? 0))
         commands.append(.sendToClient(answer))
@@ -456,13 +453,16 @@ public final class ProxySession {
         let notAbsolute = RequestDecision.answer(
             head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
             body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
-            url: head.target, outcome: .notEvaluated, codes: [])
+            url: Redaction.url(head.target), outcome: .notEvaluated, codes: [])
+        // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
+        // connection's later requests, to any host, are checked like its first.
+        if let refusal = authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
         guard case .absolute(let scheme, let host, let port, let path) = parsed, scheme == "http" else {
             return notAbsolute
         }
-        let url = head.target
+        let url = Redaction.url(head.target)
         var forwarded = head
         forwarded.target = path
         forwarded.headers.remove(name: "Proxy-Connection")
@@ -480,7 +480,7 @@ public final class ProxySession {
             -> RequestDecision
         {
             prepareUpstream(upstream, host: host, port: port ?? 80)
-            traceEnqueue(url: url, head: head)
+            traceEnqueue(url: url, head: forwarded)  // what goes upstream: no Proxy-Authorization
             return .forward(
                 head: forwarded, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes)
         }
@@ -511,6 +511,27 @@ public final class ProxySession {
                     headers: HTTPHeaders([("Content-Type", "text/plain; charset=utf-8")] + answer.headers)),
                 body: Array(answer.blockBody.utf8), url: url, outcome: .blocked, codes: codes)
         }
+    }
+
+    static let authChallenge = ("Proxy-Authenticate", "Basic realm=\"atsproxy\"")
+    static let authRequiredBody = "ATSProxy: proxy credentials required\n"
+
+    /// Why `head` lacks the `--auth` credentials, or nil when it has them (or none are required).
+    private func authFailureReason(_ head: HTTPRequestHead) -> ProxyAuthFailure.Reason? {
+        env.credentials?.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
+    }
+
+    /// A 407 for a later request on a plain-HTTP connection that lacks the credentials; the connection stays open,
+    /// so the client can send the request again with them.
+    private func authRefusal(_ head: HTTPRequestHead) -> RequestDecision? {
+        guard let reason = authFailureReason(head) else { return nil }
+        let url = Redaction.url(head.target)
+        logAuthFailure(ProxyAuthFailure(reason: reason, method: head.method, target: url, client: clientAddress))
+        return .answer(
+            head: HTTPResponseHead(
+                status: 407, reason: "Proxy Authentication Required",
+                headers: [("Content-Type", "text/plain"), Self.authChallenge]),
+            body: Array(Self.authRequiredBody.utf8), url: url, outcome: .notEvaluated, codes: [])
     }
 
     private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int) {

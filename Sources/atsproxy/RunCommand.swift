@@ -25,11 +25,31 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Address and port to listen on. A non-loopback address also needs --allow-lan.")
     var listen: String = "127.0.0.1:8080"
 
-    @Flag(name: .customLong("allow-lan"), help: "Allow listening on a non-loopback address (use --auth too).")
+    @Flag(
+        name: .customLong("allow-lan"),
+        help: "Allow listening on a non-loopback address; needs proxy credentials or --allow-open-proxy.")
     var allowLAN = false
 
-    @Option(help: "Require Proxy-Authorization: Basic credentials USER:PASSWORD.")
+    @Flag(
+        name: .customLong("allow-open-proxy"),
+        help: "With --allow-lan, run without credentials: anyone who reaches the address can use the proxy.")
+    var allowOpenProxy = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Require Proxy-Authorization: Basic credentials USER:PASSWORD. Other users of this machine see it in "
+                + "ps: prefer --auth-file or $\(ProxyCredentialSource.environmentVariable).",
+            valueName: "USER:PASSWORD"))
     var auth: String?
+
+    @Option(
+        name: .customLong("auth-file"),
+        help: ArgumentHelp("Read the proxy credentials USER:PASSWORD from the first line of FILE.", valueName: "FILE"))
+    var authFile: String?
+
+    var credentialSource: ProxyCredentialSource {
+        ProxyCredentialSource(option: auth, file: authFile, environment: ProcessInfo.processInfo.environment)
+    }
 
     @Option(help: "The app's ATS policy: a plist, Info.plist, .app or .ipa. Without it, Apple's defaults apply.")
     var plist: String?
@@ -145,15 +165,21 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
         }
         let (host, _) = try Self.parseListen(listen)
+        let credentials = try credentialSource.credentials()
         if !Self.isLoopback(host) && !allowLAN {
             throw ValidationError(
                 "\(host) is not a loopback address: an open proxy on the network is a hole. "
-                    + "Add --allow-lan (and --auth USER:PASSWORD) to listen there.")
+                    + "Add --allow-lan (and --auth-file FILE with USER:PASSWORD) to listen there.")
+        }
+        if !Self.isLoopback(host) && credentials == nil && !allowOpenProxy {
+            throw ValidationError(
+                "--allow-lan without proxy credentials is an open proxy for everyone on the network. Give "
+                    + "--auth-file FILE (or $\(ProxyCredentialSource.environmentVariable), or --auth) with USER:PASSWORD, "
+                    + "or add --allow-open-proxy to run without.")
         }
         do {
             _ = try HostMapping.parsingAll(map)
             _ = try HostPattern.parsingAll(passthrough, option: "--passthrough")
-            if let auth { _ = try ProxyCredentials(parsing: auth) }
         } catch {
             throw ValidationError(error.description)
         }
@@ -161,8 +187,10 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let (host, port) = try Self.parseListen(listen)
-        if !Self.isLoopback(host) && auth == nil {
-            FileHandle.standardError.write(Data("atsproxy: warning: listening on \(host) without --auth\n".utf8))
+        let credentials = try credentialSource.credentials()
+        if !Self.isLoopback(host) && credentials == nil {
+            FileHandle.standardError.write(Data(
+                "atsproxy: warning: listening on \(host) without proxy credentials (--allow-open-proxy)\n".utf8))
         }
         guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
         let threadCount = threads ?? min(EventLoopGroup.coreCount, Self.maxThreads)
@@ -223,7 +251,6 @@ struct RunCommand: ParsableCommand {
         if let keyWarning {
             FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
         }
-        let credentials = try auth.map { try ProxyCredentials(parsing: $0) }
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try HostMapping.parsingAll(map),
