@@ -186,6 +186,7 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        Self.raiseDescriptorLimit()
         let (host, port) = try Self.parseListen(listen)
         let credentials = try credentialSource.credentials()
         if !Self.isLoopback(host) && credentials == nil {
@@ -331,6 +332,18 @@ struct RunCommand: ParsableCommand {
             return (level, "CFNETWORK_DIAGNOSTICS=\(value) is outside 0 to 3; using level \(level)\(off)")
         }
         return (level, nil)
+    }
+
+    /// Raises the soft limit on open descriptors to the hard one (as Go's runtime does): each proxied connection
+    /// takes two, and Debian's default soft limit of 1,024 would cap the proxy near 500 clients. When it still runs
+    /// out, each listener's reserve descriptor answers new clients 503.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = min(limit.rlim_max, 1 << 20)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = wanted
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)  // best effort: the old limit still works
     }
 
     /// The `USER:PASSWORD@` of the banner's proxy URL: the real user name, percent-encoded where URL or shell would

@@ -351,3 +351,22 @@ struct ClientFeatureTests {
         #expect(end.contains("(upgraded connection ended: "), "\(end)")
     }
 }
+
+@Suite("The proxy refuses to loop into itself")
+struct SelfLoopTests {
+    @Test("CONNECT and absolute-form requests to the proxy's own address get 502 saying why; others still work")
+    func ownAddressRefused() async throws {
+        // annotate: every request goes out, so nothing but the loop rule stands between it and the proxy itself.
+        let stage = try await Stage(["--ats", "annotate"])
+        let port = stage.proxy.port
+        for url in ["https://127.0.0.1:\(port)/", "http://127.0.0.1:\(port)/", "http://[::ffff:127.0.0.1]:\(port)/",
+                    "http://localhost:\(port)/"] {
+            let r = try await stage.curl(["--proxy-insecure", url])
+            #expect(r.headerText.contains("502"), "\(url): \(r.headerText) \(r.stderr)")
+        }
+        let log = stage.proxy.process.stderr
+        #expect(log.contains("own listening address"), "\(log)")
+        let good = try await stage.curl(["https://\(Stage.httpsHost)/bytes/10"])
+        #expect(good.status == 200, "\(good.stderr)")
+    }
+}
