@@ -81,6 +81,13 @@ struct RunCommand: ParsableCommand {
         help: "Resume upstream TLS sessions, as iOS does: on (a session to the same origin, address, ALPN offer and requirements is offered for up to 10 minutes; a resumed connection is judged on the certificates its session's full handshake received, the policy evaluated again each time) or off (a full handshake every time).")
     var upstreamResumption: UpstreamResumption = .on
 
+    @Flag(
+        name: .customLong("insecure-upstream"),
+        help: ArgumentHelp(
+            "With --ats off: relay upstreams whose certificate the device would not trust (unknown root, wrong "
+                + "name). The client then sees a forged or broken server as trusted. Each one is a notice."))
+    var insecureUpstream = false
+
     @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
     var trustCA: [String] = []
 
@@ -160,6 +167,11 @@ struct RunCommand: ParsableCommand {
         }
         guard handshakeTimeout > 0, handshakeTimeout <= 3600 else {
             throw ValidationError("--handshake-timeout takes seconds, more than 0 and at most 3600")
+        }
+        if insecureUpstream && ats != .off {
+            throw ValidationError(
+                "--insecure-upstream goes with --ats off only: enforce and annotate judge the certificate as the "
+                    + "device does (annotate relays it anyway, with the violation in X-ATS-* headers)")
         }
         guard (0...3600).contains(shutdownTimeout) else {
             throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
@@ -261,7 +273,7 @@ struct RunCommand: ParsableCommand {
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             diagnosticsLevel: level, jsonEvents: logJSON != nil,
             timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
-            upstreamResumption: upstreamResumption)
+            upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -312,6 +324,11 @@ struct RunCommand: ParsableCommand {
 
             """.utf8))
 
+        if insecureUpstream {
+            ProxyLogSink.writeToStandardError(
+                "atsproxy: warning: --insecure-upstream: upstream certificates are not verified; a forged server "
+                    + "reaches clients re-signed by the proxy's CA, which they trust\n")
+        }
         done.wait()
         signals.cancel()
         sink.flushConsole()
