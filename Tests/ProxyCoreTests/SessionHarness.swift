@@ -10,7 +10,8 @@ enum SessionHarness {
     static func environment(
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
-        upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false
+        upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false,
+        timeouts: ProxyEnvironment.Timeouts = .init()
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -23,7 +24,7 @@ enum SessionHarness {
             credentials: credentials,
             minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts, upstreamALPN: upstreamALPN)
     }
 
     static func session(_ env: ProxyEnvironment) -> ProxySession {
