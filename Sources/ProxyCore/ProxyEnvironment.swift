@@ -43,12 +43,23 @@ public final class ProxyEnvironment: Sendable {
 
     public struct Timeouts: Sendable {
         public var connect: Duration
+        /// The upstream's TLS handshake (`--handshake-timeout`).
         public var handshake: Duration
         public var idle: Duration
-        public init(connect: Duration = .seconds(10), handshake: Duration = .seconds(15), idle: Duration = .seconds(120)) {
+        /// What a client owes once it started (`--client-timeout`): each request head from its first byte, the TLS
+        /// ClientHello after CONNECT, its TLS handshake, and each request body byte after the last (inactivity).
+        public var client: Duration
+        /// From a request's end to the upstream's first response byte (`--response-timeout`).
+        public var response: Duration
+        public init(
+            connect: Duration = .seconds(10), handshake: Duration = .seconds(15), idle: Duration = .seconds(120),
+            client: Duration = .seconds(30), response: Duration = .seconds(60)
+        ) {
             self.connect = connect
             self.handshake = handshake
             self.idle = idle
+            self.client = client
+            self.response = response
         }
     }
 

@@ -591,6 +591,7 @@ extension ProxySession {
             held.withUnsafeBytes { readClient(i, incoming: $0) }
         } else {
             i.stage = .clientHandshake
+            startClientHandshakeDeadline()
             engine.feed(held)
             stepClientHandshake(i)
         }
@@ -607,6 +608,7 @@ extension ProxySession {
             let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
+            startClientHandshakeDeadline()
             engine.feed(i.pendingClientBytes)
             i.pendingClientBytes = []
             stepClientHandshake(i)

@@ -37,6 +37,7 @@ public final class ProxySession {
 
     var phase: Phase = .front
     var isDone: Bool { if case .done = phase { true } else { false } }
+    var isFront: Bool { if case .front = phase { true } else { false } }
     /// Raw client bytes of the front phase, replayed into the relay when the first request is plain HTTP.
     private var frontBytes: [UInt8] = []
     /// When the first request's first byte arrived.
@@ -52,6 +53,8 @@ public final class ProxySession {
     var stopping = false
     /// The exchange that switched protocols, while its connection is relayed raw.
     var upgraded: UpgradedConnection?
+    /// What the relay waited for after its last step, with a deadline started for it (ProxySession+Deadlines).
+    var watchedWait = RelayWait.nothing
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
@@ -136,10 +139,10 @@ public final class ProxySession {
         case .peerQuiet(let peer): releaseBuffers(of: peer)
         case .stopping: stopping = true
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
-        case .timerFired(.requestHead):
-            guard case .front = phase else { break }
+        case .timerFired(.requestHead) where isFront:
             refuseFront(
-                status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
+                status: 408, body: "ATSProxy: the request head did not arrive within \(env.timeouts.client)\n")
+        case .timerFired(let timer): deadlinePassed(timer)
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         case .tunnelBytes(let fromClient, let bytes): tunnelBytes(fromClient: fromClient, bytes)
         }
@@ -169,7 +172,7 @@ public final class ProxySession {
                 return
             }
             if frontBytes.isEmpty {
-                commands.append(.startTimer(.requestHead, after: Self.requestHeadLimit))
+                commands.append(.startTimer(.requestHead, after: env.timeouts.client))
                 frontStarted = now()
             }
             frontBytes += bytes
@@ -371,6 +374,7 @@ public final class ProxySession {
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else {
             commands.append(.sendToClient(established))
+            startClientHelloDeadline()
             sniff(host: host, port: port, buffer: leftover)
         }
     }
@@ -431,8 +435,6 @@ public final class ProxySession {
     // MARK: - Plain HTTP (absolute-form requests)
 
     private var pendingPlainTarget: UpstreamTarget?
-    /// How long a new connection may take to send its first request head, from its first byte.
-    static let requestHeadLimit: Duration = .seconds(30)
     /// The raw tunnel this session set up, logged when the adapter reports it closed.
     var tunnel: Tunnel?
     /// Client bytes held for a tunnel whose upstream is still connecting, past which the client is no longer read.
@@ -552,6 +554,8 @@ public final class ProxySession {
 
     /// Carries out a relay step. With `tls`, plaintext goes through the interception's TLS engines.
     func apply(_ o: consuming RelayOutput, tls: Bool) {
+        let unsolicited = o.unsolicitedUpstream
+        defer { relayStepped(unsolicited: unsolicited) }
         dumpPlaintext(o.toUpstream, toClient: false)
         dumpPlaintext(o.toClient, toClient: true)
         if let target = o.connect {

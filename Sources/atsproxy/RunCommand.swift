@@ -140,6 +140,22 @@ struct RunCommand: ParsableCommand {
     var handshakeTimeout: Double = 15
 
     @Option(
+        name: .customLong("client-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds a client may take over each request head (from its first byte), its TLS ClientHello after "
+                + "CONNECT, its TLS handshake, and between two bytes of a request body; then 408 or a close.",
+            valueName: "SECONDS"))
+    var clientTimeout: Double = 30
+
+    @Option(
+        name: .customLong("response-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds an upstream may take from a request's end to its first response byte; then the client gets 504 "
+                + "with -1001 (timed out).",
+            valueName: "SECONDS"))
+    var responseTimeout: Double = 60
+
+    @Option(
         name: .customLong("shutdown-timeout"), parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds Ctrl-C or SIGTERM lets exchanges in flight finish before they are cut off (0 to 3600; a second "
@@ -172,6 +188,13 @@ struct RunCommand: ParsableCommand {
             throw ValidationError(
                 "--insecure-upstream goes with --ats off only: enforce and annotate judge the certificate as the "
                     + "device does (annotate relays it anyway, with the violation in X-ATS-* headers)")
+        }
+        guard clientTimeout > 0, clientTimeout <= 3600 else {
+            throw ValidationError("--client-timeout takes seconds, more than 0 and at most 3600 (got \(clientTimeout))")
+        }
+        guard responseTimeout > 0, responseTimeout <= 86_400 else {
+            throw ValidationError(
+                "--response-timeout takes seconds, more than 0 and at most 86400 (got \(responseTimeout))")
         }
         guard (0...3600).contains(shutdownTimeout) else {
             throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
@@ -272,7 +295,11 @@ struct RunCommand: ParsableCommand {
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             diagnosticsLevel: level, jsonEvents: logJSON != nil,
-            timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
+            timeouts: .init(
+                handshake: .milliseconds(Int(handshakeTimeout * 1000)),
+                client: .milliseconds(Int(clientTimeout * 1000)),
+                response: .milliseconds(Int(responseTimeout * 1000))),
+            upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(

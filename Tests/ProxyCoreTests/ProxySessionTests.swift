@@ -160,7 +160,7 @@ struct ProxySessionTests {
         let env = try SessionHarness.environment()
         let slow = SessionHarness.session(env)
         let first = slow.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: goo")))
-        #expect(first.contains(.startTimer(.requestHead, after: ProxySession.requestHeadLimit)))
+        #expect(first.contains(.startTimer(.requestHead, after: env.timeouts.client)))
         let late = slow.handle(.timerFired(.requestHead))
         #expect(late.clientText.hasPrefix("HTTP/1.1 408 "))
         #expect(late.closesClient)

@@ -11,7 +11,7 @@ enum SessionHarness {
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
         upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false,
-        trustingOwnCA: Bool = false
+        timeouts: ProxyEnvironment.Timeouts = .init(), trustingOwnCA: Bool = false
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -27,7 +27,8 @@ enum SessionHarness {
             // Trusting its own CA makes origins minted by `env.minter` trusted upstreams, as real ones would be.
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
                 useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
+            upstreamALPN: upstreamALPN)
     }
 
     static func session(_ env: ProxyEnvironment) -> ProxySession {
