@@ -64,15 +64,17 @@ class Env:
         self.hostile.stop()
 
 
-def run_bounded(fn, timeout):
-    """Runs fn() in a thread; returns None on success or the failure's text. Every socket in a check has its own
+def run_bounded(fn, timeout, notes=None):
+    """Runs fn() in a thread; returns None on success or the failure's text; what fn returns (a figure worth
+    printing) goes into `notes`. Every socket in a check has its own
     timeout, so a thread left behind after `timeout` ends by itself."""
     outcome = {}
 
     def body():
         try:
-            fn()
-            outcome["ok"] = True
+            note = fn()
+            if note and notes is not None:
+                notes.append(note)
         except harness.CheckFailed as e:
             outcome["error"] = str(e)
         except Exception as e:  # a check's own bug or an unexpected socket error is a failure with its trace
@@ -111,8 +113,11 @@ def run_family(env, name, module, results):
             outcomes = {}
             started = time.monotonic()
 
+            notes = {}
+
             def one(check):
-                outcomes[check[0]] = run_bounded(lambda: check[1](env), check[2])
+                notes[check[0]] = []
+                outcomes[check[0]] = run_bounded(lambda: check[1](env), check[2], notes[check[0]])
 
             threads = [threading.Thread(target=one, args=(c,), daemon=True) for c in checks]
             for t in threads:
@@ -122,14 +127,15 @@ def run_family(env, name, module, results):
             after = postconditions(env, proxy, mark, tls_mark)
             for check in checks:
                 error = outcomes.get(check[0], "did not finish") or after
-                report(results, "%s/%s" % (name, check[0]), error, time.monotonic() - started)
+                report(results, "%s/%s" % (name, check[0]), error, time.monotonic() - started, notes[check[0]])
         else:
             for check_name, fn, timeout in checks:
                 started = time.monotonic()
                 mark, tls_mark = env.origin.mark(), env.tls_origin.mark()
-                error = run_bounded(lambda: fn(env), timeout) if proxy.alive() else None
+                notes = []
+                error = run_bounded(lambda: fn(env), timeout, notes) if proxy.alive() else None
                 error = error or postconditions(env, proxy, mark, tls_mark)
-                report(results, "%s/%s" % (name, check_name), error, time.monotonic() - started)
+                report(results, "%s/%s" % (name, check_name), error, time.monotonic() - started, notes)
                 if not proxy.alive():
                     proxy = env.start_proxy(module.proxy_args(env), getattr(module, "NOFILE", None))
     finally:
@@ -137,12 +143,12 @@ def run_family(env, name, module, results):
         env.proxy = None
 
 
-def report(results, name, error, seconds):
+def report(results, name, error, seconds, notes=()):
     results.append((name, error))
     if error:
         print("FAIL %s (%.1f s): %s" % (name, seconds, error.replace("\n", " ")[:1200]), flush=True)
     else:
-        print("ok   %s (%.1f s)" % (name, seconds), flush=True)
+        print("ok   %s (%.1f s)%s" % (name, seconds, "".join(": " + n for n in notes)), flush=True)
 
 
 def main():
