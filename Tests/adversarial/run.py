@@ -136,7 +136,8 @@ def run_family(env, name, module, results):
                 error = run_bounded(lambda: fn(env), timeout, notes) if proxy.alive() else None
                 error = error or postconditions(env, proxy, mark, tls_mark)
                 report(results, "%s/%s" % (name, check_name), error, time.monotonic() - started, notes)
-                if not proxy.alive():
+                if not proxy.alive() or getattr(module, "FRESH_PROXY", False):
+                    proxy.stop()
                     proxy = env.start_proxy(module.proxy_args(env), getattr(module, "NOFILE", None))
     finally:
         proxy.stop()
