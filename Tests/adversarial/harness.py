@@ -228,6 +228,7 @@ class Origin:
             self.context.load_cert_chain(*tls_files)
             self.context.set_alpn_protocols(["http/1.1"])
         self.stopped = False
+        self.unsolicited_sent = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -324,10 +325,15 @@ class Origin:
             sock.sendall(self.response_variants[int(path[6:])])
             time.sleep(0.3)
             return False
+        if path == "/unsolicited-together":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst" + POISON)
+            self.unsolicited_sent.set()
+            return True
         if path == "/unsolicited":
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
             time.sleep(0.2)
             sock.sendall(POISON)
+            self.unsolicited_sent.set()
             return True
         if path == "/101":
             sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")

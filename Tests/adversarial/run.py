@@ -52,9 +52,17 @@ class Env:
                 "--map", "*.tls.test=127.0.0.1:%d" % self.tls_origin.port,
                 "--map", "*.bad.test=127.0.0.1:%d" % self.hostile.port]
 
+    def origin_for(self, tls):
+        return self.tls_origin if tls else self.origin
+
     def start_proxy(self, extra, nofile=None):
         self.proxy = harness.Proxy(self.binary, self.folder, self.ca_dir, self.test_ca, self.maps() + extra, nofile)
         return self.proxy
+
+    def start_family_proxy(self, module):
+        proxy = self.start_proxy(module.proxy_args(self), getattr(module, "NOFILE", None))
+        proxy.auth = getattr(module, "AUTH", None)  # the good client's credentials, when the family sets --auth
+        return proxy
 
     def stop(self):
         if self.proxy:
@@ -100,7 +108,7 @@ def postconditions(env, proxy, origin_mark, tls_mark):
 
 def run_family(env, name, module, results):
     try:
-        proxy = env.start_proxy(module.proxy_args(env), getattr(module, "NOFILE", None))
+        proxy = env.start_family_proxy(module)
     except RuntimeError as e:
         for check in module.CHECKS:
             report(results, "%s/%s" % (name, check[0]), str(e), 0)
@@ -138,7 +146,7 @@ def run_family(env, name, module, results):
                 report(results, "%s/%s" % (name, check_name), error, time.monotonic() - started, notes)
                 if not proxy.alive() or getattr(module, "FRESH_PROXY", False):
                     proxy.stop()
-                    proxy = env.start_proxy(module.proxy_args(env), getattr(module, "NOFILE", None))
+                    proxy = env.start_family_proxy(module)
     finally:
         proxy.stop()
         env.proxy = None
