@@ -6,7 +6,6 @@ import os
 import random
 import re
 import resource
-import select
 import socket
 import ssl
 import struct
@@ -478,8 +477,13 @@ class Proxy:
 
     def exit_description(self):
         code = self.process.poll()
-        tail = self.stderr()[-600:].strip().replace("\n", " | ")
-        return "exited with status %s; stderr ends: %s" % (code, tail)
+        text = self.stderr()
+        # The crash's own words (glibc's "free(): double free detected", Swift's "Fatal error", the signal) rather
+        # than the end of the backtrace.
+        causes = [l.strip() for l in text.splitlines()
+                  if re.search(r"free\(\)|Fatal error|\*\*\* .*(signal|SIG)|Crash|Aborted|Segmentation", l)]
+        what = " | ".join(causes[:3]) if causes else "stderr ends: " + text[-600:].strip().replace("\n", " | ")
+        return "exited with status %s: %s" % (code, what)
 
     def fd_count(self):
         return len(os.listdir("/proc/%d/fd" % self.pid))
@@ -600,7 +604,3 @@ def wait_closed(sock, timeout):
     start = time.monotonic()
     _, closed = recv_until_closed(sock, timeout)
     return time.monotonic() - start if closed else None
-
-
-def readable(sock, timeout):
-    return bool(select.select([sock], [], [], timeout)[0])

@@ -103,7 +103,10 @@ def postconditions(env, proxy, origin_mark, tls_mark):
     bad = env.origin.violations(origin_mark) + env.tls_origin.violations(tls_mark)
     if bad:
         return "forwarded what it should not have: " + "; ".join(bad[:3])
-    return run_bounded(lambda: harness.good_client(proxy, env.proxy_ca), 30)
+    error = run_bounded(lambda: harness.good_client(proxy, env.proxy_ca), 30)
+    if error and not proxy.alive():  # it died while the good client was being served
+        return "the proxy died: " + proxy.exit_description()
+    return error
 
 
 def run_family(env, name, module, results):
