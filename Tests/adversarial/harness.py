@@ -475,6 +475,14 @@ class Proxy:
     def alive(self):
         return self.process.poll() is None
 
+    def died_within(self, seconds):
+        """True when the process has exited or exits within `seconds` (a crash can lag the reset a client saw)."""
+        try:
+            self.process.wait(seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
     def exit_description(self):
         code = self.process.poll()
         text = self.stderr()

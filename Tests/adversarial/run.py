@@ -104,7 +104,7 @@ def postconditions(env, proxy, origin_mark, tls_mark):
     if bad:
         return "forwarded what it should not have: " + "; ".join(bad[:3])
     error = run_bounded(lambda: harness.good_client(proxy, env.proxy_ca), 30)
-    if error and not proxy.alive():  # it died while the good client was being served
+    if error and proxy.died_within(1):  # it died while the good client was being served
         return "the proxy died: " + proxy.exit_description()
     return error
 
@@ -145,6 +145,8 @@ def run_family(env, name, module, results):
                 mark, tls_mark = env.origin.mark(), env.tls_origin.mark()
                 notes = []
                 error = run_bounded(lambda: fn(env), timeout, notes) if proxy.alive() else None
+                if error and proxy.died_within(1):  # the check's failure was the proxy dying under it
+                    error = "the proxy died: " + proxy.exit_description()
                 error = error or postconditions(env, proxy, mark, tls_mark)
                 report(results, "%s/%s" % (name, check_name), error, time.monotonic() - started, notes)
                 if not proxy.alive() or getattr(module, "FRESH_PROXY", False):
