@@ -142,6 +142,19 @@ struct HTTP1ParserErrorTests {
         }
     }
 
+    /// Latin-1 bytes in a target were turned into UTF-8 on the way out (0xFF became C3 BF): a different target
+    /// than the client sent. They are refused; UTF-8 targets pass byte for byte.
+    @Test func requestTargetBytesThatAreNotUTF8AreRefused() {
+        for raw: [UInt8] in [[0xFF], [0x80], [0xC3]] {
+            let wire = bytes("GET /p") + raw + bytes("65 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let outcome = parse([wire], role: .requests)
+            #expect(outcome.error?.reason == .invalidTarget, "\(raw)")
+            #expect(outcome.error?.suggestedStatus == 400)
+        }
+        let utf8 = parse([bytes("GET /caf\u{E9} HTTP/1.1\r\nHost: x\r\n\r\n")], role: .requests)
+        #expect(utf8.error == nil)
+    }
+
     @Test func headerSectionLimitGives431() {
         var limits = HTTP1Limits()
         limits.maxHeaderSectionBytes = 1024
