@@ -124,6 +124,7 @@ public enum ProxyLog: Sendable, Equatable {
     case diagnostics(DiagnosticsRecord)
     /// A machine-readable event (only produced when the JSON log is on).
     case event(TraceEvent)
-    /// A plain notice: why a host is tunnelled, why a client handshake failed.
-    case notice(String)
+    /// A plain notice: why a host is tunnelled, why a client handshake failed. Repeats are folded by `kind` when
+    /// given (notices whose text varies by host or detail, such as malformed ClientHellos), else by the text.
+    case notice(String, kind: String? = nil)
 }

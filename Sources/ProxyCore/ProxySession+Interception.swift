@@ -731,7 +731,9 @@ extension ProxySession {
         }
         // The client refusing a flawed leaf served on purpose is the expected outcome, not news.
         if i.flawedLeaf == nil {
-            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)")
+            // Folded by the failure, not the host: a device that does not trust the CA fails this way for every host.
+            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)",
+                kind: "client handshake failed: \(error)")
         }
         closeAll()
     }
@@ -812,7 +814,7 @@ extension ProxySession {
         guard let engine = i.client else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
-            notice("\(i.host): TLS error from the client: \(error)")
+            notice("\(i.host): TLS error from the client: \(error)", kind: "TLS error from the client")
             closeAll()
             return
         }

@@ -409,7 +409,8 @@ public final class ProxySession {
             }
             startInterception(connectHost: host, port: port, hello: hello, helloBytes: buffer)
         } catch {
-            notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing")
+            notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing",
+                kind: "unreadable ClientHello")
             closeAll()
         }
     }
@@ -619,8 +620,9 @@ public final class ProxySession {
         return address == host && mappedPort == port ? nil : "\(address):\(mappedPort)"
     }
 
-    func notice(_ text: String) {
-        commands.append(.log(.notice(text)))
+    /// A notice on stderr. `kind` folds repeats whose text varies (host, error detail) as one kind.
+    func notice(_ text: String, kind: String? = nil) {
+        commands.append(.log(.notice(text, kind: kind)))
     }
 
     func trace(_ record: @autoclosure () -> DiagnosticsRecord) {

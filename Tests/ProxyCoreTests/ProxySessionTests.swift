@@ -152,7 +152,7 @@ struct ProxySessionTests {
             .handle(.clientBytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC]))
         #expect(out.closesClient)
         #expect(out.toClient.isEmpty)
-        #expect(out.contains { if case .log(.notice(let text)) = $0 { text.contains("http:// proxy") } else { false } })
+        #expect(out.contains { if case .log(.notice(let text, _)) = $0 { text.contains("http:// proxy") } else { false } })
     }
 
     @Test("A request head still incomplete when its deadline passes is answered 408 and closed; a complete one is not")

@@ -53,7 +53,7 @@ extension [ProxyCommand] {
     }
     var closesClient: Bool { contains(.closeClient) }
     var notices: [String] {
-        compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text)) = c { text } else { nil } }
+        compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text, _)) = c { text } else { nil } }
     }
     var exchanges: [ExchangeSummary] {
         compactMap { (c: ProxyCommand) -> ExchangeSummary? in if case .log(.exchange(let e)) = c { e } else { nil } }
