@@ -1,0 +1,32 @@
+import ATSPolicy
+
+@testable import ProxyCore
+
+extension Playbook {
+    /// The steps every intercepted connection starts with: the CONNECT is answered in the clear, and the client's
+    /// ClientHello makes the session connect to the mapped origin and send it the iOS-like ClientHello.
+    func connects(_ scene: InterceptScene) {
+        self >> .clientBytes(scene.connect)
+        self << .startTimer(.requestHead)
+        self << .sendToClient("HTTP/1.1 200 Connection established\r\n\r\n")
+        self << .startTimer(.clientHello)
+        self >> .clientFlight
+        self << .connectUpstream(address: "127.0.0.1", port: 9443)
+        self >> .upstreamConnected
+        self << .startTimer(.upstreamHandshake)
+        self << .sendToUpstream(.tlsRecords)
+    }
+
+    /// A TLS 1.0-only origin refuses the iOS-like ClientHello; the session's permissive probe (a second
+    /// connection) then completes a TLS 1.0 handshake with it, which is judged.
+    func probesTLS10Origin() {
+        self >> .originFlight
+        self << .closeUpstream
+        self << .connectUpstream(address: "127.0.0.1", port: 9443)
+        self >> .upstreamConnected
+        self << .startTimer(.upstreamHandshake)
+        self << .sendToUpstream(.tlsRecords)
+        self >> .originFlight
+        self << .sendToUpstream(.tlsRecords)
+    }
+}

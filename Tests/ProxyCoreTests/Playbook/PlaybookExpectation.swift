@@ -1,0 +1,116 @@
+import ATSPolicy
+import ProxyTrace
+
+@testable import ProxyCore
+
+/// What a playbook expects of one command (`<<`), for commands whose exact value a test does not care about. Exact
+/// commands are written as `ProxyCommand`s; these match by kind and a predicate, and print as the expectation.
+struct Expect: Sendable, CustomStringConvertible {
+    enum Kind {
+        /// One command.
+        case one(@Sendable (ProxyCommand) -> Bool)
+        /// Any number (zero or more) of `.log` commands.
+        case anyLogs
+    }
+
+    let kind: Kind
+    let description: String
+
+    static func exactly(_ command: ProxyCommand) -> Expect {
+        Expect(kind: .one { $0 == command }, description: WireText.command(command))
+    }
+
+    static func sendToClient(_ bytes: BytesMatch) -> Expect {
+        Expect(kind: .one { if case .sendToClient(let b) = $0 { bytes.matches(b) } else { false } },
+               description: "sendToClient(\(bytes))")
+    }
+
+    static func sendToUpstream(_ bytes: BytesMatch) -> Expect {
+        Expect(kind: .one { if case .sendToUpstream(let b) = $0 { bytes.matches(b) } else { false } },
+               description: "sendToUpstream(\(bytes))")
+    }
+
+    static func log(_ log: LogMatch) -> Expect {
+        Expect(kind: .one { if case .log(let l) = $0 { log.matches(l) } else { false } },
+               description: "log(\(log))")
+    }
+
+    /// `.startTimer` of this kind, whatever its duration.
+    static func startTimer(_ timer: ProxyTimer) -> Expect {
+        Expect(kind: .one { if case .startTimer(let t, _) = $0 { t == timer } else { false } },
+               description: "startTimer(.\(timer), after: any)")
+    }
+
+    /// Any log commands (notices, trace records), or none: for playbooks about the wire, not the log.
+    static let anyLogs = Expect(kind: .anyLogs, description: "(any logs)")
+
+    func matches(_ command: ProxyCommand) -> Bool {
+        switch kind {
+        case .one(let predicate): predicate(command)
+        case .anyLogs: if case .log = command { true } else { false }
+        }
+    }
+}
+
+/// What bytes a send must carry.
+struct BytesMatch: Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    let matches: @Sendable ([UInt8]) -> Bool
+    let description: String
+
+    /// Exactly this text.
+    init(stringLiteral text: String) {
+        let expected = Array(text.utf8)
+        matches = { $0 == expected }
+        description = WireText.quoted(expected)
+    }
+
+    init(_ description: String, _ matches: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.description = description
+        self.matches = matches
+    }
+
+    /// Text starting with `prefix`.
+    static func prefix(_ prefix: String) -> BytesMatch {
+        BytesMatch("\(WireText.quoted(Array(prefix.utf8)))…") { $0.starts(with: prefix.utf8) }
+    }
+
+    /// Whole TLS records, whatever they carry (handshake flights, encrypted data).
+    static let tlsRecords = BytesMatch("TLS[…]") { TLSRecords($0) != nil }
+
+    /// TLS records that hold a fatal `alert` in the clear: a refused handshake.
+    static func tlsAlert(_ alert: TLSAlert) -> BytesMatch {
+        BytesMatch("TLS[… alert(fatal \(alert.name))]") { b in
+            TLSRecords(b)?.clearAlerts.contains { $0.fatal && $0.alert == alert } == true
+        }
+    }
+}
+
+/// What a `.log` command must say.
+struct LogMatch: Sendable, CustomStringConvertible {
+    let matches: @Sendable (ProxyLog) -> Bool
+    let description: String
+
+    /// An exchange (a console line) for which `predicate` holds; `about` says what in the transcript.
+    static func exchange(_ about: String = "…", _ predicate: @escaping @Sendable (ExchangeSummary) -> Bool) -> LogMatch {
+        LogMatch(matches: { if case .exchange(let e) = $0 { predicate(e) } else { false } },
+                 description: "exchange: \(about)")
+    }
+
+    /// The console line of one exchange: its method, URL, status (nil: none), outcome and first error's codes
+    /// (`-1202/-9814`; nil: none), whatever its sizes, duration and note.
+    static func exchange(
+        _ method: String, _ url: String, status: Int?, _ outcome: ExchangeSummary.ATSOutcome, codes: String?
+    ) -> LogMatch {
+        let about = "\(method) \(url) \(status.map(String.init) ?? "---") \(outcome) \(codes ?? "(no error)")"
+        return exchange(about) { e in
+            e.method == method && e.url == url && e.status == status && e.outcome == outcome
+                && e.errors.first?.shortCode == codes
+        }
+    }
+
+    /// A notice containing `text`.
+    static func notice(containing text: String) -> LogMatch {
+        LogMatch(matches: { if case .notice(let n, _) = $0 { n.contains(text) } else { false } },
+                 description: "notice: …\(text)…")
+    }
+}
