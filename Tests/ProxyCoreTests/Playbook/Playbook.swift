@@ -42,7 +42,13 @@ final class Playbook {
     private struct Segment {
         var event: String
         var actual: [ProxyCommand]
+        /// What the peer decrypted from each send (nil for other commands and cleartext).
+        var decrypted: [[UInt8]?]
         var expected: [Expect] = []
+
+        func line(_ i: Int) -> String {
+            WireText.command(actual[i]) + (decrypted[i].map { " ⇒ \(WireText.quoted($0))" } ?? "")
+        }
     }
 
     private var segments: [Segment] = []
@@ -156,9 +162,9 @@ final class Playbook {
         guard advanceToNextEvent() else { return }
         let commands = session.handle(event)
         let line = (label.map { "\($0): " } ?? "") + WireText.event(event)
-        segments.append(Segment(event: line, actual: commands))
+        let decrypted = commands.map(apply)
+        segments.append(Segment(event: line, actual: commands, decrypted: decrypted))
         unchecked = true
-        for command in commands { apply(command) }
     }
 
     /// Verifies the segments so far; false once the playbook has failed (no more events are fed).
@@ -168,14 +174,15 @@ final class Playbook {
 
     // MARK: - The wire
 
-    private func apply(_ command: ProxyCommand) {
+    /// Carries out `command` on the peers; returns the plaintext a TLS peer decrypted from a send.
+    private func apply(_ command: ProxyCommand) -> [UInt8]? {
         switch command {
         case .sendToClient(let b):
-            if let client, !client.closedBySession { client.deliver(b) }
+            if let client, !client.closedBySession { return client.deliver(b) }
         case .sendToUpstream(let b):
-            if let origin, !origin.closedBySession { origin.deliver(b) }
+            if let origin, !origin.closedBySession { return origin.deliver(b) }
         case .connectUpstream:
-            guard let makeOrigin else { return }
+            guard let makeOrigin else { return nil }
             do {
                 let peer = TLSPeer("origin \(origins.count + 1)", engine: try makeOrigin())
                 origin = peer
@@ -194,6 +201,7 @@ final class Playbook {
         default:
             break
         }
+        return nil
     }
 
     // MARK: - Matching
@@ -204,7 +212,7 @@ final class Playbook {
         guard failure == nil else { return false }
         while verified < segments.count {
             let s = segments[verified]
-            if let (e, a) = Self.firstDifference(s.expected, s.actual) {
+            if let (e, a) = Self.firstDifference(s.expected, s.actual, s.decrypted) {
                 failure = transcript(differingAt: verified, expected: e, actual: a)
                 return false
             }
@@ -215,7 +223,10 @@ final class Playbook {
 
     /// Nil when `actual` is exactly what `expected` describes; else the indexes of the first difference (an index
     /// at the end of a list: that side has nothing more).
-    static func firstDifference(_ expected: [Expect], _ actual: [ProxyCommand]) -> (Int, Int)? {
+    static func firstDifference(_ expected: [Expect], _ commands: [ProxyCommand], _ decrypted: [[UInt8]?])
+        -> (Int, Int)?
+    {
+        let actual = zip(commands, decrypted).map { Sent(command: $0, plaintext: $1) }
         var (e, a) = (0, 0)
         while e < expected.count {
             let x = expected[e]
@@ -237,7 +248,7 @@ final class Playbook {
 
     /// What the session did so far, one line per event or command (the actual side of a diff).
     var transcript: String {
-        segments.flatMap { s in ["    >> \(s.event)"] + s.actual.map { "    << \(WireText.command($0))" } }
+        segments.flatMap { s in ["    >> \(s.event)"] + s.actual.indices.map { "    << \(s.line($0))" } }
             .joined(separator: "\n")
     }
 
@@ -252,8 +263,8 @@ final class Playbook {
                 want.append("\(n == index && i == e ? "  ▶ " : "    ")<< \(x)")
             }
             if n == index, e == s.expected.count { want.append("  ▶ (nothing more)") }
-            for (i, c) in s.actual.enumerated() {
-                got.append("\(n == index && i == a ? "  ▶ " : "    ")<< \(WireText.command(c))")
+            for i in s.actual.indices {
+                got.append("\(n == index && i == a ? "  ▶ " : "    ")<< \(s.line(i))")
             }
             if n == index, a == s.actual.count { got.append("  ▶ (nothing more)") }
         }

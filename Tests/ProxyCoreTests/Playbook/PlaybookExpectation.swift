@@ -3,12 +3,18 @@ import ProxyTrace
 
 @testable import ProxyCore
 
+/// A command the session gave, with the plaintext the in-memory peer decrypted from it (sends over TLS only).
+struct Sent {
+    var command: ProxyCommand
+    var plaintext: [UInt8]?
+}
+
 /// What a playbook expects of one command (`<<`), for commands whose exact value a test does not care about. Exact
 /// commands are written as `ProxyCommand`s; these match by kind and a predicate, and print as the expectation.
 struct Expect: Sendable, CustomStringConvertible {
     enum Kind {
         /// One command.
-        case one(@Sendable (ProxyCommand) -> Bool)
+        case one(@Sendable (Sent) -> Bool)
         /// Any number (zero or more) of `.log` commands.
         case anyLogs
     }
@@ -17,71 +23,94 @@ struct Expect: Sendable, CustomStringConvertible {
     let description: String
 
     static func exactly(_ command: ProxyCommand) -> Expect {
-        Expect(kind: .one { $0 == command }, description: WireText.command(command))
+        Expect(kind: .one { $0.command == command }, description: WireText.command(command))
     }
 
     static func sendToClient(_ bytes: BytesMatch) -> Expect {
-        Expect(kind: .one { if case .sendToClient(let b) = $0 { bytes.matches(b) } else { false } },
+        Expect(kind: .one { if case .sendToClient(let b) = $0.command { bytes.matches(b, $0.plaintext) } else { false } },
                description: "sendToClient(\(bytes))")
     }
 
     static func sendToUpstream(_ bytes: BytesMatch) -> Expect {
-        Expect(kind: .one { if case .sendToUpstream(let b) = $0 { bytes.matches(b) } else { false } },
+        Expect(kind: .one { if case .sendToUpstream(let b) = $0.command { bytes.matches(b, $0.plaintext) } else { false } },
                description: "sendToUpstream(\(bytes))")
     }
 
     static func log(_ log: LogMatch) -> Expect {
-        Expect(kind: .one { if case .log(let l) = $0 { log.matches(l) } else { false } },
+        Expect(kind: .one { if case .log(let l) = $0.command { log.matches(l) } else { false } },
                description: "log(\(log))")
     }
 
     /// `.startTimer` of this kind, whatever its duration.
     static func startTimer(_ timer: ProxyTimer) -> Expect {
-        Expect(kind: .one { if case .startTimer(let t, _) = $0 { t == timer } else { false } },
+        Expect(kind: .one { if case .startTimer(let t, _) = $0.command { t == timer } else { false } },
                description: "startTimer(.\(timer), after: any)")
     }
 
     /// Any log commands (notices, trace records), or none: for playbooks about the wire, not the log.
     static let anyLogs = Expect(kind: .anyLogs, description: "(any logs)")
 
-    func matches(_ command: ProxyCommand) -> Bool {
+    func matches(_ sent: Sent) -> Bool {
         switch kind {
-        case .one(let predicate): predicate(command)
-        case .anyLogs: if case .log = command { true } else { false }
+        case .one(let predicate): predicate(sent)
+        case .anyLogs: if case .log = sent.command { true } else { false }
         }
     }
 }
 
 /// What bytes a send must carry.
 struct BytesMatch: Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    let matches: @Sendable ([UInt8]) -> Bool
+    /// The bytes sent, and what the receiving TLS peer decrypted from them.
+    let matches: @Sendable ([UInt8], [UInt8]?) -> Bool
     let description: String
 
-    /// Exactly this text.
+    /// Exactly this text, in the clear.
     init(stringLiteral text: String) {
         let expected = Array(text.utf8)
-        matches = { $0 == expected }
+        matches = { b, _ in b == expected }
         description = WireText.quoted(expected)
     }
 
-    init(_ description: String, _ matches: @escaping @Sendable ([UInt8]) -> Bool) {
+    init(_ description: String, _ matches: @escaping @Sendable ([UInt8], [UInt8]?) -> Bool) {
         self.description = description
         self.matches = matches
     }
 
+    init(_ description: String, bytes matches: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.init(description) { b, _ in matches(b) }
+    }
+
+    /// TLS records whose plaintext, as the receiving peer decrypted it, is `plaintext` (text in the clear).
+    static func tls(_ plaintext: BytesMatch) -> BytesMatch {
+        BytesMatch("TLS[…] ⇒ \(plaintext)") { b, decrypted in
+            guard TLSRecords(b) != nil, let decrypted else { return false }
+            return plaintext.matches(decrypted, nil)
+        }
+    }
+
     /// Text starting with `prefix`.
     static func prefix(_ prefix: String) -> BytesMatch {
-        BytesMatch("\(WireText.quoted(Array(prefix.utf8)))…") { $0.starts(with: prefix.utf8) }
+        BytesMatch("\(WireText.quoted(Array(prefix.utf8)))…", bytes: { $0.starts(with: prefix.utf8) })
+    }
+
+    /// Text holding each of `parts` and none of `excluding`.
+    static func containing(_ parts: [String], excluding: [String] = []) -> BytesMatch {
+        let shown = parts.map { WireText.quoted(Array($0.utf8)) }.joined(separator: " … ")
+            + (excluding.isEmpty ? "" : " (without \(excluding.map { WireText.quoted(Array($0.utf8)) }.joined(separator: ", ")))")
+        return BytesMatch("…\(shown)…", bytes: { b in
+            let text = String(decoding: b, as: UTF8.self)
+            return parts.allSatisfy(text.contains) && !excluding.contains(where: text.contains)
+        })
     }
 
     /// Whole TLS records, whatever they carry (handshake flights, encrypted data).
-    static let tlsRecords = BytesMatch("TLS[…]") { TLSRecords($0) != nil }
+    static let tlsRecords = BytesMatch("TLS[…]", bytes: { TLSRecords($0) != nil })
 
     /// TLS records that hold a fatal `alert` in the clear: a refused handshake.
     static func tlsAlert(_ alert: TLSAlert) -> BytesMatch {
-        BytesMatch("TLS[… alert(fatal \(alert.name))]") { b in
+        BytesMatch("TLS[… alert(fatal \(alert.name))]", bytes: { b in
             TLSRecords(b)?.clearAlerts.contains { $0.fatal && $0.alert == alert } == true
-        }
+        })
     }
 }
 

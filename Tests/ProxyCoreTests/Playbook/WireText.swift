@@ -26,8 +26,12 @@ enum WireText {
         return "\"\(text)\"" + (b.count > textLimit ? "… (\(b.count) bytes)" : "")
     }
 
+    /// UTF-8 text with no control characters but CR, LF and tab (HTTP heads and the proxy's answer bodies).
     static func isPrintable(_ b: [UInt8]) -> Bool {
-        b.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || $0 == 0x0D || $0 == 0x0A || $0 == 0x09 }
+        guard let text = String(bytes: b, encoding: .utf8) else { return false }
+        return text.unicodeScalars.allSatisfy { s in
+            s.properties.generalCategory != .control || s == "\r" || s == "\n" || s == "\t"
+        }
     }
 
     static func command(_ c: ProxyCommand) -> String {

@@ -81,4 +81,80 @@ struct BlockTLSPlaybooks {
         pb.check()
         #expect(pb.client?.received == [])
     }
+
+    @Test("A flaw the client's TLS library does not check: it takes the leaf, and its request gets the 502 fallback",
+          arguments: [
+            ("valid for 900 days", PolicyOptions()),
+            ("without the serverAuth EKU", PolicyOptions(userRootEKU: .documentedStrict)),
+          ] as [(String, PolicyOptions)])
+    func fallback(_ flaw: String, _ options: PolicyOptions) throws {
+        let scene = try InterceptScene(options: options)
+        let at = Date(timeIntervalSince1970: scene.now)
+        let leaf = flaw.hasPrefix("valid")
+            ? LeafOptions(notBefore: at.addingTimeInterval(-86_400), notAfter: at.addingTimeInterval(900 * 86_400))
+            : LeafOptions(includeServerAuthEKU: false)
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(leaf: leaf), now: scene.now)
+        pb.connects(scene)
+        pb >> .originFlight
+        pb << .sendToUpstream(.tlsRecords)
+        pb << .closeUpstream
+        pb << .startTimer(.clientHandshake)
+        pb << .sendToClient(.tlsRecords)
+        pb >> .clientFlight
+        pb << .sendToClient(.tlsRecords)
+        pb >> .client(sends: "GET / HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .log(.notice(containing: "--block tls fell back to answering requests 502: the client accepted the "
+            + "flawed leaf (\(flaw))"))
+        pb << .sendToClient(.tls(.containing([
+            "HTTP/1.1 502 Bad Gateway\r\n", "X-ATS-Error: -1202 NSURLErrorServerCertificateUntrusted\r\n",
+            "Why an HTTP answer rather than a failed TLS handshake (--block tls): this client accepted the proxy's "
+                + "certificate although it carries the server's flaw (\(flaw))",
+        ])))
+        pb << .log(.exchange("GET https://good.test/ 502 blocked, the fallback named") { e in
+            e.url == "https://good.test/" && e.status == 502 && e.outcome == .blocked
+                && e.consoleLine(colour: false).hasSuffix(
+                    "(--block tls fallback: the client accepted the flawed leaf (\(flaw)): its TLS library does not "
+                        + "check that, or its checks are off)")
+        })
+        // The connection was not refused in its handshake: it ends with no CONNECT line of its own.
+        pb >> .clientCloseNotify
+        pb << .sendToClient(.tlsRecords)
+        pb << .closeClient
+        pb.check()
+        #expect(pb.client?.failure == nil)
+    }
+
+    @Test("A client that accepts any leaf (curl -k) still gets no origin content: the block answer, no CONNECT line")
+    func insecureClient() throws {
+        let scene = try InterceptScene()
+        let at = Date(timeIntervalSince1970: scene.now)
+        let pb = Playbook(
+            scene.env, client: try scene.insecureClient(), origin: try scene.origin(leaf: .expired(now: at)),
+            now: scene.now)
+        pb.connects(scene)
+        pb >> .originFlight
+        pb << .sendToUpstream(.tlsRecords)
+        pb << .closeUpstream
+        pb << .startTimer(.clientHandshake)
+        pb << .sendToClient(.tlsRecords)
+        pb >> .clientFlight
+        pb << .sendToClient(.tlsRecords)
+        pb >> .client(sends: "GET / HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .log(.notice(containing: "the client accepted the flawed leaf (expired)"))
+        pb << .sendToClient(.tls(.containing([
+            "HTTP/1.1 502 Bad Gateway\r\n", "X-ATS-Error: -1202 NSURLErrorServerCertificateUntrusted\r\n",
+            "X-ATS-SSL-Error: -9814 ",
+        ])))
+        pb << .log(.exchange("GET https://good.test/ 502 blocked -1202/-9814, the fallback named") { e in
+            e.url == "https://good.test/" && e.status == 502 && e.errors.first?.shortCode == "-1202/-9814"
+                && e.consoleLine(colour: false).hasSuffix("its TLS library does not check that, or its checks are off)")
+        })
+        pb >> .clientCloseNotify
+        pb << .sendToClient(.tlsRecords)
+        pb << .closeClient
+        pb.check()
+        #expect(pb.client?.failure == nil)
+        let served = try #require(pb.client?.servedLeaf?.facts)
+        #expect(served.notAfter < at, "the client was served an expired leaf")
+    }
 }
