@@ -178,9 +178,9 @@ final class Playbook {
     private func apply(_ command: ProxyCommand) -> [UInt8]? {
         switch command {
         case .sendToClient(let b):
-            if let client, !client.closedBySession { return client.deliver(b) }
+            if let client, !client.closedBySession { return Self.nonEmpty(client.deliver(b)) }
         case .sendToUpstream(let b):
-            if let origin, !origin.closedBySession { return origin.deliver(b) }
+            if let origin, !origin.closedBySession { return Self.nonEmpty(origin.deliver(b)) }
         case .connectUpstream:
             guard let makeOrigin else { return nil }
             do {
@@ -203,6 +203,8 @@ final class Playbook {
         }
         return nil
     }
+
+    private static func nonEmpty(_ plaintext: [UInt8]) -> [UInt8]? { plaintext.isEmpty ? nil : plaintext }
 
     // MARK: - Matching
 
