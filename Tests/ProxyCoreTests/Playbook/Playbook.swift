@@ -155,9 +155,6 @@ final class Playbook {
         return false
     }
 
-    /// Whether the playbook matched so far (without recording anything).
-    var matchedSoFar: Bool { verify() }
-
     private func feed(_ event: ProxyEvent, label: String?) {
         guard advanceToNextEvent() else { return }
         let commands = session.handle(event)

@@ -27,13 +27,15 @@ struct Expect: Sendable, CustomStringConvertible {
     }
 
     static func sendToClient(_ bytes: BytesMatch) -> Expect {
-        Expect(kind: .one { if case .sendToClient(let b) = $0.command { bytes.matches(b, $0.plaintext) } else { false } },
-               description: "sendToClient(\(bytes))")
+        Expect(kind: .one { sent in
+            if case .sendToClient(let b) = sent.command { bytes.matches(b, sent.plaintext) } else { false }
+        }, description: "sendToClient(\(bytes))")
     }
 
     static func sendToUpstream(_ bytes: BytesMatch) -> Expect {
-        Expect(kind: .one { if case .sendToUpstream(let b) = $0.command { bytes.matches(b, $0.plaintext) } else { false } },
-               description: "sendToUpstream(\(bytes))")
+        Expect(kind: .one { sent in
+            if case .sendToUpstream(let b) = sent.command { bytes.matches(b, sent.plaintext) } else { false }
+        }, description: "sendToUpstream(\(bytes))")
     }
 
     static func log(_ log: LogMatch) -> Expect {
@@ -95,8 +97,9 @@ struct BytesMatch: Sendable, CustomStringConvertible, ExpressibleByStringLiteral
 
     /// Text holding each of `parts` and none of `excluding`.
     static func containing(_ parts: [String], excluding: [String] = []) -> BytesMatch {
-        let shown = parts.map { WireText.quoted(Array($0.utf8)) }.joined(separator: " … ")
-            + (excluding.isEmpty ? "" : " (without \(excluding.map { WireText.quoted(Array($0.utf8)) }.joined(separator: ", ")))")
+        let quote = { (text: String) in WireText.quoted(Array(text.utf8)) }
+        let shown = parts.map(quote).joined(separator: " … ")
+            + (excluding.isEmpty ? "" : " (without \(excluding.map(quote).joined(separator: ", ")))")
         return BytesMatch("…\(shown)…", bytes: { b in
             let text = String(decoding: b, as: UTF8.self)
             return parts.allSatisfy(text.contains) && !excluding.contains(where: text.contains)
@@ -120,7 +123,9 @@ struct LogMatch: Sendable, CustomStringConvertible {
     let description: String
 
     /// An exchange (a console line) for which `predicate` holds; `about` says what in the transcript.
-    static func exchange(_ about: String = "…", _ predicate: @escaping @Sendable (ExchangeSummary) -> Bool) -> LogMatch {
+    static func exchange(_ about: String = "…", _ predicate: @escaping @Sendable (ExchangeSummary) -> Bool)
+        -> LogMatch
+    {
         LogMatch(matches: { if case .exchange(let e) = $0 { predicate(e) } else { false } },
                  description: "exchange: \(about)")
     }

@@ -11,8 +11,6 @@ final class TLSPeer {
     private(set) var received: [UInt8] = []
     /// Why the peer's handshake or a read failed, if it did.
     private(set) var failure: TLSError?
-    /// The peer read the end of the connection (close_notify, or EOF during reading).
-    private(set) var sawClose = false
     /// The session closed this connection (`closeClient` / `closeUpstream`).
     var closedBySession = false
     /// What arrived before the peer started TLS (a client's answer to its CONNECT).
@@ -27,7 +25,6 @@ final class TLSPeer {
         tlsStarted = !startsInClear
     }
 
-    var cleartextText: String { String(decoding: cleartext, as: UTF8.self) }
 
     var receivedText: String { String(decoding: received, as: UTF8.self) }
 
@@ -67,10 +64,7 @@ final class TLSPeer {
         reading: while true {
             switch engine.read() {
             case .data(let piece): got += piece
-            case .needsMoreInput: break reading
-            case .closed:
-                sawClose = true
-                break reading
+            case .needsMoreInput, .closed: break reading
             case .failed(let error):
                 failure = error
                 break reading

@@ -14,7 +14,7 @@ enum WireText {
         if b.isEmpty { return "(no bytes)" }
         if let records = TLSRecords(b) { return records.description }
         if isPrintable(b) { return quoted(b) }
-        let hex = b.prefix(16).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+        let hex = b.prefix(16).map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }
         return "hex[\(hex.joined(separator: " "))\(b.count > 16 ? " …" : "")] (\(b.count) bytes)"
     }
 

@@ -100,7 +100,8 @@ struct BlockHTTPPlaybooks {
         pb << .sendToClient(.tlsRecords)
         pb >> .client(sends: "GET /x HTTP/1.1\r\nHost: good.test\r\n\r\n")
         pb << .sendToClient(.tls(.containing([
-            "HTTP/1.1 502 Bad Gateway\r\n", "X-ATS-Error: -1001 NSURLErrorTimedOut\r\n", "X-ATS-Verdict: unreachable\r\n",
+            "HTTP/1.1 502 Bad Gateway\r\n", "X-ATS-Error: -1001 NSURLErrorTimedOut\r\n",
+            "X-ATS-Verdict: unreachable\r\n",
         ])))
         pb << .log(.exchange("GET", "https://good.test/x", status: 502, .failed, codes: "-1001"))
         pb.check()

@@ -12,14 +12,16 @@ struct CleartextPlaybooks {
         pb >> .clientBytes(bytes("GET http://\(host)/bytes/10 HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
         pb << .startTimer(.requestHead)
         pb << .sendToClient(.containing(
-            ["HTTP/1.1 403 Forbidden\r\n", "X-ATS-Error: -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection\r\n",
+            ["HTTP/1.1 403 Forbidden\r\n",
+             "X-ATS-Error: -1022 NSURLErrorAppTransportSecurityRequiresSecureConnection\r\n",
              "ATSProxy refused this request without connecting to the server"],
             excluding: ["X-ATS-SSL-Error"]))
         pb << .log(.exchange("GET", "http://\(host)/bytes/10", status: 403, .blocked, codes: "-1022"))
         pb.check()
     }
 
-    @Test("The plist's exception host is forwarded, however its name is spelled", arguments: ["media.test", "MEDIA.TEST"])
+    @Test("The plist's exception host is forwarded, however its name is spelled",
+          arguments: ["media.test", "MEDIA.TEST"])
     func exception(_ host: String) throws {
         let pb = Playbook(try SessionHarness.environment(exceptionAllowingHTTP: "media.test"))
         pb >> .clientBytes(bytes("GET http://\(host)/bytes/10 HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
