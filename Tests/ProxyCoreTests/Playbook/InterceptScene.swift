@@ -15,7 +15,7 @@ struct InterceptScene {
     let now: Double
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
-         options: PolicyOptions = .init()) throws {
+         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0) throws {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")
         self.host = host
         now = Date().timeIntervalSince1970.rounded(.down)
@@ -25,7 +25,7 @@ struct InterceptScene {
             credentials: nil, minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: 0, jsonEvents: false)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: false)
     }
 
     /// The CONNECT a client sends first.

@@ -142,6 +142,15 @@ struct LogMatch: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A CFNetwork-style trace record titled `title` whose subject or a field contains `text` (nil: any).
+    static func trace(_ title: String, containing text: String? = nil) -> LogMatch {
+        LogMatch(matches: { log in
+            guard case .diagnostics(let r) = log, r.title == title else { return false }
+            guard let text else { return true }
+            return ([r.subject] + r.fields.map { "\($0.key): \($0.value)" }).contains { $0.contains(text) }
+        }, description: "trace: \(title)" + (text.map { " {…\($0)…}" } ?? ""))
+    }
+
     /// A notice containing `text`.
     static func notice(containing text: String) -> LogMatch {
         LogMatch(matches: { if case .notice(let n, _) = $0 { n.contains(text) } else { false } },

@@ -49,7 +49,9 @@ enum WireText {
         switch log {
         case .exchange(let e): "exchange: \(e.consoleLine(colour: false))"
         case .notice(let text, let kind): "notice: \(text)" + (kind.map { " [kind: \($0)]" } ?? "")
-        case .diagnostics(let r): "diagnostics: " + String("\(r)".prefix(textLimit))
+        case .diagnostics(let r):
+            "trace: \(r.title)" + (r.subject == "(null)" ? "" : " (\(r.subject))") + " {"
+                + String(r.fields.map { "\($0.key): \($0.value)" }.joined(separator: "; ").prefix(textLimit)) + "}"
         case .event(let e): "event: \(e.kind)"
         }
     }
@@ -97,14 +99,18 @@ struct TLSRecords: CustomStringConvertible {
 
     var description: String {
         var parts: [String] = []
+        // After a change_cipher_spec the handshake is encrypted, whatever its first byte happens to be.
+        var encrypted = false
         for r in records {
             let part: String
             switch r.type {
-            case 20: part = "change_cipher_spec"
+            case 20:
+                part = "change_cipher_spec"
+                encrypted = true
             case 21 where r.payload.count == 2:
                 part = "alert(\(r.payload.first == 2 ? "fatal" : "warning") \(TLSAlert(r.payload.last!).name))"
             case 21: part = "alert(encrypted)"
-            case 22: part = "handshake(\(Self.handshakeName(r.payload.first)))"
+            case 22: part = "handshake(\(encrypted ? "encrypted" : Self.handshakeName(r.payload.first)))"
             default: part = "application_data"
             }
             // Runs of the same kind fold into one entry with a count.
