@@ -410,10 +410,8 @@ extension ProxySession {
         // A resumed handshake's certificate facts are those of the session's first, full handshake; the policy
         // is still evaluated here, on every connection, at the current time.
         traceHandshake(i, facts, resumed: engine.sessionReused)
-        if env.recording != nil {
-            i.legs.upstreamFacts = facts
-            i.legs.upstream = TLSLegFacts(engine, serverName: i.upstreamSNI)
-        }
+        i.legs.upstreamFacts = facts
+        if env.recording != nil { i.legs.upstream = TLSLegFacts(engine, serverName: i.upstreamSNI) }
         if let req = i.requirements {
             i.violations = env.policy.evaluate(facts, against: req).violations
             if i.iOSLikeFailure != nil { i.violations = violationsOrFailure(i.violations, facts, i) }
@@ -507,7 +505,9 @@ extension ProxySession {
             if let first = i.violations.first {
                 trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
             }
-            switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: Date(timeIntervalSince1970: now())) {
+            // A wrong-host leaf names what the upstream's leaf names: the flaw the device would really meet.
+            let upstreamName = i.legs.upstreamFacts?.chain.first?.dnsNames.first
+            switch BlockPlan(for: i.violations.first, upstreamLeafName: upstreamName, now: Date(timeIntervalSince1970: now())) {
             case .alert(let alert):
                 traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
                 logBlockedConnection(i)

@@ -69,8 +69,8 @@ struct BlockTLSPlaybooks {
             pb >> .clientFlight
             pb << .sendToClient(.tlsRecords)
             pb >> .clientEOF
-            pb << .sendToClient(.tlsRecords)  // close_notify
             pb << .log(.exchange("CONNECT", "https://good.test", status: nil, .blocked, codes: "-1202/\(flaw.sslCode)"))
+            pb << .sendToClient(.tlsRecords)  // close_notify
             pb << .closeClient
         } else {
             pb >> .clientFlight
