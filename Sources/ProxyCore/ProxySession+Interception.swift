@@ -73,6 +73,8 @@ final class Interception {
 
     /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
     let started: Double
+    /// The TLS of both legs, for the exchange records (ProxySession+Record).
+    var legs = InterceptionLegs()
 
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
          decision: PolicyDecision, started: Double) {
@@ -408,6 +410,10 @@ extension ProxySession {
         // A resumed handshake's certificate facts are those of the session's first, full handshake; the policy
         // is still evaluated here, on every connection, at the current time.
         traceHandshake(i, facts, resumed: engine.sessionReused)
+        if env.recording != nil {
+            i.legs.upstreamFacts = facts
+            i.legs.upstream = TLSLegFacts(engine, serverName: i.upstreamSNI)
+        }
         if let req = i.requirements {
             i.violations = env.policy.evaluate(facts, against: req).violations
             if i.iOSLikeFailure != nil { i.violations = violationsOrFailure(i.violations, facts, i) }
@@ -695,11 +701,15 @@ extension ProxySession {
         let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
         do {
             switch (clientH2, upstreamH2) {
-            case (true, true): relay = try H2Relay(now: now, decide: decide)
-            case (true, false): relay = try H2ToH1Relay(primaryConnected: i.upstream != nil, now: now, decide: decide)
-            case (false, true): relay = try H1ToH2Relay(now: now, decide: decide)
+            case (true, true): relay = try H2Relay(now: now, recording: env.recording, decide: decide)
+            case (true, false):
+                relay = try H2ToH1Relay(
+                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
+            case (false, true): relay = try H1ToH2Relay(now: now, recording: env.recording, decide: decide)
             case (false, false):
-                relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+                relay = HTTP1Relay(
+                    connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
+                    decide: decide)
             }
         } catch {
             notice("\(i.host): cannot start HTTP/2: \(error)")

@@ -442,10 +442,14 @@ public final class ProxySession {
     static let tunnelPendingLimit = 64 * 1024
     /// The violation of the last cleartext request answered with a block, for its trace's Did Fail record.
     private var lastPlainBlock: ATSViolation?
+    /// The decision of the plain-HTTP exchange in flight, for its record.
+    var plainDecision = PlainDecisionRecord()
 
     private func startPlain() {
         phase = .plain
-        let relay = HTTP1Relay(connectedTo: nil, now: now) { [unowned self] head in self.decidePlain(head) }
+        let relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self] head in
+            self.decidePlain(head)
+        }
         self.relay = relay
         let replay = frontBytes
         frontBytes = []
@@ -459,6 +463,7 @@ public final class ProxySession {
             url: Redaction.url(head.target), outcome: .notEvaluated, codes: [])
         // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
         // connection's later requests, to any host, are checked like its first.
+        plainDecision = PlainDecisionRecord()
         if let refusal = authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
@@ -488,15 +493,20 @@ public final class ProxySession {
                 head: forwarded, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes)
         }
 
-        guard env.mode != .off else { return forward(annotation: [], outcome: .notEvaluated, codes: []) }
+        guard env.mode != .off else {
+            plainDecision = PlainDecisionRecord()
+            return forward(annotation: [], outcome: .notEvaluated, codes: [])
+        }
         let target = ConnectionTarget(scheme: "http", host: name, port: port ?? 80)
         switch env.requirements(for: target) {
         case .proceed(let req):
+            plainDecision = PlainDecisionRecord(decision: req.decidedBy)
             let answer = ATSAnswer(url: url, decision: req.decidedBy, violations: [])
             traceDecision(url: url, decision: req.decidedBy, violations: [], action: "allowed")
             return forward(annotation: env.mode == .annotate ? answer.headers : [], outcome: .allowed, codes: [])
         case .blocked(let violation):
             let decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
+            plainDecision = PlainDecisionRecord(decision: decision, violations: [violation])
             let answer = ATSAnswer(url: url, decision: decision, violations: [violation])
             let codes = [ExchangeError(violation)]
             if env.mode == .annotate {
@@ -688,6 +698,7 @@ public final class ProxySession {
 
     /// One exchange in the console and, with `--log-json`, in the JSON log.
     func recordExchange(_ exchange: ExchangeSummary) {
+        let exchange = env.recording == nil ? exchange : recorded(exchange)
         commands.append(.log(.exchange(exchange)))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(
