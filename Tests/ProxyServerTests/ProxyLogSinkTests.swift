@@ -8,8 +8,9 @@ import Testing
 
 @Suite("The log sink shared by every loop thread")
 struct ProxyLogSinkTests {
-    /// Every loop thread writes to one sink: each JSON event must land whole, on its own line, none lost. Under
-    /// ThreadSanitizer (scripts/sanitize thread) this is also the race check of the sink's shared state.
+    /// Every loop thread writes to one sink: each JSON event must land whole, on its own line, none lost, through
+    /// the fan-out and the JSON sink's queue. Under ThreadSanitizer (scripts/sanitize thread) this is also the race
+    /// check of the state they share.
     @Test func eventsFromManyThreadsAreWrittenWholeAndOnce() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("atsproxy-sink-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -31,7 +32,8 @@ struct ProxyLogSinkTests {
                     sink.write(.notice("a notice every loop repeats", kind: "sink-test"))
                 }
             }
-            sink.flushFoldedNotices()
+            // The JSON file is written behind a queue: wait for it.
+            sink.flushAll()
         }
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == threads * perThread)
