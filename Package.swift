@@ -101,6 +101,7 @@ let package = Package(
             name: "ProxyEndToEndTests",
             dependencies: [
                 "atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy", "TestSupport",
+                "CaptureStore",
             ],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
