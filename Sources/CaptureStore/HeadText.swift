@@ -93,6 +93,12 @@ enum JSONText {
 
     static func appendString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: one pass over the UTF-8 bytes, then the string appended whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += s
+            out += "\""
+            return
+        }
         var plainStart = s.unicodeScalars.startIndex
         var i = plainStart
         let scalars = s.unicodeScalars

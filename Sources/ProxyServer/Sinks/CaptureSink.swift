@@ -32,6 +32,8 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     static let maxQueued = 16_384
     /// Bytes of bodies (and a per-entry estimate) that may wait for the writer.
     static let maxQueuedBytes = 64 << 20
+    /// How long the writer lets entries gather before a commit.
+    static let gather: TimeInterval = 0.01
 
     /// - Parameter notice: says a failed write, once.
     public init(writer: CaptureWriter, notice: @escaping @Sendable (String) -> Void) {
@@ -75,7 +77,8 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
         if !failed.load(ordering: .relaxed) {
             queue.append(item)
             queuedBytes += cost
-            condition.broadcast()
+            // Only the writer waits for entries, and only on an empty queue: one wake-up per batch, not per record.
+            if queue.count == 1 { condition.broadcast() }
         }
         condition.unlock()
     }
@@ -105,6 +108,11 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
         while true {
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
+            // Let a batch gather: a commit (and its write to the log) at most every `gather`, unless the queue is
+            // half full. Loop threads add entries meanwhile without waking this thread.
+            if !stopping && queue.count < Self.maxQueued / 2 {
+                condition.wait(until: Date(timeIntervalSinceNow: Self.gather))
+            }
             if queue.isEmpty && stopping {
                 threadDone = true
                 condition.broadcast()
