@@ -76,7 +76,8 @@ extension ExchangeRecording {
             method: method, url: url, status: status, httpVersion: httpVersion, outcome: outcome, errors: codes,
             requestBytes: requestBytes, responseBytes: responseBytes,
             durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
-        summary.detail = recorder?.detail(started: started, ended: now)
+        // Only when recording: setting even a nil detail would allocate the record's box on every exchange.
+        if let recorder { summary.detail = recorder.detail(started: started, ended: now) }
         return summary
     }
 }
