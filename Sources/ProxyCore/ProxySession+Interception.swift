@@ -370,7 +370,8 @@ extension ProxySession {
             return
         }
         let firstError = i.iOSLikeFailure ?? error
-        let facts = env.factsCollector.facts(failure: HandshakeFactsCollector.handshakeFailure(firstError))
+        let facts = env.factsCollector.facts(
+            failure: HandshakeFactsCollector.handshakeFailure(firstError), now: clockDate)
         traceHandshake(i, facts)
         if let req = i.requirements {
             i.violations = violationsOrFailure(env.policy.evaluate(facts, against: req).violations, facts, i)
@@ -394,7 +395,7 @@ extension ProxySession {
 
     private func upstreamHandshakeCompleted(_ i: Interception, _ engine: TLSEngine) {
         i.upstreamALPN = engine.negotiated?.alpn
-        var facts = env.factsCollector.facts(from: engine, host: i.host)
+        var facts = env.factsCollector.facts(from: engine, host: i.host, now: clockDate)
         if let failure = i.iOSLikeFailure, let negotiated = engine.negotiated {
             // The permissive probe succeeded after the iOS-like attempt failed: judge the failure, explained by
             // what the server chose when offered everything.
@@ -501,7 +502,7 @@ extension ProxySession {
             if let first = i.violations.first {
                 trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
             }
-            switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: Date(timeIntervalSince1970: now())) {
+            switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: clockDate) {
             case .alert(let alert):
                 traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
                 logBlockedConnection(i)
@@ -561,7 +562,7 @@ extension ProxySession {
     private func serverContext(for i: Interception, leaf: LeafOptions) throws -> TLSContext {
         try env.contexts.context(key: .server(host: i.host, leaf: leaf)) { () throws(OpenSSLError) in
             let identity: TLSConfiguration.ServerIdentity
-            do { identity = try env.minter.identity(for: i.host, options: leaf) } catch {
+            do { identity = try env.minter.identity(for: i.host, options: leaf, now: clockDate) } catch {
                 throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
             }
             var configuration = TLSConfiguration.server(identity: identity, alpn: ["h2", "http/1.1"])

@@ -157,8 +157,9 @@ extension ProxySession {
         }
         let versionIssues = env.policy.evaluateNegotiation(
             version: hello.version, cipherSuiteCode: nil, against: req,
-            versionSubject: "its newest version is \(version) (the client offered newer)")
-        let suiteIssues = env.policy.evaluateNegotiation(version: nil, cipherSuiteCode: hello.cipherSuite, against: req)
+            versionSubject: "its newest version is \(version) (the client offered newer)", at: clockDate)
+        let suiteIssues = env.policy.evaluateNegotiation(
+            version: nil, cipherSuiteCode: hello.cipherSuite, against: req, at: clockDate)
         let url = Interception.httpsURL(host: t.host, port: t.port)
         if !versionIssues.isEmpty {
             guard let offer = t.clientHello, let v = hello.version, offer.offeredVersions.contains(where: { $0 > v })

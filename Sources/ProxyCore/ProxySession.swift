@@ -1,4 +1,5 @@
 import ATSPolicy
+import Foundation
 import HTTP1Core
 import ProxyTrace
 import TLSCore
@@ -67,6 +68,10 @@ public final class ProxySession {
         self.env = environment
         self.now = now
     }
+
+    /// The session's clock as a date: certificates are judged and leaves minted at this time, not the wall clock's,
+    /// so that a test's clock governs certificate validity as it governs durations.
+    var clockDate: Date { Date(timeIntervalSince1970: now()) }
 
     /// True when no exchange is in flight, so closing now loses nothing (graceful shutdown).
     public var isIdle: Bool {
