@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "HTTP1Core", swiftSettings: strict),
         .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
-        .target(name: "ProxyTrace", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],

@@ -65,15 +65,19 @@ protocol ExchangeRecording {
     var status: Int? { get }
     var requestBytes: Int { get }
     var responseBytes: Int { get }
+    /// Heads, timings and body bytes, when details are recorded (`ProxyEnvironment.recording`).
+    var recorder: ExchangeRecorder? { get }
 }
 
 extension ExchangeRecording {
     /// The finished exchange; `httpVersion` is the protocol the app would have spoken with the server.
     func summary(httpVersion: String, now: Double, interruption: String? = nil) -> ExchangeSummary {
-        ExchangeSummary(
+        var summary = ExchangeSummary(
             method: method, url: url, status: status, httpVersion: httpVersion, outcome: outcome, errors: codes,
             requestBytes: requestBytes, responseBytes: responseBytes,
             durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
+        summary.detail = recorder?.detail(started: started, ended: now)
+        return summary
     }
 }
 

@@ -45,6 +45,7 @@ final class H1ToH2Relay: ExchangeRelay {
         var responseEnded = false
         /// A local answer: the request body is read and dropped, then this goes out.
         var localAnswer: [UInt8]?
+        var recorder: ExchangeRecorder?
     }
 
     private var exchange: Exchange?
@@ -56,8 +57,13 @@ final class H1ToH2Relay: ExchangeRelay {
     /// Request-body bytes allowed to wait for the upstream's flow-control window before the client is paused.
     static let queueHighWater = 1 << 20
     static let queueLowWater = 256 << 10
+    private let recording: RecordingOptions?
 
-    init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+    init(
+        now: @escaping () -> Double, recording: RecordingOptions? = nil,
+        decide: @escaping (HTTPRequestHead) -> RequestDecision
+    ) throws(H2Error) {
+        self.recording = recording
         upstream = try H2Session(role: .client)
         self.now = now
         self.decide = decide
@@ -127,6 +133,7 @@ final class H1ToH2Relay: ExchangeRelay {
             case .body(let piece):
                 guard var ex = exchange else { return }
                 ex.requestBytes += piece.count
+                ex.recorder?.requestBody(piece)
                 exchange = ex
                 if let id = ex.streamID {
                     do { try upstream.sendData(streamID: id, piece, endStream: false) } catch {
@@ -141,6 +148,7 @@ final class H1ToH2Relay: ExchangeRelay {
             case .end(let trailers):
                 guard var ex = exchange else { return }
                 ex.requestEnded = true
+                if ex.streamID != nil, let recorder = ex.recorder, recorder.requestSent == nil { recorder.requestSent = now() }
                 exchange = ex
                 if let id = ex.streamID, ex.requestStreaming {
                     do {
@@ -180,6 +188,8 @@ final class H1ToH2Relay: ExchangeRelay {
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
                 started: now(), clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            ex.recorder = ExchangeRecorder.make(recording)
+            ex.recorder?.recordRequest(head, forwarded: forwarded)
             if head.mayChangeProtocol {
                 exchange = ex
                 answerLocally(head, &ex, status: 501, reason: "Not Implemented",
@@ -223,6 +233,8 @@ final class H1ToH2Relay: ExchangeRelay {
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
                 clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            ex.recorder = ExchangeRecorder.make(recording)
+            ex.recorder?.recordRequest(head, forwarded: nil)
             exchange = ex
             answer(head, &ex, response: response, body: body)
         }
@@ -241,6 +253,7 @@ final class H1ToH2Relay: ExchangeRelay {
             return
         }
         ex.record(local)
+        ex.recorder?.recordLocalResponse(response)
         exchange = ex
         if local.answerNow {
             out.toClient += local.bytes
@@ -291,6 +304,12 @@ final class H1ToH2Relay: ExchangeRelay {
             }
             ex.status = head.status
             ex.responseHeadSent = true
+            if let recorder = ex.recorder {
+                // The upstream's h2 head as received, and the HTTP/1.1 head the client got.
+                if let received = HTTPResponseHead(h2Response: fields) {
+                    recorder.recordResponse(received, toClient: head, at: now())
+                }
+            }
             exchange = ex
             writeHead(head)
             if endStream { endResponse() }
@@ -303,6 +322,7 @@ final class H1ToH2Relay: ExchangeRelay {
             upstream.consume(streamID: id, count: bytes.count)
             guard var ex = exchange, ex.streamID == id, ex.responseWriter != nil else { return }
             ex.responseBytes += bytes.count
+            ex.recorder?.responseBody(bytes)
             do { try ex.responseWriter!.write(bytes, into: &out.toClient) } catch {
                 exchange = ex
                 resetAndFail(id, reason: "the upstream's body does not match its Content-Length: \(error)")

@@ -40,6 +40,7 @@ final class H2Relay: ExchangeRelay {
         var local = false
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
+        var recorder: ExchangeRecorder?
     }
 
     private var streams: [Int32: Stream] = [:]
@@ -53,8 +54,13 @@ final class H2Relay: ExchangeRelay {
     private var clientToldToGoAway = false
     /// The upstream connection is gone; what the upstream session still queues has nowhere to go.
     private var upstreamClosed = false
+    private let recording: RecordingOptions?
 
-    init(now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+    init(
+        now: @escaping () -> Double, recording: RecordingOptions? = nil,
+        decide: @escaping (HTTPRequestHead) -> RequestDecision
+    ) throws(H2Error) {
+        self.recording = recording
         // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
         // reader stopped (its window at the client is 0), or request bodies waiting for an upstream stream slot
         // (the origin allows fewer concurrent streams than the client opened). With the RFC's 64 KiB connection
@@ -138,6 +144,8 @@ final class H2Relay: ExchangeRelay {
                 return
             }
             s.requestBytes += bytes.count
+            s.recorder?.requestBody(bytes)
+            if endStream, s.upstreamID != nil, let recorder = s.recorder { recorder.requestSent = now() }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
                 streams[id] = s
@@ -167,12 +175,18 @@ final class H2Relay: ExchangeRelay {
             return
         }
         switch decide(head) {
-        case .forward(_, let url, _, let annotation, let outcome, let codes):
+        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
                 annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+            s.recorder = ExchangeRecorder.make(recording)
+            s.recorder?.recordRequest(head, forwarded: forwarded)
+            if endStream, let recorder = s.recorder { recorder.requestSent = s.started }
             do {
-                let up = try upstream.submitRequest(fields, body: endStream ? .none : .streaming)
+                // The client's own fields when the decision left the head as it was (the common case); a
+                // rewritten head is sent as rewritten, with the client's scheme and authority.
+                let upstreamFields = forwarded == head ? fields : try Self.h2Fields(of: forwarded, like: fields)
+                let up = try upstream.submitRequest(upstreamFields, body: endStream ? .none : .streaming)
                 s.upstreamID = up
                 byUpstream[up] = id
                 streams[id] = s
@@ -182,6 +196,9 @@ final class H2Relay: ExchangeRelay {
             }
         case .answer(let response, let body, let url, let outcome, let codes):
             var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            s.recorder = ExchangeRecorder.make(recording)
+            s.recorder?.recordRequest(head, forwarded: nil)
+            s.recorder?.recordLocalResponse(response)
             s.local = true
             s.status = response.status
             s.responseBytes = body.count
@@ -211,6 +228,7 @@ final class H2Relay: ExchangeRelay {
                 } else {
                     s.status = status
                     s.upstreamEnded = endStream
+                    if let recorder = s.recorder { Self.record(fields, annotation: s.annotation, in: recorder, at: now()) }
                     streams[id] = s
                     try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
                 }
@@ -227,6 +245,7 @@ final class H2Relay: ExchangeRelay {
                 return
             }
             s.responseBytes += bytes.count
+            s.recorder?.responseBody(bytes)
             s.uncreditedToClient += bytes.count
             if endStream { s.upstreamEnded = true }
             streams[id] = s
@@ -253,6 +272,29 @@ final class H2Relay: ExchangeRelay {
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
+    }
+
+    /// The HTTP/2 fields of a rewritten request head, keeping the client's `:scheme` (and `:authority` when the
+    /// head has no Host).
+    static func h2Fields(of head: HTTPRequestHead, like original: [H2Header]) throws(H2TranslationError) -> [H2Header] {
+        let scheme = original.first(named: ":scheme") ?? "https"
+        var fields = head.headers.fields.map { H2Header($0.name, $0.value) }
+        if !head.headers.contains(name: "Host"), let authority = original.first(named: ":authority") {
+            fields.insert(H2Header("host", authority), at: 0)
+        }
+        return try H2HeaderTranslation.h2Request(
+            from: H1RequestHead(method: head.method, target: head.target, headers: fields), scheme: scheme)
+    }
+
+    /// Records an h2 response head (and the annotated one the client got) in HTTP/1.1 terms.
+    static func record(_ fields: [H2Header], annotation: [H2Header], in recorder: ExchangeRecorder, at time: Double) {
+        guard let head = HTTPResponseHead(h2Response: fields) else { return }
+        var annotated: HTTPResponseHead?
+        if !annotation.isEmpty {
+            annotated = head
+            for field in annotation { annotated?.headers.add(name: field.name, value: field.value) }
+        }
+        recorder.recordResponse(head, toClient: annotated, at: time)
     }
 
     // MARK: - Bookkeeping

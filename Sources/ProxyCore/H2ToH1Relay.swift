@@ -71,6 +71,7 @@ final class H2ToH1Relay: LaneRelay {
         var responseStreaming = false
         /// Why the response was cut off, when it was.
         var interruption: String?
+        var recorder: ExchangeRecorder?
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
@@ -81,8 +82,11 @@ final class H2ToH1Relay: LaneRelay {
 
     /// - Parameter primaryConnected: the session's upstream is connected and serves as the first lane (false when
     ///   every request is answered locally, as with `--block http`).
+    private let recording: RecordingOptions?
+
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
-         decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+         recording: RecordingOptions? = nil, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+        self.recording = recording
         // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
         // (its DATA uncredited) never stalls the others.
         let defaults = H2Settings()
@@ -183,6 +187,7 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
             s.requestBytes += bytes.count
+            s.recorder?.requestBody(bytes)
             if let lane = s.lane {
                 streams[id] = s
                 writeBody(bytes, stream: id, lane: lane)
@@ -211,6 +216,7 @@ final class H2ToH1Relay: LaneRelay {
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
                 annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+            s.recorder = ExchangeRecorder.make(recording)
             streams[id] = s
             guard head.method != "CONNECT" else {
                 answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
@@ -233,11 +239,15 @@ final class H2ToH1Relay: LaneRelay {
             }
             s.keepAlive = forwarded.keepAlive
             s.requestEnded = endStream
+            s.recorder?.recordRequest(head, forwarded: forwarded)
             streams[id] = s
             waiting.append(id)
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
             var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            s.recorder = ExchangeRecorder.make(recording)
+            s.recorder?.recordRequest(head, forwarded: nil)
+            s.recorder?.recordLocalResponse(response)
             s.local = true
             s.status = response.status
             s.responseBytes = body.count
@@ -262,6 +272,7 @@ final class H2ToH1Relay: LaneRelay {
         l.requestWriter = nil
         lanes[lane] = l
         send(bytes, to: lane)
+        if let recorder = s.recorder { recorder.requestSent = now() }
         releaseIfDone(lane)
     }
 
@@ -365,9 +376,14 @@ final class H2ToH1Relay: LaneRelay {
                 s.status = head.status
                 s.responseHeadSent = true
                 s.responseStreaming = !bodyless
+                if let recorder = s.recorder {
+                    // The upstream's HTTP/1.1 head as received, and the h2 head the client got.
+                    recorder.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
+                }
                 streams[id] = s
             case .body(let piece):
                 s.responseBytes += piece.count
+                s.recorder?.responseBody(piece)
                 streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")

@@ -68,11 +68,13 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var responseWriter: HTTP1BodyWriter?
         @exclusivity(unchecked) var localAnswer: [UInt8]?
         @exclusivity(unchecked) var responseHeadSent = false
+        let recorder: ExchangeRecorder?
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
-            annotation: [(String, String)], started: Double
+            annotation: [(String, String)], started: Double, recorder: ExchangeRecorder? = nil
         ) {
+            self.recorder = recorder
             self.method = method
             self.url = url
             self.outcome = outcome
@@ -92,8 +94,13 @@ final class HTTP1Relay {
     /// Request heads begun on this connection.
     @exclusivity(unchecked) private var headsBegun = 0
     private let httpVersionLabel = "HTTP/1.1"
+    private let recording: RecordingOptions?
 
-    init(connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) {
+    init(
+        connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, recording: RecordingOptions? = nil,
+        decide: @escaping (HTTPRequestHead) -> RequestDecision
+    ) {
+        self.recording = recording
         self.connectedUpstream = upstream
         self.now = now
         self.decide = decide
@@ -166,6 +173,7 @@ final class HTTP1Relay {
     func upstreamConnected(_ target: UpstreamTarget) -> RelayOutput {
         connectedUpstream = target
         awaitingUpstream = false
+        if let ex = exchange, ex.requestEnded, let recorder = ex.recorder { recorder.requestSent = now() }
         out.toUpstream += held
         held = []
         return out.take()
@@ -198,6 +206,7 @@ final class HTTP1Relay {
             case .body(let piece):
                 guard let ex = exchange else { return }
                 ex.requestBytes += piece.count
+                ex.recorder?.requestBody(piece)
                 ex.lastRequestProgress = now()
                 ex.awaitingContinue = false
                 if ex.requestWriter != nil {
@@ -215,6 +224,7 @@ final class HTTP1Relay {
             case .end(let trailers):
                 guard let ex = exchange else { return }
                 ex.requestEnded = true
+                if let recorder = ex.recorder, !awaitingUpstream, ex.localAnswer == nil { recorder.requestSent = now() }
                 if ex.requestWriter != nil {
                     var bytes: [UInt8] = []
                     do { try ex.requestWriter!.finish(trailers: trailers, into: &bytes) } catch {
@@ -253,7 +263,9 @@ final class HTTP1Relay {
         switch decision {
         case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
             let ex = Exchange(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now())
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now(),
+                recorder: ExchangeRecorder.make(recording))
+            ex.recorder?.recordRequest(head, forwarded: forwarded)
             ex.number = headsBegun
             ex.asksUpgrade = head.headers.contains(name: "Upgrade")
             ex.awaitingContinue = forwarded.expectsContinue
@@ -280,7 +292,11 @@ final class HTTP1Relay {
             }
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
-            var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            var ex = Exchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                recorder: ExchangeRecorder.make(recording))
+            ex.recorder?.recordRequest(head, forwarded: nil)
+            ex.recorder?.recordLocalResponse(response)
             ex.number = headsBegun
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
@@ -362,12 +378,21 @@ final class HTTP1Relay {
                 }
                 // The parser framed this head for the method the request had (`expectResponse` in `begin`).
                 ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
+                if let recorder = ex.recorder {
+                    var annotated: HTTPResponseHead?
+                    if !ex.annotation.isEmpty {
+                        annotated = head
+                        for (name, value) in ex.annotation { annotated?.headers.add(name: name, value: value) }
+                    }
+                    recorder.recordResponse(head, toClient: annotated, at: now())
+                }
                 ex.status = head.status
                 ex.responseVersion = head.version
                 ex.responseHeadSent = true
             case .body(let piece):
                 guard let ex = exchange else { return }
                 ex.responseBytes += piece.count
+                ex.recorder?.responseBody(piece)
                 // Framed straight into the output: a body piece is copied once here, not twice.
                 do { try ex.responseWriter?.write(piece, into: &out.toClient) } catch {
                     protocolError(error, fromClient: false)

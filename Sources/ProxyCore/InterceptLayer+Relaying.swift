@@ -25,11 +25,15 @@ extension ProxySession {
         let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
         do {
             switch (clientH2, upstreamH2) {
-            case (true, true): i.relay = try H2Relay(now: now, decide: decide)
-            case (true, false): i.relay = try H2ToH1Relay(primaryConnected: i.upstream != nil, now: now, decide: decide)
-            case (false, true): i.relay = try H1ToH2Relay(now: now, decide: decide)
+            case (true, true): i.relay = try H2Relay(now: now, recording: env.recording, decide: decide)
+            case (true, false):
+                i.relay = try H2ToH1Relay(
+                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
+            case (false, true): i.relay = try H1ToH2Relay(now: now, recording: env.recording, decide: decide)
             case (false, false):
-                i.relay = HTTP1Relay(connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, decide: decide)
+                i.relay = HTTP1Relay(
+                    connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
+                    decide: decide)
             }
         } catch {
             notice("\(i.host): cannot start HTTP/2: \(error)")

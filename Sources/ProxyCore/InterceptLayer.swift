@@ -95,6 +95,8 @@ final class InterceptLayer: RelayingLayer {
 
     /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
     let started: Double
+    /// The TLS of both legs, for the exchange records (ProxySession+Record).
+    var legs = InterceptionLegs()
 
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
          decision: PolicyDecision, started: Double) {

@@ -23,6 +23,8 @@ final class PlainLayer: RelayingLayer {
     var pendingTarget: UpstreamTarget?
     /// The violation of the last request answered with a block, for its trace's Did Fail record.
     var lastBlock: ATSViolation?
+    /// The decision of the exchange in flight, for its record (ProxySession+Record).
+    var decisionRecord = PlainDecisionRecord()
     var watchedWait = RelayWait.nothing
 
     var exchangeRelay: (any ExchangeRelay)? { relay }
@@ -35,9 +37,20 @@ extension ProxySession {
     /// The violation of the last cleartext request answered with a block (read by `logExchange`).
     var lastPlainBlock: ATSViolation? { plain?.lastBlock }
 
+    /// The decision of the plain-HTTP exchange in flight (or upgraded), for its record (read by `recorded`).
+    var plainDecision: PlainDecisionRecord {
+        switch phase {
+        case .plain(let p): p.decisionRecord
+        case .upgraded(let u): u.plainDecision
+        case .front, .sniffing, .tunnel, .intercepting, .done: PlainDecisionRecord()
+        }
+    }
+
     func startPlain(replaying bytes: [UInt8]) {
         let p = PlainLayer()
-        p.relay = HTTP1Relay(connectedTo: nil, now: now) { [unowned self, unowned p] head in self.decidePlain(head, p) }
+        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
+            self.decidePlain(head, p)
+        }
         phase = .plain(p)
         applyPlain(p.relay.clientBytes(bytes), p)
     }
@@ -49,6 +62,7 @@ extension ProxySession {
             url: Redaction.url(head.target), outcome: .notEvaluated, codes: [])
         // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
         // connection's later requests, to any host, are checked like its first.
+        p.decisionRecord = PlainDecisionRecord()
         if let refusal = authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
@@ -83,6 +97,7 @@ extension ProxySession {
                 decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             }
         }
+        if env.mode != .off { p.decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations) }
         let answer = ATSAnswer(url: url, decision: decision, violations: verdict.violations)
         let codes = verdict.violations.map(ExchangeError.init)
         // Cleartext has one way to refuse: the app refuses the load before connecting, so the proxy answers.
@@ -166,7 +181,12 @@ extension ProxySession {
         applyPauses(o)
         if o.switchedToRaw {
             // The adapter relays both connections raw from now on; the upgraded connection is logged as it ends.
-            phase = o.exchanges.last.map { .upgraded(UpgradedConnection(after: $0, at: now())) } ?? .done
+            if var upgraded = o.exchanges.last.map({ UpgradedConnection(after: $0, at: now()) }) {
+                upgraded.plainDecision = p.decisionRecord
+                phase = .upgraded(upgraded)
+            } else {
+                phase = .done
+            }
             commands.append(.startTunnel)
             return
         }

@@ -32,6 +32,8 @@ public final class ProxyEnvironment: Sendable {
     /// What the device checks with ATS out of the way (`NSAllowsArbitraryLoads`): the chain's trust, the name, and
     /// the rules iOS applies to every TLS connection. `--ats off` still judges every upstream by it.
     let defaultTrustPolicy: ATSPolicy
+    /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
+    public let recording: RecordingOptions?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
     private let verdicts = RequirementsCache()
@@ -67,9 +69,11 @@ public final class ProxyEnvironment: Sendable {
         policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [HostPattern],
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
-        upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false
+        upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
+        recording: RecordingOptions? = nil
     ) {
         self.policy = policy
+        self.recording = recording
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(
             atsDictionary: .dictionary(PlistDictionary([(key: "NSAllowsArbitraryLoads", value: .bool(true))])),

@@ -94,6 +94,7 @@ extension ProxySession {
 
     /// One exchange in the console and, with `--log-json`, in the JSON log.
     func recordExchange(_ exchange: ExchangeSummary) {
+        let exchange = env.recording == nil ? exchange : recorded(exchange)
         commands.append(.log(.exchange(exchange)))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(

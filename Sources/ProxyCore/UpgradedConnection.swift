@@ -14,6 +14,8 @@ struct UpgradedConnection {
     var toClient = 0
     /// Which side ended it, when one closed before the connection was torn down.
     var endedBy: String?
+    /// A plain-HTTP one's decision, for its end's record (ProxySession+Record).
+    var plainDecision = PlainDecisionRecord()
 
     /// Raw relaying starts now (`started`), after `exchange` switched protocols.
     init(after exchange: ExchangeSummary, at started: Double) {

@@ -1,6 +1,9 @@
 import ATSPolicy
 
-/// One finished exchange (request and response, or a refused load), as the console line and the JSON log see it.
+/// One finished exchange (request and response, or a refused load, a blocked handshake, a tunnel): the record every
+/// relay emits and every sink consumes. The fields up to `note` are what the console line and the JSON `exchange`
+/// event show, for every exchange; `connection`, `action` and `detail` are filled for sinks that keep or show
+/// traffic (see `ExchangeDetail`), and are not part of the JSON event.
 public struct ExchangeSummary: Sendable, Equatable, Codable {
     public enum ATSOutcome: String, Sendable, Codable {
         /// The policy allows the connection.
@@ -31,6 +34,25 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var interruption: String?
     /// Why the proxy did what it did, when the line alone would not say (a tunnel: why it was not intercepted).
     public var note: String?
+    /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
+    public var connection: ConnectionRecord?
+    /// What the proxy did (set with `connection`).
+    public var action: ExchangeAction?
+    /// Heads on each leg, timings and body bytes (nil unless a sink asked for details).
+    public var detail: ExchangeDetail?
+
+    private enum CodingKeys: String, CodingKey {
+        case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
+        case interruption, note
+    }
+
+    /// Equal in what the console line and the JSON event show; the details are not compared.
+    public static func == (a: ExchangeSummary, b: ExchangeSummary) -> Bool {
+        a.method == b.method && a.url == b.url && a.status == b.status && a.httpVersion == b.httpVersion
+            && a.outcome == b.outcome && a.errors == b.errors && a.requestBytes == b.requestBytes
+            && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
+            && a.interruption == b.interruption && a.note == b.note && a.action == b.action
+    }
 
     public init(
         method: String, url: String, status: Int?, httpVersion: String, outcome: ATSOutcome, errors: [ExchangeError],

@@ -18,7 +18,8 @@ public struct RepeatedNoticeFilter: Sendable {
         var foldedSinceShown: Int
         /// The text last shown (for a kind, the latest instance's text is shown when the interval has passed).
         var text: String
-        var byKind: Bool
+        /// Some folded repeat differed in text from the one shown (a kind's other hosts or details).
+        var variedSinceShown = false
     }
     private var entries: [String: Entry] = [:]
 
@@ -36,20 +37,23 @@ public struct RepeatedNoticeFilter: Sendable {
             entry.lastSeen = now
             if now - entry.lastShown < interval {
                 entry.foldedSinceShown += 1
+                if notice != entry.text { entry.variedSinceShown = true }
                 entries[key] = entry
                 return []
             }
-            let line = Self.line(notice, folded: entry.foldedSinceShown, byKind: entry.byKind)
-            entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice, byKind: kind != nil)
+            let line = Self.line(notice, folded: entry.foldedSinceShown, varied: entry.variedSinceShown)
+            entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice)
             return [line]
         }
         var lines: [String] = []
         if entries.count >= capacity, let oldest = entries.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
             entries[oldest.key] = nil
             let old = oldest.value
-            if old.foldedSinceShown > 0 { lines.append(Self.line(old.text, folded: old.foldedSinceShown, byKind: old.byKind)) }
+            if old.foldedSinceShown > 0 {
+                lines.append(Self.line(old.text, folded: old.foldedSinceShown, varied: old.variedSinceShown))
+            }
         }
-        entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice, byKind: kind != nil)
+        entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice)
         lines.append(notice)
         return lines
     }
@@ -58,14 +62,18 @@ public struct RepeatedNoticeFilter: Sendable {
     public mutating func drain() -> [String] {
         let pending = entries.filter { $0.value.foldedSinceShown > 0 }
             .sorted { $0.value.lastShown < $1.value.lastShown }
-        for (key, _) in pending { entries[key]?.foldedSinceShown = 0 }
-        return pending.map { Self.line($0.value.text, folded: $0.value.foldedSinceShown, byKind: $0.value.byKind) }
+        for (key, _) in pending {
+            entries[key]?.foldedSinceShown = 0
+            entries[key]?.variedSinceShown = false
+        }
+        return pending.map { Self.line($0.value.text, folded: $0.value.foldedSinceShown, varied: $0.value.variedSinceShown) }
     }
 
-    static func line(_ notice: String, folded: Int, byKind: Bool = false) -> String {
+    /// The notice with its folded count: "more times" when every repeat was the same text, "more like it" when
+    /// some were of the same kind with other details.
+    static func line(_ notice: String, folded: Int, varied: Bool = false) -> String {
         guard folded > 0 else { return notice }
-        let times = "\(folded) more time\(folded == 1 ? "" : "s")"
-        return notice + (byKind ? " [and \(folded) more like it since it was last shown]"
-            : " [and \(times) since it was last shown]")
+        if varied { return notice + " [and \(folded) more like it since it was last shown]" }
+        return notice + " [and \(folded) more time\(folded == 1 ? "" : "s") since it was last shown]"
     }
 }

@@ -358,8 +358,7 @@ struct RunCommand: ParsableCommand {
         }
         done.wait()
         signals.cancel()
-        sink.flushConsole()
-        sink.flushFoldedNotices()
+        sink.flushAll()
     }
 
     /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,

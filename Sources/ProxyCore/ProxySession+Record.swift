@@ -1,0 +1,78 @@
+import ATSPolicy
+import ProxyTrace
+import TLSCore
+
+// The exchange record's connection-level facts. Relays record what belongs to one exchange (heads, timings, body
+// bytes); the session adds what belongs to its connection (who the client is, the TLS of both legs, the ATS
+// decision and its violations) and what the proxy did, at the one place every exchange passes through
+// (`recordExchange`). Only when a sink asked for details (`env.recording`): the console line needs none of it.
+
+/// The TLS facts of an intercepted connection's two legs, kept once each handshake completes.
+struct InterceptionLegs {
+    var client: TLSLegFacts?
+    var upstream: TLSLegFacts?
+    /// The upstream handshake's facts, as the policy judged them (version, suite, chain, trust).
+    var upstreamFacts: HandshakeFacts?
+}
+
+/// The decision of the plain-HTTP request being relayed: an HTTP/1.1 connection answers one request at a time, so
+/// the last decision made is that of the exchange that completes next.
+struct PlainDecisionRecord {
+    var decision: PolicyDecision?
+    var violations: [ATSViolation] = []
+}
+
+extension TLSLegFacts {
+    /// The facts of `engine`'s completed handshake; `serverName` is the SNI sent on that leg.
+    init?(_ engine: TLSEngine?, serverName: String?) {
+        guard let engine, let negotiated = engine.negotiated else { return nil }
+        self.init(
+            version: negotiated.versionName, cipherSuite: negotiated.cipherSuiteName, alpn: negotiated.alpn,
+            serverName: serverName, resumed: engine.sessionReused)
+    }
+}
+
+extension ProxySession {
+    /// `exchange` with its connection, action and (for exchanges no relay recorded: blocked handshakes, tunnels,
+    /// refused first requests) timings.
+    func recorded(_ exchange: ExchangeSummary) -> ExchangeSummary {
+        var record = exchange
+        let i = interception
+        if let i {
+            if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client, serverName: i.hello.serverName) }
+            if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
+        }
+        record.connection = ConnectionRecord(
+            connectionID: id, clientAddress: clientAddress, clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream,
+            upstreamHandshake: i?.legs.upstreamFacts,
+            decision: i?.decision ?? plainDecision.decision,
+            violations: i.map(\.violations) ?? plainDecision.violations)
+        record.action = action(of: exchange)
+        if record.detail == nil {
+            let ended = now()
+            record.detail = ExchangeDetail(
+                timings: ExchangeTimings(started: ended - exchange.durationMilliseconds / 1000, ended: ended))
+        }
+        return record
+    }
+
+    private func action(of exchange: ExchangeSummary) -> ExchangeAction {
+        if exchange.method == "CONNECT", exchange.httpVersion == "TUNNEL" {
+            return exchange.outcome == .failed ? .failed : .tunnelled
+        }
+        switch exchange.outcome {
+        case .failed: return .failed
+        case .violation: return .annotated
+        case .blocked:
+            return exchange.method == "CONNECT" && exchange.httpVersion == "TLS" ? .blockedHandshake : .blockedAnswer
+        case .allowed, .notEvaluated:
+            // A status the proxy answered itself before anything went upstream (400, 407, 408…).
+            if exchange.detail?.response == nil, exchange.detail?.clientResponse != nil || exchange.detail == nil,
+                let status = exchange.status, status >= 400
+            {
+                return .refused
+            }
+            return .relayed
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import ATSPolicy
+import HTTP1Core
+
+/// What an exchange record holds beyond its console line, for the sinks that keep or show traffic (a capture
+/// store, a live view): the heads on each leg, the timings, the TLS of both legs, the ATS decision and what the
+/// proxy did. Built only when a sink asks for it (`RecordingOptions` on the environment), so the relaying path
+/// pays nothing for it otherwise.
+///
+/// The heads are the parsed values the relays already hold (their storage is shared, not copied); header values
+/// are as received. `Proxy-Authorization` is removed from the client's request head before it is recorded.
+public struct ExchangeDetail: Sendable {
+    /// The request as the client sent it. For an HTTP/2 client, its pseudo-headers as a request line
+    /// (`:method`, `:path`) and its other fields in order.
+    public var request: HTTPRequestHead?
+    /// The request as it went upstream, when it differs from `request` (absolute-form made origin-form, a
+    /// translated h1↔h2 head, proxy fields removed); nil when the same bytes went up.
+    public var forwardedRequest: HTTPRequestHead?
+    /// The response as the upstream sent it (nil when there was none: a local answer, a block).
+    public var response: HTTPResponseHead?
+    /// The response as the client got it, when it differs from `response` (annotated with `X-ATS-*`, translated,
+    /// or answered by the proxy itself).
+    public var clientResponse: HTTPResponseHead?
+    public var timings: ExchangeTimings
+    /// Body bytes seen, up to the recording's limit; nil when bodies are not recorded.
+    public var requestBody: CapturedBody?
+    public var responseBody: CapturedBody?
+
+    public init(
+        request: HTTPRequestHead? = nil, forwardedRequest: HTTPRequestHead? = nil, response: HTTPResponseHead? = nil,
+        clientResponse: HTTPResponseHead? = nil, timings: ExchangeTimings, requestBody: CapturedBody? = nil,
+        responseBody: CapturedBody? = nil
+    ) {
+        self.request = request
+        self.forwardedRequest = forwardedRequest
+        self.response = response
+        self.clientResponse = clientResponse
+        self.timings = timings
+        self.requestBody = requestBody
+        self.responseBody = responseBody
+    }
+}
+
+/// When an exchange's steps happened, in Unix seconds: enough for HAR's `timings` (send, wait, receive).
+public struct ExchangeTimings: Sendable, Equatable, Codable {
+    /// The request's first byte reached the proxy.
+    public var started: Double
+    /// The whole request had gone upstream (nil when it never went: blocked, answered locally, cut off).
+    public var requestSent: Double?
+    /// The first byte of the upstream's response arrived (nil when none did).
+    public var firstResponseByte: Double?
+    /// The exchange ended (its last byte went to the client, or it was cut off).
+    public var ended: Double
+
+    public init(started: Double, requestSent: Double? = nil, firstResponseByte: Double? = nil, ended: Double) {
+        self.started = started
+        self.requestSent = requestSent
+        self.firstResponseByte = firstResponseByte
+        self.ended = ended
+    }
+}
+
+/// The first bytes of a body, as they streamed past (before any content decoding: gzip stays gzip), and how big
+/// it really was.
+public struct CapturedBody: Sendable, Equatable {
+    public var bytes: [UInt8]
+    /// Every body byte that passed, kept or not.
+    public var totalBytes: Int
+    /// True when the body was longer than what was kept.
+    public var isTruncated: Bool { bytes.count < totalBytes }
+
+    public init(bytes: [UInt8], totalBytes: Int) {
+        self.bytes = bytes
+        self.totalBytes = totalBytes
+    }
+}
+
+/// The TLS of one leg of a connection, as negotiated.
+public struct TLSLegFacts: Sendable, Equatable, Codable {
+    public var version: String?
+    public var cipherSuite: String?
+    public var alpn: String?
+    /// The SNI the client sent (client leg) or the proxy sent (upstream leg; nil for an IP address).
+    public var serverName: String?
+    public var resumed: Bool
+
+    public init(version: String?, cipherSuite: String?, alpn: String?, serverName: String?, resumed: Bool) {
+        self.version = version
+        self.cipherSuite = cipherSuite
+        self.alpn = alpn
+        self.serverName = serverName
+        self.resumed = resumed
+    }
+}
+
+/// What the proxy did with an exchange.
+public enum ExchangeAction: String, Sendable, Equatable, Codable {
+    /// Sent upstream and answered by it.
+    case relayed
+    /// Relayed although the policy forbids it, with `X-ATS-*` headers (`--ats annotate`).
+    case annotated
+    /// The client's TLS handshake was failed the way the app's would be (`--block tls`).
+    case blockedHandshake
+    /// Answered by the proxy with the violation (`--block http`, a -1022 refusal of cleartext).
+    case blockedAnswer
+    /// Tunnelled without interception (`note` says why: --passthrough, a pinned host, not TLS).
+    case tunnelled
+    /// Refused by the proxy before any upstream was involved (malformed, credentials, deadline).
+    case refused
+    /// The upstream could not be reached or did not answer: a network failure, not an ATS verdict.
+    case failed
+}
+
+/// The connection an exchange belongs to, and the ATS verdict that applied to it.
+public struct ConnectionRecord: Sendable {
+    /// The client connection (the trace's Connection ID).
+    public var connectionID: UInt64
+    /// `192.168.1.20:51234`, when known.
+    public var clientAddress: String?
+    /// The TLS between the client and the proxy (nil for plain HTTP and tunnels).
+    public var clientTLS: TLSLegFacts?
+    /// The TLS between the proxy and the upstream, with the certificate facts it was judged on.
+    public var upstreamTLS: TLSLegFacts?
+    public var upstreamHandshake: HandshakeFacts?
+    /// The plist entry (or the defaults) that decided, and why; nil when ATS was not evaluated.
+    public var decision: PolicyDecision?
+    /// The violations found, with their codes and fixes (empty when allowed).
+    public var violations: [ATSViolation]
+
+    public init(
+        connectionID: UInt64, clientAddress: String? = nil, clientTLS: TLSLegFacts? = nil,
+        upstreamTLS: TLSLegFacts? = nil, upstreamHandshake: HandshakeFacts? = nil, decision: PolicyDecision? = nil,
+        violations: [ATSViolation] = []
+    ) {
+        self.connectionID = connectionID
+        self.clientAddress = clientAddress
+        self.clientTLS = clientTLS
+        self.upstreamTLS = upstreamTLS
+        self.upstreamHandshake = upstreamHandshake
+        self.decision = decision
+        self.violations = violations
+    }
+}
