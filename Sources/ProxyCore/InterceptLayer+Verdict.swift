@@ -126,7 +126,8 @@ extension ProxySession {
             if i.requirements == nil {
                 text = "not evaluated (--ats off)"
                 if let first = verdict.violations.first {
-                    text += "; --insecure-upstream: relayed although the device would not trust it: \(first.explanation)"
+                    text += "; --insecure-upstream: relayed although the device would not trust it: "
+                        + first.explanation
                     notice("\(i.host):\(i.port): --insecure-upstream: relaying an upstream the device would not trust "
                         + "(\(first.explanation)); the client sees it as trusted")
                 }

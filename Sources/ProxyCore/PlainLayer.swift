@@ -97,7 +97,9 @@ extension ProxySession {
                 decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             }
         }
-        if env.mode != .off { p.decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations) }
+        if env.mode != .off {
+            p.decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations)
+        }
         let answer = ATSAnswer(url: url, decision: decision, violations: verdict.violations)
         let codes = verdict.violations.map(ExchangeError.init)
         // Cleartext has one way to refuse: the app refuses the load before connecting, so the proxy answers.

@@ -9,7 +9,7 @@ import ProxyTrace
 // with that layer's state, and each event goes to it.
 //
 //   front ──CONNECT──▶ sniffing ──ClientHello──▶ intercepting ──▶ done
-//     │                   └──not TLS──▶ tunnel (connecting, then relayed raw by the adapter) ──▶ done
+//     │                   └──not TLS──▶ tunnel (connecting, then relayed raw) ──▶ done
 //     ├──CONNECT to a --passthrough or pinned host──▶ tunnel
 //     └──GET http://…──▶ plain ──101──▶ upgraded (relayed raw by the adapter) ──▶ done
 //
@@ -36,7 +36,8 @@ public final class ProxySession {
     /// The layer the connection is in, holding its state.
     enum Phase {
         case front(FrontLayer)
-        /// After a CONNECT's 200: the client's first bytes, until they show whether it speaks TLS (ProxySession+Sniffing).
+        /// After a CONNECT's 200: the client's first bytes, until they show whether it speaks TLS
+        /// (ProxySession+Sniffing).
         case sniffing(host: String, port: Int, buffer: [UInt8])
         case tunnel(TunnelLayer)
         case plain(PlainLayer)

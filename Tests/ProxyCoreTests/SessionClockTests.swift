@@ -38,7 +38,7 @@ private func violations(_ env: ProxyEnvironment, origin identity: TLSConfigurati
 
 @Suite("The session's clock is the clock of certificate validity: trust evaluation and minted leaves")
 struct SessionClockTests {
-    @Test("An origin certificate is judged at the session's time: valid now, expired after notAfter, not yet valid before notBefore")
+    @Test("A certificate is judged at the session's time: valid now, expired past notAfter, early before notBefore")
     func trustEvaluatedAtSessionTime() throws {
         let env = try SessionHarness.environment(block: .http, jsonEvents: true, trustingOwnCA: true)
         let identity = try env.minter.identity(for: "good.test")

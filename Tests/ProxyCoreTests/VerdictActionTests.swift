@@ -29,7 +29,8 @@ struct VerdictActionTests {
     func violation() {
         let relayable = Verdict(source: .policy, violations: [tooOld])
         let failedHandshake = Verdict(source: .policy, violations: [tooOld], relayable: false)
-        #expect(VerdictAction(for: relayable, mode: .enforce, blockStyle: .tls) == .block(outcome: .blocked, style: .tls))
+        #expect(VerdictAction(for: relayable, mode: .enforce, blockStyle: .tls)
+            == .block(outcome: .blocked, style: .tls))
         #expect(VerdictAction(for: relayable, mode: .enforce, blockStyle: .http)
             == .block(outcome: .blocked, style: .http))
         #expect(VerdictAction(for: relayable, mode: .annotate, blockStyle: .tls)
