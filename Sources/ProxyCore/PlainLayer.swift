@@ -200,6 +200,7 @@ extension ProxySession {
     }
 
     /// Reading paused or resumed because the other side's flow control filled or drained.
+    @inline(__always)
     func applyPauses(_ o: borrowing RelayOutput) {
         for (peer, paused) in o.pauseReading {
             commands.append(paused ? .pauseReading(peer) : .resumeReading(peer))

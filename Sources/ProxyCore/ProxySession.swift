@@ -33,16 +33,17 @@ public final class ProxySession {
     /// off for it (see HTTP1Relay).
     @exclusivity(unchecked) var commands: [ProxyCommand] = []
 
-    /// The layer the connection is in, holding its state.
+    /// The layer the connection is in, holding its state. Every payload is one reference (the value payloads are
+    /// `indirect`), so that reading the phase on the hot path is a retain, not an outlined copy of the largest case.
     enum Phase {
         case front(FrontLayer)
         /// After a CONNECT's 200: the client's first bytes, until they show whether it speaks TLS
         /// (ProxySession+Sniffing).
-        case sniffing(host: String, port: Int, buffer: [UInt8])
+        indirect case sniffing(host: String, port: Int, buffer: [UInt8])
         case tunnel(TunnelLayer)
         case plain(PlainLayer)
         /// A plain-HTTP connection relayed raw by the adapter after a 101 (`startTunnel`); logged when it ends.
-        case upgraded(UpgradedConnection)
+        indirect case upgraded(UpgradedConnection)
         case intercepting(InterceptLayer)
         case done
     }
