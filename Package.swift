@@ -13,6 +13,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        // SQLite for capture files (CaptureStore), on the system's libsqlite3 (libsqlite3-dev).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // C libraries, reached only through these three header-only system-library targets.
@@ -42,7 +44,14 @@ let package = Package(
             dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
-        .target(name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"], swiftSettings: strict),
+        // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
+        .target(
+            name: "CaptureStore",
+            dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .target(
+            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
+            swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
             swiftSettings: strict),
@@ -82,15 +91,23 @@ let package = Package(
         .testTarget(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "CaptureStoreTests",
+            dependencies: ["CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
             name: "ProxyEndToEndTests",
             dependencies: [
                 "atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy", "TestSupport",
+                "CaptureStore",
             ],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
-        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyEventLoop"], swiftSettings: strict),
+        .testTarget(
+            name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace"],
+            swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],

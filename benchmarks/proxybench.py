@@ -32,6 +32,10 @@ same decrypt-parse-encrypt work on this machine. "new conns" counts the TCP conn
 origin (median): for the atsproxy-load rows it equals the connection count unless connections failed (then the
 run also prints the errors); hey dials more than its concurrency when it races its own pool, and every extra dial
 through the proxy is a full pair of handshakes, so hey runs with many are not comparable.
+
+The "capture on" rows run a second proxy, identical but with `--capture FILE` (bodies kept up to the default 1 MiB
+cap, so every 1 KiB body is kept), interleaved in the same rounds; the lines after the table compare each with its
+capture-off row (requests/s and steady CPU per request) and give the capture file's bytes per exchange.
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
@@ -349,12 +353,21 @@ def main():
         procs.append(proxy)
         proxy_url = f"http://127.0.0.1:{proxy_port}"
         proxy_address = f"127.0.0.1:{proxy_port}"
+        # The same proxy with a capture (same CA, so the intercepted path is identical but for the capture).
+        capture_port = free_port()
+        capture_file = f"{d}/bench.atscap"
+        capture_proxy = start_proxy(args.binary, d, cadir, capture_port, tls_port, h2_port,
+                                    args.proxy_arg + ["--capture", capture_file], log_name="proxy-capture.log")
+        procs.append(capture_proxy)
+        proxies = {"off": (proxy, proxy_address), "capture": (capture_proxy, f"127.0.0.1:{capture_port}")}
+        captured_requests = 0
 
-        def client(kind, url, n, c, proxied=False, keepalive=True):
-            """One run of the case's client, direct or through the proxy."""
+        def client(kind, url, n, c, proxied=False, keepalive=True, which="off"):
+            """One run of the case's client, direct or through the proxy (`which`: off, or capture)."""
+            address = proxies[which][1]
             if kind == "load":
-                return load(load_binary, url, n, c, proxy=proxy_address if proxied else None)
-            return hey(url, n, c, proxy=proxy_url if proxied else None, keepalive=keepalive)
+                return load(load_binary, url, n, c, proxy=address if proxied else None)
+            return hey(url, n, c, proxy=f"http://{address}" if proxied else None, keepalive=keepalive)
 
         # One checked request through the intercepted path first: hey and atsproxy-load do not verify certificates.
         curl = run(["curl", "-sS", "--fail", "-x", proxy_url, "--cacert", f"{cadir}/atsproxy-ca.pem",
@@ -381,25 +394,36 @@ def main():
              max(100, args.requests // 50), 4, True, "mbps", "hey"),
             ("plain HTTP 1 KiB, 32 conns", f"http://127.0.0.1:{http_port}/1k", f"http://127.0.0.1:{http_port}/1k",
              args.requests, 32, True, "rps", "load"),
+            ("keep-alive HTTPS 1 KiB, 32 conns, capture on", direct_1k, proxied_1k, args.requests, 32, True, "rps",
+             "load", "capture"),
+            ("plain HTTP 1 KiB, 32 conns, capture on", f"http://127.0.0.1:{http_port}/1k",
+             f"http://127.0.0.1:{http_port}/1k", args.requests, 32, True, "rps", "load", "capture"),
         ]
+        cases = [case if len(case) == 9 else case + ("off",) for case in cases]
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
         h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
         results = {}
         if args.only:
             cases = [case for case in cases if args.only in case[0]]
-        for name, direct, proxied, n, c, ka, unit, kind in cases:
+        for name, direct, proxied, n, c, ka, unit, kind, which in cases:
             rows = {"direct": [], "proxy": []}
+            proc, address = proxies[which]
             # A short discarded run of each side first: caches, minted leaves and TCP state settle.
             client(kind, direct, max(200, n // 10), c, keepalive=ka)
-            client(kind, proxied, max(200, n // 10), c, proxied=True, keepalive=ka)
+            client(kind, proxied, max(200, n // 10), c, proxied=True, keepalive=ka, which=which)
+            if which == "capture":
+                captured_requests += max(200, n // 10)
             for _ in range(args.rounds):
                 rows["direct"].append(counted(lambda: client(kind, direct, n, c, keepalive=ka), http_port))
                 rows["proxy"].append(counted(
-                    lambda: client(kind, proxied, n, c, proxied=True, keepalive=ka), http_port, proxy.pid, n))
+                    lambda: client(kind, proxied, n, c, proxied=True, keepalive=ka, which=which), http_port, proc.pid,
+                    n))
                 if kind == "load":
                     rows["proxy"][-1]["steady_us"] = steady_cpu_us(
-                        lambda m: load(load_binary, proxied, m, c, proxy=proxy_address), proxy.pid, n,
+                        lambda m: load(load_binary, proxied, m, c, proxy=address), proc.pid, n,
                         rows["proxy"][-1]["cpu_us"])
+                if which == "capture":
+                    captured_requests += n + (max(100, n // 5) if kind == "load" else 0)
             results[name] = (rows, unit)
         reference = "reference: nginx TLS reverse proxy, 32 conns"
         if not args.only or args.only in reference:
@@ -459,6 +483,20 @@ def main():
             bad = [r for side in rows.values() for r in side if set(r["codes"]) - {200} or r["errors"]]
             for r in bad:
                 print(f"   non-200 responses or errors: {r['codes']} {r['errors']}")
+
+        comparisons = [(name, name + ", capture on") for name in results if name + ", capture on" in results]
+        if comparisons:
+            print()
+        for off, on in comparisons:
+            def med_of(name, key):
+                return statistics.median(r[key] for r in results[name][0]["proxy"])
+            print(f"capture on vs off, {off}: {med_of(on, 'rps') / med_of(off, 'rps') - 1:+.1%} req/s, "
+                  f"{med_of(on, 'steady_us') - med_of(off, 'steady_us'):+.1f} µs steady CPU per request "
+                  f"({med_of(off, 'steady_us'):.1f} -> {med_of(on, 'steady_us'):.1f})")
+        if comparisons and captured_requests:
+            size = sum(os.path.getsize(p) for p in (capture_file, capture_file + "-wal") if os.path.exists(p))
+            print(f"capture file: {size / 1e6:.1f} MB for about {captured_requests} exchanges "
+                  f"({size / captured_requests:.0f} bytes per exchange, 1 KiB response bodies, trace included)")
 
         if args.only:
             return

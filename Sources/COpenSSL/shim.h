@@ -24,6 +24,10 @@ static inline int copenssl_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *li
     return (int)SSL_CTX_set1_groups_list(ctx, list);
 }
 static inline long copenssl_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+/// SSL_OP_IGNORE_UNEXPECTED_EOF (OpenSSL 3): an EOF without close_notify reads as a clean close, no alert sent.
+static inline void copenssl_SSL_CTX_ignore_unexpected_eof(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+}
 static inline void copenssl_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) { SSL_CTX_set_read_ahead(ctx, yes); }
 static inline int copenssl_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
     return (int)SSL_set_tlsext_host_name(ssl, name);

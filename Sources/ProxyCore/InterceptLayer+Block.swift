@@ -40,7 +40,9 @@ extension ProxySession {
             if let first = i.violations.first {
                 trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
             }
-            switch BlockPlan(for: i.violations.first, upstreamLeafName: nil, now: clockDate) {
+            // A wrong-host leaf names what the upstream's leaf names: the flaw the device would really meet.
+            let upstreamName = i.legs.upstreamFacts?.chain.first?.dnsNames.first
+            switch BlockPlan(for: i.violations.first, upstreamLeafName: upstreamName, now: clockDate) {
             case .alert(let alert):
                 traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
                 logBlockedConnection(i)

@@ -103,10 +103,8 @@ extension ProxySession {
         // A resumed handshake's certificate facts are those of the session's first, full handshake; the policy
         // is still evaluated here, on every connection, at the current time.
         traceHandshake(i, facts, resumed: engine.sessionReused)
-        if env.recording != nil {
-            i.legs.upstreamFacts = facts
-            i.legs.upstream = TLSLegFacts(engine, serverName: i.upstreamSNI)
-        }
+        i.legs.upstreamFacts = facts
+        if env.recording != nil { i.legs.upstream = TLSLegFacts(engine, serverName: i.upstreamSNI) }
         if let req = i.requirements {
             i.violations = env.policy.evaluate(facts, against: req).violations
             if i.iOSLikeFailure != nil { i.violations = violationsOrFailure(i.violations, facts, i) }

@@ -88,6 +88,7 @@ final class ClientSide: ConnectionHandler {
     private let server: ProxyServer
     private let loop: EventLoop
     private let session: ProxySession
+    private let sessionID: UInt64
     private var client: Connection?
     private var upstream: Connection?
     /// Distinguishes the current upstream from closed ones whose late events must be ignored.
@@ -105,6 +106,7 @@ final class ClientSide: ConnectionHandler {
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
         self.loop = loop
+        self.sessionID = sessionID
         self.session = ProxySession(
             id: sessionID, environment: server.environment, now: { Date().timeIntervalSince1970 })
     }
@@ -285,6 +287,10 @@ final class ClientSide: ConnectionHandler {
                     guard let self, self.timers.removeValue(forKey: timer) != nil, self.client != nil else { return }
                     self.run(self.session.handle(.timerFired(timer)))
                 }
+            case .log(.diagnostics(var record)):
+                // Filed under its connection for sinks that keep records per connection (a capture).
+                record.connectionID = sessionID
+                server.sink.write(.diagnostics(record))
             case .log(let entry):
                 server.sink.write(entry)
             }

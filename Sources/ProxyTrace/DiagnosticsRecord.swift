@@ -8,6 +8,9 @@ public struct DiagnosticsRecord: Sendable, Equatable {
     public var fields: [Field]
     /// The lowest `--diagnostics` level at which this record is written.
     public var level: Int
+    /// The client connection the record belongs to, set where records leave their session (the proxy server), so
+    /// that a sink that keeps them (a capture) can file them per connection; not printed.
+    public var connectionID: UInt64?
 
     public struct Field: Sendable, Equatable {
         public var key: String

@@ -34,6 +34,11 @@ public final class TLSContext: @unchecked Sendable {
     deinit { SSL_CTX_free(ctx) }
 
     private static func configure(_ ctx: OpaquePointer, _ c: TLSConfiguration) throws(OpenSSLError) {
+        // A client (browsers, curl, URLSession) may end with a FIN and no close_notify. OpenSSL 3 would answer with
+        // a fatal decode_error alert, which the proxy then sent to a client that did nothing wrong; as a server,
+        // take it as a close and answer with close_notify. Upstream legs stay strict: an origin's missing
+        // close_notify can be a truncation.
+        if c.role == .server { copenssl_SSL_CTX_ignore_unexpected_eof(ctx) }
         // Security level first: it also filters the cipher list and versions set below.
         if let level = c.securityLevel { SSL_CTX_set_security_level(ctx, Int32(level)) }
         if let v = c.minimumVersion {

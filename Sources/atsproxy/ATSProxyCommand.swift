@@ -9,4 +9,9 @@ struct ATSProxyCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self]
     )
+
+    /// Parses the command line with `run --capture` allowed without a file name.
+    static func main() async {
+        await main(CaptureOptions.expandingBareCapture(Array(CommandLine.arguments.dropFirst())))
+    }
 }

@@ -1,6 +1,7 @@
 import ATSLint
 import ATSPolicy
 import ArgumentParser
+import CaptureStore
 import Foundation
 import PolicyLoader
 import ProxyCore
@@ -166,6 +167,8 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "No per-exchange console lines (notices still go to stderr).")
     var quiet = false
 
+    @OptionGroup var captureOptions: CaptureOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -241,6 +244,30 @@ struct RunCommand: ParsableCommand {
             throw failure("atsproxy run: error: --log-json: \(error)")
         }
 
+        // Opened with the log, before the CA: a capture path that cannot be used fails first, and nothing is written
+        // to a file that is not a capture.
+        var capture: CaptureSink?
+        do {
+            if let path = try captureOptions.resolvedPath() {
+                let writer = try CaptureWriter.open(
+                    path: path,
+                    run: CaptureRunInfo(
+                        started: Date().timeIntervalSince1970,
+                        atsproxyVersion: ATSProxyCommand.configuration.version,
+                        bodyLimit: captureOptions.bodyLimit,
+                        settings: [
+                            "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
+                            "block": block.rawValue,
+                        ]))
+                let notices = sink
+                let opened = CaptureSink(writer: writer) { text in notices.notice(text) }
+                sink.add(opened)
+                capture = opened
+            }
+        } catch {
+            throw failure("atsproxy run: error: --capture: \(error)")
+        }
+
         var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
         var policySource = AppleDefaultPolicy.source
         if let plist {
@@ -294,13 +321,16 @@ struct RunCommand: ParsableCommand {
             credentials: credentials,
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            diagnosticsLevel: level, jsonEvents: logJSON != nil,
+            // A capture keeps the trace records, so sessions make them (level 1 at least); stderr shows them only
+            // at the --diagnostics level (StandardErrorSink filters by it).
+            diagnosticsLevel: capture == nil ? level : max(level, 1), jsonEvents: logJSON != nil,
             timeouts: .init(
                 handshake: .milliseconds(Int(handshakeTimeout * 1000)),
                 client: .milliseconds(Int(clientTimeout * 1000)),
                 response: .milliseconds(Int(responseTimeout * 1000))),
             upstreamALPN: upstreamALPN,
-            upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream)
+            upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
+            recording: capture == nil ? nil : RecordingOptions(bodyLimit: captureOptions.bodyLimit))
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -343,11 +373,13 @@ struct RunCommand: ParsableCommand {
         let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
+        let bodies = captureOptions.bodyLimit == 0 ? "no bodies" : "bodies up to \(captureOptions.bodyLimit) bytes each"
+        let captureLine = capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
         FileHandle.standardOutput.write(Data("""
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/
+            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)
 
             """.utf8))
 
@@ -359,6 +391,7 @@ struct RunCommand: ParsableCommand {
         done.wait()
         signals.cancel()
         sink.flushAll()
+        capture?.close()
     }
 
     /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,

@@ -242,12 +242,14 @@ struct TLSEngineTests {
         #expect(end.count == 0)
     }
 
+    /// As a client (the proxy's upstream leg), an end of input without close_notify is a failure: it can be a
+    /// truncation.
     @Test func readIntoAtTheEndOfInputWithoutCloseNotifyIsClosedByPeer() throws {
         let p = try pair()
         p.handshake()
-        p.server.feedEndOfInput()
+        p.client.feedEndOfInput()
         var byte: UInt8 = 0
-        let end = withUnsafeMutableBytes(of: &byte) { p.server.read(into: $0) }
+        let end = withUnsafeMutableBytes(of: &byte) { p.client.read(into: $0) }
         guard case .failed(.closedByPeer) = end.stop else {
             Issue.record("expected closedByPeer, got \(end.stop)")
             return
@@ -257,9 +259,22 @@ struct TLSEngineTests {
     @Test func endOfInputAfterTheHandshakeIsClosedByPeer() throws {
         let p = try pair()
         p.handshake()
+        #expect(p.client.read() == .needsMoreInput)
+        p.client.feedEndOfInput()
+        #expect(p.client.read() == .failed(.closedByPeer))
+    }
+
+    /// As a server (the client leg), a client's FIN without close_notify reads as a close, and sends no alert:
+    /// OpenSSL 3 otherwise answers it with a fatal decode_error, which a well-behaved client would then receive.
+    @Test func aServerTakesAnEndOfInputWithoutCloseNotifyAsAClose() throws {
+        let p = try pair()
+        p.handshake()
+        _ = p.server.takeOutput()
         #expect(p.server.read() == .needsMoreInput)
         p.server.feedEndOfInput()
-        #expect(p.server.read() == .failed(.closedByPeer))
+        #expect(p.server.read() == .closed)
+        #expect(p.server.lastAlertSent == nil)
+        #expect(p.server.takeOutput().isEmpty)
     }
 
     @Test func releasedRecordBuffersComeBackWithTheNextRecordEvenMidRecord() throws {

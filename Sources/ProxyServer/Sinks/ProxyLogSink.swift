@@ -9,6 +9,8 @@ import ProxyTrace
 /// - `StandardErrorSink`: notices (folded) and CFNetwork-style trace records on stderr, on a thread of its own
 ///   behind a `QueuedSink` with backpressure (nothing lost or reordered).
 /// - `JSONLogSink` (`--log-json`): JSON events to a file, behind a `QueuedSink` with backpressure.
+/// - `CaptureSink` (`--capture`): exchange and trace records into a SQLite capture, batched on its own writer
+///   thread; backpressure bounded by entries and bytes, and it stops (said once) when the file takes no more writes.
 ///
 /// A new sink is one type conforming to `LogSink` and one `add(_:)` call.
 public final class ProxyLogSink: @unchecked Sendable {
@@ -33,6 +35,12 @@ public final class ProxyLogSink: @unchecked Sendable {
             let json = try JSONLogSink(path: jsonPath) { text in notices.consume(.notice(text)) }
             sinks.append(QueuedSink(json, overflow: .backpressure, name: "atsproxy.json"))
         }
+    }
+
+    /// Says `text` on stderr as a notice (`atsproxy: …`), in order with the trace: for sinks that report their own
+    /// failures (a capture whose disk is full).
+    public func notice(_ text: String) {
+        queuedStandardError.consume(.notice(text))
     }
 
     /// Adds a sink; call it before the proxy starts.

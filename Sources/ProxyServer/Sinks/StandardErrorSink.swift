@@ -11,10 +11,14 @@ public final class StandardErrorSink: LogSink, @unchecked Sendable {
     private let lock = NSLock()
     private var diagnostics: DiagnosticsWriter
     private var notices = RepeatedNoticeFilter()
+    /// The `--diagnostics` level: records above it are not even queued (a capture makes sessions produce level-1
+    /// records whatever the level, and the console's stderr must not change).
+    private let level: Int
 
     /// - Parameter diagnosticsLevel: 0 (no trace records) to 3.
     public init(diagnosticsLevel: Int) {
         diagnostics = DiagnosticsWriter(level: diagnosticsLevel)
+        level = diagnostics.level
     }
 
     public func consume(_ entry: ProxyLog) {
@@ -37,7 +41,8 @@ public final class StandardErrorSink: LogSink, @unchecked Sendable {
 
     public func accepts(_ entry: ProxyLog) -> Bool {
         switch entry {
-        case .notice, .diagnostics: true
+        case .notice: true
+        case .diagnostics(let record): level > 0 && record.level <= level
         case .exchange, .event: false
         }
     }

@@ -1,0 +1,292 @@
+import ATSPolicy
+import Foundation
+import GRDB
+import HTTP1Core
+import ProxyTrace
+
+/// Which exchanges a listing shows. Every condition set must hold; nil conditions do not filter.
+public struct CaptureFilter: Sendable, Equatable {
+    /// A host (`api.example.com`), or a domain and every name below it (`.example.com`). Case-insensitive.
+    public var host: String?
+    /// The verdict.
+    public var outcome: ExchangeSummary.ATSOutcome?
+    /// Statuses, e.g. 500...599.
+    public var status: ClosedRange<Int>?
+    public var method: String?
+    /// Text the URL contains (case-insensitive for ASCII).
+    public var text: String?
+    /// One run of the file; nil for all.
+    public var runID: Int64?
+
+    public init(
+        host: String? = nil, outcome: ExchangeSummary.ATSOutcome? = nil, status: ClosedRange<Int>? = nil,
+        method: String? = nil, text: String? = nil, runID: Int64? = nil
+    ) {
+        self.host = host
+        self.outcome = outcome
+        self.status = status
+        self.method = method
+        self.text = text
+        self.runID = runID
+    }
+}
+
+/// One stored exchange: its id in the file, its run, and the exchange record as the proxy emitted it (heads,
+/// timings, TLS facts, decision, action; bodies when read one at a time).
+public struct CapturedExchange: Sendable {
+    public var id: Int64
+    public var runID: Int64
+    public var record: ExchangeSummary
+}
+
+/// One run stored in a capture.
+public struct CapturedRun: Sendable, Equatable {
+    public var id: Int64
+    public var started: Double
+    public var ended: Double?
+    public var atsproxyVersion: String
+    public var bodyLimit: Int
+    public var settings: [String: String]
+}
+
+/// One stored trace record.
+public struct CapturedTraceRecord: Sendable, Equatable {
+    public var id: Int64
+    public var time: Double
+    public var record: DiagnosticsRecord
+}
+
+/// Reads a capture file, read-only: opening it checks that it is a capture this build can read, and nothing the
+/// reader does changes the file. Errors name the file and the problem.
+public final class CaptureReader: @unchecked Sendable {
+    // @unchecked: GRDB's queue serialises every access; the other properties are constants.
+    public let path: String
+    /// The schema steps the file has (an older file may lack later ones; it reads all the same).
+    public let schemaSteps: [String]
+    private let queue: DatabaseQueue
+    private let decoder = JSONDecoder()
+
+    public init(path: String) throws(CaptureFileError) {
+        switch try CaptureFile.find(path) {
+        case .nothing: throw CaptureFileError(path: path, problem: .missing)
+        case .emptyFile: throw CaptureFileError(path: path, problem: .notACapture)
+        case .sqlite: break
+        }
+        self.path = path
+        queue = try CaptureFile.openReadOnly(path)
+        do {
+            schemaSteps = try queue.read { db in
+                try CaptureFile.check(db, path: path, thorough: false)
+                return try CaptureSchema.migrator.appliedMigrations(db)
+            }
+        } catch let error as CaptureFileError {
+            throw error
+        } catch {
+            throw CaptureFileError.reading(path, error)
+        }
+    }
+
+    /// Runs SQL on the file, mapping errors to `CaptureFileError`.
+    private func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
+        do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
+            throw CaptureFileError.reading(path, error)
+        }
+    }
+
+    public func runs() throws(CaptureFileError) -> [CapturedRun] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY id").map { row in
+                CapturedRun(
+                    id: row["id"], started: row["started"], ended: row["ended"],
+                    atsproxyVersion: row["atsproxy_version"], bodyLimit: row["body_limit"],
+                    settings: Dictionary(
+                        try Self.pairs(row["settings"]).map { ($0.0, $0.1) }, uniquingKeysWith: { _, b in b }))
+            }
+        }
+    }
+
+    /// How many exchanges match `filter`.
+    public func count(matching filter: CaptureFilter = CaptureFilter()) throws(CaptureFileError) -> Int {
+        let (clause, arguments) = Self.whereClause(filter)
+        return try read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM exchanges e" + clause, arguments: arguments) ?? 0
+        }
+    }
+
+    /// Exchanges matching `filter`, newest first, at most `limit`, older than the exchange `before` when given
+    /// (the next page). Without bodies: `exchange(id:)` reads one with them.
+    public func exchanges(
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil
+    ) throws(CaptureFileError) -> [CapturedExchange] {
+        var (clause, arguments) = Self.whereClause(filter)
+        if let before {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id < ?"
+            _ = arguments.append(contentsOf: [before])
+        }
+        _ = arguments.append(contentsOf: [limit])
+        return try read { db in
+            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?", arguments: arguments)
+                .map { try exchange(from: $0) }
+        }
+    }
+
+    /// One exchange with its bodies, or nil when the file has no exchange `id`.
+    public func exchange(id: Int64) throws(CaptureFileError) -> CapturedExchange? {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: Self.select + " WHERE e.id = ?", arguments: [id]) else {
+                return nil
+            }
+            var exchange = try exchange(from: row)
+            let bodyLimit = try Int.fetchOne(db, sql: "SELECT body_limit FROM runs WHERE id = ?", arguments: [exchange.runID]) ?? 0
+            guard bodyLimit > 0 else { return exchange }
+            var request = CapturedBody(bytes: [], totalBytes: 0)
+            var response = CapturedBody(bytes: [], totalBytes: 0)
+            for body in try Row.fetchAll(
+                db, sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?", arguments: [id])
+            {
+                let data: Data = body["bytes"]
+                let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
+                if (body["direction"] as String) == "request" { request = captured } else { response = captured }
+            }
+            exchange.record.detail?.requestBody = request
+            exchange.record.detail?.responseBody = response
+            return exchange
+        }
+    }
+
+    /// The trace records of one connection of one run, in the order they were made.
+    public func traceRecords(runID: Int64, connectionID: UInt64) throws(CaptureFileError) -> [CapturedTraceRecord] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, time, level, title, subject, fields FROM trace_records
+                    WHERE run_id = ? AND connection_id = ? ORDER BY id
+                    """,
+                arguments: [runID, Int64(bitPattern: connectionID)]
+            ).map { row in
+                var record = DiagnosticsRecord(
+                    title: row["title"], subject: row["subject"],
+                    fields: try Self.pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) },
+                    level: row["level"])
+                record.connectionID = connectionID
+                return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
+            }
+        }
+    }
+
+    // MARK: - Rows to records
+
+    private static let select = """
+        SELECT e.*, d.key_path AS d_key_path, d.reason AS d_reason, d.notes AS d_notes,
+            d.violations AS d_violations, h.facts AS h_facts, c.client_address AS c_client_address,
+            c.client_tls_version AS c_version, c.client_tls_suite AS c_suite, c.client_alpn AS c_alpn,
+            c.client_sni AS c_sni, c.client_resumed AS c_resumed
+        FROM exchanges e
+        LEFT JOIN decisions d ON d.id = e.decision_id
+        LEFT JOIN handshakes h ON h.id = e.handshake_id
+        LEFT JOIN connections c ON c.run_id = e.run_id AND c.connection_id = e.connection_id
+        """
+
+    private static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
+        var conditions: [String] = []
+        var arguments = StatementArguments()
+        if let host = filter.host?.lowercased() {
+            if host.hasPrefix(".") {
+                conditions.append("(e.host = ? OR e.host LIKE ? ESCAPE '\\')")
+                _ = arguments.append(contentsOf: [String(host.dropFirst()), "%" + likeEscaped(host)])
+            } else {
+                conditions.append("e.host = ?")
+                _ = arguments.append(contentsOf: [host])
+            }
+        }
+        if let outcome = filter.outcome {
+            conditions.append("e.outcome = ?")
+            _ = arguments.append(contentsOf: [outcome.rawValue])
+        }
+        if let status = filter.status {
+            conditions.append("e.status BETWEEN ? AND ?")
+            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
+        }
+        if let method = filter.method {
+            conditions.append("e.method = ?")
+            _ = arguments.append(contentsOf: [method])
+        }
+        if let text = filter.text {
+            conditions.append("e.url LIKE ? ESCAPE '\\'")
+            _ = arguments.append(contentsOf: ["%" + likeEscaped(text) + "%"])
+        }
+        if let run = filter.runID {
+            conditions.append("e.run_id = ?")
+            _ = arguments.append(contentsOf: [run])
+        }
+        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), arguments)
+    }
+
+    private static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
+    }
+
+    private func exchange(from row: Row) throws -> CapturedExchange {
+        let errors: [ExchangeError] = (row["errors"] as String).split(separator: ",").compactMap { token in
+            let codes = token.split(separator: "/")
+            guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
+            return ExchangeError(
+                urlError: URLErrorCode(url), sslError: codes.count > 1 ? Int(codes[1]).map(SSLErrorCode.init) : nil)
+        }
+        var record = ExchangeSummary(
+            method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
+            outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated, errors: errors,
+            requestBytes: row["request_bytes"], responseBytes: row["response_bytes"],
+            durationMilliseconds: row["duration_ms"], interruption: row["interruption"], note: row["note"])
+        record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
+        if let connectionID = row["connection_id"] as Int64? {
+            var decision: PolicyDecision?
+            var violations: [ATSViolation] = []
+            if let keyPath = row["d_key_path"] as String? {
+                decision = PolicyDecision(
+                    keyPath: try decoder.decode([String].self, from: Data(keyPath.utf8)), reason: row["d_reason"],
+                    notes: try decoder.decode([String].self, from: Data((row["d_notes"] as String).utf8)))
+                violations = try decoder.decode([ATSViolation].self, from: Data((row["d_violations"] as String).utf8))
+            }
+            let facts = try (row["h_facts"] as String?).map {
+                try decoder.decode(HandshakeFacts.self, from: Data($0.utf8))
+            }
+            let clientTLS: TLSLegFacts? =
+                (row["c_version"] as String?) == nil && (row["c_alpn"] as String?) == nil
+                ? nil
+                : TLSLegFacts(
+                    version: row["c_version"], cipherSuite: row["c_suite"], alpn: row["c_alpn"], serverName: row["c_sni"],
+                    resumed: (row["c_resumed"] as Bool?) ?? false)
+            let upstreamTLS: TLSLegFacts? =
+                (row["upstream_tls_version"] as String?) == nil
+                ? nil
+                : TLSLegFacts(
+                    version: row["upstream_tls_version"], cipherSuite: row["upstream_tls_suite"],
+                    alpn: row["upstream_alpn"], serverName: row["upstream_sni"],
+                    resumed: (row["upstream_resumed"] as Bool?) ?? false)
+            record.connection = ConnectionRecord(
+                connectionID: UInt64(bitPattern: connectionID), clientAddress: row["c_client_address"],
+                clientTLS: clientTLS, upstreamTLS: upstreamTLS, upstreamHandshake: facts, decision: decision,
+                violations: violations)
+        }
+        record.detail = ExchangeDetail(
+            request: (row["request_head"] as String?).flatMap(HeadText.parseRequest),
+            forwardedRequest: (row["forwarded_request_head"] as String?).flatMap(HeadText.parseRequest),
+            response: (row["response_head"] as String?).flatMap(HeadText.parseResponse),
+            clientResponse: (row["client_response_head"] as String?).flatMap(HeadText.parseResponse),
+            timings: ExchangeTimings(
+                started: row["started"], requestSent: row["request_sent"],
+                firstResponseByte: row["first_response_byte"], ended: row["ended"]))
+        return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
+    }
+
+    /// `[[key, value], …]` as the writer stores it.
+    private static func pairs(_ json: String) throws -> [(String, String)] {
+        try JSONDecoder().decode([[String]].self, from: Data(json.utf8)).compactMap { pair in
+            pair.count == 2 ? (pair[0], pair[1]) : nil
+        }
+    }
+}

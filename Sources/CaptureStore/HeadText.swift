@@ -1,0 +1,131 @@
+import HTTP1Core
+
+/// Heads stored as HTTP/1 text: the request or status line, then one `Name: value` line per field in wire order,
+/// CRLF-separated, with no blank line at the end. Compact, readable in `sqlite3`, and built without an encoder on
+/// the writer thread. An HTTP/2 head is stored the same way, with its version as the relay recorded it.
+enum HeadText {
+    static func request(_ head: HTTPRequestHead) -> String {
+        var text = head.method + " " + head.target + " " + head.version.description
+        appendFields(head.headers, to: &text)
+        return text
+    }
+
+    static func response(_ head: HTTPResponseHead) -> String {
+        var text = head.version.description + " " + String(head.status)
+        if !head.reason.isEmpty { text += " " + head.reason }
+        appendFields(head.headers, to: &text)
+        return text
+    }
+
+    private static func appendFields(_ headers: HTTPHeaders, to text: inout String) {
+        for field in headers.fields {
+            text += "\r\n"
+            text += field.name
+            text += ": "
+            text += field.value
+        }
+    }
+
+    /// The request head stored by `request(_:)`; nil when the text is not one.
+    static func parseRequest(_ text: String) -> HTTPRequestHead? {
+        let lines = text.components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let version = parseVersion(parts[2]) else { return nil }
+        guard let fields = parseFields(lines.dropFirst()) else { return nil }
+        return HTTPRequestHead(method: String(parts[0]), target: String(parts[1]), version: version, headers: fields)
+    }
+
+    /// The response head stored by `response(_:)`; nil when the text is not one.
+    static func parseResponse(_ text: String) -> HTTPResponseHead? {
+        let lines = text.components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, let version = parseVersion(parts[0]), let status = Int(parts[1]) else { return nil }
+        guard let fields = parseFields(lines.dropFirst()) else { return nil }
+        return HTTPResponseHead(
+            version: version, status: status, reason: parts.count == 3 ? String(parts[2]) : "", headers: fields)
+    }
+
+    private static func parseVersion(_ text: Substring) -> HTTPVersion? {
+        guard text.hasPrefix("HTTP/") else { return nil }
+        let digits = text.dropFirst(5).split(separator: ".")
+        guard digits.count == 2, let major = Int(digits[0]), let minor = Int(digits[1]) else { return nil }
+        return HTTPVersion(major: major, minor: minor)
+    }
+
+    private static func parseFields(_ lines: ArraySlice<String>) -> HTTPHeaders? {
+        var fields: [(String, String)] = []
+        for line in lines {
+            guard let colon = line.range(of: ": ") else { return nil }
+            fields.append((String(line[..<colon.lowerBound]), String(line[colon.upperBound...])))
+        }
+        return HTTPHeaders(fields)
+    }
+}
+
+/// JSON text for the few shapes the writer stores per record (arrays of strings and of pairs), escaped by hand:
+/// `JSONEncoder` would cost more than the rest of a record's write.
+enum JSONText {
+    static func pairs(_ pairs: some Sequence<(String, String)>) -> String {
+        var out = "["
+        var first = true
+        for (key, value) in pairs {
+            if !first { out += "," }
+            first = false
+            out += "["
+            appendString(key, to: &out)
+            out += ","
+            appendString(value, to: &out)
+            out += "]"
+        }
+        out += "]"
+        return out
+    }
+
+    static func strings(_ strings: [String]) -> String {
+        var out = "["
+        for (i, s) in strings.enumerated() {
+            if i > 0 { out += "," }
+            appendString(s, to: &out)
+        }
+        out += "]"
+        return out
+    }
+
+    static func appendString(_ s: String, to out: inout String) {
+        out += "\""
+        // Most strings need no escape: one pass over the UTF-8 bytes, then the string appended whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += s
+            out += "\""
+            return
+        }
+        var plainStart = s.unicodeScalars.startIndex
+        var i = plainStart
+        let scalars = s.unicodeScalars
+        while i < scalars.endIndex {
+            let c = scalars[i]
+            let escape: String? =
+                switch c {
+                case "\"": "\\\""
+                case "\\": "\\\\"
+                case "\n": "\\n"
+                case "\r": "\\r"
+                case "\t": "\\t"
+                default: c.value < 0x20 ? "\\u" + hex4(c.value) : nil
+                }
+            if let escape {
+                out.unicodeScalars.append(contentsOf: scalars[plainStart..<i])
+                out += escape
+                plainStart = scalars.index(after: i)
+            }
+            i = scalars.index(after: i)
+        }
+        out.unicodeScalars.append(contentsOf: scalars[plainStart..<scalars.endIndex])
+        out += "\""
+    }
+
+    private static func hex4(_ v: UInt32) -> String {
+        let digits = String(v, radix: 16)
+        return String(repeating: "0", count: 4 - digits.count) + digits
+    }
+}

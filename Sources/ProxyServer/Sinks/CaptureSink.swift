@@ -1,0 +1,142 @@
+import CaptureStore
+import Foundation
+import ProxyCore
+import ProxyTrace
+import Synchronization
+
+/// `--capture FILE`: every exchange record (heads, timings, TLS facts, decision, bodies up to the cap) and every
+/// trace record into a capture file, written in batches (one transaction each) on a writer thread of its own: the
+/// loop threads only append to a queue.
+///
+/// Overflow: backpressure, bounded by entries and by body bytes. A capture is the session's record: `report`'s
+/// conclusions (an exception never used) would be wrong if exchanges were silently missing, so none is dropped
+/// while the file takes writes. When the disk is slower than the traffic, a loop thread that finds the queue full
+/// waits for the writer: the proxy slows to the disk's pace and memory stays bounded (`maxQueued` entries,
+/// `maxQueuedBytes` of bodies). When a write fails (disk full, file size limit, I/O error), the sink says so once,
+/// stops capturing and lets the proxy go on; every batch committed before stays in the file.
+public final class CaptureSink: LogSink, @unchecked Sendable {
+    // @unchecked: `queue`, `queuedBytes`, `busy` and `stopping` are touched only under `condition`; `writer` only on
+    // the writer thread, and in `close()` after that thread has finished.
+    private let writer: CaptureWriter
+    private let notice: @Sendable (String) -> Void
+    private let condition = NSCondition()
+    private var queue: [CaptureItem] = []
+    private var queuedBytes = 0
+    private var busy = false
+    private var stopping = false
+    private var threadDone = false
+    /// Set once a write failed: nothing more is queued.
+    private let failed = Atomic<Bool>(false)
+
+    /// Entries that may wait for the writer.
+    static let maxQueued = 16_384
+    /// Bytes of bodies (and a per-entry estimate) that may wait for the writer.
+    static let maxQueuedBytes = 64 << 20
+    /// How long the writer lets entries gather before a commit.
+    static let gather: TimeInterval = 0.01
+
+    /// - Parameter notice: says a failed write, once.
+    public init(writer: CaptureWriter, notice: @escaping @Sendable (String) -> Void) {
+        self.writer = writer
+        self.notice = notice
+        let thread = Thread { [self] in run() }
+        thread.name = "atsproxy.capture"
+        thread.start()
+    }
+
+    public var path: String { writer.path }
+
+    public func accepts(_ entry: ProxyLog) -> Bool {
+        switch entry {
+        case .exchange, .diagnostics: !failed.load(ordering: .relaxed)
+        case .event, .notice: false
+        }
+    }
+
+    public func consume(_ entry: ProxyLog) {
+        let item: CaptureItem
+        let cost: Int
+        switch entry {
+        case .exchange(let exchange):
+            item = .exchange(exchange)
+            cost = 512 + (exchange.detail?.requestBody?.bytes.count ?? 0) + (exchange.detail?.responseBody?.bytes.count ?? 0)
+        case .diagnostics(let record):
+            item = .trace(record, time: Date().timeIntervalSince1970)
+            cost = 256
+        case .event, .notice:
+            return
+        }
+        guard !failed.load(ordering: .relaxed) else { return }
+        condition.lock()
+        // An entry larger than the whole bound still goes in when the queue is empty, alone.
+        while !queue.isEmpty, queue.count >= Self.maxQueued || queuedBytes + cost > Self.maxQueuedBytes,
+            !failed.load(ordering: .relaxed)
+        {
+            condition.wait()
+        }
+        if !failed.load(ordering: .relaxed) {
+            queue.append(item)
+            queuedBytes += cost
+            // Only the writer waits for entries, and only on an empty queue: one wake-up per batch, not per record.
+            if queue.count == 1 { condition.broadcast() }
+        }
+        condition.unlock()
+    }
+
+    /// Returns once every entry queued so far is committed to the file (or dropped after a failed write).
+    public func flush() {
+        condition.lock()
+        while !queue.isEmpty || busy { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Writes what is queued, ends the run in the file and closes it. Call once, after the proxy stopped.
+    public func close() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while !threadDone { condition.wait() }
+        condition.unlock()
+        do { try writer.close(ended: Date().timeIntervalSince1970) } catch {
+            if !failed.load(ordering: .relaxed) {
+                notice("\(error); the exchanges committed before stay in the file")
+            }
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping { condition.wait() }
+            // Let a batch gather: a commit (and its write to the log) at most every `gather`, unless the queue is
+            // half full. Loop threads add entries meanwhile without waking this thread.
+            if !stopping && queue.count < Self.maxQueued / 2 {
+                condition.wait(until: Date(timeIntervalSinceNow: Self.gather))
+            }
+            if queue.isEmpty && stopping {
+                threadDone = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            queuedBytes = 0
+            busy = true
+            condition.broadcast()  // room for loop threads waiting under backpressure
+            condition.unlock()
+            if !failed.load(ordering: .relaxed) {
+                do { try writer.write(batch) } catch {
+                    failed.store(true, ordering: .relaxed)
+                    notice(
+                        "\(error); no more exchanges are captured (the proxy goes on; the \(writer.exchangesWritten) "
+                            + "exchanges committed before stay in the file)")
+                }
+            }
+            condition.lock()
+            busy = false
+            condition.broadcast()  // a flush, or loop threads after a failure, may be waiting
+            condition.unlock()
+        }
+    }
+}

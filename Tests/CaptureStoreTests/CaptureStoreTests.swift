@@ -1,0 +1,283 @@
+import ATSPolicy
+import Foundation
+import GRDB
+import HTTP1Core
+import ProxyTrace
+import Testing
+
+@testable import CaptureStore
+
+/// A folder of its own for one test, under the system's temporary directory.
+private func folder() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("capture-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+private let run = CaptureRunInfo(
+    started: 1_700_000_000, atsproxyVersion: "test", bodyLimit: 1024, settings: ["ats": "enforce", "ios": "26"])
+
+/// An intercepted HTTPS exchange that ATS blocked over HTTP (`--block http`), with every part of the record set.
+private func blockedExchange(connection: UInt64 = 7) -> ExchangeSummary {
+    var e = ExchangeSummary(
+        method: "POST", url: "https://Old.Example:8443/login?x=1", status: 403, httpVersion: "HTTP/1.1",
+        outcome: .blocked, errors: [ExchangeError(urlError: URLErrorCode(-1200), sslError: SSLErrorCode(-9836))],
+        requestBytes: 2000, responseBytes: 120, durationMilliseconds: 12.5, note: "blocked by the proxy")
+    let violation = ATSViolation(
+        kind: .tlsVersionTooLow, urlError: URLErrorCode(-1200), sslError: SSLErrorCode(-9836),
+        explanation: "TLS 1.0 is below the required TLS 1.2",
+        fix: .setKeys(domain: "old.example", keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: .string("TLSv1.0"))]))
+    e.connection = ConnectionRecord(
+        connectionID: connection, clientAddress: "127.0.0.1:50000",
+        clientTLS: TLSLegFacts(version: "TLSv1.3", cipherSuite: "TLS_AES_128_GCM_SHA256", alpn: "http/1.1",
+                               serverName: "old.example", resumed: false),
+        upstreamTLS: TLSLegFacts(version: "TLSv1.0", cipherSuite: "ECDHE-RSA-AES128-SHA", alpn: nil,
+                                 serverName: "old.example", resumed: true),
+        decision: PolicyDecision(keyPath: ["NSExceptionDomains", "old.example"], reason: "exact match", notes: ["n"]),
+        violations: [violation])
+    e.action = .blockedAnswer
+    e.detail = ExchangeDetail(
+        request: HTTPRequestHead(
+            method: "POST", target: "/login?x=1", headers: [("Host", "old.example:8443"), ("X-A", "1"), ("X-A", "2")]),
+        forwardedRequest: nil, response: nil,
+        clientResponse: HTTPResponseHead(status: 403, reason: "Forbidden", headers: [("X-ATS-Error", "-1200")]),
+        timings: ExchangeTimings(started: 1_700_000_001, requestSent: nil, firstResponseByte: nil, ended: 1_700_000_001.0125),
+        requestBody: CapturedBody(bytes: Array(repeating: 0x41, count: 1024), totalBytes: 2000),
+        responseBody: CapturedBody(bytes: [], totalBytes: 0))
+    return e
+}
+
+private func trace(_ title: String, connection: UInt64 = 7) -> CaptureItem {
+    var record = DiagnosticsRecord(
+        title: title, subject: "request GET <x>", fields: [.init("Connection ID", "7"), .init("Headers", "a: \"b\"\n\tc")])
+    record.connectionID = connection
+    return .trace(record, time: 1_700_000_002)
+}
+
+private func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
+
+@Suite("Capture store")
+struct CaptureStoreTests {
+    @Test("An exchange record comes back whole: heads in order, codes, decision, violations with fixes, TLS, bodies, trace")
+    func roundTrip() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange()), trace("ATS Decision"), trace("Did Finish")])
+        try writer.close(ended: 1_700_000_010)
+
+        let reader = try CaptureReader(path: path)
+        #expect(try reader.runs().map(\.settings) == [run.settings])
+        #expect(try reader.runs().first?.ended == 1_700_000_010)
+        let listed = try reader.exchanges()
+        #expect(listed.count == 1)
+        let got = try #require(try reader.exchange(id: listed[0].id))
+        let want = blockedExchange()
+        #expect(got.record == want)
+        #expect(got.record.errors == want.errors)
+        let connection = try #require(got.record.connection)
+        #expect(connection.connectionID == 7)
+        #expect(connection.clientAddress == "127.0.0.1:50000")
+        #expect(connection.clientTLS == want.connection?.clientTLS)
+        #expect(connection.upstreamTLS == want.connection?.upstreamTLS)
+        #expect(connection.decision == want.connection?.decision)
+        #expect(connection.violations == want.connection?.violations)
+        let detail = try #require(got.record.detail)
+        #expect(detail.request == want.detail?.request)
+        #expect(detail.clientResponse == want.detail?.clientResponse)
+        #expect(detail.response == nil)
+        #expect(detail.timings == want.detail?.timings)
+        #expect(detail.requestBody == CapturedBody(bytes: Array(repeating: 0x41, count: 1024), totalBytes: 2000))
+        #expect(detail.requestBody?.isTruncated == true)
+        #expect(detail.responseBody == CapturedBody(bytes: [], totalBytes: 0))
+        let records = try reader.traceRecords(runID: got.runID, connectionID: 7)
+        #expect(records.map(\.record.title) == ["ATS Decision", "Did Finish"])
+        #expect(records[0].record.fields == [.init("Connection ID", "7"), .init("Headers", "a: \"b\"\n\tc")])
+    }
+
+    @Test("Listings are newest first and filter by host, domain, verdict, status, method and URL text")
+    func filters() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        var items: [CaptureItem] = []
+        for i in 0..<30 {
+            var e = ExchangeSummary(
+                method: i % 3 == 0 ? "POST" : "GET", url: "https://h\(i % 5).example.com/p\(i)_%",
+                status: i % 2 == 0 ? 200 : 503, httpVersion: "HTTP/1.1", outcome: i == 29 ? .blocked : .allowed,
+                errors: [], requestBytes: 0, responseBytes: 0, durationMilliseconds: 1)
+            e.detail = ExchangeDetail(timings: ExchangeTimings(started: Double(i), ended: Double(i) + 0.5))
+            items.append(.exchange(e))
+        }
+        try writer.write(items)
+        try writer.close(ended: 100)
+        let reader = try CaptureReader(path: path)
+        func urls(_ filter: CaptureFilter, limit: Int = 100) throws -> [String] {
+            try reader.exchanges(matching: filter, limit: limit).map(\.record.url)
+        }
+        #expect(try urls(CaptureFilter(), limit: 2) == ["https://h4.example.com/p29_%", "https://h3.example.com/p28_%"])
+        #expect(try urls(CaptureFilter(host: "H1.example.com")).count == 6)
+        #expect(try urls(CaptureFilter(host: ".example.com")).count == 30)
+        #expect(try urls(CaptureFilter(outcome: .blocked)) == ["https://h4.example.com/p29_%"])
+        #expect(try urls(CaptureFilter(status: 500...599)).count == 15)
+        #expect(try urls(CaptureFilter(method: "POST")).count == 10)
+        // LIKE's wildcards in the text are literal.
+        #expect(try urls(CaptureFilter(text: "p2_")) == ["https://h2.example.com/p2_%"])
+        let first = try reader.exchanges(limit: 10)
+        let next = try reader.exchanges(limit: 10, before: first.last?.id)
+        #expect(next.first?.record.url == "https://h4.example.com/p19_%")
+        #expect(try reader.count(matching: CaptureFilter(host: "h0.example.com", status: 200...200)) == 3)
+    }
+
+    @Test("The schema: tables, query indexes, the capture's application id; WAL while writing, one file after close")
+    func schema() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange())])
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try writer.close(ended: 2)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600, "bodies may hold secrets")
+        let db = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        try db.read { db in
+            #expect(try String.fetchOne(db, sql: "PRAGMA journal_mode") == "delete")
+            #expect(try Int32.fetchOne(db, sql: "PRAGMA application_id") == CaptureSchema.applicationID)
+            let tables = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
+            #expect(tables.isSuperset(of: ["runs", "connections", "exchanges", "bodies", "trace_records", "decisions",
+                                           "handshakes"]))
+            let indexes = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
+            #expect(indexes.isSuperset(of: ["exchanges_by_host", "exchanges_by_outcome", "exchanges_by_status",
+                                            "exchanges_by_method", "trace_by_connection"]))
+            // The live view's query reads the index, not the table.
+            let plan = try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT * FROM exchanges WHERE host = 'x' ORDER BY id DESC LIMIT 50")
+            #expect(plan.contains { ($0["detail"] as String).contains("exchanges_by_host") })
+        }
+    }
+
+    @Test("A file of the first schema version opens, and a run appended to it brings it to the current version")
+    func migrationFromFirstVersion() throws {
+        let path = try folder().appendingPathComponent("v1.atscap").path
+        let old = try DatabaseQueue(path: path)
+        try CaptureSchema.migrator.migrate(old, upTo: CaptureSchema.Step.tables)
+        try old.write { db in
+            try db.execute(sql: """
+                INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 0, '[]');
+                INSERT INTO exchanges (run_id, started, ended, method, url, host, status, http_version, outcome,
+                    errors, request_bytes, response_bytes, duration_ms, request_head)
+                VALUES (1, 1, 2, 'GET', 'http://a.test/', 'a.test', 200, 'HTTP/1.1', 'allowed', '', 0, 5, 1000,
+                    'GET / HTTP/1.1' || char(13) || char(10) || 'Host: a.test');
+                """)
+        }
+        try old.close()
+        let reader = try CaptureReader(path: path)
+        #expect(reader.schemaSteps == [CaptureSchema.Step.tables])
+        #expect(try reader.exchanges().first?.record.detail?.request?.headers.fields.first?.value == "a.test")
+
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange())])
+        try writer.close(ended: 3)
+        let updated = try CaptureReader(path: path)
+        #expect(updated.schemaSteps == CaptureSchema.migrator.migrations)
+        #expect(try updated.exchanges().map(\.record.url) == ["https://Old.Example:8443/login?x=1", "http://a.test/"])
+        #expect(try updated.runs().count == 2)
+    }
+
+    @Test("A file that is not SQLite, a SQLite file of another program, and a newer capture are refused untouched")
+    func refusedFiles() throws {
+        let dir = try folder()
+        let text = dir.appendingPathComponent("notes.atscap")
+        try Data("{\"log\": {\"version\": \"1.2\"}}\n".utf8).write(to: text)
+        let other = dir.appendingPathComponent("other.sqlite")
+        let otherDB = try DatabaseQueue(path: other.path)
+        try otherDB.write { try $0.execute(sql: "CREATE TABLE t (x); INSERT INTO t VALUES (1)") }
+        try otherDB.close()
+        let newer = dir.appendingPathComponent("newer.atscap")
+        let writer = try CaptureWriter.open(path: newer.path, run: run)
+        try writer.close(ended: 1)
+        let newerDB = try DatabaseQueue(path: newer.path)
+        try newerDB.write { try $0.execute(sql: "INSERT INTO grdb_migrations VALUES ('3 from the future')") }
+        try newerDB.close()
+
+        let cases: [(URL, CaptureFileError.Problem)] = [
+            (text, .notSQLite), (other, .notACapture), (newer, .newerVersion(unknownSteps: ["3 from the future"])),
+        ]
+        for (url, problem) in cases {
+            let before = try bytes(url)
+            #expect(throws: CaptureFileError(path: url.path, problem: problem)) { try CaptureReader(path: url.path) }
+            #expect(throws: CaptureFileError(path: url.path, problem: problem)) {
+                try CaptureWriter.open(path: url.path, run: run)
+            }
+            #expect(try bytes(url) == before, "\(url.lastPathComponent) was modified")
+            #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
+            #expect(CaptureFileError(path: url.path, problem: problem).description.hasPrefix(url.path + ": "))
+        }
+        #expect(throws: CaptureFileError(path: dir.path, problem: .isDirectory)) { try CaptureReader(path: dir.path) }
+        let missing = dir.appendingPathComponent("none.atscap").path
+        #expect(throws: CaptureFileError(path: missing, problem: .missing)) { try CaptureReader(path: missing) }
+    }
+
+    @Test("A corrupt capture is named as corrupt and left as it is")
+    func corruptFile() throws {
+        let url = try folder().appendingPathComponent("c.atscap")
+        let writer = try CaptureWriter.open(path: url.path, run: run)
+        try writer.write((0..<200).map { _ in CaptureItem.exchange(blockedExchange()) })
+        try writer.close(ended: 1)
+        // Page 1's b-tree (the schema) and the pages after it overwritten; the SQLite header stays.
+        var data = try bytes(url)
+        for i in 100..<min(data.count, 3 * 4096) { data[i] = UInt8(truncatingIfNeeded: i &* 131) }
+        try data.write(to: url)
+
+        var problem: CaptureFileError.Problem?
+        do {
+            let reader = try CaptureReader(path: url.path)
+            _ = try reader.exchanges()
+        } catch {
+            problem = error.problem
+        }
+        guard case .corrupt = problem else {
+            Issue.record("reading a corrupt capture gave \(String(describing: problem))")
+            return
+        }
+        do {
+            _ = try CaptureWriter.open(path: url.path, run: run)
+            Issue.record("the writer opened a corrupt capture")
+        } catch {
+            guard case .corrupt = error.problem else {
+                Issue.record("the writer said \(error)")
+                return
+            }
+        }
+        #expect(try bytes(url) == data)
+    }
+
+    @Test("A read-only capture is read without being changed")
+    func readOnlyFile() throws {
+        let url = try folder().appendingPathComponent("c.atscap")
+        let writer = try CaptureWriter.open(path: url.path, run: run)
+        try writer.write([.exchange(blockedExchange())])
+        try writer.close(ended: 1)
+        try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: url.path)
+        let before = try bytes(url)
+        let reader = try CaptureReader(path: url.path)
+        #expect(try reader.count() == 1)
+        #expect(try reader.exchange(id: 1)?.record.detail?.requestBody?.totalBytes == 2000)
+        #expect(try bytes(url) == before)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
+    }
+
+    @Test("A path in a missing folder is refused with the folder named")
+    func missingFolder() throws {
+        let path = try folder().appendingPathComponent("no/such/c.atscap").path
+        #expect(throws: CaptureFileError(
+            path: path, problem: .cannotOpen("the directory \((path as NSString).deletingLastPathComponent) does not exist"))
+        ) { try CaptureWriter.open(path: path, run: run) }
+    }
+
+    @Test("Hosts are read from URLs and authorities", arguments: [
+        ("https://A.Example:8443/x", "a.example"), ("http://u:p@h.test/p?q", "h.test"), ("example.com:443", "example.com"),
+        ("https://[::1]:8080/", "::1"), ("http://h.test", "h.test"),
+    ])
+    func hosts(url: String, host: String) {
+        #expect(CaptureWriter.host(of: url) == host)
+    }
+}

@@ -1,0 +1,149 @@
+import CaptureStore
+import Foundation
+import ProxyTrace
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Stops the proxy the way a user does (SIGINT), so it commits what is queued and closes its capture.
+private func interrupt(_ proxy: Proxy) async throws {
+    kill(proxy.process.pid, SIGINT)
+    #expect(try await proxy.process.waitForExit() == 0)
+}
+
+/// The port of a proxy started by hand, from its banner.
+private func bannerPort(_ process: TestProcess) async throws -> Int {
+    try await process.waitForOutput { text -> Int? in
+        guard let line = text.split(separator: "\n").first(where: { $0.contains("ATSProxy listening on 127.0.0.1:") }),
+            let portText = line.split(separator: ":").last?.split(separator: " ").first
+        else { return nil }
+        return Int(portText)
+    }
+}
+
+@Suite("Capture files (--capture)")
+struct CaptureTests {
+    @Test("curl through the proxy with --capture: exchanges, heads, bodies, TLS, decisions and trace records in the file")
+    func endToEnd() async throws {
+        let e2e = try E2E.shared()
+        let files = try e2e.folder()
+        let capture = files.appendingPathComponent("session.atscap").path
+        let old = try await Origin(e2e, tls: "tls10", tls10: true, in: files)
+        let stage = try await Stage(old.map("tls10.test") + ["--capture", capture, "--capture-bodies", "1k"])
+        let small = try await stage.curl(["https://\(Stage.httpsHost)/bytes/300"])
+        #expect(small.status == 200)
+        let large = try await stage.curl(["https://\(Stage.httpsHost)/bytes/5000"])
+        #expect(large.status == 200)
+        let plain = try await stage.curl(["http://\(Stage.plainHost)/bytes/10"])
+        #expect(plain.status == 200)
+        let blocked = try await stage.curl(["https://tls10.test/"])
+        #expect(blocked.exit == 35)
+        _ = try await stage.proxy.process.waitForOutput { $0.contains("tls10.test") ? true : nil }
+        try await interrupt(stage.proxy)
+        // The trace went to the file, not to stderr: without --diagnostics the console is as without a capture.
+        #expect(!stage.proxy.process.stderr.contains("CFNetwork Diagnostics"))
+        #expect(stage.proxy.process.stdout.contains("Capture: \(capture)"))
+
+        let reader = try CaptureReader(path: capture)
+        let all = try reader.exchanges()
+        #expect(all.count == 4, "\(all.map(\.record.url))")
+        let smallRow = try #require(all.first { $0.record.url.hasSuffix("/bytes/300") })
+        let one = try #require(try reader.exchange(id: smallRow.id))
+        let detail = try #require(one.record.detail)
+        #expect(detail.request?.method == "GET")
+        #expect(detail.request?.headers.fields.contains { $0.name == "Host" && $0.value == Stage.httpsHost } == true)
+        #expect(detail.response?.status == 200)
+        #expect(detail.responseBody?.bytes.count == 300)
+        #expect(detail.responseBody?.isTruncated == false)
+        #expect(detail.timings.firstResponseByte != nil)
+        let connection = try #require(one.record.connection)
+        #expect(connection.upstreamTLS?.version != nil)
+        #expect(connection.clientTLS?.serverName == Stage.httpsHost)
+        #expect(connection.upstreamHandshake?.chain.isEmpty == false)
+        #expect(connection.decision != nil)
+        #expect(one.record.action == .relayed)
+        let titles = try reader.traceRecords(runID: one.runID, connectionID: connection.connectionID).map(\.record.title)
+        for title in ["TCP Connection Start", "TLS Handshake", "ATS Decision", "Protocol Enqueue", "Did Finish"] {
+            #expect(titles.contains(title), "no \(title) record in \(titles)")
+        }
+
+        let largeRow = try #require(all.first { $0.record.url.hasSuffix("/bytes/5000") })
+        let cut = try #require(try reader.exchange(id: largeRow.id)?.record.detail?.responseBody)
+        #expect(cut.bytes.count == 1024 && cut.totalBytes == 5000 && cut.isTruncated)
+
+        let block = try #require(try reader.exchanges(matching: CaptureFilter(outcome: .blocked)).first)
+        #expect(block.record.url.contains("tls10.test"))
+        #expect(block.record.action == .blockedHandshake)
+        #expect(block.record.errors.first?.shortCode == "-1200/-9836")
+        let violation = try #require(block.record.connection?.violations.first)
+        #expect(violation.kind == .tlsVersionTooLow || violation.kind == .tlsVersionRefusedByOS)
+        #expect(try reader.exchanges(matching: CaptureFilter(host: Stage.plainHost)).count == 1)
+    }
+
+    @Test("A capture that cannot grow (file size limit): said once, the proxy goes on, what was committed stays")
+    func fileSizeLimit() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "good", in: folder)
+        let capture = folder.appendingPathComponent("small.atscap").path
+        // RLIMIT_FSIZE of 1 MiB, with SIGXFSZ ignored so that writes past it fail with EFBIG instead of killing.
+        let process = try TestProcess(
+            "/bin/bash",
+            ["-c", "ulimit -f 1024 && trap '' XFSZ && exec \"$@\"", "limited", e2e.binary, "run", "--listen",
+             "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--trust-ca", e2e.testCA, "--capture", capture]
+                + origin.map("good.test"),
+            in: folder, name: "atsproxy-fsize")
+        let port = try await bannerPort(process)
+        func get() async throws -> CurlResult {
+            try await curl(
+                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/60000"], in: folder)
+        }
+        var failedAfter: Int?
+        for i in 1...40 {
+            #expect(try await get().status == 200, "request \(i) through a proxy whose capture is full")
+            if process.stderr.contains("cannot write the capture") {
+                failedAfter = i
+                break
+            }
+        }
+        #expect(failedAfter != nil, "40 exchanges of 60 KB fitted in 1 MiB? stderr: \(process.stderr)")
+        for _ in 0..<3 { #expect(try await get().status == 200) }
+        kill(process.pid, SIGINT)
+        #expect(try await process.waitForExit() == 0)
+        #expect(process.stderr.components(separatedBy: "cannot write the capture").count == 2, "\(process.stderr)")
+        #expect(process.stderr.contains("\(capture): cannot write the capture"))
+        let reader = try CaptureReader(path: capture)
+        let kept = try reader.count()
+        #expect(kept >= 1 && kept < (failedAfter ?? 0), "kept \(kept) of \(failedAfter ?? 0)")
+    }
+
+    @Test("A capture on a read-only file system is refused before the proxy starts, naming the file and why")
+    func readOnlyFileSystem() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let sealed = folder.appendingPathComponent("sealed")
+        try FileManager.default.createDirectory(at: sealed, withIntermediateDirectories: true)
+        let existing = sealed.appendingPathComponent("old.atscap").path
+        let writer = try CaptureWriter.open(
+            path: existing, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: [:]))
+        try writer.close(ended: 2)
+        let before = try Data(contentsOf: URL(fileURLWithPath: existing))
+        for (file, reason) in [("new.atscap", "read-only file system"), ("old.atscap", "readonly database")] {
+            // A private mount namespace where the folder is mounted read-only (root ignores file modes).
+            let r = try await runProcess(
+                "/usr/bin/unshare",
+                ["-rm", "/bin/sh", "-c",
+                 "mount --bind \"$1\" \"$1\" && mount -o remount,bind,ro \"$1\" && shift && exec \"$@\"", "ro",
+                 sealed.path, e2e.binary, "run", "--listen", "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--capture",
+                 sealed.appendingPathComponent(file).path],
+                in: folder, timeout: .seconds(30))
+            #expect(r.status == 1, "\(r.stdout)\n\(r.stderr)")
+            #expect(r.stderr.contains("--capture: \(sealed.appendingPathComponent(file).path): cannot"), "\(r.stderr)")
+            #expect(r.stderr.lowercased().contains(reason), "\(r.stderr)")
+            #expect(!r.stdout.contains("ATSProxy listening"))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: existing)) == before)
+    }
+}
