@@ -31,14 +31,15 @@ extension ATSPolicy {
 
     /// Judges only what a ServerHello shows, the negotiated version and cipher suite: for connections the proxy
     /// watches without terminating (tunnels), where the certificate may be encrypted (TLS 1.3) and is not checked.
-    /// `versionSubject` words what the version is in a violation's explanation ("server negotiated TLSv1.0").
+    /// `versionSubject` words what the version is in a violation's explanation ("server negotiated TLSv1.0"); `date`
+    /// is when the hellos were seen (the caller's clock).
     public func evaluateNegotiation(
         version: TLSVersion?, cipherSuiteCode: UInt16?, against req: ConnectionRequirements,
-        versionSubject: String? = nil
+        versionSubject: String? = nil, at date: Date = Date()
     ) -> [ATSViolation] {
         let facts = HandshakeFacts(
             version: version, cipherSuiteCode: cipherSuiteCode, cipherSuiteName: nil, keyExchangeGroup: nil,
-            alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: Date())
+            alpn: nil, chain: [], trust: .untrusted(.noCertificate), hostnameMatches: false, observedAt: date)
         return EvaluationContext(policy: self, req: req).negotiatedViolations(facts, versionSubject: versionSubject)
     }
 }

@@ -15,6 +15,13 @@ import ProxyTrace
 // is stale). A body's inactivity timer is not restarted per read: when it fires early it is started again for what
 // is left since the last body byte. The clock and the timers stay the adapter's (`startTimer`, `timerFired`).
 
+/// A layer that relays HTTP exchanges (plain forwarding, interception): its relay, and what the deadlines last saw
+/// it wait for.
+protocol RelayingLayer: AnyObject {
+    var exchangeRelay: (any ExchangeRelay)? { get }
+    var watchedWait: RelayWait { get set }
+}
+
 extension ProxySession {
     /// Starts the deadline for the TLS ClientHello the client owes after a CONNECT was answered 200.
     func startClientHelloDeadline() {
@@ -27,12 +34,12 @@ extension ProxySession {
     }
 
     /// After a relay step: says what an unsolicited upstream did, and starts a timer when the relay's wait changed.
-    func relayStepped(unsolicited: UpstreamTarget?) {
+    func relayStepped(_ layer: some RelayingLayer, unsolicited: UpstreamTarget?) {
         if let unsolicited { upstreamSentUnasked(unsolicited) }
-        guard !isDone, let relay else { return }
+        guard isRelaying, let relay = layer.exchangeRelay else { return }
         let wait = relay.wait
-        guard wait != watchedWait else { return }
-        watchedWait = wait
+        guard wait != layer.watchedWait else { return }
+        layer.watchedWait = wait
         switch wait {
         case .nothing: break
         case .requestHead: commands.append(.startTimer(.requestHead, after: env.timeouts.client))
@@ -45,11 +52,7 @@ extension ProxySession {
     func deadlinePassed(_ timer: ProxyTimer) {
         switch timer {
         case .clientHello:
-            guard case .sniffing(let host, let port, let buffer) = phase else { return }
-            let got = buffer.isEmpty ? "nothing" : "\(buffer.count) bytes of it"
-            notice("\(host):\(port): no TLS ClientHello from the client within \(env.timeouts.client) of the CONNECT "
-                + "(got \(got)); closing (--client-timeout)")
-            closeAll()
+            clientHelloDeadlinePassed()
         case .clientHandshake:
             guard let i = interception, i.stage == .clientHandshake else { return }
             i.stage = .failed
@@ -63,8 +66,28 @@ extension ProxySession {
         }
     }
 
+    /// Whether the connection is in a layer that relays HTTP exchanges.
+    var isRelaying: Bool {
+        switch phase {
+        case .plain, .intercepting: true
+        case .front, .sniffing, .tunnel, .upgraded, .done: false
+        }
+    }
+
     private func relayDeadlinePassed(_ timer: ProxyTimer) {
-        guard !isDone, let relay else { return }
+        let relay: any ExchangeRelay
+        let layer: any RelayingLayer
+        switch phase {
+        case .plain(let p):
+            relay = p.relay
+            layer = p
+        case .intercepting(let i):
+            guard let r = i.relay else { return }
+            relay = r
+            layer = i
+        case .front, .sniffing, .tunnel, .upgraded, .done:
+            return
+        }
         let wait = relay.wait
         let limit: Duration
         let what: String
@@ -90,7 +113,7 @@ extension ProxySession {
         }
         let place = interception.map { "\($0.host):\($0.port)" } ?? clientAddress ?? "a client"
         notice("\(place): \(what) (\(timer == .response ? "--response-timeout" : "--client-timeout"))")
-        watchedWait = .nothing
+        layer.watchedWait = .nothing
         let violation = ATSViolation(
             kind: .timedOut, urlError: .timedOut, sslError: nil,
             explanation: "the server accepted the request but sent no response within \(limit)",
@@ -98,8 +121,12 @@ extension ProxySession {
         let decision = interception?.decision
             ?? PolicyDecision(keyPath: [], reason: "the upstream did not answer; no ATS rule is involved")
         let answer = ATSAnswer(url: "", decision: decision, violations: [violation])
-        let isTLS = if case .intercepting = phase { true } else { false }
-        apply(relay.deadlinePassed(wait, limit: limit, timeoutAnswer: answer), tls: isTLS)
+        let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: answer)
+        switch phase {
+        case .plain(let p): applyPlain(output, p)
+        case .intercepting(let i): applyIntercepted(output, i)
+        case .front, .sniffing, .tunnel, .upgraded, .done: break
+        }
     }
 
     /// The upstream sent bytes with no request outstanding; the relay closed its connection. Inside an intercepted
@@ -109,11 +136,11 @@ extension ProxySession {
         let name = interception.map { "\($0.host):\($0.port)" } ?? "\(upstream.host):\(upstream.port)"
         notice("\(name): the upstream sent bytes with no request outstanding (a response nobody asked for); "
             + "closed its connection")
-        guard case .intercepting = phase, let i = interception, let relay else { return }
+        guard let i = interception, let relay = i.relay else { return }
         i.upstream = nil
         i.upstreamFinished = true
         // A request the client pipelined behind went to that connection: it gets a 502.
-        apply(relay.upstreamEOF(), tls: true)
+        applyIntercepted(relay.upstreamEOF(), i)
         if !isDone { closeAll(tlsClose: true) }
     }
 }

@@ -7,9 +7,10 @@ import Testing
 
 @testable import ProxyCore
 
-/// A clock that moves 1 ms each time it is read, so every timing of a record is distinct and ordered.
+/// A clock that moves 1 ms each time it is read, so every timing of a record is distinct and ordered. It starts at
+/// the test run's time: the session judges the origin's certificate, minted at the wall clock's time, by it.
 private final class Ticks {
-    private var now = 1_700_000_000.0
+    private var now = SessionHarness.fixedNow
     func next() -> Double {
         now += 0.001
         return now

@@ -134,7 +134,7 @@ private final class H2Run {
         mutatesClient = rng.chance(50)
         mutatesOrigin = rng.chance(50)
         let h2 = rng.chance(60)
-        session = ProxySession(id: 1, environment: scene.env, now: { 1_700_000_000 })
+        session = ProxySession(id: 1, environment: scene.env, now: { SessionHarness.fixedNow })
         client = try TLSEngine(context: scene.client, serverName: "good.test")
         origin = try TLSEngine(context: h2 ? scene.h2Origin : scene.h1Origin)
         clientH2 = try H2Session(role: .client)
@@ -358,7 +358,7 @@ struct TranslatedClosedOriginTests {
         // but writing its RST_STREAM to the closed origin fails first and closes the client; the relay's close then
         // sent a close_notify after `closeClient`.
         let scene = try H2Scene()
-        let session = ProxySession(id: 1, environment: scene.env, now: { 1_700_000_000 })
+        let session = ProxySession(id: 1, environment: scene.env, now: { SessionHarness.fixedNow })
         let client = try TLSEngine(context: scene.h1Client, serverName: "good.test")
         let origin = try TLSEngine(context: scene.h2Origin)
         _ = session.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: good.test:443\r\n\r\n")))

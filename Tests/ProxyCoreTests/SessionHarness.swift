@@ -1,4 +1,5 @@
 import ATSPolicy
+import Foundation
 import HTTP1Core
 import ProxyTrace
 import TLSCore
@@ -31,8 +32,12 @@ enum SessionHarness {
             upstreamALPN: upstreamALPN)
     }
 
+    /// A fixed clock for sessions: durations are zero, and it is the time of this test run, for the session judges
+    /// certificates at its clock's time and the tests' certificates are minted at the wall clock's.
+    static let fixedNow = Date().timeIntervalSince1970
+
     static func session(_ env: ProxyEnvironment) -> ProxySession {
-        ProxySession(id: 1, environment: env, now: { 1_700_000_000 })
+        ProxySession(id: 1, environment: env, now: { fixedNow })
     }
 }
 

@@ -15,26 +15,22 @@ final class LaneTLS {
 
 extension ProxySession {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
-    func applyLanes(_ o: RelayOutput) {
-        for (peer, paused) in o.pauseReading {
-            commands.append(paused ? .pauseReading(peer) : .resumeReading(peer))
-        }
-        guard let i = interception else { return }
+    func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
         for lane in o.openLanes { openLane(lane, i) }
         for (lane, bytes) in o.toLanes { sendToLane(lane, bytes, i) }
         for lane in o.closeLanes { closeLane(lane, i) }
-        if o.closeUpstream, relay is LaneRelay, upstreamOpen {
+        if o.closeUpstream, i.relay is LaneRelay, i.upstreamOpen {
             // The relay is done with its first connection (lane `.primary`): close_notify, then close.
             i.upstream?.close()
             if let bytes = i.upstream?.takeOutput(), !bytes.isEmpty { commands.append(.sendToUpstream(bytes)) }
             commands.append(.closeUpstream)
-            upstreamOpen = false
+            i.upstreamOpen = false
             i.upstream = nil
         }
     }
 
-    func handleLaneEvent(_ event: ProxyEvent) {
-        guard let i = interception, let relay = relay as? LaneRelay else { return }
+    func handleLaneEvent(_ event: ProxyEvent, _ i: InterceptLayer) {
+        guard let relay = i.relay as? LaneRelay else { return }
         switch event {
         case .laneConnected(let lane):
             guard let tls = i.lanes[lane], let context = i.upstreamContext else { return }
@@ -58,14 +54,14 @@ extension ProxySession {
             }
             let (plaintext, ended, error) = bytes.withUnsafeBytes { drain(engine, feeding: $0) }
             flushLane(lane, engine)
-            if !plaintext.isEmpty { applyLaneOutput(relay.laneBytes(lane, plaintext)) }
+            if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
             if ended || error != nil { laneEnded(lane, i, relay) }
         case .laneEOF(let lane), .laneClosed(let lane, _):
             guard let tls = i.lanes[lane] else { return }
             if tls.ready, let engine = tls.engine {
                 engine.feedEndOfInput()
                 let (plaintext, _, _) = drain(engine)
-                if !plaintext.isEmpty { applyLaneOutput(relay.laneBytes(lane, plaintext)) }
+                if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
                 laneEnded(lane, i, relay)
             } else {
                 laneFailed(lane, "the connection closed during the TLS handshake", i, relay)
@@ -75,15 +71,15 @@ extension ProxySession {
         }
     }
 
-    private func applyLaneOutput(_ o: RelayOutput) { apply(o, tls: true) }
+    private func applyLaneOutput(_ i: InterceptLayer, _ o: RelayOutput) { applyIntercepted(o, i) }
 
-    private func openLane(_ lane: UpstreamLane, _ i: Interception) {
+    private func openLane(_ lane: UpstreamLane, _ i: InterceptLayer) {
         i.lanes[lane] = LaneTLS()
         let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
         commands.append(.connectLane(lane, address: address, port: port))
     }
 
-    private func sendToLane(_ lane: UpstreamLane, _ bytes: [UInt8], _ i: Interception) {
+    private func sendToLane(_ lane: UpstreamLane, _ bytes: [UInt8], _ i: InterceptLayer) {
         guard let tls = i.lanes[lane] else { return }
         guard tls.ready, let engine = tls.engine else {
             tls.pending += bytes
@@ -102,7 +98,7 @@ extension ProxySession {
         if !out.isEmpty { commands.append(.sendToLane(lane, out)) }
     }
 
-    func closeLane(_ lane: UpstreamLane, _ i: Interception) {
+    func closeLane(_ lane: UpstreamLane, _ i: InterceptLayer) {
         guard let tls = i.lanes.removeValue(forKey: lane) else { return }
         if tls.ready, let engine = tls.engine {
             engine.close()
@@ -111,7 +107,7 @@ extension ProxySession {
         commands.append(.closeLane(lane))
     }
 
-    private func stepLaneHandshake(_ lane: UpstreamLane, _ tls: LaneTLS, _ i: Interception, _ relay: any LaneRelay) {
+    private func stepLaneHandshake(_ lane: UpstreamLane, _ tls: LaneTLS, _ i: InterceptLayer, _ relay: any LaneRelay) {
         guard let engine = tls.engine else { return }
         let step = engine.handshake()
         flushLane(lane, engine)
@@ -125,27 +121,26 @@ extension ProxySession {
             let pending = tls.pending
             tls.pending = []
             if !pending.isEmpty { sendToLane(lane, pending, i) }
-            applyLaneOutput(relay.laneConnected(lane))
+            applyLaneOutput(i, relay.laneConnected(lane))
             // Bytes that came with the end of the handshake.
             let (plaintext, _, _) = drain(engine)
-            if !plaintext.isEmpty { applyLaneOutput(relay.laneBytes(lane, plaintext)) }
+            if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
         }
     }
 
-    private func laneFailed(_ lane: UpstreamLane, _ error: String, _ i: Interception, _ relay: any LaneRelay) {
+    private func laneFailed(_ lane: UpstreamLane, _ error: String, _ i: InterceptLayer, _ relay: any LaneRelay) {
         notice("\(i.host):\(i.port): extra upstream connection (\(lane)) failed: \(error)")
         closeLane(lane, i)
-        applyLaneOutput(relay.laneFailed(lane, error: error))
+        applyLaneOutput(i, relay.laneFailed(lane, error: error))
     }
 
-    private func laneEnded(_ lane: UpstreamLane, _ i: Interception, _ relay: any LaneRelay) {
-        applyLaneOutput(relay.laneEOF(lane))
+    private func laneEnded(_ lane: UpstreamLane, _ i: InterceptLayer, _ relay: any LaneRelay) {
+        applyLaneOutput(i, relay.laneEOF(lane))
         closeLane(lane, i)
     }
 
     /// Closes every lane (the session ends).
-    func closeAllLanes() {
-        guard let i = interception else { return }
+    func closeAllLanes(_ i: InterceptLayer) {
         for lane in Array(i.lanes.keys) { closeLane(lane, i) }
     }
 }

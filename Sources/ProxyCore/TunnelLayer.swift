@@ -2,11 +2,12 @@ import ATSPolicy
 import ProxyTrace
 import TLSCore
 
-// Raw tunnels: hosts passed through (`--passthrough`), hosts the app pins (NSPinnedDomains: interception would break
-// the pin) and clients that do not speak TLS after CONNECT. The proxy relays their bytes untouched, so the policy
-// cannot judge them the way it judges an intercepted connection. What it can still read are the two hellos, sent in
-// clear in every TLS version: what the client offered and what the server chose. The server's choice is judged
-// against the host's ATS requirements where it says something about the app's own connection:
+// Theory of operation: raw tunnels of hosts passed through (`--passthrough`), of hosts the app pins
+// (NSPinnedDomains: interception would break the pin) and of clients that do not speak TLS after CONNECT. The proxy
+// relays their bytes untouched, so the policy cannot judge them the way it judges an intercepted connection. What it
+// can still read are the two hellos, sent in clear in every TLS version: what the client offered and what the server
+// chose. The server's choice is judged against the host's ATS requirements where it says something about the app's
+// own connection:
 // - a version below what ATS accepts, chosen although the client offered a newer one, means the server has nothing
 //   newer: the app fails too (a violation);
 // - a version and suite that iOS offers and ATS accepts: allowed (the certificate is not judged: TLS 1.3 encrypts
@@ -14,6 +15,11 @@ import TLSCore
 // - otherwise the client offered what iOS does not (an older version only, a suite outside iOS's list), and the
 //   server may well choose differently for the app: not judged, and the record says why.
 // Nothing is blocked: the device sees the server's real handshake and makes its own ATS check.
+//
+// States: connecting (the client's bytes are held, up to `tunnelPendingLimit`, while the upstream connects; a
+// CONNECT to a passthrough or pinned host gets its 200 only then, so an unreachable one is answered 502), then open
+// (the adapter relays both ways and hands the session the first bytes while `watchesTunnel`), then done when the
+// adapter reports the tunnel closed, with the byte counts for its record.
 
 /// A tunnel the proxy relays without looking inside: one console line (and JSON exchange) when it ends, so
 /// that hosts the policy never sees still leave a record.
@@ -51,22 +57,73 @@ struct Tunnel {
     var isWatching: Bool { clientFirstFlight != nil || serverFirstFlight != nil }
 }
 
-extension ProxySession {
-    /// Whether the adapter should pass on the tunnel's bytes (`.tunnelBytes`): until both hellos are read.
-    public var watchesTunnel: Bool { env.mode != .off && tunnel?.isWatching == true }
+/// A raw tunnel: its record, and the client bytes held while its upstream connects.
+final class TunnelLayer {
+    var record: Tunnel
+    /// Client bytes held while the upstream connects; nil once it is connected and the adapter relays raw.
+    var pending: [UInt8]?
+    var isOpen: Bool { pending == nil }
 
-    func tunnelClosed(fromClient: Int, toClient: Int, status: Int? = nil) {
-        if upgraded != nil {
-            // A plain-HTTP upgrade, relayed raw by the adapter: its counts come with this event.
-            upgraded?.fromClient += fromClient
-            upgraded?.toClient += toClient
-            logUpgradeEnd(fallbackReason: "the connection closed")
+    init(record: Tunnel, pending: [UInt8]) {
+        self.record = record
+        self.pending = pending
+    }
+}
+
+extension ProxySession {
+    /// Client bytes held for a tunnel whose upstream is still connecting, past which the client is no longer read.
+    static let tunnelPendingLimit = 64 * 1024
+
+    /// Whether the adapter should pass on the tunnel's bytes (`.tunnelBytes`): until both hellos are read.
+    public var watchesTunnel: Bool {
+        guard env.mode != .off, case .tunnel(let t) = phase else { return false }
+        return t.record.isWatching
+    }
+
+    /// Connects the tunnel's upstream; `established`: the 200 to send once it is connected (nil when the client
+    /// already had it).
+    func startTunnel(_ record: Tunnel, pending: [UInt8], established: [UInt8]?) {
+        var record = record
+        // The 200 waits for the upstream: a server that cannot be reached is answered 502, saying why.
+        record.established = established
+        phase = .tunnel(TunnelLayer(record: record, pending: pending))
+        let (address, upstreamPort) = env.upstreamAddress(host: record.host, port: record.port)
+        commands.append(.connectUpstream(address: address, port: upstreamPort))
+    }
+
+    func tunnelClientBytes(_ t: TunnelLayer, _ bytes: [UInt8]) {
+        guard t.pending != nil else { return }
+        t.pending?.append(contentsOf: bytes)
+        let count = t.pending?.count ?? 0
+        // Held until the upstream answers (up to the connect timeout): past the limit the client waits.
+        if count >= Self.tunnelPendingLimit, count - bytes.count < Self.tunnelPendingLimit {
+            commands.append(.pauseReading(.client))
         }
-        guard let tunnel else { return }
-        self.tunnel = nil
+    }
+
+    func tunnelUpstreamConnected(_ t: TunnelLayer) {
+        guard let pending = t.pending else { return }
+        t.pending = nil
+        if let established = t.record.established {
+            commands.append(.sendToClient(established))
+            t.record.established = nil
+        }
+        if !pending.isEmpty {
+            commands.append(.sendToUpstream(pending))
+            // The relay counts and shows the session only what it moves; these bytes (the start of a
+            // ClientHello, say) went before it.
+            t.record.clientBytesBefore = pending.count
+            tunnelBytes(t, fromClient: true, pending)
+        }
+        if pending.count >= Self.tunnelPendingLimit { commands.append(.resumeReading(.client)) }
+        commands.append(.startTunnel)
+    }
+
+    /// One console line (and JSON exchange) for a tunnel that ended.
+    func logTunnel(_ tunnel: Tunnel, fromClient: Int, toClient: Int, status: Int? = nil) {
         let url = tunnel.clientSpeaksTLS
-            ? Interception.httpsURL(host: tunnel.host, port: tunnel.port)
-            : Interception.authority(host: tunnel.host, port: tunnel.port)
+            ? InterceptLayer.httpsURL(host: tunnel.host, port: tunnel.port)
+            : InterceptLayer.authority(host: tunnel.host, port: tunnel.port)
         recordExchange(ExchangeSummary(
             method: "CONNECT", url: url, status: status,
             httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
@@ -76,34 +133,36 @@ extension ProxySession {
 
     /// The tunnel's server could not be reached: answered 502 when the client has not had its 200 yet (a
     /// non-TLS client had it before the proxy knew), and recorded as a failure, not an ATS verdict.
-    func tunnelConnectFailed(_ error: String, _ failure: ConnectFailure) {
-        guard var t = tunnel else {
+    func tunnelConnectFailed(_ t: TunnelLayer, _ error: String, _ failure: ConnectFailure) {
+        guard !t.isOpen else {
             closeAll()
             return
         }
-        let mapped = mappingNote(host: t.host, port: t.port)
-        notice("\(t.host):\(t.port)\(mapped): cannot connect upstream for the tunnel: \(error)")
-        t.outcome = .failed
-        t.errors = [ExchangeError(urlError: failure.urlError)]
-        t.note += "; could not connect\(mapped): \(error)"
-        let answered = t.established != nil
-        t.established = nil
-        tunnel = t
+        let mapped = mappingNote(host: t.record.host, port: t.record.port)
+        notice("\(t.record.host):\(t.record.port)\(mapped): cannot connect upstream for the tunnel: \(error)")
+        t.record.outcome = .failed
+        t.record.errors = [ExchangeError(urlError: failure.urlError)]
+        t.record.note += "; could not connect\(mapped): \(error)"
+        let answered = t.record.established != nil
+        t.record.established = nil
         if answered {
-            answerFront(status: 502, body: "ATSProxy: cannot connect to \(t.host):\(t.port)\(mapped): \(error)\n")
+            answerFront(
+                status: 502,
+                body: "ATSProxy: cannot connect to \(t.record.host):\(t.record.port)\(mapped): \(error)\n")
         } else {
             closeAll()
         }
-        tunnelClosed(fromClient: 0, toClient: 0, status: answered ? 502 : nil)
+        logTunnel(t.record, fromClient: 0, toClient: 0, status: answered ? 502 : nil)
     }
 
-    func tunnelBytes(fromClient: Bool, _ bytes: [UInt8]) {
-        guard env.mode != .off, var t = tunnel else { return }
+    func tunnelBytes(_ layer: TunnelLayer, fromClient: Bool, _ bytes: [UInt8]) {
+        guard env.mode != .off else { return }
+        var t = layer.record
         if fromClient {
             guard var flight = t.clientFirstFlight else { return }
             // The only reference left is `flight`, so the bytes are appended in place rather than copying the flight
             // so far on every read. Both paths below store the flight again, or nil.
-            tunnel?.clientFirstFlight = nil
+            layer.record.clientFirstFlight = nil
             t.clientFirstFlight = nil
             flight += bytes
             do {
@@ -114,7 +173,7 @@ extension ProxySession {
             }
         } else {
             guard var flight = t.serverFirstFlight else { return }
-            tunnel?.serverFirstFlight = nil  // as for the client's flight
+            layer.record.serverFirstFlight = nil  // as for the client's flight
             t.serverFirstFlight = nil
             flight += bytes
             do {
@@ -133,7 +192,7 @@ extension ProxySession {
             t.clientFirstFlight = nil
             judge(&t, answer)
         }
-        tunnel = t
+        layer.record = t
     }
 
     private func judge(_ t: inout Tunnel, _ answer: ServerAnswer) {
@@ -157,9 +216,10 @@ extension ProxySession {
         }
         let versionIssues = env.policy.evaluateNegotiation(
             version: hello.version, cipherSuiteCode: nil, against: req,
-            versionSubject: "its newest version is \(version) (the client offered newer)")
-        let suiteIssues = env.policy.evaluateNegotiation(version: nil, cipherSuiteCode: hello.cipherSuite, against: req)
-        let url = Interception.httpsURL(host: t.host, port: t.port)
+            versionSubject: "its newest version is \(version) (the client offered newer)", at: clockDate)
+        let suiteIssues = env.policy.evaluateNegotiation(
+            version: nil, cipherSuiteCode: hello.cipherSuite, against: req, at: clockDate)
+        let url = InterceptLayer.httpsURL(host: t.host, port: t.port)
         if !versionIssues.isEmpty {
             guard let offer = t.clientHello, let v = hello.version, offer.offeredVersions.contains(where: { $0 > v })
             else {

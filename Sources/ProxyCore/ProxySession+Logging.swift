@@ -1,0 +1,104 @@
+import ATSPolicy
+import HTTP1Core
+import ProxyTrace
+
+// What a session tells the user, all as `.log` commands the adapter formats: notices, CFNetwork-style diagnostics
+// records (only built with `--diagnostics`), JSON events (only built with `--log-json`) and the console line of each
+// exchange.
+
+extension ProxySession {
+    /// Level 3 diagnostics: the plaintext each side sent, as CFNetwork's `SSL-READ`/`SSL-WRITE` dumps.
+    func dumpPlaintext(_ bytes: [UInt8], toClient: Bool) {
+        guard env.diagnosticsLevel >= 3, !bytes.isEmpty else { return }
+        // From the app's point of view, bytes to the client were read from the server, and vice versa.
+        trace(.hexDump(connectionID: id, read: toClient, bytes: bytes))
+    }
+
+    /// ` (mapped to ADDR:PORT)` when --map sends the host elsewhere, so that a mapping mistake shows at once; empty
+    /// otherwise.
+    func mappingNote(host: String, port: Int) -> String {
+        mappedAddress(host: host, port: port).map { " (mapped to \($0))" } ?? ""
+    }
+
+    /// `ADDR:PORT` where --map sends the host, nil when it is not mapped.
+    func mappedAddress(host: String, port: Int) -> String? {
+        let (address, mappedPort) = env.upstreamAddress(host: host, port: port)
+        return address == host && mappedPort == port ? nil : "\(address):\(mappedPort)"
+    }
+
+    /// A notice on stderr. `kind` folds repeats whose text varies (host, error detail) as one kind.
+    func notice(_ text: String, kind: String? = nil) {
+        commands.append(.log(.notice(text, kind: kind)))
+    }
+
+    func trace(_ record: @autoclosure () -> DiagnosticsRecord) {
+        guard env.diagnosticsLevel > 0 else { return }
+        commands.append(.log(.diagnostics(record())))
+    }
+
+    func traceRequestStart(method: String, url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
+        trace(.loaderWhatToDo(method: method, url: url))
+        traceEnqueue(url: url, head: head, httpVersion: httpVersion)
+    }
+
+    func traceEnqueue(url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
+        trace(.protocolEnqueue(
+            method: head.method, url: url, httpVersion: httpVersion,
+            headers: head.headers.fields.map { ($0.name, $0.value) }))
+    }
+
+    func traceDecision(url: String, decision: PolicyDecision, violations: [ATSViolation], action: String) {
+        trace(.atsDecision(url: url, decision: decision, violations: violations, action: action))
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .atsDecision, time: now(), connectionID: id, url: url, decision: decision,
+                violations: violations, message: action))))
+        }
+    }
+
+    func logExchange(_ exchange: ExchangeSummary) {
+        if exchange.note == nil, let fallback = interception?.blockFallback {
+            // Copied only here: a copy of every exchange cost about 1% of a keep-alive request's instructions.
+            var noted = exchange
+            noted.note = fallback
+            logExchange(noted)
+            return
+        }
+        if exchange.outcome == .blocked || exchange.outcome == .failed,
+            let violation = interception?.violations.first ?? lastPlainBlock
+        {
+            // The app got an error, not the block answer the proxy sent in its place (traced as Response Error).
+            trace(.didFail(
+                totalMilliseconds: exchange.durationMilliseconds,
+                error: NSErrorDescription(violation: violation, failingURL: exchange.url)))
+        } else {
+            if let status = exchange.status {
+                trace(.protocolReceived(
+                    method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status))
+            }
+            trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
+        }
+        recordExchange(exchange)
+    }
+
+    /// A 407 in the console and, with `--log-json`, in the JSON log: a device set up with a wrong or no proxy
+    /// password otherwise fails with nothing to show why.
+    func logAuthFailure(_ failure: ProxyAuthFailure) {
+        let text = failure.consoleText
+        notice(text)
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .proxyAuthFailed, time: now(), connectionID: id, proxyAuth: failure, message: text))))
+        }
+    }
+
+    /// One exchange in the console and, with `--log-json`, in the JSON log.
+    func recordExchange(_ exchange: ExchangeSummary) {
+        let exchange = env.recording == nil ? exchange : recorded(exchange)
+        commands.append(.log(.exchange(exchange)))
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .exchange, time: now(), connectionID: id, url: exchange.url, exchange: exchange))))
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import ProxyTrace
+
+/// An exchange that switched protocols (a 101, e.g. a WebSocket): after it the proxy relays bytes it does not parse.
+/// The 101 is logged when it happens; this keeps what the line at the upgraded connection's end needs. A plain-HTTP
+/// one is the session's phase (the adapter relays it raw); an intercepted one belongs to its InterceptLayer (the
+/// session still carries its bytes through TLS).
+struct UpgradedConnection {
+    let method: String
+    let url: String
+    let outcome: ExchangeSummary.ATSOutcome
+    let errors: [ExchangeError]
+    let started: Double
+    var fromClient = 0
+    var toClient = 0
+    /// Which side ended it, when one closed before the connection was torn down.
+    var endedBy: String?
+    /// A plain-HTTP one's decision, for its end's record (ProxySession+Record).
+    var plainDecision = PlainDecisionRecord()
+
+    /// Raw relaying starts now (`started`), after `exchange` switched protocols.
+    init(after exchange: ExchangeSummary, at started: Double) {
+        method = exchange.method
+        url = exchange.url
+        outcome = exchange.outcome
+        errors = exchange.errors
+        self.started = started
+    }
+}
+
+extension ProxySession {
+    /// Logs the end of an upgraded connection: the bytes each way since the 101, how long it lasted and why it
+    /// ended. Without it a WebSocket would show only its 101, with no sign of what crossed it or when it closed.
+    func logUpgradeEnd(_ u: UpgradedConnection, fallbackReason: String) {
+        recordExchange(ExchangeSummary(
+            method: u.method, url: u.url, status: 101, httpVersion: "UPGRADED", outcome: u.outcome, errors: u.errors,
+            requestBytes: u.fromClient, responseBytes: u.toClient, durationMilliseconds: (now() - u.started) * 1000,
+            note: "upgraded connection ended: \(u.endedBy ?? fallbackReason)"))
+    }
+
+    /// Notes which side closed an intercepted upgraded connection first (the later teardown says less).
+    func upgradeEnded(_ i: InterceptLayer, by side: String) {
+        if i.upgraded != nil, i.upgraded?.endedBy == nil { i.upgraded?.endedBy = side }
+    }
+
+    /// Logs the end of an intercepted upgraded connection, once.
+    func logUpgradeEnd(_ i: InterceptLayer, fallbackReason: String) {
+        guard let u = i.upgraded else { return }
+        i.upgraded = nil
+        logUpgradeEnd(u, fallbackReason: fallbackReason)
+    }
+}
