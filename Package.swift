@@ -95,6 +95,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
+        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyEventLoop"], swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],

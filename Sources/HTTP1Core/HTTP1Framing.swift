@@ -69,29 +69,20 @@ public enum HTTP1Framing {
             return .chunked
         }
         if hasCL {
+            // Exactly one Content-Length field holding one decimal number, or the message is refused. RFC 9110 §8.6
+            // lets a recipient accept `42, 42` or a repeated identical field, but we forward heads as they came: a
+            // next hop that reads the other copy, or an empty one as 0, would frame the body differently (request
+            // smuggling, RFC 9112 §6.3). nginx refuses a repeated Content-Length the same way.
             var length: Int?
-            // The list elements of every Content-Length field (`listTokens`), read straight from the bytes: this runs
-            // for nearly every message, and digits need neither lower-casing nor Strings.
+            var fields = 0
             try headers.forEachValue(of: .contentLength) { (field) throws(HTTP1Error) in
-                try HTTPHeaders.forEachListElement(field) { (token) throws(HTTP1Error) in
-                    var value = 0
-                    var digits = 0
-                    for byte in token {
-                        guard byte >= 0x30 && byte <= 0x39, digits < 18 else {
-                            throw HTTP1Error(
-                                .remote, .invalidContentLength, status: errorStatus,
-                                detail: "invalid Content-Length \(HTTP1Syntax.string(token).asciiLowercased())")
-                        }
-                        value = value * 10 + Int(byte - 0x30)
-                        digits += 1
-                    }
-                    if let length, length != value {
-                        throw HTTP1Error(
-                            .remote, .conflictingContentLength, status: errorStatus,
-                            detail: "Content-Length values differ: \(length) and \(value)")
-                    }
-                    length = value
+                fields += 1
+                guard fields == 1 else {
+                    throw HTTP1Error(
+                        .remote, .conflictingContentLength, status: errorStatus,
+                        detail: "more than one Content-Length field")
                 }
+                length = try contentLengthValue(field, errorStatus: errorStatus)
             }
             guard let length else {
                 throw HTTP1Error(.remote, .invalidContentLength, status: errorStatus, detail: "empty Content-Length")
@@ -104,6 +95,33 @@ public enum HTTP1Framing {
             return length == 0 ? .none : .contentLength(length)
         }
         return isRequest ? .none : .untilClose
+    }
+
+    /// The value of one Content-Length field: digits only after OWS is trimmed, at most 18 of them. A list
+    /// (`42, 42`), an empty value, a sign or anything else is refused.
+    private static func contentLengthValue(_ field: ArraySlice<UInt8>, errorStatus: Int) throws(HTTP1Error) -> Int {
+        var lo = field.startIndex
+        var hi = field.endIndex
+        while lo < hi, field[lo] == 0x20 || field[lo] == 0x09 { lo += 1 }
+        while hi > lo, field[hi - 1] == 0x20 || field[hi - 1] == 0x09 { hi -= 1 }
+        guard lo < hi else {
+            throw HTTP1Error(.remote, .invalidContentLength, status: errorStatus, detail: "empty Content-Length")
+        }
+        if field[lo..<hi].contains(UInt8(ascii: ",")) {
+            throw HTTP1Error(
+                .remote, .conflictingContentLength, status: errorStatus,
+                detail: "a list of Content-Length values (\(HTTP1Syntax.string(field[lo..<hi])))")
+        }
+        var value = 0
+        for byte in field[lo..<hi] {
+            guard byte >= 0x30 && byte <= 0x39, hi - lo <= 18 else {
+                throw HTTP1Error(
+                    .remote, .invalidContentLength, status: errorStatus,
+                    detail: "invalid Content-Length \(HTTP1Syntax.string(field[lo..<hi]).asciiLowercased())")
+            }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
     }
 }
 

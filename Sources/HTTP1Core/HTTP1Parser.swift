@@ -471,6 +471,13 @@ public struct HTTP1Parser: Sendable {
         guard !targetBytes.isEmpty, targetBytes.allSatisfy(HTTP1Syntax.isTargetByte) else {
             throw remoteError(.invalidTarget, requestStatus: 400, "invalid request-target")
         }
+        // The target is kept as a String and written out again: bytes that are not UTF-8 (Latin-1 obs-text) would
+        // reach the next hop re-encoded, a different target than the client sent. RFC 3986 wants them
+        // percent-encoded; refuse rather than alter them.
+        if targetBytes.contains(where: { $0 >= 0x80 }), String(validating: targetBytes, as: UTF8.self) == nil {
+            throw remoteError(
+                .invalidTarget, requestStatus: 400, "request-target bytes that are not UTF-8: percent-encode them")
+        }
         let version = try parseVersion(line[(sp2 + 1)...])
         let head = HTTPRequestHead(
             method: HTTP1Syntax.string(methodBytes), target: HTTP1Syntax.string(targetBytes), version: version,

@@ -111,6 +111,12 @@ extension H2Session {
             events.append(
                 .headers(streamID: streamID, fields: block.fields, category: block.category, endStream: endStream))
         case NGHTTP2_RST_STREAM.rawValue:
+            // Called before nghttp2 closes the stream: `activeStreams` still says whether it was open.
+            if role == .server, activeStreams.contains(streamID),
+                !resetLimit.allowReset(at: H2Session.monotonicSeconds())
+            {
+                excessiveResets()
+            }
             events.append(.rstStream(streamID: streamID, errorCode: H2ErrorCode(rawValue: frame.rst_stream.error_code)))
         case NGHTTP2_SETTINGS.rawValue:
             let ack = frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
@@ -139,6 +145,14 @@ extension H2Session {
         default:
             return
         }
+    }
+
+    /// The peer cancelled more open streams than `resetLimit` allows (rapid reset): GOAWAY ENHANCE_YOUR_CALM, the
+    /// RFC 9113 §7 code for excessive load; nghttp2's own limiter would have said INTERNAL_ERROR.
+    private func excessiveResets() {
+        guard pendingFailureKind == nil, let session else { return }
+        pendingFailureKind = .excessiveLoad
+        nghttp2_session_terminate_session(session, H2ErrorCode.enhanceYourCalm.rawValue)
     }
 
     func dataChunk(streamID: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {

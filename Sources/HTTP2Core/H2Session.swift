@@ -44,6 +44,8 @@ public final class H2Session {
     var localGoAwaysPending = 0
     /// Whether a GOAWAY arrived from the peer.
     public internal(set) var goAwayReceived = false
+    /// The peer's resets of open streams (server role); replaces nghttp2's limiter, which counts every reset.
+    var resetLimit = H2ResetRateLimit()
 
     /// Creates a session and queues our SETTINGS frame (and, for clients, the connection preface).
     ///
@@ -70,6 +72,10 @@ public final class H2Session {
         }
         defer { nghttp2_option_del(option) }
         nghttp2_option_set_no_auto_window_update(option, 1)
+        // nghttp2's rapid-reset limiter also counts resets of streams that already completed, which busy clients
+        // send in normal use; `resetLimit` counts only resets of open streams instead (see H2ResetRateLimit).
+        // The maximum burst and rate never run out: nghttp2 refills its bucket to the burst each second.
+        if role == .server { nghttp2_option_set_stream_reset_rate_limit(option, UInt64.max, UInt64.max) }
 
         // Unretained: this object owns the nghttp2_session and deletes it in deinit, so it outlives every callback.
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -184,6 +190,14 @@ public final class H2Session {
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: n))
         }
     }
+
+    /// Seconds on a monotonic clock, for rate limits.
+    static func monotonicSeconds() -> Double {
+        let elapsed = ContinuousClock.now - clockOrigin
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    }
+
+    private static let clockOrigin = ContinuousClock.now
 
     static func libraryError(_ code: Int32, _ call: String) -> H2Error {
         .library(code: code, message: "nghttp2_\(call): \(String(cString: nghttp2_strerror(code)))")

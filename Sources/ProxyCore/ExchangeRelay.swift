@@ -1,3 +1,4 @@
+import ATSPolicy
 import HTTP1Core
 import ProxyTrace
 
@@ -40,6 +41,9 @@ struct RelayOutput {
     var closeLanes: [UpstreamLane] = []
     /// Reading to pause (true) or resume (false) because the other side's flow control is full or drained.
     var pauseReading: [ProxyPeer: Bool] = [:]
+    /// The upstream sent bytes with no request outstanding (a response nobody asked for): its connection is closed
+    /// (`closeUpstream`) rather than its bytes served as the answer to the client's next request. Names the upstream.
+    var unsolicitedUpstream: UpstreamTarget?
 }
 
 extension RelayOutput {
@@ -93,11 +97,35 @@ protocol ExchangeRelay: AnyObject {
     func recycle(_ output: inout RelayOutput)
     /// The connection went quiet: drop storage kept by `recycle`.
     func releaseBuffers()
+    /// What the relay waits for now, for the session's deadlines (`.nothing` in relays that keep none).
+    var wait: RelayWait { get }
+    /// When the request body in flight last made progress (the session's clock).
+    var lastRequestProgress: Double { get }
+    /// The deadline of `wait` passed (`limit` after it began, or after the body's last byte): 408 to a client whose
+    /// head or body stalled (a close once its response has started); for a silent upstream, a 504 carrying
+    /// `timeoutAnswer`'s `X-ATS-*` fields and the app's -1001. Either way the connection ends.
+    func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput
 }
 
 extension ExchangeRelay {
     func recycle(_ output: inout RelayOutput) {}
     func releaseBuffers() {}
+    var wait: RelayWait { .nothing }
+    var lastRequestProgress: Double { 0 }
+    func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
+}
+
+/// What an exchange relay waits for, so the session can keep a deadline on it (ProxySession+Deadlines). The number
+/// is the exchange's (heads begun on the connection), so a wait for the next head or body is told from the last one.
+enum RelayWait: Equatable {
+    /// Nothing the proxy keeps a deadline on: an idle connection (the idle timeout applies), or a relay that is done.
+    case nothing
+    /// The client started a request head and has not finished it.
+    case requestHead(Int)
+    /// The client is sending a request body (`lastRequestProgress` says when its last byte came).
+    case requestBody(Int)
+    /// The request went upstream whole (or waits for `100 Continue`) and no response byte has come back.
+    case response(Int)
 }
 
 /// A relay that spreads exchanges over several upstream connections (lanes) the session opens for it.

@@ -75,10 +75,14 @@ extension LocallyAnsweredExchange {
     /// Makes the proxy's own plain-text error answer the exchange's response and returns its bytes; the connection
     /// closes after it.
     mutating func recordClosingAnswer(status: Int, reason: String) -> [UInt8] {
-        let text = "ATSProxy: \(reason)\n"
+        recordClosingAnswer(status: status, text: "ATSProxy: \(reason)\n", extraHeaders: [])
+    }
+
+    /// The same with the whole body text and extra fields (the `X-ATS-*` ones of a 504).
+    mutating func recordClosingAnswer(status: Int, text: String, extraHeaders: [(String, String)]) -> [UInt8] {
         self.status = status
         responseBytes = text.utf8.count
         responseHeadSent = true
-        return HTTP1LocalAnswer.closing(status: status, text: text)
+        return HTTP1LocalAnswer.closing(status: status, text: text, extraHeaders: extraHeaders)
     }
 }

@@ -1,3 +1,4 @@
+import ATSPolicy
 import HTTP1Core
 import ProxyTrace
 
@@ -17,6 +18,11 @@ import ProxyTrace
 // 4. Bodies stream piece by piece in their original framing; nothing is buffered whole.
 // 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
 // 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
+// 7. Upstream bytes with no request outstanding (a second response after the first, say) close the upstream
+//    connection instead of waiting to be served as the answer to the next request; a 101 to a request that asked
+//    for no upgrade is answered 502. The next request reconnects (plain HTTP) or the client does (intercepted).
+// 8. `wait` tells the session what is outstanding (a head, a body, a response) so it can keep a deadline on it;
+//    `deadlinePassed` ends the exchange when one passes (408, or 504 for a silent upstream).
 
 // Exclusivity: the mutable state below is touched only by the relay's own methods, on its session's loop thread,
 // and no method hands out a reference to it. The runtime's dynamic exclusivity check on each access (a thread-local
@@ -34,10 +40,22 @@ final class HTTP1Relay {
     private final class Exchange: ExchangeRecording, LocallyAnsweredExchange {
         let method: String
         let url: String
-        let outcome: ExchangeSummary.ATSOutcome
-        let codes: [ExchangeError]
+        /// Set to `.failed` (with -1001) when the upstream never answers.
+        @exclusivity(unchecked) var outcome: ExchangeSummary.ATSOutcome
+        @exclusivity(unchecked) var codes: [ExchangeError]
         let annotation: [(String, String)]
         let started: Double
+        /// The exchange's number on the connection (1 for the first head), naming it in `RelayWait`.
+        @exclusivity(unchecked) var number = 0
+        /// The request carries `Upgrade`: only then may the upstream answer 101.
+        @exclusivity(unchecked) var asksUpgrade = false
+        /// The client holds its body back for `100 Continue`: until the upstream answers or the body starts anyway,
+        /// the wait is the upstream's, not the client's.
+        @exclusivity(unchecked) var awaitingContinue = false
+        /// The upstream sent a byte of its answer (an interim one counts).
+        @exclusivity(unchecked) var responseStarted = false
+        /// When the request (its head, then each body piece) last arrived.
+        @exclusivity(unchecked) var lastRequestProgress: Double
         @exclusivity(unchecked) var requestBytes = 0
         @exclusivity(unchecked) var responseBytes = 0
         @exclusivity(unchecked) var status: Int?
@@ -61,6 +79,7 @@ final class HTTP1Relay {
             self.codes = codes
             self.annotation = annotation
             self.started = started
+            self.lastRequestProgress = started
         }
     }
 
@@ -70,6 +89,8 @@ final class HTTP1Relay {
     @exclusivity(unchecked) private(set) var awaitingUpstream = false
     @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
     @exclusivity(unchecked) private var finished = false
+    /// Request heads begun on this connection.
+    @exclusivity(unchecked) private var headsBegun = 0
     private let httpVersionLabel = "HTTP/1.1"
 
     init(connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, decide: @escaping (HTTPRequestHead) -> RequestDecision) {
@@ -124,6 +145,7 @@ final class HTTP1Relay {
     }
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput {
+        if !bytes.isEmpty, let ex = exchange { ex.responseStarted = true }
         responses.receive(bytes)
         pumpResponses()
         return out.take()
@@ -176,6 +198,8 @@ final class HTTP1Relay {
             case .body(let piece):
                 guard let ex = exchange else { return }
                 ex.requestBytes += piece.count
+                ex.lastRequestProgress = now()
+                ex.awaitingContinue = false
                 if ex.requestWriter != nil {
                     do {
                         if awaitingUpstream {
@@ -225,10 +249,14 @@ final class HTTP1Relay {
         let received = requests.lastHeadBytes
         let framing = requests.lastBodyFraming
         let decision = decide(head)
+        headsBegun += 1
         switch decision {
         case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now())
+            ex.number = headsBegun
+            ex.asksUpgrade = head.headers.contains(name: "Upgrade")
+            ex.awaitingContinue = forwarded.expectsContinue
             ex.requestKeepAlive = requests.lastMessageKeepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
             ex.requestWriter = HTTP1BodyWriter(framing: framing)
@@ -253,6 +281,7 @@ final class HTTP1Relay {
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            ex.number = headsBegun
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
                 exchange = ex
@@ -276,7 +305,11 @@ final class HTTP1Relay {
         while !finished {
             let event: HTTP1Event
             do { event = try responses.nextEvent() } catch {
-                protocolError(error, fromClient: false)
+                if error.reason == .unexpectedData, exchange == nil || exchange?.localAnswer != nil {
+                    upstreamSentUnasked()
+                } else {
+                    protocolError(error, fromClient: false)
+                }
                 return
             }
             switch event {
@@ -284,6 +317,13 @@ final class HTTP1Relay {
                 guard let ex = exchange else {
                     // A response nobody asked for: the upstream is broken.
                     protocolError(nil, fromClient: false)
+                    return
+                }
+                if head.status == 101, !ex.asksUpgrade {
+                    // Relayed, it would turn the client's connection into a raw pipe to the upstream.
+                    failExchange(
+                        status: 502, reason: "the upstream switched protocols (101) but the request asked for no upgrade")
+                    out.closeUpstream = true
                     return
                 }
                 let received = responses.lastHeadBytes
@@ -392,6 +432,10 @@ final class HTTP1Relay {
                 finished = true
                 return
             }
+            // Bytes that came after the response, before the next request went out, answer no request.
+            if responses.bufferedByteCount > 0 {
+                do { _ = try responses.nextEvent() } catch { upstreamSentUnasked() }
+            }
         }
         do { try requests.startNextMessage() } catch {
             out.closeClient = true
@@ -419,6 +463,15 @@ final class HTTP1Relay {
         finished = true
     }
 
+    /// The upstream sent bytes with no request outstanding: its connection ends (the owner says so and closes it),
+    /// and the next request goes to a new one.
+    private func upstreamSentUnasked() {
+        out.unsolicitedUpstream = connectedUpstream ?? UpstreamTarget(host: "-", port: 0)
+        out.closeUpstream = true
+        connectedUpstream = nil
+        responses = HTTP1Parser(role: .responses)
+    }
+
     private func protocolError(_ error: HTTP1Error?, fromClient: Bool) {
         let status = error?.suggestedStatus ?? 502
         let reason = error.map { $0.description } ?? "the upstream sent a response without a request"
@@ -427,5 +480,56 @@ final class HTTP1Relay {
         }
         failExchange(status: fromClient ? status : 502, reason: reason)
         out.closeUpstream = true
+    }
+}
+
+// MARK: - Deadlines
+
+extension HTTP1Relay {
+    var wait: RelayWait {
+        if finished { return .nothing }
+        guard let ex = exchange else {
+            return requests.bufferedByteCount > 0 ? .requestHead(headsBegun + 1) : .nothing
+        }
+        if ex.localAnswer == nil, !ex.responseStarted, !awaitingUpstream, ex.requestEnded || ex.awaitingContinue {
+            return .response(ex.number)
+        }
+        return ex.requestEnded ? .nothing : .requestBody(ex.number)
+    }
+
+    var lastRequestProgress: Double { exchange?.lastRequestProgress ?? 0 }
+
+    func deadlinePassed(_ passed: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput {
+        guard passed == wait else { return out.take() }
+        switch passed {
+        case .nothing:
+            break
+        case .requestHead:
+            let ex = Exchange(method: "-", url: "-", outcome: .notEvaluated, codes: [], annotation: [], started: now())
+            ex.requestBytes = requests.bufferedByteCount
+            exchange = ex
+            failExchange(status: 408, reason: "the request head did not arrive within \(limit)")
+        case .requestBody:
+            // A local answer waits for the body it drops: the 408 goes out in its place.
+            if let ex = exchange, ex.localAnswer != nil {
+                ex.localAnswer = nil
+                ex.responseHeadSent = false
+            }
+            failExchange(status: 408, reason: "no byte of the request body arrived for \(limit)")
+            out.closeUpstream = true
+        case .response:
+            guard var ex = exchange else { break }
+            var answer = timeoutAnswer
+            answer.url = ex.url
+            ex.outcome = .failed
+            ex.codes = answer.violations.map(ExchangeError.init)
+            out.toClient += ex.recordClosingAnswer(
+                status: 504, text: answer.blockBody, extraHeaders: answer.headers)
+            complete(keepParsing: false)
+            out.closeClient = true
+            out.closeUpstream = true
+            finished = true
+        }
+        return out.take()
     }
 }

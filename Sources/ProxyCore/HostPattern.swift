@@ -123,6 +123,9 @@ public struct HostPatternTable<Value: Sendable>: Sendable {
     /// True when the table has no entries.
     public var isEmpty: Bool { exact.isEmpty && below.isEmpty }
 
+    /// Every entry's value, in no particular order.
+    public var values: [Value] { (exact.values.map(\.1) + apex.values.map(\.1) + below.values.map(\.1)) }
+
     /// The most specific pattern that covers `host` (in any case, with or without a trailing dot), and its value.
     public func lookup(_ host: String) -> (pattern: HostPattern, value: Value)? {
         guard !isEmpty else { return nil }

@@ -26,6 +26,12 @@ public final class ProxyEnvironment: Sendable {
     /// Upstream TLS sessions to resume, with the certificate facts they were first judged on; nil with
     /// `--upstream-resumption off`.
     public let upstreamSessions: TLSSessionCache?
+    /// `--insecure-upstream` (with `--ats off` only): relay an upstream whose certificate the device would not
+    /// trust (unknown root, wrong name), with a notice each time, instead of failing the client as the device would.
+    public let insecureUpstream: Bool
+    /// What the device checks with ATS out of the way (`NSAllowsArbitraryLoads`): the chain's trust, the name, and
+    /// the rules iOS applies to every TLS connection. `--ats off` still judges every upstream by it.
+    let defaultTrustPolicy: ATSPolicy
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
     private let verdicts = RequirementsCache()
@@ -37,12 +43,23 @@ public final class ProxyEnvironment: Sendable {
 
     public struct Timeouts: Sendable {
         public var connect: Duration
+        /// The upstream's TLS handshake (`--handshake-timeout`).
         public var handshake: Duration
         public var idle: Duration
-        public init(connect: Duration = .seconds(10), handshake: Duration = .seconds(15), idle: Duration = .seconds(120)) {
+        /// What a client owes once it started (`--client-timeout`): each request head from its first byte, the TLS
+        /// ClientHello after CONNECT, its TLS handshake, and each request body byte after the last (inactivity).
+        public var client: Duration
+        /// From a request's end to the upstream's first response byte (`--response-timeout`).
+        public var response: Duration
+        public init(
+            connect: Duration = .seconds(10), handshake: Duration = .seconds(15), idle: Duration = .seconds(120),
+            client: Duration = .seconds(30), response: Duration = .seconds(60)
+        ) {
             self.connect = connect
             self.handshake = handshake
             self.idle = idle
+            self.client = client
+            self.response = response
         }
     }
 
@@ -50,9 +67,13 @@ public final class ProxyEnvironment: Sendable {
         policy: ATSPolicy, mode: ATSMode, blockStyle: BlockStyle, mappings: [HostMapping], passthrough: [HostPattern],
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
-        upstreamResumption: UpstreamResumption = .on
+        upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false
     ) {
         self.policy = policy
+        self.insecureUpstream = insecureUpstream
+        self.defaultTrustPolicy = ATSPolicy(
+            atsDictionary: .dictionary(PlistDictionary([(key: "NSAllowsArbitraryLoads", value: .bool(true))])),
+            options: policy.options)
         self.mode = mode
         self.blockStyle = blockStyle
         self.mappings = HostPatternTable(mappings.map { ($0.pattern, $0) })

@@ -41,9 +41,17 @@ public enum ProxyTimer: Hashable, Sendable {
     /// The upstream's TLS handshake must finish by then: a server that accepts the connection and never answers
     /// would otherwise hold the client until its idle timeout, with nothing logged.
     case upstreamHandshake
-    /// A new connection's first request head must be complete by then (a partial head would otherwise hold the
-    /// connection, silently, until the idle timeout).
+    /// A request head must be complete by then, from its first byte (a partial head would otherwise hold the
+    /// connection, silently, until the idle timeout): the connection's first, and each later one.
     case requestHead
+    /// After a CONNECT was answered 200, the client's TLS ClientHello must have arrived by then.
+    case clientHello
+    /// The client's TLS handshake with the proxy must be finished by then.
+    case clientHandshake
+    /// A request body must make progress (a byte) within the limit; checked when this fires.
+    case requestBody
+    /// The upstream must have started its response by then, counted from the request's end.
+    case response
 }
 
 /// Why a connect failed, told apart as the app's URL loading would report it.
@@ -116,6 +124,7 @@ public enum ProxyLog: Sendable, Equatable {
     case diagnostics(DiagnosticsRecord)
     /// A machine-readable event (only produced when the JSON log is on).
     case event(TraceEvent)
-    /// A plain notice: why a host is tunnelled, why a client handshake failed.
-    case notice(String)
+    /// A plain notice: why a host is tunnelled, why a client handshake failed. Repeats are folded by `kind` when
+    /// given (notices whose text varies by host or detail, such as malformed ClientHellos), else by the text.
+    case notice(String, kind: String? = nil)
 }

@@ -139,11 +139,18 @@ public struct ProxyCredentials: Sendable, Hashable {
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic" else { return false }
         guard let decoded = Base64.decode(String(parts[1]).trimmingSpaces()) else { return false }
-        // Compare in constant time with respect to the content, so a wrong guess leaks nothing about the prefix.
-        let expected = Array("\(user):\(password)".utf8)
-        guard decoded.count == expected.count else { return false }
-        var diff: UInt8 = 0
-        for (a, b) in zip(decoded, expected) { diff |= a ^ b }
+        return Self.constantTimeEqual(decoded, Array("\(user):\(password)".utf8))
+    }
+
+    /// Compares `guess` with `secret` in a time that depends only on the secret's length: every byte of the
+    /// secret is read whatever the guess, so a wrong guess learns neither a matching prefix nor the length.
+    static func constantTimeEqual(_ guess: [UInt8], _ secret: [UInt8]) -> Bool {
+        var diff = UInt(bitPattern: guess.count ^ secret.count)
+        for index in secret.indices {
+            // Past the guess's end, compare against the secret's own byte inverted: always a difference, same work.
+            let byte = index < guess.count ? guess[index] : ~secret[index]
+            diff |= UInt(byte ^ secret[index])
+        }
         return diff == 0
     }
 }

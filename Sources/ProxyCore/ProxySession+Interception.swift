@@ -414,9 +414,27 @@ extension ProxySession {
         }
         let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
         if i.requirements == nil {
-            i.outcome = .notEvaluated
-            traceDecision(url: i.url, decision: i.decision, violations: [], action: "not evaluated (--ats off)")
-            proceedWithClient(i)
+            // --ats off judges no ATS rule, but the device still verifies the certificate: a forged or
+            // misnamed upstream must not reach the client re-signed by the proxy's trusted CA.
+            let untrusted = defaultTrustViolations(facts, i)
+            if untrusted.isEmpty || env.insecureUpstream {
+                i.outcome = .notEvaluated
+                var action = "not evaluated (--ats off)"
+                if let first = untrusted.first {
+                    action += "; --insecure-upstream: relayed although the device would not trust it: \(first.explanation)"
+                    notice("\(i.host):\(i.port): --insecure-upstream: relaying an upstream the device would not trust "
+                        + "(\(first.explanation)); the client sees it as trusted")
+                }
+                traceDecision(url: i.url, decision: i.decision, violations: untrusted, action: action)
+                proceedWithClient(i)
+            } else {
+                i.violations = untrusted
+                i.outcome = .failed
+                commands.append(.closeUpstream)
+                upstreamOpen = false
+                i.upstream = nil
+                blockClient(i, style: env.blockStyle)
+            }
         } else if i.violations.isEmpty {
             i.outcome = .allowed
             if env.mode == .annotate { i.annotation = answer.headers }
@@ -436,6 +454,15 @@ extension ProxySession {
             i.upstream = nil
             blockClient(i, style: env.blockStyle)
         }
+    }
+
+    /// What fails the device's own certificate check with ATS out of the way (untrusted chain, wrong name, the
+    /// rules iOS applies to every connection), for `--ats off`.
+    private func defaultTrustViolations(_ facts: HandshakeFacts, _ i: Interception) -> [ATSViolation] {
+        let policy = env.defaultTrustPolicy
+        guard case .proceed(let req) = policy.requirements(for: ConnectionTarget(scheme: "https", host: i.host, port: i.port))
+        else { return [] }
+        return policy.evaluate(facts, against: req).violations
     }
 
     private func traceHandshake(_ i: Interception, _ facts: HandshakeFacts, resumed: Bool = false) {
@@ -463,7 +490,8 @@ extension ProxySession {
         case .http:
             // An unreachable or silent server is no ATS verdict: the 502 stands in for the app's network error.
             let action = i.outcome == .failed
-                ? "not judged: the server could not be reached; every request answered \(answer.blockStatus)"
+                ? "not an ATS verdict: \(i.violations.first?.explanation ?? "the server failed"); every request "
+                    + "answered \(answer.blockStatus)"
                 : "blocked: every request answered \(answer.blockStatus)"
             traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: action)
             i.blockAnswer = answer
@@ -504,7 +532,8 @@ extension ProxySession {
     /// JSON log: the app's task ends there.
     private func logBlockedConnection(_ i: Interception) {
         let summary = ExchangeSummary(
-            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: .blocked,
+            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS",
+            outcome: i.outcome == .failed ? .failed : .blocked,
             errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (now() - i.started) * 1000)
         recordExchange(summary)
@@ -562,6 +591,7 @@ extension ProxySession {
             held.withUnsafeBytes { readClient(i, incoming: $0) }
         } else {
             i.stage = .clientHandshake
+            startClientHandshakeDeadline()
             engine.feed(held)
             stepClientHandshake(i)
         }
@@ -578,6 +608,7 @@ extension ProxySession {
             let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
+            startClientHandshakeDeadline()
             engine.feed(i.pendingClientBytes)
             i.pendingClientBytes = []
             stepClientHandshake(i)
@@ -700,7 +731,9 @@ extension ProxySession {
         }
         // The client refusing a flawed leaf served on purpose is the expected outcome, not news.
         if i.flawedLeaf == nil {
-            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)")
+            // Folded by the failure, not the host: a device that does not trust the CA fails this way for every host.
+            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)",
+                kind: "client handshake failed: \(error)")
         }
         closeAll()
     }
@@ -781,7 +814,7 @@ extension ProxySession {
         guard let engine = i.client else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
-            notice("\(i.host): TLS error from the client: \(error)")
+            notice("\(i.host): TLS error from the client: \(error)", kind: "TLS error from the client")
             closeAll()
             return
         }

@@ -37,6 +37,7 @@ public final class ProxySession {
 
     var phase: Phase = .front
     var isDone: Bool { if case .done = phase { true } else { false } }
+    var isFront: Bool { if case .front = phase { true } else { false } }
     /// Raw client bytes of the front phase, replayed into the relay when the first request is plain HTTP.
     private var frontBytes: [UInt8] = []
     /// When the first request's first byte arrived.
@@ -52,6 +53,8 @@ public final class ProxySession {
     var stopping = false
     /// The exchange that switched protocols, while its connection is relayed raw.
     var upgraded: UpgradedConnection?
+    /// What the relay waited for after its last step, with a deadline started for it (ProxySession+Deadlines).
+    var watchedWait = RelayWait.nothing
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
@@ -136,10 +139,10 @@ public final class ProxySession {
         case .peerQuiet(let peer): releaseBuffers(of: peer)
         case .stopping: stopping = true
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
-        case .timerFired(.requestHead):
-            guard case .front = phase else { break }
+        case .timerFired(.requestHead) where isFront:
             refuseFront(
-                status: 408, body: "ATSProxy: the request head did not arrive within \(Self.requestHeadLimit)\n")
+                status: 408, body: "ATSProxy: the request head did not arrive within \(env.timeouts.client)\n")
+        case .timerFired(let timer): deadlinePassed(timer)
         case .tunnelClosed(let fromClient, let toClient): tunnelClosed(fromClient: fromClient, toClient: toClient)
         case .tunnelBytes(let fromClient, let bytes): tunnelBytes(fromClient: fromClient, bytes)
         }
@@ -169,7 +172,7 @@ public final class ProxySession {
                 return
             }
             if frontBytes.isEmpty {
-                commands.append(.startTimer(.requestHead, after: Self.requestHeadLimit))
+                commands.append(.startTimer(.requestHead, after: env.timeouts.client))
                 frontStarted = now()
             }
             frontBytes += bytes
@@ -304,13 +307,10 @@ public final class ProxySession {
             return
         }
         guard case .requestHead(let head) = event else { return }
-        if let credentials = env.credentials,
-            let reason = credentials.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
-        {
-            logAuthFailure(
-                ProxyAuthFailure(reason: reason, method: head.method, target: head.target, client: clientAddress))
-            answerFront(status: 407, body: "ATSProxy: proxy credentials required\n",
-                extra: [("Proxy-Authenticate", "Basic realm=\"atsproxy\"")])
+        if let reason = authFailureReason(head) {
+            logAuthFailure(ProxyAuthFailure(
+                reason: reason, method: head.method, target: Redaction.url(head.target), client: clientAddress))
+            answerFront(status: 407, body: Self.authRequiredBody, extra: [Self.authChallenge])
             return
         }
         let target: HTTPRequestTarget
@@ -374,6 +374,7 @@ public final class ProxySession {
             startRawTunnel(host: host, port: port, leftover: leftover, established: established)
         } else {
             commands.append(.sendToClient(established))
+            startClientHelloDeadline()
             sniff(host: host, port: port, buffer: leftover)
         }
     }
@@ -408,7 +409,8 @@ public final class ProxySession {
             }
             startInterception(connectHost: host, port: port, hello: hello, helloBytes: buffer)
         } catch {
-            notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing")
+            notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing",
+                kind: "unreadable ClientHello")
             closeAll()
         }
     }
@@ -424,7 +426,7 @@ public final class ProxySession {
     func refuseFront(status: Int, body: String, head: HTTPRequestHead? = nil) {
         let answer = HTTP1LocalAnswer.closing(status: status, text: body)
         recordExchange(ExchangeSummary(
-            method: head?.method ?? "-", url: head?.target ?? "-", status: status, httpVersion: "HTTP/1.1",
+            method: head?.method ?? "-", url: head.map { Redaction.url($0.target) } ?? "-", status: status, httpVersion: "HTTP/1.1",
             outcome: .notEvaluated, errors: [], requestBytes: frontBytes.count, responseBytes: body.utf8.count,
             durationMilliseconds: frontStarted.map { max(0, (now() - $0) * 1000) } ?? 0))
         commands.append(.sendToClient(answer))
@@ -434,8 +436,6 @@ public final class ProxySession {
     // MARK: - Plain HTTP (absolute-form requests)
 
     private var pendingPlainTarget: UpstreamTarget?
-    /// How long a new connection may take to send its first request head, from its first byte.
-    static let requestHeadLimit: Duration = .seconds(30)
     /// The raw tunnel this session set up, logged when the adapter reports it closed.
     var tunnel: Tunnel?
     /// Client bytes held for a tunnel whose upstream is still connecting, past which the client is no longer read.
@@ -456,13 +456,16 @@ public final class ProxySession {
         let notAbsolute = RequestDecision.answer(
             head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
             body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
-            url: head.target, outcome: .notEvaluated, codes: [])
+            url: Redaction.url(head.target), outcome: .notEvaluated, codes: [])
+        // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
+        // connection's later requests, to any host, are checked like its first.
+        if let refusal = authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
         guard case .absolute(let scheme, let host, let port, let path) = parsed, scheme == "http" else {
             return notAbsolute
         }
-        let url = head.target
+        let url = Redaction.url(head.target)
         var forwarded = head
         forwarded.target = path
         forwarded.headers.remove(name: "Proxy-Connection")
@@ -480,7 +483,7 @@ public final class ProxySession {
             -> RequestDecision
         {
             prepareUpstream(upstream, host: host, port: port ?? 80)
-            traceEnqueue(url: url, head: head)
+            traceEnqueue(url: url, head: forwarded)  // what goes upstream: no Proxy-Authorization
             return .forward(
                 head: forwarded, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes)
         }
@@ -513,6 +516,27 @@ public final class ProxySession {
         }
     }
 
+    static let authChallenge = ("Proxy-Authenticate", "Basic realm=\"atsproxy\"")
+    static let authRequiredBody = "ATSProxy: proxy credentials required\n"
+
+    /// Why `head` lacks the `--auth` credentials, or nil when it has them (or none are required).
+    private func authFailureReason(_ head: HTTPRequestHead) -> ProxyAuthFailure.Reason? {
+        env.credentials?.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
+    }
+
+    /// A 407 for a later request on a plain-HTTP connection that lacks the credentials; the connection stays open,
+    /// so the client can send the request again with them.
+    private func authRefusal(_ head: HTTPRequestHead) -> RequestDecision? {
+        guard let reason = authFailureReason(head) else { return nil }
+        let url = Redaction.url(head.target)
+        logAuthFailure(ProxyAuthFailure(reason: reason, method: head.method, target: url, client: clientAddress))
+        return .answer(
+            head: HTTPResponseHead(
+                status: 407, reason: "Proxy Authentication Required",
+                headers: [("Content-Type", "text/plain"), Self.authChallenge]),
+            body: Array(Self.authRequiredBody.utf8), url: url, outcome: .notEvaluated, codes: [])
+    }
+
     private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int) {
         guard plainRelay?.connectedUpstream != upstream else { return }
         pendingPlainTarget = upstream
@@ -531,6 +555,8 @@ public final class ProxySession {
 
     /// Carries out a relay step. With `tls`, plaintext goes through the interception's TLS engines.
     func apply(_ o: consuming RelayOutput, tls: Bool) {
+        let unsolicited = o.unsolicitedUpstream
+        defer { relayStepped(unsolicited: unsolicited) }
         dumpPlaintext(o.toUpstream, toClient: false)
         dumpPlaintext(o.toClient, toClient: true)
         if let target = o.connect {
@@ -594,8 +620,9 @@ public final class ProxySession {
         return address == host && mappedPort == port ? nil : "\(address):\(mappedPort)"
     }
 
-    func notice(_ text: String) {
-        commands.append(.log(.notice(text)))
+    /// A notice on stderr. `kind` folds repeats whose text varies (host, error detail) as one kind.
+    func notice(_ text: String, kind: String? = nil) {
+        commands.append(.log(.notice(text, kind: kind)))
     }
 
     func trace(_ record: @autoclosure () -> DiagnosticsRecord) {

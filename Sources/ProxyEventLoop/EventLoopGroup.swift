@@ -102,13 +102,14 @@ public final class EventLoopGroup: Sendable {
     /// `Listener.port`), with SO_REUSEADDR and the given backlog. Accepted connections are spread round-robin over the
     /// loops, and `makeHandler` is called on the chosen loop's thread to create each connection's handler.
     public func listen(
-        host: String, port: UInt16, backlog: Int32 = 511,
+        host: String, port: UInt16, backlog: Int32 = 511, onDescriptorsExhausted: (@Sendable () -> Void)? = nil,
         makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
     ) throws(IOError) -> Listener {
         let address = try SocketAddress(numericHost: host, port: port)
         let loop = next()
         let listener = try Listener(
-            address: address, backlog: backlog, loop: loop, group: self, makeHandler: makeHandler)
+            address: address, backlog: backlog, loop: loop, group: self,
+            onDescriptorsExhausted: onDescriptorsExhausted, makeHandler: makeHandler)
         let accepted = state.withLock { state -> Bool in
             if state.shutDown { return false }
             state.listeners.append(listener)

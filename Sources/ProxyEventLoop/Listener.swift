@@ -23,9 +23,19 @@ public final class Listener: @unchecked Sendable {
     private var epollData: UInt64 = 0
     /// Whether accepting is suspended after running out of fds (EMFILE), to avoid a level-triggered spin.
     private var backingOff = false
+    /// A descriptor held in reserve (on /dev/null): when the process runs out, it is given up for one accept, so
+    /// the client waiting in the backlog is answered `503` and closed rather than left hanging; then taken again.
+    private var reserve: Int32 = -1
+    /// Called (on the loop thread) each time the reserve answered a client because descriptors ran out.
+    private let onDescriptorsExhausted: (@Sendable () -> Void)?
+
+    static let exhaustedAnswer = Array((
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 62\r\n"
+            + "Connection: close\r\n\r\nATSProxy: out of file descriptors; try again when load drops.\r\n").utf8)
 
     init(
         address: SocketAddress, backlog: Int32, loop: EventLoop, group: EventLoopGroup,
+        onDescriptorsExhausted: (@Sendable () -> Void)? = nil,
         makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
     ) throws(IOError) {
         let fd = try Socket.makeTCP(family: address.family)
@@ -46,6 +56,12 @@ public final class Listener: @unchecked Sendable {
         self.loop = loop
         self.group = group
         self.makeHandler = makeHandler
+        self.onDescriptorsExhausted = onDescriptorsExhausted
+        reserve = Listener.openReserve()
+    }
+
+    private static func openReserve() -> Int32 {
+        Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
     }
 
     /// Registers on the loop. Loop thread only.
@@ -74,6 +90,8 @@ public final class Listener: @unchecked Sendable {
         open = false
         loop.deregister(fd, removeFromEpoll: !backingOff)
         closeDescriptor(fd)
+        if reserve >= 0 { closeDescriptor(reserve) }
+        reserve = -1
         loop.listeners[ObjectIdentifier(self)] = nil
     }
 }
@@ -95,9 +113,13 @@ extension Listener: Selectable {
             switch code {
             case EINTR, ECONNABORTED, EPROTO, EPERM:
                 continue
-            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                // Out of descriptors or memory: the pending connection stays in the backlog and epoll would report
-                // it again at once. Step out of the epoll set for a moment instead of spinning.
+            case EMFILE, ENFILE:
+                answerWithReserve()
+                backOff()
+                return
+            case ENOBUFS, ENOMEM:
+                // Out of memory: the pending connection stays in the backlog and epoll would report it again at
+                // once. Step out of the epoll set for a moment instead of spinning.
                 backOff()
                 return
             case EBADF, EFAULT:
@@ -120,6 +142,21 @@ extension Listener: Selectable {
             }
             if !accepted { closeDescriptor(client) }
         }
+    }
+
+    /// Out of descriptors: give up the reserve for one accept, tell that client why (best effort, one send on a
+    /// fresh socket whose buffer is empty) and close it, then take the reserve again.
+    private func answerWithReserve() {
+        guard reserve >= 0 else { return }
+        closeDescriptor(reserve)
+        reserve = -1
+        let client = clinux_accept(fd, nil, nil)
+        if client >= 0 {
+            _ = Listener.exhaustedAnswer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            closeDescriptor(client)
+        }
+        reserve = Listener.openReserve()
+        onDescriptorsExhausted?()
     }
 
     private func backOff() {

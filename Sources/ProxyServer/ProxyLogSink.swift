@@ -61,9 +61,9 @@ public final class ProxyLogSink: @unchecked Sendable {
         switch entry {
         case .exchange:
             break
-        case .notice(let text):
+        case .notice(let text, let kind):
             let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-            for line in notices.admit(text, now: now) { Self.writeNotice(line) }
+            for line in notices.admit(text, kind: kind, now: now) { Self.writeNotice(line) }
         case .diagnostics(let record):
             if let text = diagnostics.render(record, at: TraceTime(unixTime: Date().timeIntervalSince1970)) {
                 Self.writeToStandardError(text)

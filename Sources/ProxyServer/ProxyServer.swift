@@ -8,18 +8,61 @@ public final class ProxyServer: Sendable {
     public let group: EventLoopGroup
     let sink: ProxyLogSink
     let counter = SessionCounter()
+    let admission: AdmissionState
 
     public init(environment: ProxyEnvironment, group: EventLoopGroup, sink: ProxyLogSink) {
         self.environment = environment
         self.group = group
         self.sink = sink
+        let mapped = Set(environment.mappings.values.map { "\($0.address.lowercased()):\($0.port)" })
+        admission = AdmissionState(TargetAdmission(
+            localAddresses: SocketAddress.interfaceAddresses(), mappedTargets: mapped))
     }
 
-    /// Listens on `host:port` (port 0 picks a free port: read `Listener.port`).
+    /// Listens on `host:port` (port 0 picks a free port: read `Listener.port`). The listener's address joins the
+    /// targets no client may reach through the proxy (itself).
     public func listen(host: String, port: UInt16) throws(IOError) -> Listener {
-        try group.listen(host: host, port: port) { [self] loop in
+        // Known before the first accept: a connection may only be accepted once the listener runs.
+        let requested = try SocketAddress(numericHost: host, port: port)
+        if port != 0 { admission.addListener(requested) }
+        let sink = self.sink
+        let exhausted: @Sendable () -> Void = {
+            sink.write(.notice(
+                "out of file descriptors: a new client was answered 503; raise the limit (ulimit -n) or reduce load"))
+        }
+        let listener = try group.listen(host: host, port: port, onDescriptorsExhausted: exhausted) { [self] loop in
             ClientSide(server: self, loop: loop, sessionID: counter.next())
         }
+        if port == 0 { admission.addListener(listener.address) }
+        return listener
+    }
+}
+
+/// The target admission rules, shared by every loop's sessions; listeners are added as they start.
+final class AdmissionState: @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: TargetAdmission
+
+    init(_ value: TargetAdmission) { self.value = value }
+
+    func addListener(_ address: SocketAddress) {
+        lock.lock()
+        defer { lock.unlock() }
+        value.addListener(address)
+    }
+
+    /// True when some listener is on an address other clients than this host's can reach.
+    var listensBeyondLoopback: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value.listeners.contains { !$0.isLoopback }
+    }
+
+    func refusal(target: SocketAddress, requested: String, clientIsLoopback: Bool) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return value.refusal(target: target, requested: requested, clientIsLoopback: clientIsLoopback)
     }
 }
 
@@ -56,6 +99,8 @@ final class ClientSide: ConnectionHandler {
     private var sessionPaused: Set<ProxyPeer> = []
     /// The session's pending deadlines.
     private var timers: [ProxyTimer: TimerID] = [:]
+    /// Whether the client connected from this host's loopback (true when every listener is on loopback).
+    private var clientIsLoopback = true
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -68,8 +113,13 @@ final class ClientSide: ConnectionHandler {
 
     func connectionOpened(_ connection: Connection) {
         client = connection
-        // Only a 407 names the client: without --auth, the getpeername call is not worth making per connection.
-        if server.environment.credentials != nil { session.clientAddress = connection.remoteAddress?.description }
+        // Only a 407 and the loopback rule need the client's address: without --auth and with loopback listeners
+        // only, the getpeername call is not worth making per connection.
+        if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
+            let remote = connection.remoteAddress
+            session.clientAddress = remote?.description
+            clientIsLoopback = remote?.isLoopback ?? false
+        }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
     }
@@ -262,6 +312,10 @@ final class ClientSide: ConnectionHandler {
                     run(session.handle(.laneConnectFailed(lane, error: "no address for \(address)")))
                     return
                 }
+                if let refusal = refusal(target, requested: address) {
+                    run(session.handle(.laneConnectFailed(lane, error: refusal)))
+                    return
+                }
                 let connection = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .lane(lane)))
                 // A connect that failed at once has already reported it.
                 if !connection.isClosed { lanes[lane] = connection }
@@ -269,6 +323,14 @@ final class ClientSide: ConnectionHandler {
                 run(session.handle(.laneConnectFailed(lane, error: error.description)))
             }
         }
+    }
+
+    /// Why the proxy will not connect to `target` for this client (itself, or loopback for a network client).
+    private func refusal(_ target: SocketAddress, requested: String) -> String? {
+        guard let reason = server.admission.refusal(
+            target: target, requested: requested, clientIsLoopback: clientIsLoopback)
+        else { return nil }
+        return "refused by the proxy: \(reason)"
     }
 
     /// IPv4 first: most origins answer there, and a failed IPv6 route would cost the connect timeout.
@@ -288,6 +350,10 @@ final class ClientSide: ConnectionHandler {
                 guard let target = Self.preferredAddress(addresses) else {
                     run(session.handle(
                         .upstreamConnectFailed(error: "no address for \(address)", failure: .cannotFindHost)))
+                    return
+                }
+                if let refusal = refusal(target, requested: address) {
+                    run(session.handle(.upstreamConnectFailed(error: refusal, failure: .cannotConnect)))
                     return
                 }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))

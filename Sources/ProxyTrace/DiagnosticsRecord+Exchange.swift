@@ -89,7 +89,8 @@ extension DiagnosticsRecord {
     public static func protocolEnqueue(
         method: String, url: String, httpVersion: String, headers: [(String, String)]
     ) -> Self {
-        let sending = headers.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
+        let sending = headers.map { "\($0.0): \(Redaction.headerValue(name: $0.0, value: $0.1))" }
+            .joined(separator: "\n")
         return DiagnosticsRecord(
             title: "Protocol Enqueue", subject: "request \(method) \(url) \(httpVersion)",
             fields: [.init("Request", "<CFURLRequest> {url = \(url)}"), .init("Message", "\(method) \(url) \(httpVersion)"),

@@ -2,6 +2,8 @@
 /// problem (a client that does not trust the CA, a tunnelled server that offers only TLS 1.0, `--block tls` falling
 /// back to 502s) would otherwise print the same lines again. A notice is shown the first time, then at most once
 /// per `interval`, with the count of the times it was not shown; `drain()` reports the counts still pending.
+/// Notices whose text varies (a malformed ClientHello's detail, the host of a failed client handshake) are folded
+/// by a `kind` instead: the first is shown, the rest of that kind counted as "more like it".
 ///
 /// Sans-io: the caller passes the time and prints what comes back.
 public struct RepeatedNoticeFilter: Sendable {
@@ -14,6 +16,9 @@ public struct RepeatedNoticeFilter: Sendable {
         var lastShown: Double
         var lastSeen: Double
         var foldedSinceShown: Int
+        /// The text last shown (for a kind, the latest instance's text is shown when the interval has passed).
+        var text: String
+        var byKind: Bool
     }
     private var entries: [String: Entry] = [:]
 
@@ -25,25 +30,26 @@ public struct RepeatedNoticeFilter: Sendable {
     /// The lines to print for `notice` seen at `now` (seconds on any monotonic scale): the notice itself, possibly
     /// with the count of its folded repeats; nothing while it is folded; and, when a notice had to be forgotten to
     /// stay within `capacity`, that notice's pending count.
-    public mutating func admit(_ notice: String, now: Double) -> [String] {
-        if var entry = entries[notice] {
+    public mutating func admit(_ notice: String, kind: String? = nil, now: Double) -> [String] {
+        let key = kind.map { "kind:" + $0 } ?? "text:" + notice
+        if var entry = entries[key] {
             entry.lastSeen = now
             if now - entry.lastShown < interval {
                 entry.foldedSinceShown += 1
-                entries[notice] = entry
+                entries[key] = entry
                 return []
             }
-            let line = Self.line(notice, folded: entry.foldedSinceShown)
-            entries[notice] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0)
+            let line = Self.line(notice, folded: entry.foldedSinceShown, byKind: entry.byKind)
+            entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice, byKind: kind != nil)
             return [line]
         }
         var lines: [String] = []
         if entries.count >= capacity, let oldest = entries.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
             entries[oldest.key] = nil
-            let folded = oldest.value.foldedSinceShown
-            if folded > 0 { lines.append(Self.line(oldest.key, folded: folded)) }
+            let old = oldest.value
+            if old.foldedSinceShown > 0 { lines.append(Self.line(old.text, folded: old.foldedSinceShown, byKind: old.byKind)) }
         }
-        entries[notice] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0)
+        entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice, byKind: kind != nil)
         lines.append(notice)
         return lines
     }
@@ -52,12 +58,14 @@ public struct RepeatedNoticeFilter: Sendable {
     public mutating func drain() -> [String] {
         let pending = entries.filter { $0.value.foldedSinceShown > 0 }
             .sorted { $0.value.lastShown < $1.value.lastShown }
-        for (notice, _) in pending { entries[notice]?.foldedSinceShown = 0 }
-        return pending.map { Self.line($0.key, folded: $0.value.foldedSinceShown) }
+        for (key, _) in pending { entries[key]?.foldedSinceShown = 0 }
+        return pending.map { Self.line($0.value.text, folded: $0.value.foldedSinceShown, byKind: $0.value.byKind) }
     }
 
-    static func line(_ notice: String, folded: Int) -> String {
+    static func line(_ notice: String, folded: Int, byKind: Bool = false) -> String {
         guard folded > 0 else { return notice }
-        return notice + " [and \(folded) more time\(folded == 1 ? "" : "s") since it was last shown]"
+        let times = "\(folded) more time\(folded == 1 ? "" : "s")"
+        return notice + (byKind ? " [and \(folded) more like it since it was last shown]"
+            : " [and \(times) since it was last shown]")
     }
 }

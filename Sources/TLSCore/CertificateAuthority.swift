@@ -124,7 +124,9 @@ public struct CertificateAuthority: Sendable {
             throw .alreadyExists(path: fm.fileExists(atPath: certPath) ? certPath : keyPath)
         }
         do {
-            try fm.createDirectory(at: directory, withIntermediateDirectories: true)
+            // 0700, whatever the umask: the folder holds the key, and under `umask 000` it was created 0777.
+            try fm.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             var isFolder: ObjCBool = false
             let isFile = fm.fileExists(atPath: directory.path, isDirectory: &isFolder) && !isFolder.boolValue

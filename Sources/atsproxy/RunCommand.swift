@@ -25,11 +25,31 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Address and port to listen on. A non-loopback address also needs --allow-lan.")
     var listen: String = "127.0.0.1:8080"
 
-    @Flag(name: .customLong("allow-lan"), help: "Allow listening on a non-loopback address (use --auth too).")
+    @Flag(
+        name: .customLong("allow-lan"),
+        help: "Allow listening on a non-loopback address; needs proxy credentials or --allow-open-proxy.")
     var allowLAN = false
 
-    @Option(help: "Require Proxy-Authorization: Basic credentials USER:PASSWORD.")
+    @Flag(
+        name: .customLong("allow-open-proxy"),
+        help: "With --allow-lan, run without credentials: anyone who reaches the address can use the proxy.")
+    var allowOpenProxy = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Require Proxy-Authorization: Basic credentials USER:PASSWORD. Other users of this machine see it in "
+                + "ps: prefer --auth-file or $\(ProxyCredentialSource.environmentVariable).",
+            valueName: "USER:PASSWORD"))
     var auth: String?
+
+    @Option(
+        name: .customLong("auth-file"),
+        help: ArgumentHelp("Read the proxy credentials USER:PASSWORD from the first line of FILE.", valueName: "FILE"))
+    var authFile: String?
+
+    var credentialSource: ProxyCredentialSource {
+        ProxyCredentialSource(option: auth, file: authFile, environment: ProcessInfo.processInfo.environment)
+    }
 
     @Option(help: "The app's ATS policy: a plist, Info.plist, .app or .ipa. Without it, Apple's defaults apply.")
     var plist: String?
@@ -60,6 +80,13 @@ struct RunCommand: ParsableCommand {
         name: .customLong("upstream-resumption"),
         help: "Resume upstream TLS sessions, as iOS does: on (a session to the same origin, address, ALPN offer and requirements is offered for up to 10 minutes; a resumed connection is judged on the certificates its session's full handshake received, the policy evaluated again each time) or off (a full handshake every time).")
     var upstreamResumption: UpstreamResumption = .on
+
+    @Flag(
+        name: .customLong("insecure-upstream"),
+        help: ArgumentHelp(
+            "With --ats off: relay upstreams whose certificate the device would not trust (unknown root, wrong "
+                + "name). The client then sees a forged or broken server as trusted. Each one is a notice."))
+    var insecureUpstream = false
 
     @Option(name: .customLong("trust-ca"), help: "Extra trusted root for upstream certificates (PEM), repeatable.")
     var trustCA: [String] = []
@@ -113,6 +140,22 @@ struct RunCommand: ParsableCommand {
     var handshakeTimeout: Double = 15
 
     @Option(
+        name: .customLong("client-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds a client may take over each request head (from its first byte), its TLS ClientHello after "
+                + "CONNECT, its TLS handshake, and between two bytes of a request body; then 408 or a close.",
+            valueName: "SECONDS"))
+    var clientTimeout: Double = 30
+
+    @Option(
+        name: .customLong("response-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds an upstream may take from a request's end to its first response byte; then the client gets 504 "
+                + "with -1001 (timed out).",
+            valueName: "SECONDS"))
+    var responseTimeout: Double = 60
+
+    @Option(
         name: .customLong("shutdown-timeout"), parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds Ctrl-C or SIGTERM lets exchanges in flight finish before they are cut off (0 to 3600; a second "
@@ -141,28 +184,49 @@ struct RunCommand: ParsableCommand {
         guard handshakeTimeout > 0, handshakeTimeout <= 3600 else {
             throw ValidationError("--handshake-timeout takes seconds, more than 0 and at most 3600")
         }
+        if insecureUpstream && ats != .off {
+            throw ValidationError(
+                "--insecure-upstream goes with --ats off only: enforce and annotate judge the certificate as the "
+                    + "device does (annotate relays it anyway, with the violation in X-ATS-* headers)")
+        }
+        guard clientTimeout > 0, clientTimeout <= 3600 else {
+            throw ValidationError("--client-timeout takes seconds, more than 0 and at most 3600 (got \(clientTimeout))")
+        }
+        guard responseTimeout > 0, responseTimeout <= 86_400 else {
+            throw ValidationError(
+                "--response-timeout takes seconds, more than 0 and at most 86400 (got \(responseTimeout))")
+        }
         guard (0...3600).contains(shutdownTimeout) else {
             throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
         }
         let (host, _) = try Self.parseListen(listen)
+        let credentials = try credentialSource.credentials()
         if !Self.isLoopback(host) && !allowLAN {
             throw ValidationError(
                 "\(host) is not a loopback address: an open proxy on the network is a hole. "
-                    + "Add --allow-lan (and --auth USER:PASSWORD) to listen there.")
+                    + "Add --allow-lan (and --auth-file FILE with USER:PASSWORD) to listen there.")
+        }
+        if !Self.isLoopback(host) && credentials == nil && !allowOpenProxy {
+            throw ValidationError(
+                "--allow-lan without proxy credentials is an open proxy for everyone on the network. Give "
+                    + "--auth-file FILE (or $\(ProxyCredentialSource.environmentVariable), or --auth) with USER:PASSWORD, "
+                    + "or add --allow-open-proxy to run without.")
         }
         do {
             _ = try HostMapping.parsingAll(map)
             _ = try HostPattern.parsingAll(passthrough, option: "--passthrough")
-            if let auth { _ = try ProxyCredentials(parsing: auth) }
         } catch {
             throw ValidationError(error.description)
         }
     }
 
     func run() throws {
+        Self.raiseDescriptorLimit()
         let (host, port) = try Self.parseListen(listen)
-        if !Self.isLoopback(host) && auth == nil {
-            FileHandle.standardError.write(Data("atsproxy: warning: listening on \(host) without --auth\n".utf8))
+        let credentials = try credentialSource.credentials()
+        if !Self.isLoopback(host) && credentials == nil {
+            FileHandle.standardError.write(Data(
+                "atsproxy: warning: listening on \(host) without proxy credentials (--allow-open-proxy)\n".utf8))
         }
         guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
         let threadCount = threads ?? min(EventLoopGroup.coreCount, Self.maxThreads)
@@ -223,7 +287,6 @@ struct RunCommand: ParsableCommand {
         if let keyWarning {
             FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
         }
-        let credentials = try auth.map { try ProxyCredentials(parsing: $0) }
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try HostMapping.parsingAll(map),
@@ -232,8 +295,12 @@ struct RunCommand: ParsableCommand {
             minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             diagnosticsLevel: level, jsonEvents: logJSON != nil,
-            timeouts: .init(handshake: .milliseconds(Int(handshakeTimeout * 1000))), upstreamALPN: upstreamALPN,
-            upstreamResumption: upstreamResumption)
+            timeouts: .init(
+                handshake: .milliseconds(Int(handshakeTimeout * 1000)),
+                client: .milliseconds(Int(clientTimeout * 1000)),
+                response: .milliseconds(Int(responseTimeout * 1000))),
+            upstreamALPN: upstreamALPN,
+            upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -284,6 +351,11 @@ struct RunCommand: ParsableCommand {
 
             """.utf8))
 
+        if insecureUpstream {
+            ProxyLogSink.writeToStandardError(
+                "atsproxy: warning: --insecure-upstream: upstream certificates are not verified; a forged server "
+                    + "reaches clients re-signed by the proxy's CA, which they trust\n")
+        }
         done.wait()
         signals.cancel()
         sink.flushConsole()
@@ -304,6 +376,18 @@ struct RunCommand: ParsableCommand {
             return (level, "CFNETWORK_DIAGNOSTICS=\(value) is outside 0 to 3; using level \(level)\(off)")
         }
         return (level, nil)
+    }
+
+    /// Raises the soft limit on open descriptors to the hard one (as Go's runtime does): each proxied connection
+    /// takes two, and Debian's default soft limit of 1,024 would cap the proxy near 500 clients. When it still runs
+    /// out, each listener's reserve descriptor answers new clients 503.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = min(limit.rlim_max, 1 << 20)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = wanted
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)  // best effort: the old limit still works
     }
 
     /// The `USER:PASSWORD@` of the banner's proxy URL: the real user name, percent-encoded where URL or shell would

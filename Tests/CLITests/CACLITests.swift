@@ -67,7 +67,7 @@ struct CACLITests {
         #expect(try String(contentsOfFile: dir.path("certs/atsproxy-ca.pem"), encoding: .utf8) != before)
     }
 
-    @Test("ca init writes the key 0600 and the certificate 0644 whatever the umask, and leaves no other file",
+    @Test("ca init makes the folder 0700, the key 0600 and the certificate 0644 whatever the umask, and no other file",
           arguments: ["000", "077"])
     func modesDoNotDependOnTheUmask(umask: String) throws {
         let dir = try ScratchDirectory()
@@ -85,6 +85,8 @@ struct CACLITests {
         }
         #expect(try mode("atsproxy-ca-key.pem") == 0o600)
         #expect(try mode("atsproxy-ca.pem") == 0o644)
+        let folder = try FileManager.default.attributesOfItem(atPath: dir.path("ca"))[.posixPermissions] as? NSNumber
+        #expect(folder?.intValue == 0o700)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path("ca")).sorted()
             == ["atsproxy-ca-key.pem", "atsproxy-ca.pem"])
     }

@@ -359,10 +359,33 @@ import Glibc
         #expect(open.stdout.contains("Try:     curl -x http://127.0.0.1:"), "\(open.stdout)")
     }
 
+    /// The password can come from a file or the environment, so it is not in `ps`; either way it is used and
+    /// never printed. Two sources at once are refused, naming both.
+    @Test func credentialsFromAFileOrTheEnvironment() throws {
+        let dir = try ScratchDirectory()
+        let file = dir.path("proxy-auth")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("qa:fr0m-file\n".utf8)))
+        let fromFile = try Self.run(["--auth-file", file])
+        #expect(fromFile.stdout.contains("curl -x http://qa:PASSWORD@127.0.0.1:"), "\(fromFile.stdout)\(fromFile.stderr)")
+        let fromEnv = try Self.run([], environment: ["ATSPROXY_AUTH": "qa:fr0m-env"])
+        #expect(fromEnv.stdout.contains("curl -x http://qa:PASSWORD@127.0.0.1:"), "\(fromEnv.stdout)")
+        for run in [fromFile, fromEnv] {
+            #expect(!(run.stdout + run.stderr).contains("fr0m"), "\(run.stdout)\(run.stderr)")
+        }
+        let both = try Self.run(["--auth-file", file], environment: ["ATSPROXY_AUTH": "qa:x"])
+        #expect(both.status != 0)
+        #expect(both.stderr.contains("give the proxy credentials once: --auth-file and ATSPROXY_AUTH are both set"),
+                "\(both.stderr)")
+        let missing = try Self.run(["--auth-file", dir.path("missing")])
+        #expect(missing.stderr.contains("--auth-file \(dir.path("missing")): cannot read it"), "\(missing.stderr)")
+    }
+
     /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
     @Test(arguments: [
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
         (["--listen", "0.0.0.0:0"], "0.0.0.0 is not a loopback address", true),
+        (["--listen", "0.0.0.0:0", "--allow-lan"], "--allow-lan without proxy credentials is an open proxy", true),
+        (["--auth", "a:b", "--auth-file", "/dev/null"], "--auth and --auth-file are both set", true),
         (
             ["--listen", "127.0.0.1:99999"],
             "--listen '127.0.0.1:99999': the port 99999 is out of range (0–65535; 0 picks a free port)", true

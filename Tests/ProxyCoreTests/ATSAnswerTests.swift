@@ -164,5 +164,10 @@ struct ProxyOptionsTests {
         #expect(c.refusal(ofProxyAuthorization: "Basic !!!") == .wrong)
         #expect(c.refusal(ofProxyAuthorization: nil) == .missing)
         #expect(c.refusal(ofProxyAuthorization: " ") == .missing)
+        // Shorter, longer and empty guesses are refused after the same walk over the secret.
+        for guess in ["", "qa:s3cre", "qa:s3cret!", "qa:s3cret" + String(repeating: "x", count: 100)] {
+            #expect(!ProxyCredentials.constantTimeEqual(Array(guess.utf8), Array("qa:s3cret".utf8)), "\(guess)")
+        }
+        #expect(ProxyCredentials.constantTimeEqual(Array("qa:s3cret".utf8), Array("qa:s3cret".utf8)))
     }
 }

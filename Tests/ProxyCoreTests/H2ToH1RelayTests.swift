@@ -175,3 +175,73 @@ struct H2ToH1RelayTests {
         #expect(scene.opened == [UpstreamLane(1), UpstreamLane(2)])
     }
 }
+
+/// A zero WINDOW_UPDATE increment (RFC 9113 §6.9) ends the connection with PROTOCOL_ERROR on the h2→HTTP/1.1 path
+/// as on h2→h2: on stream 0 it is a connection error; on a stream, nghttp2 treats it as one too, which §5.4.1
+/// allows, and the two paths must not differ in what a client can get away with.
+@Suite("H2ToH1Relay: zero WINDOW_UPDATE increments")
+struct H2ToH1ZeroWindowUpdateTests {
+    /// One raw frame: 9-byte header, then the payload.
+    static func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32, payload: [UInt8]) -> [UInt8] {
+        let n = payload.count
+        return [UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff), type, flags,
+                UInt8(stream >> 24 & 0x7f), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff)]
+            + payload
+    }
+
+    /// (type, stream, error code) of each GOAWAY (7) and RST_STREAM (3) frame in `bytes`.
+    static func errorFrames(_ bytes: [UInt8]) -> [(type: UInt8, stream: UInt32, code: UInt32)] {
+        var out: [(UInt8, UInt32, UInt32)] = []
+        var i = 0
+        while i + 9 <= bytes.count {
+            let length = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+            let type = bytes[i + 3]
+            let stream = UInt32(bytes[i + 5] & 0x7f) << 24 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 8
+                | UInt32(bytes[i + 8])
+            let p = i + 9
+            guard p + length <= bytes.count else { break }
+            func u32(_ at: Int) -> UInt32 {
+                UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+            }
+            if type == 7, length >= 8 { out.append((7, stream, u32(p + 4))) }
+            if type == 3, length == 4 { out.append((3, stream, u32(p))) }
+            i = p + length
+        }
+        return out
+    }
+
+    static let protocolError: UInt32 = 1
+
+    func relay() throws -> (H2ToH1Relay, H2Session) {
+        let client = try H2Session(role: .client)
+        let relay = try H2ToH1Relay(primaryConnected: true, maxLanes: 2, now: { 0 }) { head in
+            .forward(head: head, url: "https://good.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
+                     codes: [])
+        }
+        _ = relay.upstreamBytes([])
+        _ = relay.clientBytes(client.pendingOutput())  // preface and SETTINGS
+        return (relay, client)
+    }
+
+    @Test("On stream 0: GOAWAY PROTOCOL_ERROR and the connection closes")
+    func onTheConnection() throws {
+        let (relay, _) = try relay()
+        let out = relay.clientBytes(Self.frame(type: 8, stream: 0, payload: [0, 0, 0, 0]))
+        let errors = Self.errorFrames(out.toClient)
+        #expect(errors.contains { $0.type == 7 && $0.code == Self.protocolError }, "\(errors)")
+        #expect(out.closeClient)
+    }
+
+    @Test("On a stream: GOAWAY PROTOCOL_ERROR and the connection closes, as on h2→h2")
+    func onAStream() throws {
+        let (relay, client) = try relay()
+        let id = try client.submitRequest(
+            [H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+             H2Header(":path", "/a")], body: .none)
+        _ = relay.clientBytes(client.pendingOutput())
+        let out = relay.clientBytes(Self.frame(type: 8, stream: UInt32(id), payload: [0, 0, 0, 0]))
+        let errors = Self.errorFrames(out.toClient)
+        #expect(errors.contains { $0.type == 7 && $0.code == Self.protocolError }, "\(errors)")
+        #expect(out.closeClient)
+    }
+}

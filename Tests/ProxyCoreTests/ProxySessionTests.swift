@@ -53,6 +53,68 @@ struct ProxySessionTests {
         #expect(accepted.notices.isEmpty && accepted.events.isEmpty)
     }
 
+    @Test("--auth: each request on a keep-alive plain-HTTP connection needs the credentials, to any host")
+    func authCheckedOnEveryRequest() throws {
+        let env = try SessionHarness.environment(
+            exceptionAllowingHTTP: "good.test", credentials: try ProxyCredentials(parsing: "qa:s3cret"))
+        let session = SessionHarness.session(env)
+        let good = "Proxy-Authorization: Basic cWE6czNjcmV0\r\n"
+        let first = session.handle(.clientBytes(bytes("GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\n\(good)\r\n")))
+        #expect(first.connects.map(\.0) == ["good.test"])
+        _ = session.handle(.upstreamConnected)
+        _ = session.handle(.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        for (request, reason) in [
+            ("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n", ProxyAuthFailure.Reason.missing),
+            ("GET http://good.test/2 HTTP/1.1\r\nHost: good.test\r\nProxy-Authorization: Basic cWE6d3Jvbmc=\r\n\r\n",
+             .wrong),
+        ] {
+            let out = session.handle(.clientBytes(bytes(request)))
+            #expect(out.clientText.hasPrefix("HTTP/1.1 407 "), "\(out.clientText)")
+            #expect(out.clientText.contains("Proxy-Authenticate: Basic realm=\"atsproxy\""))
+            #expect(out.upstreamText.isEmpty, "forwarded: \(out.upstreamText)")
+            #expect(out.connects.isEmpty)
+            #expect(out.notices.first?.contains(reason == .missing ? "sent no credentials" : "sent wrong credentials")
+                == true)
+            #expect(!out.closesClient, "a 407 keeps the connection, so the client can retry with credentials")
+        }
+        // With the credentials again, the same connection forwards, and the upstream never sees them.
+        let again = session.handle(.clientBytes(bytes("GET http://good.test/3 HTTP/1.1\r\nHost: good.test\r\n\(good)\r\n")))
+        #expect(again.upstreamText.hasPrefix("GET /3 HTTP/1.1\r\n"), "\(again.upstreamText)")
+        #expect(!again.upstreamText.contains("Proxy-Authorization"))
+    }
+
+    @Test("--auth: the password shows in no trace record, JSON event or console line, even at --diagnostics 3")
+    func credentialsRedactedEverywhere() throws {
+        let env = try SessionHarness.environment(
+            exceptionAllowingHTTP: "good.test", credentials: try ProxyCredentials(parsing: "qa:s3cret"),
+            diagnosticsLevel: 3, jsonEvents: true)
+        let session = SessionHarness.session(env)
+        let credentials = "Proxy-Authorization: Basic cWE6czNjcmV0\r\n"
+        var out = session.handle(.clientBytes(bytes(
+            "GET http://good.test/ HTTP/1.1\r\nHost: good.test\r\n\(credentials)\r\n")))
+        out += session.handle(.upstreamConnected)
+        out += session.handle(.upstreamBytes(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        // Userinfo in a request-target is refused (400), and the line that says so does not repeat it.
+        out += session.handle(.clientBytes(bytes(
+            "GET http://qa:s3cret@good.test/ HTTP/1.1\r\nHost: good.test\r\n\(credentials)\r\n")))
+        #expect(out.exchanges.map { "\($0.url) \($0.status ?? 0)" }
+            == ["http://good.test/ 200", "http://[redacted]@good.test/ 400"])
+        let enqueue = out.records.filter { $0.title == "Protocol Enqueue" }
+        #expect(!enqueue.isEmpty)
+        var printed = out.records.map(Self.text).joined(separator: "\n")
+        printed += out.notices.joined(separator: "\n") + out.exchanges.map(\.url).joined()
+        printed += try out.events.map { try $0.jsonLine() }.joined()
+        for secret in ["s3cret", "cWE6czNjcmV0"] { #expect(!printed.contains(secret), "\(printed)") }
+        #expect(printed.contains("http://[redacted]@good.test/"))
+        #expect(!enqueue.map(Self.text).joined().contains("Proxy-Authorization"),
+                "the header is not sent upstream, so it is not in Protocol Enqueue")
+    }
+
+    /// Everything a trace record prints: title, subject and every field.
+    static func text(_ record: DiagnosticsRecord) -> String {
+        ([record.title, record.subject] + record.fields.map { "\($0.key): \($0.value)" }).joined(separator: "\n")
+    }
+
     @Test("--auth: a CONNECT with the right credentials is established")
     func authAccepted() throws {
         let env = try SessionHarness.environment(credentials: try ProxyCredentials(parsing: "qa:s3cret"))
@@ -90,7 +152,7 @@ struct ProxySessionTests {
             .handle(.clientBytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC]))
         #expect(out.closesClient)
         #expect(out.toClient.isEmpty)
-        #expect(out.contains { if case .log(.notice(let text)) = $0 { text.contains("http:// proxy") } else { false } })
+        #expect(out.contains { if case .log(.notice(let text, _)) = $0 { text.contains("http:// proxy") } else { false } })
     }
 
     @Test("A request head still incomplete when its deadline passes is answered 408 and closed; a complete one is not")
@@ -98,7 +160,7 @@ struct ProxySessionTests {
         let env = try SessionHarness.environment()
         let slow = SessionHarness.session(env)
         let first = slow.handle(.clientBytes(bytes("CONNECT good.test:443 HTTP/1.1\r\nHost: goo")))
-        #expect(first.contains(.startTimer(.requestHead, after: ProxySession.requestHeadLimit)))
+        #expect(first.contains(.startTimer(.requestHead, after: env.timeouts.client)))
         let late = slow.handle(.timerFired(.requestHead))
         #expect(late.clientText.hasPrefix("HTTP/1.1 408 "))
         #expect(late.closesClient)

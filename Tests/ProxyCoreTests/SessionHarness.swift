@@ -10,20 +10,25 @@ enum SessionHarness {
     static func environment(
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
-        upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false
+        upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false,
+        timeouts: ProxyEnvironment.Timeouts = .init(), trustingOwnCA: Bool = false
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
             let entry = PlistValue.dictionary(PlistDictionary([(key: "NSExceptionAllowsInsecureHTTPLoads", value: .bool(true))]))
             ats = PlistDictionary([(key: "NSExceptionDomains", value: .dictionary(PlistDictionary([(key: host, value: entry)])))])
         }
+        let authority = try CertificateAuthority.create(commonName: "ProxyCoreTests CA")
         return ProxyEnvironment(
             policy: ATSPolicy(atsDictionary: .dictionary(ats)), mode: mode, blockStyle: block, mappings: mappings,
             passthrough: try passthrough.map { try HostPattern(parsing: $0, option: "--passthrough") },
             credentials: credentials,
-            minter: LeafMinter(authority: try CertificateAuthority.create(commonName: "ProxyCoreTests CA")),
-            factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: false)),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, upstreamALPN: upstreamALPN)
+            minter: LeafMinter(authority: authority),
+            // Trusting its own CA makes origins minted by `env.minter` trusted upstreams, as real ones would be.
+            factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
+                useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
+            upstreamALPN: upstreamALPN)
     }
 
     static func session(_ env: ProxyEnvironment) -> ProxySession {
@@ -48,7 +53,7 @@ extension [ProxyCommand] {
     }
     var closesClient: Bool { contains(.closeClient) }
     var notices: [String] {
-        compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text)) = c { text } else { nil } }
+        compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text, _)) = c { text } else { nil } }
     }
     var exchanges: [ExchangeSummary] {
         compactMap { (c: ProxyCommand) -> ExchangeSummary? in if case .log(.exchange(let e)) = c { e } else { nil } }

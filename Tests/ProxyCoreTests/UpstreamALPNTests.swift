@@ -78,7 +78,8 @@ private struct RetryScene {
     let client: TLSEngine
 
     init() throws {
-        env = try SessionHarness.environment(mode: .off, mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")])
+        env = try SessionHarness.environment(
+            mode: .off, mappings: [try HostMapping(parsing: "good.test=127.0.0.1:9443")], trustingOwnCA: true)
         session = SessionHarness.session(env)
         client = try TLSEngine(context: try TLSContext(.client()), serverName: "good.test", alpn: ["http/1.1"])
     }

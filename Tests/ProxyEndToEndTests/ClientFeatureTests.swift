@@ -351,3 +351,50 @@ struct ClientFeatureTests {
         #expect(end.contains("(upgraded connection ended: "), "\(end)")
     }
 }
+
+@Suite("The proxy refuses to loop into itself")
+struct SelfLoopTests {
+    @Test("CONNECT and absolute-form requests to the proxy's own address get 502 saying why; others still work")
+    func ownAddressRefused() async throws {
+        // annotate: every request goes out, so nothing but the loop rule stands between it and the proxy itself.
+        let stage = try await Stage(["--ats", "annotate"])
+        let port = stage.proxy.port
+        for url in ["https://127.0.0.1:\(port)/", "http://127.0.0.1:\(port)/", "http://[::ffff:127.0.0.1]:\(port)/",
+                    "http://localhost:\(port)/"] {
+            let r = try await stage.curl(["--proxy-insecure", url])
+            #expect(r.headerText.contains("502"), "\(url): \(r.headerText) \(r.stderr)")
+        }
+        let log = stage.proxy.process.stderr
+        #expect(log.contains("own listening address"), "\(log)")
+        let good = try await stage.curl(["https://\(Stage.httpsHost)/bytes/10"])
+        #expect(good.status == 200, "\(good.stderr)")
+    }
+}
+
+@Suite("--ats off still verifies upstream certificates")
+struct AtsOffVerificationTests {
+    @Test("A self-signed upstream for another name is not re-signed for the client, unless --insecure-upstream says so")
+    func forgedUpstreamRefused() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let forged = try await Origin(e2e, tls: "selfsigned", in: folder)
+        let proxy = try await Proxy(e2e, ["--ats", "off"] + forged.map("bank.test"), in: folder)
+        let refused = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.proxyCA, "https://bank.test/bytes/10"], in: folder)
+        #expect(refused.exit != 0, "the client must not see a valid chain: \(refused.headerText)")
+        let line = try await proxy.process.waitForOutput(timeout: .seconds(10)) { text in
+            text.split(separator: "\n").first { $0.contains("bank.test") }.map(String.init)
+        }
+        #expect(line.contains("FAILED -1202"), "\(line)")
+
+        let insecure = try await Proxy(
+            e2e, ["--ats", "off", "--insecure-upstream"] + forged.map("bank.test"), in: folder)
+        let relayed = try await curl(
+            ["-x", insecure.url, "--cacert", e2e.proxyCA, "https://bank.test/bytes/10"], in: folder)
+        #expect(relayed.status == 200, "\(relayed.stderr)")
+        let warned = try await insecure.process.waitForOutput(stderr: true, timeout: .seconds(10)) { text in
+            text.contains("--insecure-upstream: relaying an upstream the device would not trust") ? text : nil
+        }
+        #expect(warned.contains("upstream certificates are not verified"))
+    }
+}

@@ -59,6 +59,21 @@ struct HTTP2FailureTests {
         #expect(proxy.process.isRunning)
     }
 
+    @Test("3000 streams that the client resets after their END_STREAM, as Go's client does: all served on one connection")
+    func resetsAfterEndStream() async throws {
+        // hey -h2 through the proxy lost its connection to GOAWAY INTERNAL_ERROR every 20,000-40,000 streams:
+        // nghttp2's rapid-reset limiter (1000 at once, 33 a second) counted resets of streams already completed.
+        let stage = try await H2Stage(files: ["1k": 1024], ["--quiet"])
+        let r = try await runH2CancellingClient(
+            stage.e2e, stage.proxy, host: stage.host, path: "/1k", count: 3000, batch: 100, in: stage.folder)
+        #expect(r["ok"] as? Int == 3000, "\(r)")
+        #expect((r["goaway"] as? Int) == nil, "\(r)")
+        #expect(r["closed"] as? Bool == false, "\(r)")
+        #expect(r["error"] is NSNull, "\(r)")
+        #expect(r["lengths"] as? [Int] == [1024], "\(r)")
+        #expect(stage.proxy.process.isRunning)
+    }
+
     @Test("An h2 origin that dies mid-body: the client's stream fails promptly and the exchange is still logged")
     func upstreamDiesMidBody() async throws {
         let e2e = try E2E.shared()

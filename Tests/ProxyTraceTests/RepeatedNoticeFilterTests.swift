@@ -26,6 +26,20 @@ struct RepeatedNoticeFilterTests {
         #expect(filter.admit(other, now: 3) == [])
     }
 
+    /// Malformed ClientHellos each carry their own parser detail: folded by text, 1,000 of them were 1,000 lines.
+    @Test func noticesOfOneKindFoldTogetherWhateverTheirText() {
+        var filter = RepeatedNoticeFilter(interval: 60)
+        func hello(_ n: Int) -> String { "h\(n).test:443: unreadable TLS ClientHello from the client (byte \(n)); closing" }
+        #expect(filter.admit(hello(0), kind: "unreadable ClientHello", now: 0) == [hello(0)])
+        for n in 1...999 { #expect(filter.admit(hello(n), kind: "unreadable ClientHello", now: 1).isEmpty) }
+        // Another kind, or a notice without one, is not folded with them.
+        #expect(filter.admit(untrusted, now: 2) == [untrusted])
+        #expect(filter.admit(hello(1000), kind: "unreadable ClientHello", now: 61)
+            == [hello(1000) + " [and 999 more like it since it was last shown]"])
+        #expect(filter.admit(hello(1001), kind: "unreadable ClientHello", now: 62).isEmpty)
+        #expect(filter.drain() == [hello(1000) + " [and 1 more like it since it was last shown]"])
+    }
+
     @Test func drainReportsTheFoldedCountsOnceInTheOrderShown() {
         var filter = RepeatedNoticeFilter(interval: 60)
         let other = "b.test: TLS error from the upstream"
