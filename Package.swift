@@ -9,6 +9,11 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "atsproxy", targets: ["atsproxy"]),
+        // Only for the fuzz package in Fuzz/ (a package can depend on another's products, not its targets);
+        // `swift build` builds these modules anyway, so the product adds no work here.
+        .library(
+            name: "ATSProxyCores",
+            targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -119,7 +119,12 @@ struct BinaryObjectTable {
         case 0x8:  // UID of info+1 bytes
             try requireInside(o + 1, info + 1, "uid object \(ref)")
             return nil
-        case 0xA, 0xB, 0xC, 0xD:  // array, ordered set, set, dictionary (keys then values)
+        case 0xB, 0xC:
+            // Sets are no property-list type (no Info.plist holds one), and swift-corelibs-foundation crashes
+            // bridging one to Swift (a null metadata dereference in NSSet → Set<AnyHashable>): refused here, before
+            // Foundation parses the file.
+            throw .corrupt("object \(ref) is a set, which a property list cannot hold")
+        case 0xA, 0xD:  // array, dictionary (keys then values)
             let (count, start) = try length(info: info, after: o + 1)
             let refs = type == 0xD ? count * 2 : count
             let (byteCount, overflow) = refs.multipliedReportingOverflow(by: objectRefSize)

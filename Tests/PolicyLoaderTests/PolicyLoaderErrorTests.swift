@@ -249,6 +249,22 @@ import Testing
         }
     }
 
+    /// Found by the plist fuzz harness: a binary plist holding a set (marker 0xC_, or 0xB_ for an ordered set)
+    /// crashed the process inside Foundation (`atsproxy lint` died of SIGSEGV); it is refused as corrupt instead.
+    @Test(arguments: [UInt8(0xC1), 0xB1])
+    func binarySetIsRefusedBeforeFoundationSeesIt(marker: UInt8) throws {
+        // Root dict {k: set("a")}.
+        let bytes = Fixture.rawBinary(objects: [
+            [0xD1, 1, 2], [0x51, UInt8(ascii: "k")], [marker, 3], [0x51, UInt8(ascii: "a")],
+        ])
+        let error = try loadError(bytes)
+        guard case .corruptBinary(let detail)? = error?.kind else {
+            Issue.record("expected corruptBinary, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("object 2 is a set"))
+    }
+
     @Test func nonStringDictionaryKeyIsRefused() throws {
         // Binary dictionaries may have integer keys; plist dictionaries for ATS may not.
         let bytes = Fixture.rawBinary(objects: [[0xD1, 1, 2], [0x10, 0x05], [0x09]])

@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// libFuzzer harnesses for the parsers and sessions that take bytes off the wire or from a file. A package of its own,
+// so the main package's `swift build` / `swift test` never compile them; `scripts/fuzz` builds it with
+// `-sanitize=fuzzer,address`; each harness's main hands its input function to libFuzzer.
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+/// One executable per harness; `scripts/fuzz NAME` runs `fuzz-NAME`.
+func harness(_ name: String) -> Target {
+    .executableTarget(
+        name: "fuzz-\(name)",
+        dependencies: ["FuzzSupport", .product(name: "ATSProxyCores", package: "ATSProxy")],
+        swiftSettings: strict)
+}
+
+let package = Package(
+    name: "ATSProxyFuzz",
+    dependencies: [.package(name: "ATSProxy", path: "..")],
+    targets: [
+        .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], swiftSettings: strict),
+        harness("http1"),
+        harness("tls-hello"),
+        harness("plist"),
+        harness("h2"),
+        harness("proxy-session"),
+    ]
+)
