@@ -1,6 +1,5 @@
 internal import COpenSSL
 import Foundation
-import Synchronization
 
 /// How to mint a leaf. The default is an Apple-compliant leaf; the other settings make *deliberately flawed*
 /// leaves for the proxy's `--block tls` mode.
@@ -102,7 +101,7 @@ public final class LeafMinter: Sendable {
         var untrustedCA: CertificateAuthority?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     public init(authority: CertificateAuthority, cacheCapacity: Int = 1024, validityDays: Int = 397) {
         self.authority = authority

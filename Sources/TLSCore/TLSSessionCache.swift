@@ -1,6 +1,5 @@
 internal import COpenSSL
 import Foundation
-import Synchronization
 
 /// What decides a client's ClientHello and the identity it checks, so two connections with the same key may share
 /// sessions: the host whose certificate is judged, the SNI sent, the address and port actually connected (a
@@ -85,7 +84,7 @@ public final class TLSSessionCache: Sendable {
         var lastUse: UInt64
     }
 
-    private struct State: ~Copyable {
+    private struct State {
         var entries: [TLSSessionKey: Entry] = [:]
         var useCounter: UInt64 = 0
     }
@@ -93,7 +92,7 @@ public final class TLSSessionCache: Sendable {
     public let capacity: Int
     public let maximumLifetime: TimeInterval
     private let clock: @Sendable () -> Date
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// - Parameter clock: the current time (tests pass their own).
     public init(
