@@ -179,10 +179,15 @@ final class HTTP1Relay {
         return out.take()
     }
 
-    /// The upstream asked for could not be reached.
-    func upstreamFailed(_ message: String) -> RelayOutput {
+    /// The upstream asked for could not be reached: a network failure with the app's error (`failure`), not an
+    /// ATS verdict.
+    func upstreamFailed(_ message: String, failure: ConnectFailure? = nil) -> RelayOutput {
         awaitingUpstream = false
         held = []
+        if let failure, let ex = exchange, !ex.responseHeadSent {
+            ex.outcome = .failed
+            ex.codes = [ExchangeError(urlError: failure.urlError)]
+        }
         failExchange(status: 502, reason: message)
         return out.take()
     }

@@ -147,11 +147,11 @@ extension ProxySession {
         applyPlain(p.relay.upstreamConnected(target), p)
     }
 
-    func plainUpstreamFailed(_ p: PlainLayer, _ error: String) {
+    func plainUpstreamFailed(_ p: PlainLayer, _ error: String, _ failure: ConnectFailure) {
         p.upstreamOpen = false
         p.pendingTarget = nil
         trace(.tcpConnectionConnected(connectionID: id, error: error))
-        applyPlain(p.relay.upstreamFailed("cannot connect to the upstream: \(error)"), p)
+        applyPlain(p.relay.upstreamFailed("cannot connect to the upstream: \(error)", failure: failure), p)
     }
 
     func plainUpstreamEOF(_ p: PlainLayer) {

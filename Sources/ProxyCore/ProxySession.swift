@@ -222,7 +222,7 @@ public final class ProxySession {
     private func upstreamConnectFailed(_ error: String, _ failure: ConnectFailure) {
         switch phase {
         case .tunnel(let t): tunnelConnectFailed(t, error, failure)
-        case .plain(let p): plainUpstreamFailed(p, error)
+        case .plain(let p): plainUpstreamFailed(p, error, failure)
         case .intercepting(let i): interceptUpstreamFailed(i, error, failure)
         case .front, .sniffing, .upgraded, .done: closeAll()
         }

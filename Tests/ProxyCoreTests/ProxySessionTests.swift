@@ -386,6 +386,20 @@ struct ProxySessionTests {
         #expect(summary?.note?.hasSuffix("; could not connect (mapped to 127.0.0.1:9): connection refused") == true)
     }
 
+    /// It was logged with the request's verdict (`ATS ok`), as if the server had answered 502 itself.
+    @Test("A plain-HTTP server that cannot be reached is answered 502 and logged FAILED with the app's error")
+    func plainUnreachable() throws {
+        let env = try SessionHarness.environment(exceptionAllowingHTTP: "gone.test")
+        let session = SessionHarness.session(env)
+        let sent = session.handle(.clientBytes(bytes("GET http://gone.test/ HTTP/1.1\r\nHost: gone.test\r\n\r\n")))
+        #expect(sent.connects.map(\.0) == ["gone.test"])
+        let failed = session.handle(.upstreamConnectFailed(error: "no address for gone.test", failure: .cannotFindHost))
+        #expect(failed.clientText.hasPrefix("HTTP/1.1 502 "), "\(failed.clientText)")
+        let line = try #require(failed.exchanges.first)
+        #expect(line.outcome == .failed)
+        #expect(line.consoleLine(colour: false).contains("502 HTTP/1.1 FAILED -1003"), "\(line.consoleLine(colour: false))")
+    }
+
     @Test("An unreachable server and a client that does not trust the proxy's CA: the notice says to install it")
     func untrustedCAWithUnreachableServer() throws {
         let env = try SessionHarness.environment(mappings: [try HostMapping(parsing: "gone.test=127.0.0.1:9")])
