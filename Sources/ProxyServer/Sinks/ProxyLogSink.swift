@@ -16,7 +16,6 @@ import ProxyTrace
 public final class ProxyLogSink: @unchecked Sendable {
     // @unchecked: `sinks` is set up before the proxy starts (`add` before the first `write`) and only read after.
     private var sinks: [any LogSink] = []
-    private let console: ConsoleSink?
     private let standardError: StandardErrorSink
     private let queuedStandardError: QueuedSink
 
@@ -25,10 +24,9 @@ public final class ProxyLogSink: @unchecked Sendable {
     ///   - jsonPath: `--log-json FILE`, created or truncated.
     ///   - quiet: no per-exchange console lines (benchmarks).
     public init(diagnosticsLevel: Int, jsonPath: String?, quiet: Bool) throws {
-        console = quiet ? nil : ConsoleSink(colour: isatty(STDOUT_FILENO) == 1)
         standardError = StandardErrorSink(diagnosticsLevel: diagnosticsLevel)
         queuedStandardError = QueuedSink(standardError, overflow: .backpressure, name: "atsproxy.stderr")
-        if let console { sinks.append(console) }
+        if !quiet { sinks.append(ConsoleSink(colour: isatty(STDOUT_FILENO) == 1)) }
         sinks.append(queuedStandardError)
         if let jsonPath {
             let notices = queuedStandardError
@@ -56,17 +54,6 @@ public final class ProxyLogSink: @unchecked Sendable {
     /// Writes out what every sink buffered (call before exiting), then the counts of folded notices.
     public func flushAll() {
         for sink in sinks { sink.flush() }
-        standardError.flushFoldedNotices()
-    }
-
-    /// Writes the console lines still buffered.
-    public func flushConsole() {
-        console?.flush()
-    }
-
-    /// Waits for the notices and trace records queued so far, then prints the counts of folded notices.
-    public func flushFoldedNotices() {
-        queuedStandardError.flush()
         standardError.flushFoldedNotices()
     }
 
