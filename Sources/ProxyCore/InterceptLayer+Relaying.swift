@@ -49,13 +49,7 @@ extension ProxySession {
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
-        dumpPlaintext(o.toUpstream, toClient: false)
-        dumpPlaintext(o.toClient, toClient: true)
-        if let target = o.connect {
-            if i.upstreamOpen { commands.append(.closeUpstream) }
-            i.upstreamOpen = false
-            commands.append(.connectUpstream(address: target.host, port: target.port))
-        }
+        beginRelayStep(o, upstreamOpen: &i.upstreamOpen)
         if !o.toUpstream.isEmpty { interceptSendUpstream(i, o.toUpstream) }
         if !o.toClient.isEmpty { interceptSendClient(i, o.toClient) }
         // Encrypted, the plaintext arrays are done with.

@@ -170,13 +170,7 @@ extension ProxySession {
     func applyPlain(_ o: consuming RelayOutput, _ p: PlainLayer) {
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(p, unsolicited: unsolicited) }
-        dumpPlaintext(o.toUpstream, toClient: false)
-        dumpPlaintext(o.toClient, toClient: true)
-        if let target = o.connect {
-            if p.upstreamOpen { commands.append(.closeUpstream) }
-            p.upstreamOpen = false
-            commands.append(.connectUpstream(address: target.host, port: target.port))
-        }
+        beginRelayStep(o, upstreamOpen: &p.upstreamOpen)
         if !o.toUpstream.isEmpty { commands.append(.sendToUpstream(o.toUpstream)) }
         if !o.toClient.isEmpty { commands.append(.sendToClient(o.toClient)) }
         for exchange in o.exchanges { logExchange(exchange) }
