@@ -49,7 +49,7 @@ extension ProxySession {
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
-        beginRelayStep(o, upstreamOpen: &i.upstreamOpen)
+        i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)
         if !o.toUpstream.isEmpty { interceptSendUpstream(i, o.toUpstream) }
         if !o.toClient.isEmpty { interceptSendClient(i, o.toClient) }
         // Encrypted, the plaintext arrays are done with.

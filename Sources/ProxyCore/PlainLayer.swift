@@ -170,7 +170,7 @@ extension ProxySession {
     func applyPlain(_ o: consuming RelayOutput, _ p: PlainLayer) {
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(p, unsolicited: unsolicited) }
-        beginRelayStep(o, upstreamOpen: &p.upstreamOpen)
+        p.upstreamOpen = beginRelayStep(o, upstreamOpen: p.upstreamOpen)
         if !o.toUpstream.isEmpty { commands.append(.sendToUpstream(o.toUpstream)) }
         if !o.toClient.isEmpty { commands.append(.sendToClient(o.toClient)) }
         for exchange in o.exchanges { logExchange(exchange) }
