@@ -4,33 +4,6 @@ import GRDB
 import HTTP1Core
 import ProxyTrace
 
-/// Which exchanges a listing shows. Every condition set must hold; nil conditions do not filter.
-public struct CaptureFilter: Sendable, Equatable {
-    /// A host (`api.example.com`), or a domain and every name below it (`.example.com`). Case-insensitive.
-    public var host: String?
-    /// The verdict.
-    public var outcome: ExchangeSummary.ATSOutcome?
-    /// Statuses, e.g. 500...599.
-    public var status: ClosedRange<Int>?
-    public var method: String?
-    /// Text the URL contains (case-insensitive for ASCII).
-    public var text: String?
-    /// One run of the file; nil for all.
-    public var runID: Int64?
-
-    public init(
-        host: String? = nil, outcome: ExchangeSummary.ATSOutcome? = nil, status: ClosedRange<Int>? = nil,
-        method: String? = nil, text: String? = nil, runID: Int64? = nil
-    ) {
-        self.host = host
-        self.outcome = outcome
-        self.status = status
-        self.method = method
-        self.text = text
-        self.runID = runID
-    }
-}
-
 /// One stored exchange: its id in the file, its run, and the exchange record as the proxy emitted it (heads,
 /// timings, TLS facts, decision, action; bodies when read one at a time).
 public struct CapturedExchange: Sendable {
@@ -131,6 +104,24 @@ public final class CaptureReader: @unchecked Sendable {
         }
     }
 
+    /// Exchanges matching `filter`, oldest first, at most `limit`, newer than the exchange `after` (nil: from the
+    /// first): exports, which want the order things happened, page through a file with it.
+    public func exchanges(
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, after: Int64?
+    ) throws(CaptureFileError) -> [CapturedExchange] {
+        var (clause, arguments) = Self.whereClause(filter)
+        if let after {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id > ?"
+            _ = arguments.append(contentsOf: [after])
+        }
+        _ = arguments.append(contentsOf: [limit])
+        return try read { db in
+            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id LIMIT ?", arguments: arguments)
+                .map { try exchange(from: $0) }
+        }
+    }
+
     /// One exchange with its bodies, or nil when the file has no exchange `id`.
     public func exchange(id: Int64) throws(CaptureFileError) -> CapturedExchange? {
         try read { db in
@@ -190,43 +181,9 @@ public final class CaptureReader: @unchecked Sendable {
         """
 
     private static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
-        var conditions: [String] = []
-        var arguments = StatementArguments()
-        if let host = filter.host?.lowercased() {
-            if host.hasPrefix(".") {
-                conditions.append("(e.host = ? OR e.host LIKE ? ESCAPE '\\')")
-                _ = arguments.append(contentsOf: [String(host.dropFirst()), "%" + likeEscaped(host)])
-            } else {
-                conditions.append("e.host = ?")
-                _ = arguments.append(contentsOf: [host])
-            }
-        }
-        if let outcome = filter.outcome {
-            conditions.append("e.outcome = ?")
-            _ = arguments.append(contentsOf: [outcome.rawValue])
-        }
-        if let status = filter.status {
-            conditions.append("e.status BETWEEN ? AND ?")
-            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
-        }
-        if let method = filter.method {
-            conditions.append("e.method = ?")
-            _ = arguments.append(contentsOf: [method])
-        }
-        if let text = filter.text {
-            conditions.append("e.url LIKE ? ESCAPE '\\'")
-            _ = arguments.append(contentsOf: ["%" + likeEscaped(text) + "%"])
-        }
-        if let run = filter.runID {
-            conditions.append("e.run_id = ?")
-            _ = arguments.append(contentsOf: [run])
-        }
-        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), arguments)
-    }
-
-    private static func likeEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_")
+        var sql = CaptureFilter.SQL()
+        filter.compile(into: &sql)
+        return (sql.conditions.isEmpty ? "" : " WHERE " + sql.conditions.joined(separator: " AND "), sql.arguments)
     }
 
     private func exchange(from row: Row) throws -> CapturedExchange {
@@ -269,8 +226,8 @@ public final class CaptureReader: @unchecked Sendable {
                     resumed: (row["upstream_resumed"] as Bool?) ?? false)
             record.connection = ConnectionRecord(
                 connectionID: UInt64(bitPattern: connectionID), clientAddress: row["c_client_address"],
-                clientTLS: clientTLS, upstreamTLS: upstreamTLS, upstreamHandshake: facts, decision: decision,
-                violations: violations)
+                upstreamAddress: row["upstream_address"], clientTLS: clientTLS, upstreamTLS: upstreamTLS,
+                upstreamHandshake: facts, decision: decision, violations: violations)
         }
         record.detail = ExchangeDetail(
             request: (row["request_head"] as String?).flatMap(HeadText.parseRequest),
