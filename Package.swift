@@ -54,6 +54,14 @@ let package = Package(
             name: "CaptureStore",
             dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
+        .target(
+            name: "CaptureExport",
+            dependencies: [
+                "CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ],
+            swiftSettings: strict),
         .target(
             name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
             swiftSettings: strict),
@@ -65,6 +73,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
+                "CaptureStore", "CaptureExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -101,6 +110,10 @@ let package = Package(
             dependencies: ["CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport"],
+            exclude: ["Golden", "Schema"], swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
             name: "ProxyEndToEndTests",
