@@ -131,6 +131,9 @@ let package = Package(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
-        .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
+            swiftSettings: strict),
     ]
 )
