@@ -184,6 +184,9 @@ private struct FilterParser {
         guard token.hasColon, let colon = token.text.firstIndex(of: ":") else {
             if !token.quoted, token.text.lowercased() == "problems" { return .problems }
             if token.text.isEmpty { throw error(at: token.column, "expected a condition, not an empty \"\"") }
+            if !token.quoted, CaptureFilter.filterKeys.contains(token.text.lowercased()) {
+                throw error(at: token.column, "expected a value: \(token.text.lowercased()):VALUE")
+            }
             throw error(
                 at: token.column,
                 "\"\(token.text)\" is not a condition; expected KEY:VALUE with a key of "

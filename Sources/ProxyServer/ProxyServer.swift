@@ -121,6 +121,9 @@ final class ClientSide: ConnectionHandler {
             let remote = connection.remoteAddress
             session.clientAddress = remote?.description
             clientIsLoopback = remote?.isLoopback ?? false
+        } else if server.environment.recording != nil {
+            // A capture names the device each exchange came from.
+            session.clientAddress = connection.remoteAddress?.description
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)

@@ -67,6 +67,7 @@ struct FilterLanguageTests {
             ("verdict:maybe", 9, "\"maybe\" is not a verdict; expected ok, blocked, violation, failed or n/a"),
             ("host:", 6, "expected a value after host:"),
             ("login", 1, "\"login\" is not a condition; expected KEY:VALUE"),
+            ("status:4xx method", 12, "expected a value: method:VALUE"),
             ("(host:a.test", 13, "expected ) to close the ( at column 1"),
             ("host:a.test)", 12, "a ) with no ( before it"),
             ("host:a.test or", 15, "expected a condition before the end"),
