@@ -70,7 +70,8 @@ public enum HAREntry {
     ) -> HARValue {
         let head = detail?.request
         let url = absoluteURL(e.url, kind: kind)
-        let version = httpVersion(head?.version.description ?? (kind == .exchange ? e.httpVersion : "HTTP/1.1"))
+        let version = clientSpeaksH2(e)
+            ? "HTTP/2" : httpVersion(head?.version.description ?? (kind == .exchange ? e.httpVersion : "HTTP/1.1"))
         let headers = visibleFields(head?.headers)
         var request = HARObject()
         request.add("method", e.method)
@@ -94,7 +95,8 @@ public enum HAREntry {
     ) -> HARValue {
         let head = detail?.clientResponse ?? detail?.response
         let headers = visibleFields(head?.headers)
-        let version = httpVersion(head?.version.description ?? (kind == .exchange ? e.httpVersion : "HTTP/1.1"))
+        let version = clientSpeaksH2(e)
+            ? "HTTP/2" : httpVersion(head?.version.description ?? (kind == .exchange ? e.httpVersion : "HTTP/1.1"))
         let status = head?.status ?? e.status ?? 0
         var response = HARObject()
         response.add("status", status)
@@ -113,6 +115,12 @@ public enum HAREntry {
         response.add("headersSize", head.map { headSize(version: version, line: statusLine, $0.headers) } ?? -1)
         response.add("bodySize", kind == .exchange ? (detail?.responseBody?.totalBytes ?? e.responseBytes) : 0)
         return response.value
+    }
+
+    /// The client spoke HTTP/2 to the proxy (ALPN `h2` on its leg). Its recorded request head is the HTTP/1.1 view
+    /// of its header list (what the policy and the traces read), so the leg's ALPN says which version it was.
+    private static func clientSpeaksH2(_ e: ExchangeSummary) -> Bool {
+        e.connection?.clientTLS?.alpn == "h2"
     }
 
     /// The absolute URL HAR requires: a `CONNECT`'s bare authority becomes `https://host:port`.
