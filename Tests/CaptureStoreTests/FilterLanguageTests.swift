@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import GRDB
 import ProxyTrace
 import Testing
 
@@ -143,7 +144,18 @@ struct FilterLanguageTests {
         #expect(try ids("verdict:blocked or (host:plain.test verdict:violation)") == [3, 4])
         #expect(try ids("verdict:n/a") == [6])
         #expect(try reader.count(matching: CaptureFilter(parsing: "-verdict:ok")) == 3)
-        // The listing's query for a host reads its index.
         #expect(try ids("host:api.example.com run:1") == [1, 2])
+
+        // A host term ANDed with others stays a condition of its own, so the listing reads the host's index.
+        var sql = CaptureFilter.SQL()
+        try CaptureFilter(parsing: "host:api.example.com -verdict:ok text:login").compile(into: &sql)
+        #expect(sql.conditions.first == "e.host = ?")
+        let db = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let plan = try db.read { db in
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT e.id FROM exchanges e WHERE " + sql.conditions.joined(separator: " AND ")
+                    + " ORDER BY e.id DESC LIMIT 50", arguments: sql.arguments)
+        }
+        #expect(plan.contains { ($0["detail"] as String).contains("exchanges_by_host") }, "\(plan)")
     }
 }
