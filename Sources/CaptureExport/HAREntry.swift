@@ -36,7 +36,7 @@ public enum HAREntry {
         var entry = HARObject()
         entry.add("startedDateTime", HARDate.iso8601(timings.started))
         entry.add("time", .double(parts.total))
-        entry.add("request", request(e, detail, kind: kind, bodyLimit: run?.bodyLimit))
+        entry.add("request", request(e, detail, kind: kind))
         entry.add("response", response(e, detail, kind: kind, bodyLimit: run?.bodyLimit))
         entry.add("cache", .object([]))
         entry.add("timings", parts.value)
@@ -65,9 +65,7 @@ public enum HAREntry {
 
     // MARK: - Request and response
 
-    private static func request(
-        _ e: ExchangeSummary, _ detail: ExchangeDetail?, kind: Kind, bodyLimit: Int?
-    ) -> HARValue {
+    private static func request(_ e: ExchangeSummary, _ detail: ExchangeDetail?, kind: Kind) -> HARValue {
         let head = detail?.request
         let url = absoluteURL(e.url, kind: kind)
         let version = clientSpeaksH2(e)
@@ -123,10 +121,13 @@ public enum HAREntry {
         e.connection?.clientTLS?.alpn == "h2"
     }
 
-    /// The absolute URL HAR requires: a `CONNECT`'s bare authority becomes `https://host:port`.
+    /// The absolute URL HAR requires: a `CONNECT`'s bare authority becomes `https://host:port`; what is neither (a
+    /// malformed request the proxy refused, logged as `-` or its raw target) goes under `http://unknown.invalid`,
+    /// with the recorded text in `_atsproxy.recordedURL`.
     static func absoluteURL(_ url: String, kind: Kind) -> String {
         if url.contains("://") { return url }
-        return "https://" + url
+        if !url.isEmpty, !url.contains("/"), url != "-" { return "https://" + url }
+        return "http://unknown.invalid" + (url.hasPrefix("/") ? url : "/")
     }
 
     /// `HTTP/2` for HTTP/2 (what Firefox writes and mitmproxy reads), the record's text otherwise.
@@ -376,6 +377,7 @@ public enum HAREntry {
         o.add("kind", kind.rawValue)
         o.add("action", e.action?.rawValue)
         o.add("recordedVersion", e.httpVersion)
+        if absoluteURL(e.url, kind: kind) != e.url, kind == .exchange { o.add("recordedURL", e.url) }
         if kind != .exchange {
             o.add("bytesFromClient", e.requestBytes)
             o.add("bytesToClient", e.responseBytes)

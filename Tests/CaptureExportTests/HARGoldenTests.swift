@@ -333,3 +333,42 @@ private func runTool(_ path: String, _ arguments: [String]) throws -> (status: I
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+@Suite("HAR export details")
+struct HARDetailTests {
+    @Test("Content codings: gzip and zlib deflate are inflated; a cut, damaged or unknown coding is not")
+    func decoding() {
+        let zlib: [UInt8] = [120, 156, 203, 72, 205, 201, 201, 215, 81, 72, 73, 77, 203, 73, 44, 73, 5, 0, 38, 173, 5, 54]
+        #expect(ContentDecoding.decode(zlib, coding: "deflate") == Array("hello, deflate".utf8))
+        #expect(ContentDecoding.decode(gzipped(), coding: "GZIP") == Array("{\"greeting\": \"hello, hello, hello\"}\n".utf8))
+        #expect(ContentDecoding.decode(Array(gzipped().prefix(20)), coding: "gzip") == nil, "cut")
+        #expect(ContentDecoding.decode(Array("plain".utf8), coding: "gzip") == nil, "not gzip")
+        var damaged = gzipped()
+        damaged[20] ^= 0xFF
+        #expect(ContentDecoding.decode(damaged, coding: "gzip") == nil, "damaged: the CRC does not match")
+        var badAdler = zlib
+        badAdler[badAdler.count - 1] ^= 1
+        #expect(ContentDecoding.decode(badAdler, coding: "deflate") == nil, "the Adler-32 does not match")
+        #expect(ContentDecoding.decode(zlib, coding: "br") == nil)
+    }
+
+    @Test("URLs are absolute: a CONNECT's authority gets https://, a refused malformed target goes under unknown.invalid")
+    func urls() {
+        #expect(HAREntry.absoluteURL("https://a.test/x?y", kind: .exchange) == "https://a.test/x?y")
+        #expect(HAREntry.absoluteURL("a.test:8443", kind: .tunnel) == "https://a.test:8443")
+        #expect(HAREntry.absoluteURL("-", kind: .exchange) == "http://unknown.invalid/")
+        #expect(HAREntry.absoluteURL("/relative?q", kind: .exchange) == "http://unknown.invalid/relative?q")
+    }
+
+    @Test("Numbers: at most three decimals, no exponent; dates in UTC with milliseconds")
+    func formats() {
+        #expect(HARValue.number(12.5) == "12.5")
+        #expect(HARValue.number(0.0004) == "0")
+        #expect(HARValue.number(3.14159) == "3.142")
+        #expect(HARValue.number(1e-9) == "0")
+        #expect(HARValue.number(0.05) == "0.05")
+        #expect(HARDate.iso8601(0.0015) == "1970-01-01T00:00:00.001Z")
+        #expect(HARDate.iso8601(1_795_000_000.25) == "2026-11-18T11:06:40.250Z")
+        #expect(HARDate.fromHTTPDate("Wed, 21 Oct 2026 07:28:00 GMT") == 1_792_567_680)
+    }
+}
