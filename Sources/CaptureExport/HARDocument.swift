@@ -33,7 +33,7 @@ public struct HARDocument {
             guard let last = page.last else { break }
             for listed in page {
                 // The listing has no bodies: one read per exchange adds them.
-                guard let exchange = try reader.exchange(id: listed.id) else { continue }
+                let exchange = try reader.withBodies(listed)
                 let entry = HAREntry.make(exchange, run: runs[exchange.runID])
                 try output((count == 0 ? "\n      " : ",\n      ") + entry.rendered(level: 3))
                 count += 1

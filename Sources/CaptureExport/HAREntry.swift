@@ -445,10 +445,12 @@ struct Timings {
 /// are dropped to find the boundary), else base64.
 struct BodyText {
     var string: String?
-    var base64: String
+    private let bytes: [UInt8]
+    /// The bytes as base64, for bodies that are not text (made only when asked for).
+    var base64: String { Data(bytes).base64EncodedString() }
 
     init(_ bytes: [UInt8], truncated: Bool) {
-        base64 = Data(bytes).base64EncodedString()
+        self.bytes = bytes
         string = nil
         let drops = truncated ? 0...3 : 0...0
         for drop in drops where bytes.count >= drop {

@@ -79,6 +79,12 @@ public indirect enum HARValue: Sendable, Equatable {
     /// RFC 8259 escaping: quote, backslash and control characters; everything else as UTF-8.
     static func quote(_ s: String, into out: inout String) {
         out += "\""
+        // Most strings need no escape: one pass over the UTF-8 bytes, then the string appended whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

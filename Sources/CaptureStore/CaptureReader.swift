@@ -99,7 +99,8 @@ public final class CaptureReader: @unchecked Sendable {
         }
         _ = arguments.append(contentsOf: [limit])
         return try read { db in
-            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?", arguments: arguments)
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?"), arguments: arguments)
                 .map { try exchange(from: $0) }
         }
     }
@@ -117,7 +118,8 @@ public final class CaptureReader: @unchecked Sendable {
         }
         _ = arguments.append(contentsOf: [limit])
         return try read { db in
-            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id LIMIT ?", arguments: arguments)
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id LIMIT ?"), arguments: arguments)
                 .map { try exchange(from: $0) }
         }
     }
@@ -125,25 +127,36 @@ public final class CaptureReader: @unchecked Sendable {
     /// One exchange with its bodies, or nil when the file has no exchange `id`.
     public func exchange(id: Int64) throws(CaptureFileError) -> CapturedExchange? {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: Self.select + " WHERE e.id = ?", arguments: [id]) else {
-                return nil
-            }
-            var exchange = try exchange(from: row)
-            let bodyLimit = try Int.fetchOne(db, sql: "SELECT body_limit FROM runs WHERE id = ?", arguments: [exchange.runID]) ?? 0
-            guard bodyLimit > 0 else { return exchange }
-            var request = CapturedBody(bytes: [], totalBytes: 0)
-            var response = CapturedBody(bytes: [], totalBytes: 0)
-            for body in try Row.fetchAll(
-                db, sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?", arguments: [id])
-            {
-                let data: Data = body["bytes"]
-                let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
-                if (body["direction"] as String) == "request" { request = captured } else { response = captured }
-            }
-            exchange.record.detail?.requestBody = request
-            exchange.record.detail?.responseBody = response
-            return exchange
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.select + " WHERE e.id = ?"), arguments: [id])
+            else { return nil }
+            return try addBodies(to: exchange(from: row), db)
         }
+    }
+
+    /// `exchange` (from a listing, which reads no bodies) with its bodies: an export reads a page of exchanges,
+    /// then each one's bodies, without reading its row again.
+    public func withBodies(_ exchange: CapturedExchange) throws(CaptureFileError) -> CapturedExchange {
+        try read { db in try addBodies(to: exchange, db) }
+    }
+
+    private func addBodies(to exchange: CapturedExchange, _ db: Database) throws -> CapturedExchange {
+        var exchange = exchange
+        let bodyLimit = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT body_limit FROM runs WHERE id = ?"), arguments: [exchange.runID]) ?? 0
+        guard bodyLimit > 0 else { return exchange }
+        var request = CapturedBody(bytes: [], totalBytes: 0)
+        var response = CapturedBody(bytes: [], totalBytes: 0)
+        for body in try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?"),
+            arguments: [exchange.id])
+        {
+            let data: Data = body["bytes"]
+            let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
+            if (body["direction"] as String) == "request" { request = captured } else { response = captured }
+        }
+        exchange.record.detail?.requestBody = request
+        exchange.record.detail?.responseBody = response
+        return exchange
     }
 
     /// The trace records of one connection of one run, in the order they were made.

@@ -69,6 +69,10 @@ struct HARExportTests {
 
         let first = try #require(entries.first { url($0).hasSuffix("/bytes/300") })
         #expect(first["serverIPAddress"] as? String == "127.0.0.1", "the upstream's address, recorded at connect")
+        #expect(((first["_atsproxy"] as? [String: Any])?["clientAddress"] as? String)?.hasPrefix("127.0.0.1:") == true)
+        let tunnelled = try #require(entries.first { kind($0) == "tunnel" })
+        #expect(tunnelled["serverIPAddress"] as? String == "127.0.0.1")
+        #expect(((tunnelled["_atsproxy"] as? [String: Any])?["bytesToClient"] as? Int ?? 0) > 10)
         #expect((response(first)["content"] as? [String: Any])?["encoding"] as? String == "base64", "random bytes")
         #expect(((first["_tls"] as? [String: Any])?["upstream"] as? [String: Any])?["chain"] != nil)
 
