@@ -41,7 +41,9 @@ public struct ExchangeText {
 
         let detail = e.detail
         if let head = detail?.request {
-            section(&out, "Request, as the client sent it", Self.lines(head))
+            // An HTTP/2 client's head is recorded as the HTTP/1.1 view of its header list.
+            let h2 = e.connection?.clientTLS?.alpn == "h2" && head.version.major == 1
+            section(&out, "Request, as the client sent it" + (h2 ? " (over HTTP/2; shown as HTTP/1.1)" : ""), Self.lines(head))
         }
         if let head = detail?.forwardedRequest {
             section(&out, "Request, as forwarded upstream", Self.lines(head))

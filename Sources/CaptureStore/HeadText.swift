@@ -55,9 +55,22 @@ enum HeadText {
 
     private static func parseFields(_ lines: ArraySlice<String>) -> HTTPHeaders? {
         var fields: [(String, String)] = []
+        fields.reserveCapacity(lines.count)
         for line in lines {
-            guard let colon = line.range(of: ": ") else { return nil }
-            fields.append((String(line[..<colon.lowerBound]), String(line[colon.upperBound...])))
+            // The first ": " (a name has no colon), found on the UTF-8 bytes rather than through Foundation.
+            let utf8 = line.utf8
+            var i = utf8.startIndex
+            var found: String.Index?
+            while i < utf8.endIndex {
+                let next = utf8.index(after: i)
+                if utf8[i] == UInt8(ascii: ":"), next < utf8.endIndex, utf8[next] == UInt8(ascii: " ") {
+                    found = i
+                    break
+                }
+                i = next
+            }
+            guard let colon = found else { return nil }
+            fields.append((String(line[..<colon]), String(line[utf8.index(colon, offsetBy: 2)...])))
         }
         return HTTPHeaders(fields)
     }
