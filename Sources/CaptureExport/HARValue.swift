@@ -16,6 +16,38 @@ public indirect enum HARValue: Sendable, Equatable {
         return out
     }
 
+    /// On one line, without spaces: for a live view sending one entry at a time, or JSON Lines.
+    public func compact() -> String {
+        var out = ""
+        writeCompact(into: &out)
+        return out
+    }
+
+    private func writeCompact(into out: inout String) {
+        switch self {
+        case .string(let s): Self.quote(s, into: &out)
+        case .int(let n): out += String(n)
+        case .double(let d): out += Self.number(d)
+        case .bool(let b): out += b ? "true" : "false"
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.writeCompact(into: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, member) in members.enumerated() {
+                if i > 0 { out += "," }
+                Self.quote(member.key, into: &out)
+                out += ":"
+                member.value.writeCompact(into: &out)
+            }
+            out += "}"
+        }
+    }
+
     /// The member `key` of an object; nil for other values or a missing key.
     public subscript(key: String) -> HARValue? {
         guard case .object(let members) = self else { return nil }

@@ -371,4 +371,16 @@ struct HARDetailTests {
         #expect(HARDate.iso8601(1_795_000_000.25) == "2026-11-18T11:06:40.250Z")
         #expect(HARDate.fromHTTPDate("Wed, 21 Oct 2026 07:28:00 GMT") == 1_792_567_680)
     }
+
+    @Test("Compact rendering is the same JSON on one line, strings escaped")
+    func compact() throws {
+        let value = HARValue.object([
+            HARMember("a", .array([.int(1), .double(2.5), .bool(true)])), HARMember("b\"", .string("x\ny\u{1}")),
+            HARMember("c", .object([])),
+        ])
+        #expect(value.compact() == #"{"a":[1,2.5,true],"b\"":"x\ny\u0001","c":{}}"#)
+        let pretty = try JSONSerialization.jsonObject(with: Data(value.rendered().utf8)) as? NSDictionary
+        let compact = try JSONSerialization.jsonObject(with: Data(value.compact().utf8)) as? NSDictionary
+        #expect(pretty == compact)
+    }
 }
