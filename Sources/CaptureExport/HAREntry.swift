@@ -136,11 +136,11 @@ public enum HAREntry {
     }
 
     /// The fields as the peer sent them, without HTTP/2's pseudo-headers (the request line has them).
-    private static func visibleFields(_ headers: HTTPHeaders?) -> [HTTPHeaders.Field] {
+    static func visibleFields(_ headers: HTTPHeaders?) -> [HTTPHeaders.Field] {
         (headers?.fields ?? []).filter { !$0.name.hasPrefix(":") }
     }
 
-    private static func nameValue(_ field: HTTPHeaders.Field) -> HARValue {
+    static func nameValue(_ field: HTTPHeaders.Field) -> HARValue {
         .object([HARMember("name", .string(field.name)), HARMember("value", .string(field.value))])
     }
 
@@ -286,123 +286,6 @@ public enum HAREntry {
         object.add("_keptSize", kept)
     }
 
-    // MARK: - ATSProxy's fields
-
-    private static func ats(_ e: ExchangeSummary) -> HARValue {
-        var ats = HARObject()
-        ats.add("verdict", e.outcome.rawValue)
-        if let first = e.errors.first {
-            ats.add("urlError", code(first.urlError.code, first.urlError.name))
-            ats.add("sslError", first.sslError.map { code($0.code, $0.name) })
-        }
-        if let decision = e.connection?.decision {
-            ats.add("decidedBy", decision.keyPath.isEmpty ? "ATS defaults" : decision.keyPathString)
-            ats.add("keyPath", .array(decision.keyPath.map(HARValue.string)))
-            ats.add("reason", decision.reason)
-            if !decision.notes.isEmpty { ats.add("notes", .array(decision.notes.map(HARValue.string))) }
-        }
-        let violations = e.connection?.violations ?? []
-        ats.add("violations", .array(violations.map { v in
-            var o = HARObject()
-            o.add("kind", v.kind.rawValue)
-            o.add("explanation", v.explanation)
-            o.add("fix", v.fix.summary)
-            o.add("fixPlist", v.fix.plistSnippet)
-            o.add("urlError", code(v.urlError.code, v.urlError.name))
-            o.add("sslError", v.sslError.map { code($0.code, $0.name) })
-            return o.value
-        }))
-        return ats.value
-    }
-
-    private static func code(_ code: Int, _ name: String) -> HARValue {
-        .object([HARMember("code", .int(code)), HARMember("name", .string(name))])
-    }
-
-    private static func tls(_ connection: ConnectionRecord?) -> HARValue? {
-        guard let connection, connection.clientTLS != nil || connection.upstreamTLS != nil
-            || connection.upstreamHandshake != nil
-        else { return nil }
-        var tls = HARObject()
-        tls.add("client", connection.clientTLS.map { leg($0).value })
-        if connection.upstreamTLS != nil || connection.upstreamHandshake != nil {
-            var upstream = HARObject()
-            if let facts = connection.upstreamTLS { upstream.members = leg(facts).members }
-            if let facts = connection.upstreamHandshake {
-                if connection.upstreamTLS == nil {
-                    upstream.add("version", facts.version?.plistName)
-                    upstream.add("cipherSuite", facts.cipherSuiteName)
-                    upstream.add("alpn", facts.alpn)
-                }
-                upstream.add("keyExchangeGroup", facts.keyExchangeGroup)
-                upstream.add("failure", facts.failure.map { String(describing: $0) })
-                upstream.add("trust", String(describing: facts.trust))
-                upstream.add("hostnameMatches", facts.hostnameMatches)
-                upstream.add("chain", .array(facts.chain.map(certificate)))
-            }
-            tls.add("upstream", upstream.value)
-        }
-        return tls.value
-    }
-
-    private static func leg(_ facts: TLSLegFacts) -> HARObject {
-        var leg = HARObject()
-        leg.add("version", facts.version)
-        leg.add("cipherSuite", facts.cipherSuite)
-        leg.add("alpn", facts.alpn)
-        leg.add("serverName", facts.serverName)
-        leg.add("resumed", facts.resumed)
-        return leg
-    }
-
-    private static func certificate(_ c: CertificateFacts) -> HARValue {
-        var o = HARObject()
-        o.add("subject", c.subject)
-        o.add("issuer", c.issuer)
-        o.add("key", c.keyType.rawValue + " " + String(c.keyBits) + (c.curve.map { " " + $0 } ?? ""))
-        o.add("signatureHash", c.signatureHash.rawValue)
-        o.add("notBefore", HARDate.iso8601(c.notBefore.timeIntervalSince1970))
-        o.add("notAfter", HARDate.iso8601(c.notAfter.timeIntervalSince1970))
-        if c.isSelfSigned { o.add("selfSigned", true) }
-        if c.isCA { o.add("ca", true) }
-        o.add("sha256", c.sha256Fingerprint)
-        return o.value
-    }
-
-    private static func atsproxy(_ exchange: CapturedExchange, kind: Kind) -> HARValue {
-        let e = exchange.record
-        var o = HARObject()
-        o.add("id", Int(exchange.id))
-        o.add("run", Int(exchange.runID))
-        o.add("kind", kind.rawValue)
-        o.add("action", e.action?.rawValue)
-        o.add("recordedVersion", e.httpVersion)
-        if absoluteURL(e.url, kind: kind) != e.url, kind == .exchange { o.add("recordedURL", e.url) }
-        if kind != .exchange {
-            o.add("bytesFromClient", e.requestBytes)
-            o.add("bytesToClient", e.responseBytes)
-        }
-        o.add("interruption", e.interruption)
-        if let client = e.connection?.clientAddress { o.add("clientAddress", client) }
-        if let upstream = e.connection?.upstreamAddress { o.add("upstreamAddress", upstream) }
-        if let detail = e.detail, detail.clientResponse != nil, let original = detail.response {
-            var head = HARObject()
-            head.add("status", original.status)
-            head.add("statusText", original.reason)
-            head.add("headers", .array(visibleFields(original.headers).map(nameValue)))
-            o.add("upstreamResponse", head.value)
-        }
-        if let detail = e.detail, let forwarded = detail.forwardedRequest {
-            var head = HARObject()
-            head.add("method", forwarded.method)
-            head.add("target", forwarded.target)
-            head.add("httpVersion", httpVersion(forwarded.version.description))
-            head.add("headers", .array(visibleFields(forwarded.headers).map(nameValue)))
-            o.add("forwardedRequest", head.value)
-        }
-        return o.value
-    }
-
     /// `93.184.216.34:443` → `93.184.216.34`, `[::1]:8443` → `::1`.
     static func ipAddress(_ address: String) -> String {
         if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
@@ -410,82 +293,5 @@ public enum HAREntry {
         }
         if let colon = address.lastIndex(of: ":") { return String(address[..<colon]) }
         return address
-    }
-}
-
-/// HAR's timings from the exchange's four instants, in milliseconds. `time` is their sum, as the spec requires.
-struct Timings {
-    var send: Double
-    var wait: Double
-    var receive: Double
-
-    init(_ t: ExchangeTimings) {
-        func ms(_ from: Double, _ to: Double) -> Double { max(0, ((to - from) * 1_000_000).rounded() / 1000) }
-        // Each instant clamped between the one before and the end, so no part is negative.
-        let ended = max(t.ended, t.started)
-        let sent = min(max(t.requestSent ?? t.started, t.started), ended)
-        let first = min(max(t.firstResponseByte ?? ended, sent), ended)
-        send = ms(t.started, sent)
-        wait = ms(sent, first)
-        receive = ms(first, ended)
-    }
-
-    var total: Double { ((send + wait + receive) * 1000).rounded() / 1000 }
-
-    var value: HARValue {
-        .object([
-            HARMember("blocked", .int(-1)), HARMember("dns", .int(-1)), HARMember("connect", .int(-1)),
-            HARMember("send", .double(send)), HARMember("wait", .double(wait)),
-            HARMember("receive", .double(receive)), HARMember("ssl", .int(-1)),
-        ])
-    }
-}
-
-/// A body as HAR text: the UTF-8 text when it is text (a cut body may end inside a character: up to three bytes
-/// are dropped to find the boundary), else base64.
-struct BodyText {
-    var string: String?
-    private let bytes: [UInt8]
-    /// The bytes as base64, for bodies that are not text (made only when asked for).
-    var base64: String { Data(bytes).base64EncodedString() }
-
-    init(_ bytes: [UInt8], truncated: Bool) {
-        self.bytes = bytes
-        string = nil
-        let drops = truncated ? 0...3 : 0...0
-        for drop in drops where bytes.count >= drop {
-            let slice = bytes.dropLast(drop)
-            guard let text = String(validating: slice, as: UTF8.self) else { continue }
-            // NUL and other C0 controls than tab and line breaks mark binary data, valid UTF-8 or not.
-            if text.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" && $0 != "\n" && $0 != "\r" }) {
-                break
-            }
-            string = text
-            break
-        }
-    }
-}
-
-/// Dates as HAR writes them: ISO 8601 in UTC with milliseconds (`2026-11-27T12:00:00.125Z`).
-enum HARDate {
-    static func iso8601(_ seconds: Double) -> String {
-        let millis = Int64((seconds * 1000).rounded(.down))
-        var whole = time_t(millis / 1000)
-        var parts = tm()
-        gmtime_r(&whole, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0" + String(n) : String(n) }
-        let ms = Int(millis % 1000)
-        let msText = ms < 10 ? "00" + String(ms) : ms < 100 ? "0" + String(ms) : String(ms)
-        return String(parts.tm_year + 1900) + "-" + two(parts.tm_mon + 1) + "-" + two(parts.tm_mday) + "T"
-            + two(parts.tm_hour) + ":" + two(parts.tm_min) + ":" + two(parts.tm_sec) + "." + msText + "Z"
-    }
-
-    /// An HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`, RFC 9110's preferred form) as Unix seconds.
-    static func fromHTTPDate(_ text: String) -> Double? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)?.timeIntervalSince1970
     }
 }

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
-from haralyzer import HarParser
+from haralyzer import HarEntry, HarParser
 from mitmproxy.io import har as mitm_har
 
 schema = json.loads((Path(__file__).parent / "har-1.2.schema.json").read_text())
@@ -18,13 +18,12 @@ for name in sys.argv[1:]:
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
         if errors:
             raise ValueError("schema: " + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
-        parser = HarParser(doc)
-        entries = [entry for page in [parser] for entry in page.har_data["entries"]]
-        # haralyzer's own view of every entry: url, status, its timings.
-        for entry in parser.har_data["entries"]:
-            from haralyzer import HarEntry
+        entries = HarParser(doc).har_data["entries"]
+        # haralyzer's own view of every entry: its URL, status, time, headers and content type.
+        for entry in entries:
             e = HarEntry(entry)
             _ = (e.url, e.status, e.time, e.request.headers, e.response.mimeType)
+        # mitmproxy's HAR reader, entry by entry, as `mitmdump -nr` runs it.
         flows = [mitm_har.request_to_flow(entry) for entry in doc["log"]["entries"]]
         print(f"{name}: ok {len(entries)} entries, {len(flows)} flows")
     except Exception as error:  # noqa: BLE001 - every failure is reported with its file
