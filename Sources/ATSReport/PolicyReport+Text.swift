@@ -1,0 +1,258 @@
+import ATSPolicy
+import Foundation
+
+extension PolicyReport {
+    /// Pretty, key-sorted JSON of the whole report, the suggestion's fragment included as `suggestion.plist`.
+    public func renderJSON() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(JSONShape(self)), as: UTF8.self)
+    }
+
+    /// The report for a terminal: sections for hosts, missing exceptions, unused and over-broad exceptions and the
+    /// suggested policy. ANSI colour only when `colour` is set (the CLI sets it when stdout is a terminal).
+    public func renderText(colour: Bool = false) -> String {
+        let paint = Paint(enabled: colour)
+        var out: [String] = []
+        out.append(paint.bold(headline))
+        out += notes.map { "  \($0)" }
+        if !policyDiagnostics.isEmpty {
+            out.append("")
+            out.append(paint.bold("Policy findings (\(policyDiagnostics.count)):"))
+            for d in policyDiagnostics { out.append("  \(d.severity): \(d.keyPathString): \(d.problem)") }
+        }
+
+        out.append("")
+        out.append(paint.bold("Hosts (\(hosts.count)):"))
+        for h in hosts {
+            out.append(
+                "  \(h.host)  \(paint.verdict(h.verdict, codes: codes(h)))  \(plural(h.exchanges, "exchange"))  "
+                    + "decided by: \(h.decidedBy)")
+            for load in h.loads {
+                out.append("    \(load.url)  \(paint.verdict(load.verdict, codes: ""))  \(plural(load.exchanges, "exchange"))")
+                if let tls = load.tls { out += tlsLines(tls).map { "      " + $0 } }
+                for v in load.violations { out.append("      \(paint.red("✗")) \(v.explanation)") }
+                if let note = load.note { out.append("      note: \(note)") }
+            }
+        }
+
+        out.append("")
+        out.append(paint.bold("Missing exceptions (\(missingExceptions.count)):"))
+        if missingExceptions.isEmpty { out.append("  none: every judged load passes") }
+        for m in missingExceptions {
+            out.append("  \(m.host) (\(plural(m.exchanges, "exchange")): \(m.urls.joined(separator: ", ")))")
+            for v in m.violations {
+                out.append("    \(v.urlError.code)\(v.sslError.map { "/\($0.code)" } ?? ""): \(v.explanation)")
+            }
+            if let fix = m.fix {
+                out.append("    Fix: \(fix.summary)")
+                if let snippet = m.fixPlist {
+                    out.append("    Paste inside \(m.fixPasteInside ?? "NSAppTransportSecurity"):")
+                    out += snippet.split(separator: "\n").map { "      " + $0 }
+                }
+            } else {
+                out.append("    \(paint.red("No exception can help: fix the server."))")
+                out += m.unfixable.map { "      - \($0)" }
+            }
+        }
+
+        out.append("")
+        out.append(paint.bold("Unused and over-broad exceptions (\(findings.count)):"))
+        if findings.isEmpty { out.append("  none") }
+        for f in findings {
+            out.append("  \(paint.yellow(f.kind.title)): \(f.keyPathString)")
+            out.append("    \(f.problem)")
+            out.append("    → \(f.advice)")
+        }
+
+        out.append("")
+        out.append(paint.bold("Suggested NSAppTransportSecurity") + " (\(suggestionCheckText)):")
+        out += suggestion.plistFragment(indent: 1).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for u in suggestion.unfixable {
+            out.append("  Left out, no exception can help: \(u.url): \(u.reasons.joined(separator: "; "))")
+        }
+
+        out.append("")
+        out.append(paint.bold(verdictLine))
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    /// The report as Markdown, for a pull-request comment.
+    public func renderMarkdown() -> String {
+        var out: [String] = []
+        out.append("## ATS policy report")
+        out.append("")
+        out.append(headline)
+        out.append("")
+        out.append("**\(verdictLine)**")
+        if !notes.isEmpty {
+            out.append("")
+            out += notes.map { "- \(md($0))" }
+        }
+        out.append("")
+        out.append("### Hosts")
+        out.append("")
+        out.append("| Host | Verdict | Decided by | TLS | Exchanges |")
+        out.append("|---|---|---|---|---|")
+        for h in hosts {
+            let tls = h.loads.compactMap(\.tls).first.map { t in
+                [t.version, t.cipherSuite, t.keyExchange].compactMap { $0 }.joined(separator: " ")
+            } ?? (h.loads.allSatisfy { $0.url.hasPrefix("http://") || $0.url.hasPrefix("ws://") } ? "cleartext" : "–")
+            let verdict = h.verdict == .fails ? "❌ fails \(codes(h))" : h.verdict == .allowed ? "✅ ok" : "➖ not checked"
+            out.append("| `\(md(h.host))` | \(verdict) | \(md(h.decidedBy)) | \(md(tls)) | \(h.exchanges) |")
+        }
+        out.append("")
+        out.append("### Missing exceptions")
+        out.append("")
+        if missingExceptions.isEmpty { out.append("None: every judged load passes.") }
+        for m in missingExceptions {
+            out.append("- **`\(md(m.host))`** (\(plural(m.exchanges, "exchange"))): "
+                + m.violations.map { md($0.explanation) }.joined(separator: "; "))
+            if let fix = m.fix {
+                out.append("  - Fix: \(md(fix.summary))")
+            } else {
+                out.append("  - No exception can help: fix the server. " + m.unfixable.map(md).joined(separator: " "))
+            }
+        }
+        out.append("")
+        out.append("### Unused and over-broad exceptions")
+        out.append("")
+        if findings.isEmpty { out.append("None.") }
+        for f in findings {
+            out.append("- **\(f.kind.title)** `\(md(f.keyPathString))`: \(md(f.problem)). \(md(f.advice)).")
+        }
+        out.append("")
+        out.append("### Suggested `NSAppTransportSecurity`")
+        out.append("")
+        out.append("\(suggestionCheckText.prefix(1).uppercased() + suggestionCheckText.dropFirst()).")
+        out.append("")
+        out.append("```xml")
+        out.append(suggestion.plistFragment())
+        out.append("```")
+        for u in suggestion.unfixable {
+            out.append("")
+            out.append("Left out, no exception can help: `\(md(u.url))`: \(u.reasons.map(md).joined(separator: "; "))")
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: Shared pieces
+
+    private var headline: String {
+        "ATS policy from \(policySource) against \(plural(exchangeCount, "observed exchange")) to "
+            + "\(plural(hosts.count, "host")), simulated on \(profile)"
+    }
+
+    /// The bottom line the exit status follows.
+    public var verdictLine: String {
+        let failing = hosts.filter { $0.verdict == .fails }.count
+        guard failing > 0 else {
+            return findings.isEmpty
+                ? "The policy fits: every observed load passes."
+                : "The policy lets every observed load through, with \(plural(findings.count, "unused or over-broad exception"))."
+        }
+        let fixable = missingExceptions.filter { $0.fix != nil }.count
+        return "Loads would fail: \(plural(failing, "host")) (\(fixable) fixable with an exception, "
+            + "\(missingExceptions.count - fixable) needing a server fix)."
+    }
+
+    private var suggestionCheckText: String {
+        let n = suggestion.checks.count
+        return suggestion.verified
+            ? "checked: all \(plural(n, "fixable load")) pass with it, and explain refuses none"
+            : "CHECK FAILED: " + suggestion.checks.filter { $0.verdict == .fails || $0.explainVerdict == "blocked" }
+                .map(\.url).joined(separator: ", ") + " still fail with it"
+    }
+
+    private func codes(_ h: HostReport) -> String {
+        var seen: [String] = []
+        for load in h.loads {
+            guard let v = load.violations.first else { continue }
+            let code = "\(v.urlError.code)" + (v.sslError.map { "/\($0.code)" } ?? "")
+            if !seen.contains(code) { seen.append(code) }
+        }
+        return seen.joined(separator: ",")
+    }
+
+    private func tlsLines(_ t: TLSSummary) -> [String] {
+        var first = [t.version, t.cipherSuite, t.keyExchange, t.alpn.map { "ALPN \($0)" }].compactMap { $0 }
+            .joined(separator: " ")
+        if first.isEmpty { first = "no TLS negotiated" }
+        var lines = ["TLS: \(first); \(t.trust)" + (t.hostnameMatches ? "" : "; name does not match")]
+        if let failure = t.failure { lines.append("app-like handshake at capture time: \(failure)") }
+        lines += t.chain.enumerated().map { i, c in (i == 0 ? "leaf: " : "ca \(i): ") + c }
+        return lines
+    }
+
+    private func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
+
+    private func md(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
+}
+
+extension PolicyFinding.Kind {
+    /// A few words for headings.
+    public var title: String {
+        switch self {
+        case .unusedEntry: "unused entry"
+        case .subdomainsOnlyApex: "NSIncludesSubdomains matched only the apex"
+        case .arbitraryLoadsTooBroad: "NSAllowsArbitraryLoads broader than needed"
+        case .minimumTLSTooLow: "minimum TLS version lower than needed"
+        case .insecureHTTPOnlyHTTPS: "insecure HTTP allowed but only HTTPS seen"
+        }
+    }
+}
+
+/// ANSI styling, or none.
+private struct Paint {
+    let enabled: Bool
+    func wrap(_ code: String, _ s: String) -> String { enabled ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
+    func bold(_ s: String) -> String { wrap("1", s) }
+    func red(_ s: String) -> String { wrap("31", s) }
+    func yellow(_ s: String) -> String { wrap("33", s) }
+    func verdict(_ v: LoadVerdict, codes: String) -> String {
+        switch v {
+        case .allowed: wrap("32", "ok")
+        case .fails: wrap("31", codes.isEmpty ? "FAILS" : "FAILS \(codes)")
+        case .notChecked: wrap("2", "not checked")
+        }
+    }
+}
+
+/// The JSON document: the report's fields, the verdict and the suggestion's fragment.
+private struct JSONShape: Encodable {
+    let report: PolicyReport
+    init(_ report: PolicyReport) { self.report = report }
+
+    enum CodingKeys: String, CodingKey {
+        case profile, policySource, notes, exchangeCount, hosts, missingExceptions, findings, suggestion
+        case policyDiagnostics, fits, verdict
+    }
+
+    struct Suggestion: Encodable {
+        let value: SuggestedPolicy
+        enum CodingKeys: String, CodingKey { case entries, unfixable, checks, verified, plist }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(value.entries, forKey: .entries)
+            try c.encode(value.unfixable, forKey: .unfixable)
+            try c.encode(value.checks, forKey: .checks)
+            try c.encode(value.verified, forKey: .verified)
+            try c.encode(value.plistFragment(), forKey: .plist)
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(report.profile.rawValue, forKey: .profile)
+        try c.encode(report.policySource, forKey: .policySource)
+        try c.encode(report.notes, forKey: .notes)
+        try c.encode(report.exchangeCount, forKey: .exchangeCount)
+        try c.encode(report.hosts, forKey: .hosts)
+        try c.encode(report.missingExceptions, forKey: .missingExceptions)
+        try c.encode(report.findings, forKey: .findings)
+        try c.encode(Suggestion(value: report.suggestion), forKey: .suggestion)
+        try c.encode(report.policyDiagnostics, forKey: .policyDiagnostics)
+        try c.encode(report.fits, forKey: .fits)
+        try c.encode(report.verdictLine, forKey: .verdict)
+    }
+}
