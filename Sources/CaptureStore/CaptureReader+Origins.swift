@@ -2,9 +2,9 @@ import ATSPolicy
 import Foundation
 import GRDB
 
-/// The exchanges of a capture folded by origin and upstream handshake: what `atsproxy report` judges a policy
-/// against. One row per (origin, stored handshake); the same server facts stored under several handshake rows (one
-/// per connection: each row carries the time it was judged) come back as separate rows for the caller to merge.
+/// The exchanges of a capture folded by origin and server behaviour: what `atsproxy report` judges a policy
+/// against. One row per origin and distinct upstream handshake facts, the time they were taken aside (each
+/// connection's handshake is stored with its own time), with the latest time kept.
 public struct CapturedOrigin: Sendable {
     /// `scheme://host[:port]` as the URLs spell it, or the bare `host:port` of a tunnel whose client did not speak TLS.
     public var origin: String
@@ -24,7 +24,7 @@ public struct CapturedOrigin: Sendable {
 
 extension CaptureReader {
     /// Every origin the capture saw, with each distinct upstream handshake and how many exchanges used it. Grouped in
-    /// SQL, so a million exchanges come back as a few rows per origin and connection; one run when `runID` is given.
+    /// SQL, so a million exchanges come back as a few rows per server; one run when `runID` is given.
     public func observedOrigins(runID: Int64? = nil) throws(CaptureFileError) -> [CapturedOrigin] {
         // The origin is the URL up to the first "/" after "://" (the whole URL when it has no scheme).
         let rest = "substr(e.url, instr(e.url, '://') + 3)"
@@ -35,12 +35,16 @@ extension CaptureReader {
             END
             """
         let filter = runID == nil ? "" : " WHERE e.run_id = ?"
+        // Facts are grouped without their time (SQLite's JSON functions), so a capture of many short connections
+        // to one server comes back as one row, not one per connection.
         let sql = """
-            SELECT \(origin) AS origin, min(e.id) AS first_id, e.host AS host, h.facts AS facts, count(*) AS n,
-                sum(e.http_version = 'TUNNEL' AND e.outcome != 'failed') AS tunnelled,
+            SELECT \(origin) AS origin, min(e.id) AS first_id, e.host AS host,
+                json_set(json_remove(h.facts, '$.observedAt'), '$.observedAt',
+                    max(json_extract(h.facts, '$.observedAt'))) AS facts,
+                count(*) AS n, sum(e.http_version = 'TUNNEL' AND e.outcome != 'failed') AS tunnelled,
                 sum(e.outcome = 'failed') AS unreachable
             FROM exchanges e LEFT JOIN handshakes h ON h.id = e.handshake_id\(filter)
-            GROUP BY origin, e.handshake_id
+            GROUP BY origin, json_remove(h.facts, '$.observedAt')
             ORDER BY first_id
             """
         let decoder = JSONDecoder()

@@ -52,6 +52,7 @@ struct ObservationTests {
         #expect(log.observations.map(\.url) == ["https://api.example.com/a", "http://media.example.com/feed", "https://gone.example.com/"])
         #expect(log.observations[0].exchanges == 3)
         #expect(log.observations[0].handshake?.version == .tls13)
+        #expect(log.observations[0].handshake?.observedAt == now.addingTimeInterval(5))
         #expect(log.observations[2].carriage == .unreachable)
     }
 
