@@ -111,7 +111,7 @@ extension PolicyReport {
             if let fix = m.fix {
                 out.append("  - Fix: \(md(fix.summary))")
             } else {
-                out.append("  - No exception can help: fix the server. " + m.unfixable.map(md).joined(separator: " "))
+                out.append("  - No exception can help, fix the server: " + m.unfixable.map(md).joined(separator: "; "))
             }
         }
         out.append("")
@@ -119,7 +119,7 @@ extension PolicyReport {
         out.append("")
         if findings.isEmpty { out.append("None.") }
         for f in findings {
-            out.append("- **\(f.kind.title)** `\(md(f.keyPathString))`: \(md(f.problem)). \(md(f.advice)).")
+            out.append("- **\(f.kind.title)** `\(md(f.keyPathString))`: \(md(f.problem)) → \(md(f.advice))")
         }
         out.append("")
         out.append("### Suggested `NSAppTransportSecurity`")

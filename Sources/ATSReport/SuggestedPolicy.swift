@@ -76,7 +76,8 @@ public struct SuggestedPolicy: Sendable, Codable {
         checks = []
         pinnedDomains = app?.atsDictionary?.dictionaryValue?[ATSKey.pinnedDomains.rawValue]
         pinsSource = pinnedDomains == nil ? nil : app?.source
-        // Bounded: each round adds at least one key, and there are four relaxing keys per host.
+        // Bounded: a round that changes nothing ends the loop, and each change adds a key or makes a value more
+        // permissive, of which there are a few per host.
         for _ in 0..<(4 * max(1, observations.count) + 1) {
             guard addFixes(observations, options: options) else { break }
         }

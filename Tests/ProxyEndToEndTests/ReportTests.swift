@@ -50,6 +50,7 @@ struct ReportTests {
             try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, url], in: folder)
         }
         #expect(try await get("https://good.test/bytes/10").status == 200)
+        #expect(try await get("https://good.test/bytes/30").status == 200)
         #expect(try await get("https://good.test/bytes/20").status == 200)
         #expect(try await get("https://tls10.test/").exit == 35)
         let misnamedResult = try await get("https://wronghost.test/")
@@ -85,7 +86,7 @@ struct ReportTests {
         #expect(verdicts == ["good.test": "allowed", "tls10.test": "fails", "wronghost.test": "fails",
                              "media-server.example.com": "allowed"])
         let goodHost = try #require(hosts.first { $0["host"] as? String == "good.test" })
-        #expect(goodHost["exchanges"] as? Int == 2)
+        #expect(goodHost["exchanges"] as? Int == 3)
         #expect(goodHost["decidedBy"] as? String == "NSAppTransportSecurity › NSExceptionDomains › good.test")
         let missing = try #require(json["missingExceptions"] as? [[String: Any]])
         let tls10 = try #require(missing.first { $0["host"] as? String == "tls10.test" })
