@@ -127,10 +127,8 @@ struct PolicyFindings {
     /// NSAllowsArbitraryLoads in effect when at most one host it governs needs anything.
     private func arbitraryLoadsFindings() -> [PolicyFinding] {
         let key = ATSKey.allowsArbitraryLoads.rawValue
-        guard app.allowsArbitraryLoads == true else { return [] }
+        guard app.allowsArbitraryLoads == true, arbitraryLoadsInEffect else { return [] }
         let governed = judged.filter { $0.judgement.decision?.keyPath.last == key }
-        // Silenced by another global key (iOS 10+): the decoder's diagnostics and `explain` say so already.
-        guard !governed.isEmpty || app.exceptionDomains.contains(where: { $0.origin == .app }) else { return [] }
         let without = ATSPolicy(
             atsDictionary: policy.atsDictionary.map { Self.removingTopLevel(key, in: $0) }, options: policy.options)
         var needy: [String] = []
@@ -167,6 +165,14 @@ struct PolicyFindings {
                         + "passes full ATS without it",
                 advice: "remove NSAllowsArbitraryLoads", hosts: governedHosts)
         ]
+    }
+
+    /// Whether the decision order lets NSAllowsArbitraryLoads decide a host no entry covers: on iOS 10+ another
+    /// global key silences it (the decoder's diagnostics and `explain` say so). Asked of ATSPolicy with a name no
+    /// app can have an entry for (`.invalid` is reserved, RFC 6761) rather than re-deriving the rule.
+    private var arbitraryLoadsInEffect: Bool {
+        let probe = ConnectionTarget(scheme: "http", host: "atsproxy-report-probe.invalid")
+        return app.requirements(for: probe).decision?.keyPath.last == ATSKey.allowsArbitraryLoads.rawValue
     }
 
     // MARK: Editing the dictionary

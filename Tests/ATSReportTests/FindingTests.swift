@@ -44,6 +44,9 @@ struct FindingTests {
             [http("media.example.com"), https("legacy.example.com", probed("legacy.example.com", version: .tls10, suite: ecdheCBC))],
             ats)
         #expect(kinds(two).isEmpty, "two hosts needed it: \(two.findings)")
+        // Silenced by NSAllowsLocalNetworking (iOS 10+): not in effect, so not judged here (lint and explain say so).
+        let silenced = report([https("api.example.com")], dict(["NSAllowsArbitraryLoads": yes, "NSAllowsLocalNetworking": yes]))
+        #expect(kinds(silenced).isEmpty)
     }
 
     @Test("A minimum TLS version lower than any observed server of the entry needs")
