@@ -5,8 +5,9 @@ import Testing
     import Glibc
 #endif
 
-/// The app's policy judged against a real capture: good TLS, a TLS 1.0-only server, plain HTTP and a blocked
-/// handshake (a certificate for another name), captured with Apple's defaults (no --plist) on iOS 17.
+/// The app's policy judged against a real capture: good TLS (HTTP/1.1, and HTTP/2 from an h2-only nghttpd), a TLS
+/// 1.0-only server, plain HTTP and a blocked handshake (a certificate for another name), captured with Apple's
+/// defaults (no --plist) on iOS 17.
 @Suite("atsproxy report on a capture")
 struct ReportTests {
     /// An app policy with one needed entry, one unused, and one over-broad three ways.
@@ -25,6 +26,8 @@ struct ReportTests {
                     <key>NSExceptionMinimumTLSVersion</key><string>TLSv1.0</string>
                     <key>NSExceptionAllowsInsecureHTTPLoads</key><true/>
                 </dict>
+                <key>wild.test</key>
+                <dict><key>NSIncludesSubdomains</key><true/></dict>
                 <key>unused.example.com</key>
                 <dict><key>NSExceptionAllowsInsecureHTTPLoads</key><true/></dict>
             </dict>
@@ -41,10 +44,12 @@ struct ReportTests {
         let old = try await Origin(e2e, tls: "tls10", tls10: true, in: folder)
         let misnamed = try await Origin(e2e, tls: "wronghost", in: folder)
         let plain = try await Origin(e2e, in: folder)
+        let h2 = try await NghttpdOrigin(
+            e2e, certificate: "wild", htdocs: try await Htdocs(in: folder, files: ["h2.bin": 100]), in: folder)
         let proxy = try await Proxy(
             e2e,
             ["--ios", "17", "--capture", capture] + good.map("good.test") + old.map("tls10.test")
-                + misnamed.map("wronghost.test") + plain.map("media-server.example.com"),
+                + misnamed.map("wronghost.test") + plain.map("media-server.example.com") + h2.map("api.wild.test"),
             in: folder)
         func get(_ url: String) async throws -> CurlResult {
             try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, url], in: folder)
@@ -53,11 +58,15 @@ struct ReportTests {
         #expect(try await get("https://good.test/bytes/30").status == 200)
         #expect(try await get("https://good.test/bytes/20").status == 200)
         #expect(try await get("https://tls10.test/").exit == 35)
+        let h2Result = try await curl(
+            ["-x", proxy.url, "--cacert", e2e.proxyCA, "--http2", "https://api.wild.test/h2.bin"], in: folder)
+        #expect(h2Result.status == 200)
         let misnamedResult = try await get("https://wronghost.test/")
         #expect(misnamedResult.exit != 0 || misnamedResult.status != 200)
         _ = try await get("http://media-server.example.com/bytes/10")
         _ = try await proxy.process.waitForOutput { text in
-            ["tls10.test", "wronghost.test", "media-server.example.com"].allSatisfy(text.contains) ? true : nil
+            ["tls10.test", "wronghost.test", "media-server.example.com", "api.wild.test"].allSatisfy(text.contains)
+                ? true : nil
         }
         kill(proxy.process.pid, SIGINT)
         #expect(try await proxy.process.waitForExit() == 0)
@@ -84,7 +93,12 @@ struct ReportTests {
         let hosts = try #require(json["hosts"] as? [[String: Any]])
         let verdicts = Dictionary(uniqueKeysWithValues: hosts.map { ($0["host"] as? String ?? "", $0["verdict"] as? String ?? "") })
         #expect(verdicts == ["good.test": "allowed", "tls10.test": "fails", "wronghost.test": "fails",
-                             "media-server.example.com": "allowed"])
+                             "media-server.example.com": "allowed", "api.wild.test": "allowed"])
+        // The h2 origin: its ALPN is in the host's TLS facts, and its parent entry's NSIncludesSubdomains was used.
+        let h2Host = try #require(hosts.first { $0["host"] as? String == "api.wild.test" })
+        let h2TLS = (h2Host["loads"] as? [[String: Any]])?.first?["tls"] as? [String: Any]
+        #expect(h2TLS?["alpn"] as? String == "h2")
+        #expect(h2Host["decidedBy"] as? String == "NSAppTransportSecurity › NSExceptionDomains › wild.test")
         let goodHost = try #require(hosts.first { $0["host"] as? String == "good.test" })
         #expect(goodHost["exchanges"] as? Int == 3)
         #expect(goodHost["decidedBy"] as? String == "NSAppTransportSecurity › NSExceptionDomains › good.test")
