@@ -108,7 +108,7 @@ struct ReportCommand: ParsableCommand {
             do {
                 loaded = try PolicyLoader.load(path: plist)
             } catch {
-                throw failure("atsproxy report: --plist \(plist): \(error)", status: 2)
+                throw failure("atsproxy report: \(error)", status: 2)
             }
             atsDictionary = loaded.atsDictionary
             source = loaded.sourceDescription
