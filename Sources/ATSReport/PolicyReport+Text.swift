@@ -2,13 +2,6 @@ import ATSPolicy
 import Foundation
 
 extension PolicyReport {
-    /// Pretty, key-sorted JSON of the whole report, the suggestion's fragment included as `suggestion.plist`.
-    public func renderJSON() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(JSONShape(self)), as: UTF8.self)
-    }
-
     /// The report for a terminal: sections for hosts, missing exceptions, unused and over-broad exceptions and the
     /// suggested policy. ANSI colour only when `colour` is set (the CLI sets it when stdout is a terminal).
     public func renderText(colour: Bool = false) -> String {
@@ -77,68 +70,9 @@ extension PolicyReport {
         return out.joined(separator: "\n") + "\n"
     }
 
-    /// The report as Markdown, for a pull-request comment.
-    public func renderMarkdown() -> String {
-        var out: [String] = []
-        out.append("## ATS policy report")
-        out.append("")
-        out.append(headline)
-        out.append("")
-        out.append("**\(verdictLine)**")
-        if !notes.isEmpty {
-            out.append("")
-            out += notes.map { "- \(md($0))" }
-        }
-        out.append("")
-        out.append("### Hosts")
-        out.append("")
-        out.append("| Host | Verdict | Decided by | TLS | Exchanges |")
-        out.append("|---|---|---|---|---|")
-        for h in hosts {
-            let tls = h.loads.compactMap(\.tls).first.map { t in
-                [t.version, t.cipherSuite, t.keyExchange].compactMap { $0 }.joined(separator: " ")
-            } ?? (h.loads.allSatisfy { $0.url.hasPrefix("http://") || $0.url.hasPrefix("ws://") } ? "cleartext" : "–")
-            let verdict = h.verdict == .fails ? "❌ fails \(codes(h))" : h.verdict == .allowed ? "✅ ok" : "➖ not checked"
-            out.append("| `\(md(h.host))` | \(verdict) | \(md(h.decidedBy)) | \(md(tls)) | \(h.exchanges) |")
-        }
-        out.append("")
-        out.append("### Missing exceptions")
-        out.append("")
-        if missingExceptions.isEmpty { out.append("None: every judged load passes.") }
-        for m in missingExceptions {
-            out.append("- **`\(md(m.host))`** (\(plural(m.exchanges, "exchange"))): "
-                + m.violations.map { md($0.explanation) }.joined(separator: "; "))
-            if let fix = m.fix {
-                out.append("  - Fix: \(md(fix.summary))")
-            } else {
-                out.append("  - No exception can help, fix the server: " + m.unfixable.map(md).joined(separator: "; "))
-            }
-        }
-        out.append("")
-        out.append("### Unused and over-broad exceptions")
-        out.append("")
-        if findings.isEmpty { out.append("None.") }
-        for f in findings {
-            out.append("- **\(f.kind.title)** `\(md(f.keyPathString))`: \(md(f.problem)) → \(md(f.advice))")
-        }
-        out.append("")
-        out.append("### Suggested `NSAppTransportSecurity`")
-        out.append("")
-        out.append("\(suggestionCheckText.prefix(1).uppercased() + suggestionCheckText.dropFirst()).")
-        out.append("")
-        out.append("```xml")
-        out.append(suggestion.plistFragment())
-        out.append("```")
-        for u in suggestion.unfixable {
-            out.append("")
-            out.append("Left out, no exception can help: `\(md(u.url))`: \(u.reasons.map(md).joined(separator: "; "))")
-        }
-        return out.joined(separator: "\n") + "\n"
-    }
+    // MARK: Shared by the renderers (text, Markdown, JSON)
 
-    // MARK: Shared pieces
-
-    private var headline: String {
+    var headline: String {
         "ATS policy from \(policySource) against \(plural(exchangeCount, "observed exchange")) to "
             + "\(plural(hosts.count, "host")), simulated on \(profile)"
     }
@@ -156,7 +90,7 @@ extension PolicyReport {
             + "\(missingExceptions.count - fixable) needing a server fix)."
     }
 
-    private var suggestionCheckText: String {
+    var suggestionCheckText: String {
         let n = suggestion.checks.count
         return suggestion.verified
             ? "checked: all \(plural(n, "fixable load")) pass with it, and explain refuses none"
@@ -164,7 +98,7 @@ extension PolicyReport {
                 .map(\.url).joined(separator: ", ") + " still fail with it"
     }
 
-    private func codes(_ h: HostReport) -> String {
+    func codes(_ h: HostReport) -> String {
         var seen: [String] = []
         for load in h.loads {
             guard let v = load.violations.first else { continue }
@@ -184,9 +118,9 @@ extension PolicyReport {
         return lines
     }
 
-    private func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
+    func plural(_ n: Int, _ word: String) -> String { "\(n) \(word)\(n == 1 ? "" : "s")" }
 
-    private func md(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
+    func md(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
 }
 
 extension PolicyFinding.Kind {
@@ -215,44 +149,5 @@ private struct Paint {
         case .fails: wrap("31", codes.isEmpty ? "FAILS" : "FAILS \(codes)")
         case .notChecked: wrap("2", "not checked")
         }
-    }
-}
-
-/// The JSON document: the report's fields, the verdict and the suggestion's fragment.
-private struct JSONShape: Encodable {
-    let report: PolicyReport
-    init(_ report: PolicyReport) { self.report = report }
-
-    enum CodingKeys: String, CodingKey {
-        case profile, policySource, notes, exchangeCount, hosts, missingExceptions, findings, suggestion
-        case policyDiagnostics, fits, verdict
-    }
-
-    struct Suggestion: Encodable {
-        let value: SuggestedPolicy
-        enum CodingKeys: String, CodingKey { case entries, unfixable, checks, verified, plist }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(value.entries, forKey: .entries)
-            try c.encode(value.unfixable, forKey: .unfixable)
-            try c.encode(value.checks, forKey: .checks)
-            try c.encode(value.verified, forKey: .verified)
-            try c.encode(value.plistFragment(), forKey: .plist)
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(report.profile.rawValue, forKey: .profile)
-        try c.encode(report.policySource, forKey: .policySource)
-        try c.encode(report.notes, forKey: .notes)
-        try c.encode(report.exchangeCount, forKey: .exchangeCount)
-        try c.encode(report.hosts, forKey: .hosts)
-        try c.encode(report.missingExceptions, forKey: .missingExceptions)
-        try c.encode(report.findings, forKey: .findings)
-        try c.encode(Suggestion(value: report.suggestion), forKey: .suggestion)
-        try c.encode(report.policyDiagnostics, forKey: .policyDiagnostics)
-        try c.encode(report.fits, forKey: .fits)
-        try c.encode(report.verdictLine, forKey: .verdict)
     }
 }
