@@ -93,7 +93,7 @@ extension PolicyReport {
     var suggestionCheckText: String {
         let n = suggestion.checks.count
         return suggestion.verified
-            ? "checked: all \(plural(n, "fixable load")) pass with it, and explain refuses none"
+            ? "checked: the \(plural(n, "load")) an exception can let through all pass with it, and explain refuses none"
             : "CHECK FAILED: " + suggestion.checks.filter { $0.verdict == .fails || $0.explainVerdict == "blocked" }
                 .map(\.url).joined(separator: ", ") + " still fail with it"
     }

@@ -45,12 +45,13 @@ public struct SuggestedPolicy: Sendable, Codable {
     /// `NSPinnedDomains` carried over from the judged policy, when it had one.
     public var pinnedDomains: PlistValue?
     public var unfixable: [Unfixable]
-    /// The fixable loads judged under the suggestion.
+    /// Every observed load an exception can let through (those that already pass included), judged under the
+    /// suggestion.
     public var checks: [Check]
     /// Where the pins came from, for the fragment's comment.
     public var pinsSource: String?
 
-    /// True when every fixable load passes under the suggestion and `explain` refuses none of their URLs.
+    /// True when every such load passes under the suggestion and `explain` refuses none of their URLs.
     public var verified: Bool { checks.allSatisfy { $0.verdict != .fails && $0.explainVerdict != "blocked" } }
 
     /// The suggestion as the value of `NSAppTransportSecurity`.
