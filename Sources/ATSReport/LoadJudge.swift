@@ -51,7 +51,7 @@ extension ATSPolicy {
         }
         let (facts, note) = Self.judgedFacts(recorded)
         var violations = evaluate(facts, against: requirements).violations
-        if facts.failure != nil && facts.version == nil {
+        if facts.failure != nil && facts.version == nil && facts.serverCapabilities == nil {
             // The permissive probe (every version and suite) was refused too: no iOS setting can do better.
             violations = violations.map { v in
                 guard case .setKeys = v.fix else { return v }

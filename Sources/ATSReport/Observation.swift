@@ -6,8 +6,9 @@ import ATSPolicy
 ///
 /// The facts are the server's, not a verdict: the report judges them again with whatever policy it is given. A
 /// failed handshake is read as the proxy records one: the app-like attempt failed, then a permissive probe (every
-/// version and suite) ran; `version` set means the probe completed and says what the server can do, `version` nil
-/// means the server refused even the probe.
+/// version and suite) ran; `version` set means the probe completed and says what the server can do; `version` and
+/// `serverCapabilities` both nil mean the server refused even the probe. (Facts shaped as `diagnose` keeps them, a
+/// failure explained by capabilities alone, are judged as ATSPolicy judges a failed handshake: never allowed.)
 public struct Observation: Sendable, Hashable, Codable {
     /// How the proxy carried the exchanges, when it did not see or reach the server's TLS.
     public enum Carriage: String, Sendable, Hashable, Codable {
