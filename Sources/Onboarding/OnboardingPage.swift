@@ -1,12 +1,12 @@
 /// The onboarding site's HTML: short pages for a phone's screen, self-contained (inline style, no scripts, no
 /// external resources; the Content-Security-Policy makes that a rule the browser enforces).
 enum OnboardingPage {
-    /// Sent with every page: nothing may load from elsewhere but the trust badge, which must come from the
-    /// https:// name to prove anything.
+    /// Sent with every page: nothing may load from elsewhere but the trust badge (an `<object>`, whose fallback text
+    /// shows when it does not load), which must come from the https:// name to prove anything.
     static let securityHeaders: [OnboardingResponse.Field] = [
         .init(
             "Content-Security-Policy",
-            "default-src 'none'; style-src 'unsafe-inline'; img-src https://\(OnboardingSite.hostName)"),
+            "default-src 'none'; style-src 'unsafe-inline'; object-src https://\(OnboardingSite.hostName)"),
         .init("X-Content-Type-Options", "nosniff"),
     ]
 
@@ -21,8 +21,8 @@ enum OnboardingPage {
 
             <section class="check">
             <h2>Trust check</h2>
-            <p><img src="\(OnboardingSite.trustCheckURL).svg" width="300" height="44" \
-            alt="✗ Not trusted yet, or this device does not use the proxy"></p>
+            <object class="badge" data="\(OnboardingSite.trustCheckURL).svg" type="image/svg+xml" width="300" \
+            height="44"><p class="not-yet">✗ Not trusted yet, or this device does not use the proxy.</p></object>
             <p><a class="button secondary" href="\(OnboardingSite.trustCheckURL)">Open the trust check</a></p>
             <p class="small">That https:// page loads only on a device that uses the proxy and trusts its CA.</p>
             </section>
@@ -34,7 +34,7 @@ enum OnboardingPage {
 
             <h2>2. iPhone or iPad</h2>
             <ol>
-            <li>Settings › Wi-Fi › ⓘ next to the network › Configure Proxy › Manual: server and port \(proxy).</li>
+            <li>Settings › Wi-Fi › the (i) next to the network › Configure Proxy › Manual: server and port \(proxy).</li>
             <li>Open this page in <b>Safari</b> and tap <b>iOS profile</b>; allow the download.</li>
             <li>Settings › General › VPN &amp; Device Management › <b>\(escape(certificate.name))</b> › Install.</li>
             <li>Settings › General › About › <b>Certificate Trust Settings</b>: turn on full trust for \
@@ -120,7 +120,7 @@ enum OnboardingPage {
         .lead{color:#3a3a3c}.small{font-size:.85em;color:#6e6e73}
         .ok{color:#1a7f37}
         .check{background:#f5f5f7;border-radius:12px;padding:4px 14px 6px}
-        .check img{display:block;max-width:100%;height:auto;color:#b3261e;font-weight:600}
+        .badge{display:block;max-width:100%;margin:.6em 0}.not-yet{color:#b3261e;font-weight:600;margin:0}
         a.button{display:inline-block;background:#0071e3;color:#fff;text-decoration:none;border-radius:10px;\
         padding:10px 14px;margin:2px 0;font-weight:600}
         a.secondary{background:#e8e8ed;color:#0066cc}

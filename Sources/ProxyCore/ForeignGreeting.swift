@@ -37,8 +37,8 @@ enum ForeignGreeting: Equatable {
                 + "(HOST:PORT as the HTTP and HTTPS proxy of the device or client); refused with \(version)'s own "
                 + "refusal"
         case .tls:
-            return "\(who) opened TLS to the proxy port: this is a proxy, not a TLS server: set it as the HTTP proxy "
-                + "(http://HOST:PORT; https:// traffic goes through it with CONNECT)"
+            return "\(who) opened TLS to the proxy port: this is a proxy, not a TLS server: set it as the HTTP proxy, "
+                + "an http:// proxy (http://HOST:PORT, not https://); https:// traffic goes through it with CONNECT"
         }
     }
 }

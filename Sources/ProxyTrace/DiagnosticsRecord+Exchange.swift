@@ -54,7 +54,8 @@ extension DiagnosticsRecord {
             // What follows is not the app's handshake, which failed, but the one ATSProxy's probe made.
             fields.append(.init("Probe", "ATSProxy offered every version and suite to learn what the server supports"))
         }
-        // Level 1: the summary (result, version, protocol); level 2: the details, as CFNetwork's level 2.
+        // Level 1: the summary (result, version, protocol, trust); level 2 adds the details (session, suite, group,
+        // certificates), as CFNetwork's level 2.
         if let v = facts.version { fields.append(.init("Protocol", v.plistName)) }
         if let name = facts.cipherSuiteName {
             let code = facts.cipherSuiteCode.map { " (0x" + String($0, radix: 16, uppercase: true) + ")" } ?? ""
@@ -67,8 +68,8 @@ extension DiagnosticsRecord {
                 "\(cert.subject); \(cert.keyType.rawValue.uppercased())-\(cert.keyBits); \(cert.signatureHash.rawValue.uppercased())",
                 level: 2))
         }
-        fields.append(.init("Trust", String(describing: facts.trust), level: 2))
-        fields.append(.init("Host Match", facts.hostnameMatches ? "yes" : "no", level: 2))
+        fields.append(.init("Trust", String(describing: facts.trust)))
+        fields.append(.init("Host Match", facts.hostnameMatches ? "yes" : "no"))
         return DiagnosticsRecord(title: "TLS Handshake", fields: fields)
     }
 

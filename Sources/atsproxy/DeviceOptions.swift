@@ -83,7 +83,8 @@ struct DeviceOptions: ParsableArguments {
         var text = "Set-up:  \(url) on the device (or \(OnboardingSite.url) once it uses the proxy)\n"
         do {
             let code = try QRCode(text: url, errorCorrection: .medium)
-            text += code.terminalText(quietZone: 2, ansiColors: isatty(STDOUT_FILENO) == 1)
+            // A blank line after the code ends the banner.
+            text += code.terminalText(quietZone: 2, ansiColors: isatty(STDOUT_FILENO) == 1) + "\n"
         } catch {
             text += "(no QR code: \(error))\n"
         }
