@@ -26,9 +26,15 @@ public final class OnboardingSite: Sendable {
     public var settings: OnboardingSettings { state.read { $0.settings } }
     private let state: Locked<State>
 
+    /// A host and port, hashed without building a string per request.
+    private struct Authority: Hashable {
+        var host: String
+        var port: Int
+    }
+
     private struct State {
         var settings: OnboardingSettings
-        var ownAuthorities: Set<String> = []
+        var ownAuthorities: Set<Authority> = []
         var page: [UInt8]
     }
 
@@ -50,7 +56,7 @@ public final class OnboardingSite: Sendable {
         let authority = host.contains(":") ? "[\(host.lowercased())]:\(port)" : "\(host.lowercased()):\(port)"
         let certificate = certificate
         state.update { s in
-            s.ownAuthorities.insert("\(host.lowercased()):\(port)")
+            s.ownAuthorities.insert(Authority(host: host.lowercased(), port: port))
             guard shown else { return }
             s.settings.proxyAddress = authority
             s.page = Array(OnboardingPage.render(certificate: certificate, settings: s.settings).utf8)
@@ -61,7 +67,8 @@ public final class OnboardingSite: Sendable {
     public func role(ofHost host: String, port: Int) -> Role? {
         if host == Self.hostName { return .site }
         if let other = Self.otherProxiesNames[host] { return .otherProxy(other) }
-        if state.read({ $0.ownAuthorities.contains("\(host):\(port)") }) { return .site }
+        let authority = Authority(host: host, port: port)
+        if state.read({ $0.ownAuthorities.contains(authority) }) { return .site }
         return nil
     }
 
