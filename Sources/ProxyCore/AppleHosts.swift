@@ -1,7 +1,8 @@
 // Apple's own services that iOS pins or that fail when intercepted. They are the device's traffic, not the app's:
 // intercepting them breaks Apple Account sign-in (Sign in with Apple included), iCloud, push and the App Store on
 // the device under test, and reports problems that are not the app's. They are tunnelled untouched by default
-// (`--intercept-apple-hosts` turns that off) and their hellos are not judged against the app's policy.
+// (`--intercept-apple-hosts` turns that off) and their hellos are not judged against the app's policy; their
+// cleartext requests (App Store content, OCSP, CRLs) are relayed without a verdict.
 //
 // The list is deliberately narrower than `*.apple.com`: an app's own calls to other Apple hosts (a developer
 // API, a web page) are still intercepted and judged.
@@ -62,6 +63,8 @@ public struct AppleHosts: Sendable {
         e("apps.apple.com", "App Store", enterpriseNetworks),
         e(".mzstatic.com", "App Store content", enterpriseNetworks),
         e("ppq.apple.com", "enterprise app validation", enterpriseNetworks),
+        e("captive.apple.com", "captive-portal detection", enterpriseNetworks),
+        e("crl.apple.com", "certificate validation (CRL)", enterpriseNetworks),
         e("ocsp.apple.com", "certificate validation (OCSP)", enterpriseNetworks),
         e("ocsp2.apple.com", "certificate validation (OCSP)", enterpriseNetworks),
         e("valid.apple.com", "certificate validation", enterpriseNetworks),

@@ -10,7 +10,7 @@ import ProxyTrace
 //   then the target's ATS verdict, made an action by VerdictAction. Relayed: rewritten to origin form (RFC 9112
 //   §3.2.2: Host from the target, no Proxy-* fields), with the `X-ATS-*` annotation in `--ats annotate`. Blocked:
 //   answered 403 with the -1022 explanation, without connecting. The set-up site's names are answered by the
-//   site before any verdict (ProxySession+Onboarding).
+//   site before any verdict (ProxySession+Onboarding); Apple's own hosts (AppleHosts) are relayed without one.
 // - The relay asks for an upstream per target (`RelayOutput.connect`); the upstream connection is this layer's,
 //   reconnected when a request names another host.
 // - A 101 hands both connections to the adapter's raw relay: the session goes to `upgraded`.
@@ -87,6 +87,14 @@ extension ProxySession {
         }
         let (address, upstreamPort) = env.upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
+        if env.appleHosts?.entry(for: name) != nil {
+            // The device's own cleartext (App Store content, certificate status) is relayed, not judged: a -1022
+            // block here would be no problem of the app's. (apple.com's own names also have iOS's built-in
+            // exception, which allows cleartext anyway.)
+            prepareUpstream(upstream, host: host, port: port ?? 80, p)
+            return .forward(
+                head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
+        }
         trace(.loaderWhatToDo(method: head.method, url: url))
 
         let verdict: Verdict

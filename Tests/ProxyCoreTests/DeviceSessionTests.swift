@@ -90,6 +90,19 @@ struct DeviceSessionTests {
         #expect(AppleHosts.builtIn.entry(for: "gsa.apple.com")?.source.contains("101555") == true)
     }
 
+    @Test("An Apple host's cleartext outside apple.com's built-in exception is relayed without a verdict, not -1022")
+    func appleHostCleartext() throws {
+        // apple.com and its subdomains already allow cleartext by iOS's built-in exception; mzstatic.com does not.
+        let request = bytes("GET http://s1.mzstatic.com/image.png HTTP/1.1\r\nHost: s1.mzstatic.com\r\n\r\n")
+        let relayed = SessionHarness.session(try SessionHarness.environment()).handle(.clientBytes(request))
+        #expect(relayed.connects.first.map { $0 == ("s1.mzstatic.com", 80) } == true)
+        #expect(!relayed.clientText.contains("403"))
+        // Without the list, the app's policy judges it: cleartext is refused before connecting.
+        let judged = SessionHarness.session(try SessionHarness.environment(appleHosts: nil)).handle(.clientBytes(request))
+        #expect(judged.clientText.hasPrefix("HTTP/1.1 403 "))
+        #expect(judged.connects.isEmpty)
+    }
+
     @Test("--intercept-apple-hosts (no list): an Apple host is intercepted like any other")
     func appleHostsOff() throws {
         let session = SessionHarness.session(try SessionHarness.environment(appleHosts: nil))

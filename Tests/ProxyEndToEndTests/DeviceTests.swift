@@ -143,7 +143,12 @@ struct DeviceTests {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let origin = try await Origin(e2e, tls: "good", in: folder)
-        let proxy = try await Proxy(e2e, origin.map("gsa.apple.com"), in: folder)
+        let plain = try await Origin(e2e, in: folder)
+        let proxy = try await Proxy(e2e, origin.map("gsa.apple.com") + plain.map("s1.mzstatic.com"), in: folder)
+        // The device's own cleartext (App Store content, outside apple.com's built-in exception) is relayed, not
+        // blocked -1022 as the app's would be.
+        let content = try await curl(["-x", proxy.url, "http://s1.mzstatic.com/bytes/10"], in: folder)
+        #expect(content.status == 200, "\(content.headerText)")
         // -k: the origin's certificate names good.test; what matters is whose certificate the client got.
         let tunnelled = try await curl(["-v", "-k", "-x", proxy.url, "https://gsa.apple.com/bytes/10"], in: folder)
         #expect(tunnelled.status == 200)
@@ -165,7 +170,7 @@ struct DeviceTests {
         #expect(list.stdout.contains("gsa.apple.com"))
         #expect(list.stdout.contains("support.apple.com/101555"))
         #expect(list.stdout.contains("httptoolkit/httptoolkit#814"))
-        withExtendedLifetime(origin) {}
+        withExtendedLifetime((origin, plain)) {}
     }
 
     /// The server certificate's issuer as `curl -v` prints it.
