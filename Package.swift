@@ -100,7 +100,8 @@ let package = Package(
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"], swiftSettings: strict),
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
+            swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
