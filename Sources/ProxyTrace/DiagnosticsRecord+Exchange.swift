@@ -47,14 +47,13 @@ extension DiagnosticsRecord {
         } else {
             fields.append(.init("Result", "connected"))
             fields.append(.init(
-                "Session", resumed ? "resumed (certificates as the session's full handshake received them)" : "full handshake",
-                level: 2))
+                "Session", resumed ? "resumed (certificates as the session's full handshake received them)" : "full handshake"))
         }
         if facts.failure != nil, facts.serverCapabilities != nil, facts.version != nil {
             // What follows is not the app's handshake, which failed, but the one ATSProxy's probe made.
             fields.append(.init("Probe", "ATSProxy offered every version and suite to learn what the server supports"))
         }
-        // Level 1: the summary (result, version, protocol, trust); level 2 adds the details (session, suite, group,
+        // Level 1: the summary (result, session, version, protocol, trust); level 2 adds the details (suite, group,
         // certificates), as CFNetwork's level 2.
         if let v = facts.version { fields.append(.init("Protocol", v.plistName)) }
         if let name = facts.cipherSuiteName {
