@@ -23,7 +23,7 @@ let package = Package(
     targets: [
         // C libraries, reached only through these header-only system-library targets.
         .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
-        // zlib, to inflate an .ipa's Info.plist (PolicyLoader's ZipMemberReader).
+        // zlib, reached only through the Inflate target.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
@@ -51,8 +51,10 @@ let package = Package(
         // Edges: files and sockets.
         .target(
             name: "PolicyLoader",
-            dependencies: ["ATSPolicy", "CZlib"],
+            dependencies: ["ATSPolicy", "Inflate"],
             swiftSettings: strict),
+        // zlib's inflate over a buffer, bounded: an .ipa's Info.plist, captured gzip and deflate bodies.
+        .target(name: "Inflate", dependencies: ["CZlib"], swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
         .target(
@@ -93,6 +95,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
+        .testTarget(name: "InflateTests", dependencies: ["Inflate"], swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
