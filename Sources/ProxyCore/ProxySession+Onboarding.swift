@@ -75,6 +75,19 @@ extension ProxySession {
         return true
     }
 
+    /// Plaintext inside a CONNECT to the site's name (`curl -p http://atsproxy.invalid/`): the name has no upstream
+    /// to tunnel to (and is never looked up), so the client is told where the site is and the connection closed.
+    /// Returns false when the host is not the site's.
+    func refuseOnboardingTunnel(host: String) -> Bool {
+        guard env.onboarding != nil, host == OnboardingSite.hostName else { return false }
+        commands.append(.sendToClient(HTTP1LocalAnswer.closing(
+            status: 400,
+            text: "ATSProxy: \(host) is the proxy's set-up site: open \(OnboardingSite.url) as a plain proxy request, or "
+                + "\(OnboardingSite.trustCheckURL) through CONNECT\n")))
+        closeAll()
+        return true
+    }
+
     /// A CONNECT to the site's name: TLS answered with the proxy's own leaf, no upstream. Returns false when the
     /// host is not the site's.
     func startOnboardingTLS(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8]) -> Bool {

@@ -166,6 +166,17 @@ struct DeviceSessionTests {
         #expect(out.connects.isEmpty)
     }
 
+    @Test("Plaintext inside a CONNECT to the site's name is answered with where the site is, never tunnelled")
+    func onboardingPlainTunnel() throws {
+        let session = SessionHarness.session(try SessionHarness.environment(onboarding: Self.site()))
+        _ = session.handle(.clientBytes(bytes("CONNECT atsproxy.invalid:80 HTTP/1.1\r\nHost: x\r\n\r\n")))
+        let out = session.handle(.clientBytes(bytes("GET / HTTP/1.1\r\nHost: atsproxy.invalid\r\n\r\n")))
+        #expect(out.connects.isEmpty, "the name is never looked up or connected to")
+        #expect(out.clientText.hasPrefix("HTTP/1.1 400 "))
+        #expect(out.clientText.contains("http://atsproxy.invalid/"))
+        #expect(out.closesClient)
+    }
+
     @Test("CONNECT atsproxy.invalid:443: TLS with a leaf from the proxy's CA, no upstream, /trust-check answered")
     func onboardingTLS() throws {
         let env = try SessionHarness.environment(onboarding: Self.site())
