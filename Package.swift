@@ -61,6 +61,9 @@ let package = Package(
             name: "CaptureStore",
             dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // `atsproxy report`: a policy against observed traffic (a capture, or a live session's exchange records).
+        .target(
+            name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
             name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
             swiftSettings: strict),
@@ -72,7 +75,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "Onboarding", "QRCode",
+                "ATSReport", "CaptureStore", "Onboarding", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -112,6 +115,9 @@ let package = Package(
             name: "CaptureStoreTests",
             dependencies: ["CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "PolicyLoader", "CaptureStore", "ProxyTrace"],
             swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
