@@ -39,9 +39,13 @@ let package = Package(
         .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
+        // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
+        .target(name: "Onboarding", swiftSettings: strict),
+        // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
+        .target(name: "QRCode", swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "Onboarding"],
             swiftSettings: strict),
 
         // Edges: files and sockets.
@@ -71,7 +75,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore",
+                "ATSReport", "CaptureStore", "Onboarding", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -102,7 +106,10 @@ let package = Package(
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport"], swiftSettings: strict),
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
+            swiftSettings: strict),
+        .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CaptureStoreTests",

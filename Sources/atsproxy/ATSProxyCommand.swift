@@ -8,7 +8,8 @@ struct ATSProxyCommand: AsyncParsableCommand {
         abstract: "An intercepting HTTPS proxy that simulates Apple's App Transport Security.",
         version: "0.1.0",
         subcommands: [
-            RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self, ReportCommand.self,
+            RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
+            ReportCommand.self, PassthroughCommand.self,
         ]
     )
 
