@@ -82,6 +82,7 @@ struct HARExportTests {
         #expect(cut["size"] as? Int == 5000 && cut["_truncated"] as? Bool == true && cut["_keptSize"] as? Int == 1024)
 
         let post = try #require(entries.first { url($0).contains("/login") })
+        #expect(post["serverIPAddress"] as? String == "127.0.0.1", "plain HTTP: the address of the host's connect")
         let postData = try #require((post["request"] as? [String: Any])?["postData"] as? [String: Any])
         #expect(postData["text"] as? String == "user=j%C3%B6rg&pass=a+b")
         #expect((postData["params"] as? [[String: String]])?.first == ["name": "user", "value": "jörg"])
