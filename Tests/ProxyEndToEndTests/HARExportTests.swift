@@ -41,6 +41,10 @@ struct HARExportTests {
         let upgrade = try await stage.python(["upgrade", Stage.plainHost, "plain"], timeout: .seconds(40))
         #expect(upgrade["echoed"] as? Bool == true, "\(upgrade)")
         _ = try await stage.proxy.process.waitForOutput { $0.contains("upgraded connection ended") ? true : nil }
+        // A capture reads while the proxy still writes it (WAL): what was committed so far is listed.
+        let live = try await runProcess(e2e.binary, ["show", capture, "--filter", "verdict:blocked"], in: files)
+        #expect(live.status == 0, "\(live.stderr)")
+        #expect(live.stdout.contains("CONNECT https://tls10.test"), "\(live.stdout)")
         kill(stage.proxy.process.pid, SIGINT)
         #expect(try await stage.proxy.process.waitForExit() == 0)
 
