@@ -61,6 +61,11 @@ let package = Package(
             name: "CaptureStore",
             dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
+        .target(
+            name: "CaptureExport",
+            dependencies: ["CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace", "Inflate"],
+            swiftSettings: strict),
         // `atsproxy report`: a policy against observed traffic (a capture, or a live session's exchange records).
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
@@ -75,7 +80,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "Onboarding", "QRCode",
+                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -117,6 +122,10 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport"],
+            exclude: ["Golden", "Schema"], swiftSettings: strict),
+        .testTarget(
             name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "PolicyLoader", "CaptureStore", "ProxyTrace"],
             swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
@@ -136,6 +145,9 @@ let package = Package(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
-        .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
+            swiftSettings: strict),
     ]
 )

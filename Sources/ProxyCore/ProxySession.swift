@@ -67,6 +67,9 @@ public final class ProxySession {
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
+    /// The address the current upstream connection goes to (`93.184.216.34:443`), for the exchange record; set by
+    /// the adapter once it resolved the name asked for with `.connectUpstream`, cleared when it asks for another.
+    public var upstreamAddress: String?
 
     /// - Parameters:
     ///   - id: a number that names the session in logs and traces.

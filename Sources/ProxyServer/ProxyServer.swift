@@ -121,6 +121,9 @@ final class ClientSide: ConnectionHandler {
             let remote = connection.remoteAddress
             session.clientAddress = remote?.description
             clientIsLoopback = remote?.isLoopback ?? false
+        } else if server.environment.recording != nil {
+            // A capture names the device each exchange came from.
+            session.clientAddress = connection.remoteAddress?.description
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
@@ -348,6 +351,7 @@ final class ClientSide: ConnectionHandler {
         upstreamGeneration += 1
         let generation = upstreamGeneration
         let timeout = server.environment.timeouts.connect
+        session.upstreamAddress = nil
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
             // A newer upstream was asked for, or the client left, while the name resolved.
             guard generation == upstreamGeneration, client != nil else { return }
@@ -362,6 +366,8 @@ final class ClientSide: ConnectionHandler {
                     run(session.handle(.upstreamConnectFailed(error: refusal, failure: .cannotConnect)))
                     return
                 }
+                // Only the exchange record's sinks need it: the text is not made otherwise.
+                if server.environment.recording != nil { session.upstreamAddress = target.description }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))
             case .failure(let error):
                 run(session.handle(.upstreamConnectFailed(error: error.description, failure: .cannotFindHost)))
