@@ -145,7 +145,10 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
-            i.clientSpoke = true
+            if !i.clientSpoke {
+                i.clientSpoke = true
+                noteClientAccepted(i)
+            }
             if let kept = i.unansweredClientPlaintext {
                 i.unansweredClientPlaintext = kept.count + plaintext.count <= InterceptLayer.replayLimit ? kept + plaintext : nil
             }

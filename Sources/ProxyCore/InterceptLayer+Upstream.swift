@@ -87,6 +87,10 @@ extension ProxySession {
     /// The upstream accepted the connection but its TLS handshake did not finish in time: the app would time out
     /// too (-1001). A stale deadline (the handshake ended, or the session moved on) does nothing.
     func upstreamHandshakeDeadlinePassed() {
+        if case .tunnel(let t) = phase {
+            pinCheckTimedOut(t)
+            return
+        }
         guard let i = interception, i.stage == .upstreamHandshake else { return }
         let limit = "\(env.timeouts.handshake)"  // "15.0 seconds"
         notice("\(i.host):\(i.port): no TLS handshake from the server within \(limit)")

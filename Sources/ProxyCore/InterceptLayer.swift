@@ -78,6 +78,10 @@ final class InterceptLayer: RelayingLayer {
     var upstreamSNI: String?
     /// The client sent plaintext (a request) since its handshake.
     var clientSpoke = false
+    /// When the client's handshake completed (the session's clock), for auto-passthrough's refusal window.
+    var clientHandshakeDone: Double?
+    /// Auto-passthrough has counted this connection as an acceptance or a refusal (once per connection).
+    var trustJudged = false
     /// What the client sent before the upstream said anything (at most `replayLimit` bytes; nil once the upstream
     /// answered or the client sent more): a retried upstream gets it again.
     var unansweredClientPlaintext: [UInt8]? = []
@@ -153,6 +157,8 @@ extension ProxySession {
         let i = InterceptLayer(
             host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements,
             decision: decision, started: now())
+        // Auto-passthrough's key, fetched while the connection is surely open (ProxySession+AutoPassthrough).
+        if env.autoPassthrough != nil { _ = clientHost() }
         phase = .intercepting(i)
         connectInterceptionUpstream(i, reason: nil)
     }

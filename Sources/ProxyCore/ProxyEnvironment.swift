@@ -34,8 +34,13 @@ public final class ProxyEnvironment: Sendable {
     let defaultTrustPolicy: ATSPolicy
     /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
     public let recording: RecordingOptions?
+    /// Hosts each client keeps refusing the proxy's certificate for, tunnelled from then on; nil with
+    /// `--no-auto-passthrough`.
+    public let autoPassthrough: AutoPassthroughStore?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
+    /// Pin checks of tunnelled NSPinnedDomains hosts, per origin (TunnelLayer+PinCheck).
+    let pinChecks = PinCheckCache()
     private let verdicts = RequirementsCache()
 
     /// `policy.requirements(for:)`, evaluated once per target.
@@ -70,9 +75,10 @@ public final class ProxyEnvironment: Sendable {
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
-        recording: RecordingOptions? = nil
+        recording: RecordingOptions? = nil, autoPassthrough: AutoPassthroughStore? = nil
     ) {
         self.policy = policy
+        self.autoPassthrough = autoPassthrough
         self.recording = recording
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(

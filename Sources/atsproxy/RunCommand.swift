@@ -169,6 +169,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var captureOptions: CaptureOptions
 
+    @OptionGroup var pinning: PinningOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -330,7 +332,8 @@ struct RunCommand: ParsableCommand {
                 response: .milliseconds(Int(responseTimeout * 1000))),
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
-            recording: capture == nil ? nil : RecordingOptions(bodyLimit: captureOptions.bodyLimit))
+            recording: capture == nil ? nil : RecordingOptions(bodyLimit: captureOptions.bodyLimit),
+            autoPassthrough: pinning.autoPassthroughStore())
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
