@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "ATSPolicy", swiftSettings: strict),
         .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
         .target(name: "HTTP1Core", swiftSettings: strict),
-        .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
+        .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
         .target(
