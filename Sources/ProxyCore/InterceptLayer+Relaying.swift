@@ -29,7 +29,10 @@ extension ProxySession {
             case (true, false):
                 i.relay = try H2ToH1Relay(
                     primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
-            case (false, true): i.relay = try H1ToH2Relay(now: now, recording: env.recording, decide: decide)
+            case (false, true):
+                i.relay = try H1ToH2Relay(
+                    now: now, recording: env.recording,
+                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream, decide: decide)
             case (false, false):
                 i.relay = HTTP1Relay(
                     connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
@@ -47,6 +50,10 @@ extension ProxySession {
     /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
     /// lines, lanes, a 101's switch to raw relaying, the client's close.
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
+        if let replay = o.retryOverHTTP1 {
+            retryUpstreamOverHTTP1(i, replaying: replay)
+            return
+        }
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
         i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)

@@ -73,6 +73,9 @@ final class InterceptLayer: RelayingLayer {
     var upstreamALPN: String?
     /// The upstream refused the mirrored offer with no_application_protocol; the retry offers both protocols.
     var widenedALPN = false
+    /// The client's first request asked to switch protocols and the upstream had chosen h2: the upstream is
+    /// reconnected offering only http/1.1 (`retryUpstreamOverHTTP1`).
+    var http1OnlyUpstream = false
     /// The upstream's TLS client context and SNI, kept for the extra connections of an HTTP/1.1 upstream pool.
     var upstreamContext: TLSContext?
     var upstreamSNI: String?
