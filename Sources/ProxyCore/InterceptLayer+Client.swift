@@ -90,6 +90,7 @@ extension ProxySession {
     }
 
     func interceptClientEOF(_ i: InterceptLayer) {
+        noteClientClosedWithoutRequest()
         i.client?.feedEndOfInput()
         switch i.stage {
         case .clientHandshake:

@@ -166,6 +166,7 @@ extension ProxySession {
                 applyIntercepted(relay.clientBytes(plaintext), i)
             }
         }
+        if closed { noteClientClosedWithoutRequest() }
         if closed, !isDone {
             if i.raw {
                 upgradeEnded(i, by: "the client closed it")

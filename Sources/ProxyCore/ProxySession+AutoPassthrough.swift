@@ -62,8 +62,8 @@ extension ProxySession {
         }
     }
 
-    /// The session ends: a client that completed its handshake with the standard leaf and closed soon after with no
-    /// request refused it.
+    /// The client closed its side (close_notify, FIN or the whole connection; not a close the proxy decided): one
+    /// that completed its handshake with the standard leaf and closed soon after with no request refused it.
     func noteClientClosedWithoutRequest() {
         guard env.autoPassthrough != nil, let i = interception, !i.trustJudged, !i.clientSpoke,
             let done = i.clientHandshakeDone, now() - done <= Self.refusalWindow

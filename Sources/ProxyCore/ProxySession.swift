@@ -295,7 +295,6 @@ public final class ProxySession {
     /// Ends the session: close_notify to the client when intercepting (`tlsClose`), then both connections.
     func closeAll(tlsClose: Bool = false) {
         logRefusalIfClientRefused()
-        noteClientClosedWithoutRequest()
         let upstreamWasOpen = upstreamIsOpen
         switch phase {
         case .intercepting(let i):

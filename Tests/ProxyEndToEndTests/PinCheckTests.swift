@@ -76,7 +76,9 @@ struct PinCheckEndToEndTests {
         let exchangeText = String(decoding: try JSONSerialization.data(withJSONObject: exchange ?? [:]), as: UTF8.self)
         #expect(exchangeText.contains("-9886"), "\(exchangeText)")
         let decisions = events.filter { $0["kind"] as? String == "atsDecision" }
+        // JSONSerialization writes "/" (common in base64) as "\/".
         let decisionText = String(decoding: try JSONSerialization.data(withJSONObject: decisions), as: UTF8.self)
+            .replacingOccurrences(of: "\\/", with: "/")
         #expect(decisionText.contains("pinMismatch") && decisionText.contains(served), "\(decisionText)")
         // A second tunnel reuses the cached check: same verdict, no second notice.
         let again = try await curl(
