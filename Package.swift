@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
