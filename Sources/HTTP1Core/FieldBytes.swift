@@ -49,6 +49,11 @@ public enum FieldBytes {
         }
     }
 
+    /// Whether every byte `value` stands for satisfies `check` (without copying an ordinary value).
+    static func allBytes(of value: String, satisfy check: (UInt8) -> Bool) -> Bool {
+        hasEscapes(value) ? bytes(value).allSatisfy(check) : value.utf8.allSatisfy(check)
+    }
+
     /// The bytes `value` stands for.
     public static func bytes(_ value: String) -> [UInt8] {
         var out: [UInt8] = []

@@ -27,7 +27,7 @@ public enum HTTP1Serializer {
         guard head.status >= 100 && head.status <= 999 else {
             throw HTTP1Error(.local, .invalidStatus, status: 500, detail: "invalid status \(head.status)")
         }
-        guard FieldBytes.bytes(head.reason).allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+        guard FieldBytes.allBytes(of: head.reason, satisfy: HTTP1Syntax.isFieldValueByte) else {
             throw HTTP1Error(.local, .invalidStartLine, status: 500, detail: "control character in reason phrase")
         }
         try checkVersion(head.version)
@@ -76,7 +76,7 @@ public enum HTTP1Serializer {
         guard !name.isEmpty, name.utf8.allSatisfy(HTTP1Syntax.isToken) else {
             throw HTTP1Error(.local, .invalidHeaderName, status: 500, detail: "invalid field name \(name)")
         }
-        guard FieldBytes.bytes(value).allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+        guard FieldBytes.allBytes(of: value, satisfy: HTTP1Syntax.isFieldValueByte) else {
             throw HTTP1Error(.local, .invalidHeaderValue, status: 500, detail: "control character in field \(name)")
         }
     }
