@@ -163,6 +163,7 @@ final class H2Relay: ExchangeRelay {
                 client.consume(streamID: id, count: bytes.count)
             }
         case .rstStream(let id, let code):
+            heldExtendedConnects.removeAll { $0.id == id }
             if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
             finish(clientID: id, interruption: "reset by the client (\(code))")
         case .streamClosed(let id, let code):
