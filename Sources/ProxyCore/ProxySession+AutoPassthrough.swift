@@ -51,14 +51,24 @@ extension ProxySession {
         case .nothing:
             break
         case .tunnel(let host, let refusals, let trusted):
-            notice("the app at \(client) refused the proxy's certificate for \(host) \(refusals) times while trusting "
-                + "it for \(trusted) other host\(trusted == 1 ? "" : "s"): it likely pins this host in code; "
-                + "tunnelling it from now on (--no-auto-passthrough turns this off)")
+            autoPassthroughDecided(url: InterceptLayer.httpsURL(host: host, port: i.port), "the app at \(client) "
+                + "refused the proxy's certificate for \(host) \(refusals) times while trusting it for \(trusted) other "
+                + "host\(trusted == 1 ? "" : "s"): it likely pins this host in code; tunnelling it from now on "
+                + "(--no-auto-passthrough turns this off)")
         case .caNotTrusted(let refusals, let hosts):
-            notice("the client at \(client) refused the proxy's certificate \(refusals) times for \(hosts) "
-                + "host\(hosts == 1 ? "" : "s") and trusted it for none: it does not trust ATSProxy's CA (install it "
-                + "and, on iOS, enable full trust in Settings › General › About › Certificate Trust Settings); this "
-                + "is not pinning, and nothing is tunnelled for it")
+            autoPassthroughDecided(url: nil, "the client at \(client) refused the proxy's certificate \(refusals) "
+                + "times for \(hosts) host\(hosts == 1 ? "" : "s") and trusted it for none: it does not trust "
+                + "ATSProxy's CA (install it and, on iOS, enable full trust in Settings › General › About › "
+                + "Certificate Trust Settings); this is not pinning, and nothing is tunnelled for it")
+        }
+    }
+
+    /// The notice, and with `--log-json` an `autoPassthrough` event, of a decision.
+    private func autoPassthroughDecided(url: String?, _ text: String) {
+        notice(text)
+        if env.jsonEvents {
+            commands.append(.log(.event(TraceEvent(
+                kind: .autoPassthrough, time: now(), connectionID: id, url: url, message: text))))
         }
     }
 

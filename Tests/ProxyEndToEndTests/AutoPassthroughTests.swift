@@ -81,7 +81,7 @@ struct AutoPassthroughEndToEndTests {
 
     @Test("Refused three times while another host is trusted, the pinned host is tunnelled and then works")
     func pinnedInCodeIsTunnelled() async throws {
-        let scene = try await Scene()
+        let scene = try await Scene(["--log-json", "events.jsonl"])
         let first = try await scene.run(["good.test", "passthrough.test", "passthrough.test", "passthrough.test"])
         #expect(first == ["HTTP/1.1 200 OK", "refused", "refused", "refused"], "\(first)")
         let notice = try await scene.proxy.process.waitForLine(startingWith: "atsproxy: the app at 127.0.0.1", stderr: true)
@@ -99,6 +99,9 @@ struct AutoPassthroughEndToEndTests {
         _ = try await scene.proxy.process.waitForLine(startingWith: "GET https://good.test/bytes/10 200")
         let notices = scene.proxy.process.stderr.components(separatedBy: "it likely pins this host in code").count - 1
         #expect(notices == 1, "\(scene.proxy.process.stderr)")
+        // Machines get the decision too.
+        let decided = try await jsonEvents(scene.folder.appendingPathComponent("events.jsonl"), kind: "autoPassthrough", count: 1)
+        #expect(decided.first?["url"] as? String == "https://passthrough.test", "\(decided)")
     }
 
     @Test("--no-auto-passthrough keeps intercepting the refused host")
