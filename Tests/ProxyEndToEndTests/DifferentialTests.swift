@@ -44,10 +44,14 @@ struct DifferentialTests {
         return object
     }
 
+    /// A case's result as sorted JSON text, for comparing and for failure messages.
     private func text(_ value: Any?) -> String {
         guard let value else { return "nil" }
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        do {
+            return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+        } catch {
+            return "unencodable: \(error)"
+        }
     }
 
     @Test("The same answers direct and through the proxy", arguments: Path.allCases)
