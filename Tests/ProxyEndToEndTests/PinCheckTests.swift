@@ -1,5 +1,10 @@
+import CaptureStore
 import Foundation
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Pins of tunnelled NSPinnedDomains hosts, checked on a side connection")
 struct PinCheckEndToEndTests {
@@ -47,9 +52,11 @@ struct PinCheckEndToEndTests {
         let served = try await spki(e2e.cert("passthrough").cert, in: folder)
         let wrong = try await spki(e2e.cert("good").cert, in: folder)
         let log = folder.appendingPathComponent("events.jsonl")
+        let capture = folder.appendingPathComponent("pins.atscap").path
         let proxy = try await Proxy(
             e2e, origin.map("passthrough.test") + [
                 "--plist", try plist(pin: wrong, in: folder).path, "--log-json", log.path, "--diagnostics", "1",
+                "--capture", capture,
             ], in: folder)
         // The device decides: the bytes flow (curl does not pin), and the proxy says the app will fail.
         let r = try await curl(["-x", proxy.url, "--cacert", e2e.testCA, "https://passthrough.test/bytes/64"], in: folder)
@@ -90,5 +97,12 @@ struct PinCheckEndToEndTests {
         }
         #expect(second.contains(" TUNNEL ATS VIOLATION -1202/-9886 "), "\(second)")
         #expect(proxy.process.stderr.components(separatedBy: "does not match the app's pin").count == 2)
+        // The capture keeps the tunnel's record as the line has it (stopped as a user does, so it is committed).
+        kill(proxy.process.pid, SIGINT)
+        #expect(try await proxy.process.waitForExit() == 0)
+        let tunnels = try CaptureReader(path: capture).exchanges().filter { $0.record.url == "https://passthrough.test" }
+        #expect(tunnels.count == 2)
+        #expect(tunnels.allSatisfy { $0.record.errors.map(\.shortCode) == ["-1202/-9886"] })
+        #expect(tunnels.first?.record.note?.contains("leaf \(served)") == true, "\(tunnels.first?.record.note ?? "")")
     }
 }
