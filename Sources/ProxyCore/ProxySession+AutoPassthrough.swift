@@ -42,9 +42,10 @@ extension ProxySession {
         store.accepted(client: client, host: i.host)
     }
 
-    /// The client refused the leaf (`how` says in what way, for the notice).
+    /// The client refused the leaf. The set-up site's own name is never tunnelled (it has no upstream): its
+    /// refusals are not counted, its acceptances are (the device trusts the CA).
     func noteClientRefused(_ i: InterceptLayer) {
-        guard let store = env.autoPassthrough, i.flawedLeaf == nil, !i.trustJudged else { return }
+        guard let store = env.autoPassthrough, i.flawedLeaf == nil, i.localSite == nil, !i.trustJudged else { return }
         i.trustJudged = true
         guard let client = clientHost() else { return }
         switch store.refused(client: client, host: i.host) {
