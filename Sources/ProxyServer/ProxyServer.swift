@@ -126,8 +126,8 @@ final class ClientSide: ConnectionHandler {
             clientIsLoopback = remote?.isLoopback ?? false
         }
         if server.environment.autoPassthrough != nil {
-            // Asked for by the session only when it needs it (an intercepted handshake's end, a CONNECT once some
-            // host is auto-tunnelled): one getpeername then, none for plain traffic.
+            // Asked for by the session only when it needs it (an interception starting, a CONNECT once some host is
+            // auto-tunnelled): one getpeername then, none for plain traffic.
             session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
