@@ -12,16 +12,20 @@ import h2.config, h2.connection, h2.events, h2.settings
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 LATIN = b"na\xefve caf\xe9"  # Latin-1, not UTF-8
-WATCHED = [b"x-origin", b"x-latin", b"x-echo-latin", b"content-type"]
+WATCHED = [b"x-origin", b"x-latin", b"x-echo-latin", b"content-type", b"x-body-sha256"]
+UPLOAD = bytes(range(256)) * 120  # 30 720 bytes: within HTTP/2's initial window
 
 def h2cfg(client):
     return h2.config.H2Configuration(client_side=client, header_encoding=None, validate_inbound_headers=False,
         validate_outbound_headers=False, normalize_inbound_headers=False, normalize_outbound_headers=False)
 
 # ---------------------------------------------------------------- origin
-def respond_fields(path, headers):
+def respond_fields(path, headers, body=b""):
     """Status, fields and body for a plain request (both protocols)."""
     fields = [(b"x-origin", b"diff"), (b"content-type", b"text/plain")]
+    if path == b"/echo":
+        fields.append((b"x-body-sha256", hashlib.sha256(body).hexdigest().encode()))
+        return 200, fields, b"got %d bytes" % len(body)
     if path == b"/latin":
         fields.append((b"x-latin", LATIN))
         echo = next((v for n, v in headers if n.lower() == b"x-latin"), b"")
@@ -50,7 +54,30 @@ def origin_h1(conn):
             if not chunk: break
             conn.sendall(b"echo:" + chunk)
         return
-    status, fields, body = respond_fields(path, headers)
+    body = rest
+    if get(b"content-length"):
+        n = int(get(b"content-length"))
+        while len(body) < n:
+            chunk = conn.recv(65536)
+            if not chunk: return
+            body += chunk
+    elif get(b"transfer-encoding") and b"chunked" in get(b"transfer-encoding").lower():
+        raw, body = rest, b""
+        while True:
+            while b"\r\n" not in raw:
+                chunk = conn.recv(65536)
+                if not chunk: return
+                raw += chunk
+            size_line, raw = raw.split(b"\r\n", 1)
+            size = int(size_line.split(b";")[0], 16)
+            while len(raw) < size + 2:
+                chunk = conn.recv(65536)
+                if not chunk: return
+                raw += chunk
+            if size == 0: break
+            body += raw[:size]
+            raw = raw[size + 2:]
+    status, fields, body = respond_fields(path, headers, body)
     out = b"HTTP/1.1 %d OK\r\n" % status
     for n, v in fields: out += n + b": " + v + b"\r\n"
     out += b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
@@ -64,6 +91,13 @@ def origin_h2(conn):
     c.initiate_connection()
     conn.sendall(c.data_to_send())
     tunnels = set()
+    pending = {}  # stream -> (headers, body so far) for requests with a body
+    def answer(sid, headers, body):
+        hdr = dict(headers)
+        status, fields, out = respond_fields(hdr.get(b":path", b""), headers, body)
+        c.send_headers(sid, [(b":status", str(status).encode())] + fields
+                       + [(b"content-length", str(len(out)).encode())])
+        c.send_data(sid, out, end_stream=True)
     while True:
         data = conn.recv(65536)
         if not data: return
@@ -73,17 +107,22 @@ def origin_h2(conn):
                 if hdr.get(b":method") == b"CONNECT" and hdr.get(b":protocol") == b"websocket":
                     tunnels.add(ev.stream_id)
                     c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff")])
+                elif ev.stream_ended is None:
+                    pending[ev.stream_id] = (ev.headers, b"")
                 else:
-                    status, fields, body = respond_fields(hdr.get(b":path", b""), ev.headers)
-                    c.send_headers(ev.stream_id, [(b":status", str(status).encode())] + fields
-                                   + [(b"content-length", str(len(body)).encode())])
-                    c.send_data(ev.stream_id, body, end_stream=True)
+                    answer(ev.stream_id, ev.headers, b"")
             elif isinstance(ev, h2.events.DataReceived):
                 c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
                 if ev.stream_id in tunnels and ev.data:
                     c.send_data(ev.stream_id, b"echo:" + ev.data)
+                if ev.stream_id in pending:
+                    h, b = pending[ev.stream_id]
+                    pending[ev.stream_id] = (h, b + ev.data)
                 if ev.stream_ended and ev.stream_id in tunnels:
                     c.end_stream(ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id in pending:
+                h, b = pending.pop(ev.stream_id)
+                answer(ev.stream_id, h, b)
         conn.sendall(c.data_to_send())
 
 def origin(cert, key, alpns):
@@ -126,8 +165,9 @@ def connect(host, port, ca, proto, proxy):
 def watched(fields):
     return {n.decode(): v.hex() for n, v in fields if n.lower() in WATCHED}
 
-def h1_request(t, host, path, extra=b""):
-    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + extra + b"Connection: close\r\n\r\n")
+def h1_request(t, host, path, extra=b"", method=b"GET", body=b""):
+    t.sendall(method + b" " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + extra
+              + b"Connection: close\r\n\r\n" + body)
     data = b""
     while True:
         chunk = t.recv(65536)
@@ -139,7 +179,7 @@ def h1_request(t, host, path, extra=b""):
     fields = [(n.lower(), v) for n, v in fields]
     return int(lines[0].split(b" ")[1]), fields, body
 
-def h2_exchange(t, headers, send=None):
+def h2_exchange(t, headers, send=None, body_out=None):
     """One request on a new h2 connection. With `send`, an extended CONNECT: sent only once the server's SETTINGS
     allow it, then `send` goes as DATA and the echo is read back."""
     c = h2.connection.H2Connection(config=h2cfg(True))
@@ -148,7 +188,11 @@ def h2_exchange(t, headers, send=None):
     want_connect = send is not None
     if not want_connect:
         sid = c.get_next_available_stream_id()
-        c.send_headers(sid, headers, end_stream=True); t.sendall(c.data_to_send())
+        c.send_headers(sid, headers, end_stream=body_out is None)
+        if body_out is not None:
+            for i in range(0, len(body_out), 16384):
+                c.send_data(sid, body_out[i:i + 16384], end_stream=i + 16384 >= len(body_out))
+        t.sendall(c.data_to_send())
     while True:
         data = t.recv(65536)
         if not data: break
@@ -193,7 +237,16 @@ def client(host, port, ca, proto, proxy):
                                    (b":path", b"/latin"), (b"x-latin", LATIN)])
     out["latin"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
     t.close()
-    # 3. a WebSocket: HTTP/1.1 Upgrade, or RFC 8441 extended CONNECT on HTTP/2
+    # 3. a request body (a POST)
+    t = connect(host, port, ca, proto, proxy)
+    if proto == "h1":
+        st, f, b = h1_request(t, host, b"/echo", b"Content-Length: %d\r\n" % len(UPLOAD), method=b"POST", body=UPLOAD)
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"POST"), (b":scheme", b"https"), (b":authority", host.encode()),
+                                   (b":path", b"/echo")], body_out=UPLOAD)
+    out["post"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
+    t.close()
+    # 4. a WebSocket: HTTP/1.1 Upgrade, or RFC 8441 extended CONNECT on HTTP/2
     t = connect(host, port, ca, proto, proxy)
     payload = b"hello over websocket"
     if proto == "h1":
