@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "ATSPolicy", swiftSettings: strict),
         .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
         .target(name: "HTTP1Core", swiftSettings: strict),
-        .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
+        .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
         // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
             swiftSettings: strict),

@@ -102,6 +102,9 @@ final class ClientSide: ConnectionHandler {
     private var timers: [ProxyTimer: TimerID] = [:]
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
     private var clientIsLoopback = true
+    /// Holds this side while its session finishes work after its tunnel ended (a pin check's side connection):
+    /// nothing else does once the relay let go.
+    private var finishing: ClientSide?
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -124,6 +127,11 @@ final class ClientSide: ConnectionHandler {
         } else if server.environment.recording != nil {
             // A capture names the device each exchange came from.
             session.clientAddress = connection.remoteAddress?.description
+        }
+        if server.environment.autoPassthrough != nil {
+            // Asked for by the session only when it needs it (an interception starting, a CONNECT once some host is
+            // auto-tunnelled): one getpeername then, none for plain traffic.
+            session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
@@ -282,6 +290,7 @@ final class ClientSide: ConnectionHandler {
                     }
                     Relay.start(client, upstream, watch: watch) { [self] fromClient, toClient in
                         run(session.handle(.tunnelClosed(fromClient: fromClient, toClient: toClient)))
+                        if session.awaitsSideCheck { finishing = self }
                     }
                 }
             case .startTimer(let timer, let delay):
@@ -299,6 +308,7 @@ final class ClientSide: ConnectionHandler {
             }
         }
         session.recycle(consume commands)
+        if finishing != nil, !session.awaitsSideCheck { finishing = nil }
     }
 
     private func connection(for peer: ProxyPeer) -> Connection? {
