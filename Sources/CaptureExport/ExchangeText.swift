@@ -101,12 +101,12 @@ public struct ExchangeText {
     }
 
     static func lines(_ head: HTTPRequestHead) -> [String] {
-        [head.method + " " + head.target + " " + head.version.description] + head.headers.fields.map { $0.name + ": " + $0.value }
+        [head.method + " " + head.target + " " + head.version.description] + head.headers.fields.map { $0.name + ": " + FieldBytes.display($0.value) }
     }
 
     static func lines(_ head: HTTPResponseHead) -> [String] {
         [head.version.description + " " + String(head.status) + (head.reason.isEmpty ? "" : " " + head.reason)]
-            + head.headers.fields.map { $0.name + ": " + $0.value }
+            + head.headers.fields.map { $0.name + ": " + FieldBytes.display($0.value) }
     }
 
     private func bodyTitle(_ name: String, _ body: CapturedBody) -> String {

@@ -140,8 +140,9 @@ public enum HAREntry {
         (headers?.fields ?? []).filter { !$0.name.hasPrefix(":") }
     }
 
+    /// A header as HAR's `{name, value}`; a value that is not UTF-8 (kept as bytes, `FieldBytes`) reads as Latin-1.
     static func nameValue(_ field: HTTPHeaders.Field) -> HARValue {
-        .object([HARMember("name", .string(field.name)), HARMember("value", .string(field.value))])
+        .object([HARMember("name", .string(field.name)), HARMember("value", .string(FieldBytes.display(field.value)))])
     }
 
     /// Bytes from the head's first byte to the blank line after it, as HTTP/1.x sends it; -1 for HTTP/2, whose
@@ -149,7 +150,7 @@ public enum HAREntry {
     private static func headSize(version: String, line: String, _ headers: HTTPHeaders) -> Int {
         guard version.hasPrefix("HTTP/1") else { return -1 }
         var size = line.utf8.count + 2
-        for field in headers.fields { size += field.name.utf8.count + 2 + field.value.utf8.count + 2 }
+        for field in headers.fields { size += field.name.utf8.count + 2 + FieldBytes.bytes(field.value).count + 2 }
         return size + 2
     }
 

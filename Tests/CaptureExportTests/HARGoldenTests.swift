@@ -352,6 +352,13 @@ struct HARDetailTests {
         #expect(ContentDecoding.decode(zlib, coding: "br") == nil)
     }
 
+    @Test("A header value that is not UTF-8 (kept as its bytes) reads as Latin-1, and its size counts its bytes")
+    func latin1HeaderValue() throws {
+        let value = FieldBytes.string([0x61, 0x74, 0x74, 0x61, 0x63, 0x68, 0x6D, 0x65, 0x6E, 0x74, 0x3B, 0x20, 0xE9])
+        let field = HTTPHeaders.Field(name: "Content-Disposition", value: value)
+        #expect(HAREntry.nameValue(field).compact() == #"{"name":"Content-Disposition","value":"attachment; é"}"#)
+    }
+
     @Test("URLs are absolute: a CONNECT's authority gets https://, a refused malformed target goes under unknown.invalid")
     func urls() {
         #expect(HAREntry.absoluteURL("https://a.test/x?y", kind: .exchange) == "https://a.test/x?y")
