@@ -118,10 +118,10 @@ elif CMD == "churn":
         def run():
             if i % tls_every == 0: return download("https", host, 100)
             if i % 2 == 0: return download("plain", host, 100)
-            # The shortest connection: the proxy answers a bad request itself.
+            # The shortest connection: the proxy answers a bad request itself (not GET /, which is the set-up page).
             try:
                 s = socket.create_connection(("127.0.0.1", PORT), timeout=TIMEOUT)
-                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"); data = s.recv(100); s.close()
+                s.sendall(b"GET /not-a-proxy-request HTTP/1.1\r\nHost: x\r\n\r\n"); data = s.recv(100); s.close()
                 return data.startswith(b"HTTP/1.1 400"), "origin-form %r" % data[:20]
             except Exception as e:
                 return False, "origin-form %r" % (e,)
