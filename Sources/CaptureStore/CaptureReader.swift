@@ -17,11 +17,15 @@ public struct CaptureFilter: Sendable, Equatable {
     public var text: String?
     /// One run of the file; nil for all.
     public var runID: Int64?
+    /// Only exchanges that went wrong for the app: blocked, violating or failed loads, 4xx/5xx answers, and
+    /// exchanges cut off before they finished (the live view's "only problems").
+    public var problemsOnly: Bool
 
     public init(
         host: String? = nil, outcome: ExchangeSummary.ATSOutcome? = nil, status: ClosedRange<Int>? = nil,
-        method: String? = nil, text: String? = nil, runID: Int64? = nil
+        method: String? = nil, text: String? = nil, runID: Int64? = nil, problemsOnly: Bool = false
     ) {
+        self.problemsOnly = problemsOnly
         self.host = host
         self.outcome = outcome
         self.status = status
@@ -87,7 +91,7 @@ public final class CaptureReader: @unchecked Sendable {
     }
 
     /// Runs SQL on the file, mapping errors to `CaptureFileError`.
-    private func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
+    func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
         do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
             throw CaptureFileError.reading(path, error)
         }
@@ -114,9 +118,10 @@ public final class CaptureReader: @unchecked Sendable {
     }
 
     /// Exchanges matching `filter`, newest first, at most `limit`, older than the exchange `before` when given
-    /// (the next page). Without bodies: `exchange(id:)` reads one with them.
+    /// (the next page). With `after`, the ones newer than that exchange instead, oldest first (what arrived since:
+    /// the live view's stream). Without bodies: `exchange(id:)` reads one with them.
     public func exchanges(
-        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil, after: Int64? = nil
     ) throws(CaptureFileError) -> [CapturedExchange] {
         var (clause, arguments) = Self.whereClause(filter)
         if let before {
@@ -124,9 +129,15 @@ public final class CaptureReader: @unchecked Sendable {
             clause += "e.id < ?"
             _ = arguments.append(contentsOf: [before])
         }
+        if let after {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id > ?"
+            _ = arguments.append(contentsOf: [after])
+        }
         _ = arguments.append(contentsOf: [limit])
+        let order = after == nil ? " ORDER BY e.id DESC LIMIT ?" : " ORDER BY e.id ASC LIMIT ?"
         return try read { db in
-            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?", arguments: arguments)
+            try Row.fetchAll(db, sql: Self.select + clause + order, arguments: arguments)
                 .map { try exchange(from: $0) }
         }
     }
@@ -216,6 +227,10 @@ public final class CaptureReader: @unchecked Sendable {
         if let text = filter.text {
             conditions.append("e.url LIKE ? ESCAPE '\\'")
             _ = arguments.append(contentsOf: ["%" + likeEscaped(text) + "%"])
+        }
+        if filter.problemsOnly {
+            conditions.append(
+                "(e.outcome IN ('blocked', 'violation', 'failed') OR e.status >= 400 OR e.interruption IS NOT NULL)")
         }
         if let run = filter.runID {
             conditions.append("e.run_id = ?")

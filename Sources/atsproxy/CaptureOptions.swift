@@ -49,9 +49,10 @@ struct CaptureOptions: ParsableArguments {
         return path
     }
 
-    /// `arguments` with a bare `--capture` (last, or followed by another option) given the default marker, as
-    /// `--capture=`: argument-parser has no options whose value may be left out.
+    /// `arguments` with a bare `--capture` or `--web` (last, or followed by another option) given its default
+    /// marker, as `--capture=`: argument-parser has no options whose value may be left out.
     static func expandingBareCapture(_ arguments: [String]) -> [String] {
+        let bare = ["--capture": defaultMarker, "--web": WebOptions.defaultMarker]
         var out: [String] = []
         var i = 0
         while i < arguments.count {
@@ -60,8 +61,8 @@ struct CaptureOptions: ParsableArguments {
                 out += arguments[i...]
                 break
             }
-            if word == "--capture", i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") {
-                out.append("--capture=" + defaultMarker)
+            if let marker = bare[word], i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") {
+                out.append(word + "=" + marker)
             } else {
                 out.append(word)
             }
