@@ -19,10 +19,12 @@ import Synchronization
 /// once a second on their own, which covers a batch committed after the wake-up and captures written by another
 /// process (`atsproxy view` on a file a proxy is writing).
 public final class LiveFeed: LogSink, @unchecked Sendable {
-    // @unchecked: `subscribers` is touched only under `lock`; `scheduled` is atomic.
+    // @unchecked: `subscribers` is touched only under `lock`; `scheduled` and `streams` are atomic.
     private let lock = NSLock()
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private let scheduled = Atomic<Bool>(false)
+    /// Open streams, read without the lock on the loop threads.
+    private let streams = Atomic<Int>(0)
     private let delay: DispatchTimeInterval
 
     private struct Subscriber {
@@ -40,7 +42,11 @@ public final class LiveFeed: LogSink, @unchecked Sendable {
 
     public func consume(_ entry: ProxyLog) {
         guard case .exchange = entry else { return }
-        guard !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Loads first: while a wake-up is pending (most of the time under load) no loop thread writes the shared
+        // flag, so the loop threads do not pass its cache line back and forth; with no stream open, nothing at all.
+        guard streams.load(ordering: .relaxed) > 0, !scheduled.load(ordering: .relaxed),
+            !scheduled.exchange(true, ordering: .acquiringAndReleasing)
+        else { return }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [self] in
             scheduled.store(false, ordering: .releasing)
             wakeAll()
@@ -61,12 +67,14 @@ public final class LiveFeed: LogSink, @unchecked Sendable {
         defer { lock.unlock() }
         subscribers[ObjectIdentifier(connection)] = Subscriber(
             connection: connection, loop: connection.loop)
+        streams.store(subscribers.count, ordering: .relaxed)
     }
 
     func unsubscribe(_ connection: WebConnection) {
         lock.lock()
         defer { lock.unlock() }
         subscribers[ObjectIdentifier(connection)] = nil
+        streams.store(subscribers.count, ordering: .relaxed)
     }
 
     private func wakeAll() {

@@ -45,6 +45,7 @@ final class WebConnection: ConnectionHandler {
     static let tick: Duration = .seconds(1)
     static let keepAliveComment: Duration = .seconds(15)
     static let idleTimeout: Duration = .seconds(120)
+    static let maximumBuffered = 1 << 20
 
     init(server: WebServer, loop: EventLoop, loopbackOnly: Bool) {
         self.server = server
@@ -61,6 +62,8 @@ final class WebConnection: ConnectionHandler {
         // A stream takes no more requests; whatever the page sends is ignored.
         guard stream == nil else { return }
         parser.receive(bytes)
+        // A client that keeps sending while its request is answered waits: what it sent is bounded.
+        if answering, parser.bufferedByteCount > Self.maximumBuffered { connection.pauseReading() }
         readRequests()
     }
 
@@ -168,6 +171,7 @@ final class WebConnection: ConnectionHandler {
             connection.close()
             return
         }
+        if connection.isReadingPaused { connection.resumeReading() }
         readRequests()
     }
 

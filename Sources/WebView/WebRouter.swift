@@ -154,15 +154,13 @@ public final class WebRouter: Sendable {
         var trace: [TraceJSON] = []
         var traceTruncated = false
         if let connection {
-            let records = try reader.traceRecords(runID: exchange.runID, connectionID: connection.connectionID)
-            let started = (detail?.timings.started ?? 0) - 0.001
-            let ended = (detail?.timings.ended ?? .infinity) + 0.25
             // The connection's opening records (its handshake and decision) and those of this exchange's time.
-            let opening = records.prefix(while: { $0.time < started }).prefix(20)
-            let own = records.filter { $0.time >= started && $0.time <= ended }
-            let shown = Array(opening) + own
-            traceTruncated = shown.count > Self.traceLimit
-            trace = shown.prefix(Self.traceLimit).map { r in
+            let records = try reader.traceRecords(
+                runID: exchange.runID, connectionID: connection.connectionID,
+                from: (detail?.timings.started ?? 0) - 0.001, to: (detail?.timings.ended ?? .infinity) + 0.25,
+                limit: Self.traceLimit + 1)
+            traceTruncated = records.count > Self.traceLimit
+            trace = records.prefix(Self.traceLimit).map { r in
                 TraceJSON(
                     time: r.time, level: r.record.level, title: r.record.title, subject: r.record.subject,
                     fields: r.record.fields.map { [$0.key, $0.value] })

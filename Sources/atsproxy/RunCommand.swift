@@ -394,16 +394,18 @@ struct RunCommand: ParsableCommand {
         let captureLine =
             temporaryCapture != nil ? "" : capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
         var webLine = ""
+        var webReader: CaptureReader?
         if let webAddress, let capture, let feed {
             let context = WebViewContext(
                 proxyAddress: "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
                 policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
                 blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
                 captureIsTemporary: temporaryCapture != nil, live: true,
-                version: ATSProxyCommand.configuration.version)
+                version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions())
             let web: Listener
             do {
                 let reader = try CaptureReader(path: capture.path)
+                webReader = reader
                 let server = WebServer(
                     router: WebRouter(reader: reader, context: context), feed: feed, credentials: credentials)
                 web = try server.listen(on: group, host: webAddress.0, port: webAddress.1)
@@ -433,6 +435,10 @@ struct RunCommand: ParsableCommand {
         done.wait()
         signals.cancel()
         sink.flushAll()
+        // Before the capture's own close: folding its write-ahead log back into the file needs the only connection.
+        do { try webReader?.close() } catch {
+            ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n")
+        }
         capture?.close()
     }
 

@@ -64,7 +64,7 @@ struct ViewCommand: ParsableCommand {
             policy: settings["policy"] ?? "unknown", iosProfile: settings["ios"].map { "iOS \($0)" } ?? "unknown",
             atsMode: settings["ats"] ?? "unknown", blockStyle: settings["ats"] == "enforce" ? settings["block"] : nil,
             capturePath: file, captureIsTemporary: false, live: false,
-            version: ATSProxyCommand.configuration.version)
+            version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions())
         let group = try EventLoopGroup(loopCount: 1)
         let server = WebServer(router: WebRouter(reader: reader, context: context), feed: LiveFeed(), credentials: credentials)
         let listener: Listener

@@ -27,6 +27,7 @@ import harness  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -47,7 +48,8 @@ def check(condition, message):
 def wait_for(driver, what, predicate, seconds=15):
     """Waits until `predicate(driver)` is truthy and returns it; fails naming `what`."""
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda d: predicate(d))
+        return WebDriverWait(driver, seconds, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: predicate(d))
     except Exception as error:  # selenium's TimeoutException, or the predicate's own error
         raise Failed("timed out waiting for %s (%s)" % (what, type(error).__name__))
 
@@ -229,11 +231,32 @@ def run(args):
                  d.find_element(By.CSS_SELECTOR, "#detail h2").text)
         check(True, "arrow keys select a row and Enter opens its detail")
 
+        # A window, not the session: past 600 rows the oldest leave the page; scrolling up brings them back.
+        # Selecting a row stopped the following; End resumes it.
+        body.send_keys(Keys.END)
+        wait_for(driver, "End to follow again", lambda d: d.execute_script("return state.follow"))
+        session.curl(*["https://www.tls.test/bulk/%d" % i for i in range(700)])
+        wait_for(driver, "the newest bulk row", lambda d: "/bulk/699" in rows(d)[-1].text, seconds=60)
+        check(len(rows(driver)) <= 600, "with 767 exchanges the page holds at most 600 rows (%d)" % len(rows(driver)))
+        for _ in range(10):
+            if rows(driver)[0].get_attribute("data-id") == "1":
+                break
+            driver.execute_script("document.getElementById('list').scrollTop = 0;")
+            time.sleep(0.5)
+        check(rows(driver)[0].get_attribute("data-id") == "1" and len(rows(driver)) <= 600,
+              "scrolling to the top pages back to the first exchange, still at most 600 rows")
+        for _ in range(10):
+            if "/bulk/699" in rows(driver)[-1].text:
+                break
+            driver.execute_script("const l = document.getElementById('list'); l.scrollTop = l.scrollHeight;")
+            time.sleep(0.5)
+        check("/bulk/699" in rows(driver)[-1].text, "scrolling down pages forward to the newest again")
+
         # The hosts summary.
         driver.find_element(By.ID, "tab-hosts").click()
         wait_for(driver, "the hosts summary", lambda d: len(d.find_elements(By.CSS_SELECTOR, "#hosts-rows tr")) == 2)
         summary = driver.find_element(By.ID, "hosts-rows").text
-        check("api.plain.test" in summary and "BLOCKED" in summary and "www.tls.test" in summary,
+        check("api.plain.test" in summary and "BLOCKED" in summary and "www.tls.test" in summary and "766" in summary,
               "the summary lists each host with its verdict")
         driver.save_screenshot(os.path.join(args.artifacts, "hosts.png"))
         logs = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
@@ -245,6 +268,12 @@ def run(args):
         if session and session.driver:
             try:
                 session.driver.save_screenshot(os.path.join(args.artifacts, "failure.png"))
+                print("page state: " + session.driver.execute_script(
+                    "return JSON.stringify({rows: state.rows.length, first: state.rows.length && state.rows[0].path, "
+                    "last: state.rows.length && state.rows[state.rows.length - 1].path, atNewest: state.atNewest, "
+                    "follow: state.follow, hasOlder: state.hasOlder, loading: state.loading, "
+                    "geometry: [document.getElementById('list').scrollTop, document.getElementById('list').scrollHeight, "
+                    "document.getElementById('list').clientHeight]})"))
             except Exception as error:  # the browser may be gone
                 print("note: no failure screenshot: %s" % error)
         if session:
@@ -263,6 +292,9 @@ def main():
     args = parser.parse_args()
     args.atsproxy = os.path.abspath(args.atsproxy)
     os.makedirs(args.artifacts, exist_ok=True)
+    for name in ("list.png", "blocked-detail.png", "hosts.png", "failure.png"):
+        if os.path.exists(os.path.join(args.artifacts, name)):
+            os.remove(os.path.join(args.artifacts, name))
 
     def overall(signum, frame):
         raise Failed("the whole test took more than %d s" % OVERALL_SECONDS)
