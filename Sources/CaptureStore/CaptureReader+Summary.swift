@@ -87,3 +87,44 @@ extension CaptureReader {
         }
     }
 }
+
+extension CaptureReader {
+    /// Like `exchanges(matching:limit:before:after:)`, but only what a list row shows: the console line's fields,
+    /// the action and the start time. No join and no JSON to decode (the decision, the handshake's chain), which
+    /// were most of the time of a page of 200 rows.
+    public func summaries(
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil, after: Int64? = nil
+    ) throws(CaptureFileError) -> [CapturedExchange] {
+        var (clause, arguments) = Self.whereClause(filter)
+        if let before {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id < ?"
+            _ = arguments.append(contentsOf: [before])
+        }
+        if let after {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id > ?"
+            _ = arguments.append(contentsOf: [after])
+        }
+        _ = arguments.append(contentsOf: [limit])
+        let order = after == nil ? " ORDER BY e.id DESC LIMIT ?" : " ORDER BY e.id ASC LIMIT ?"
+        let sql = """
+            SELECT e.id, e.run_id, e.started, e.ended, e.method, e.url, e.status, e.http_version, e.outcome, e.action,
+                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note
+            FROM exchanges e
+            """
+        return try read { db in
+            try Row.fetchAll(db, sql: sql + clause + order, arguments: arguments).map { row in
+                var record = ExchangeSummary(
+                    method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
+                    outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,
+                    errors: Self.errors(row["errors"]), requestBytes: row["request_bytes"],
+                    responseBytes: row["response_bytes"], durationMilliseconds: row["duration_ms"],
+                    interruption: row["interruption"], note: row["note"])
+                record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
+                record.detail = ExchangeDetail(timings: ExchangeTimings(started: row["started"], ended: row["ended"]))
+                return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
+            }
+        }
+    }
+}

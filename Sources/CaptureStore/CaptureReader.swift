@@ -207,7 +207,7 @@ public final class CaptureReader: @unchecked Sendable {
         LEFT JOIN connections c ON c.run_id = e.run_id AND c.connection_id = e.connection_id
         """
 
-    private static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
+    static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
         var conditions: [String] = []
         var arguments = StatementArguments()
         if let host = filter.host?.lowercased() {
@@ -252,12 +252,7 @@ public final class CaptureReader: @unchecked Sendable {
     }
 
     private func exchange(from row: Row) throws -> CapturedExchange {
-        let errors: [ExchangeError] = (row["errors"] as String).split(separator: ",").compactMap { token in
-            let codes = token.split(separator: "/")
-            guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
-            return ExchangeError(
-                urlError: URLErrorCode(url), sslError: codes.count > 1 ? Int(codes[1]).map(SSLErrorCode.init) : nil)
-        }
+        let errors = Self.errors(row["errors"])
         var record = ExchangeSummary(
             method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
             outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated, errors: errors,
@@ -303,6 +298,16 @@ public final class CaptureReader: @unchecked Sendable {
                 started: row["started"], requestSent: row["request_sent"],
                 firstResponseByte: row["first_response_byte"], ended: row["ended"]))
         return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
+    }
+
+    /// The `errors` column (`-1200/-9836,-1022`) as the record's errors.
+    static func errors(_ text: String) -> [ExchangeError] {
+        text.split(separator: ",").compactMap { token in
+            let codes = token.split(separator: "/")
+            guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
+            return ExchangeError(
+                urlError: URLErrorCode(url), sslError: codes.count > 1 ? Int(codes[1]).map(SSLErrorCode.init) : nil)
+        }
     }
 
     /// `[[key, value], …]` as the writer stores it.

@@ -32,7 +32,7 @@ public final class LiveFeed: LogSink, @unchecked Sendable {
         let loop: EventLoop
     }
 
-    public init(delay: DispatchTimeInterval = .milliseconds(50)) {
+    public init(delay: DispatchTimeInterval = .milliseconds(100)) {
         self.delay = delay
     }
 

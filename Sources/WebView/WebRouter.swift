@@ -124,7 +124,7 @@ public final class WebRouter: Sendable {
         let query: WebListQuery
         do { query = try WebListQuery(request) } catch { return .problem(400, error.message) }
         // One more than asked, to tell whether another page follows.
-        let rows = try reader.exchanges(
+        let rows = try reader.summaries(
             matching: query.filter, limit: query.limit + 1, before: query.before, after: query.after)
         return .json(ExchangeListJSON(
             exchanges: rows.prefix(query.limit).map(ExchangeRowJSON.init), more: rows.count > query.limit))
@@ -133,7 +133,7 @@ public final class WebRouter: Sendable {
     /// New exchanges for a stream: at most `streamBatch` after `after`, oldest first, and whether more are
     /// pending (then the stream tells the page to re-sync instead of sending them all).
     public func streamUpdate(filter: CaptureFilter, after: Int64) throws(CaptureFileError) -> StreamUpdate {
-        let rows = try reader.exchanges(matching: filter, limit: Self.streamBatch + 1, after: after)
+        let rows = try reader.summaries(matching: filter, limit: Self.streamBatch + 1, after: after)
         if rows.count > Self.streamBatch { return .resync(latest: try reader.latestID()) }
         guard let last = rows.last else { return .nothing }
         let encoder = JSONEncoder()

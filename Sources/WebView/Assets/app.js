@@ -197,13 +197,16 @@ function showCount() {
     (filterParams().toString() ? (count === 1 ? " matches" : " match") : "");
 }
 
-/// The count of matching exchanges, asked for when the filter changes or the stream skipped rows; streamed rows
-/// add to it as they come.
+/// The count of matching exchanges, asked for when the filter changes (at once) or the stream skipped rows (at most
+/// every two seconds: a filtered count reads the whole capture); streamed rows add to it as they come.
 let countTimer = null;
-function updateCount() {
+let lastCount = 0;
+function updateCount(skipped = false) {
+  if (skipped && countTimer !== null) return;
   clearTimeout(countTimer);
   countTimer = setTimeout(async () => {
     countTimer = null;
+    lastCount = Date.now();
     const params = filterParams();
     try {
       const { count } = await api(`/api/exchanges/count?${params}`);
@@ -213,7 +216,7 @@ function updateCount() {
     } catch (error) {
       $("count").textContent = "";
     }
-  }, 50);
+  }, skipped ? Math.max(50, 2000 - (Date.now() - lastCount)) : 50);
 }
 
 function updateHarLink() {
@@ -319,7 +322,7 @@ function openStream(after) {
   });
   source.addEventListener("resync", () => {
     if (generation !== state.generation) return;
-    updateCount();
+    updateCount(true);
     if (state.follow) refreshNewest();
     else state.atNewest = false;
   });
@@ -347,7 +350,6 @@ function refreshNewest() {
       state.atNewest = true;
       render();
       scrollToNewest();
-      updateCount();
     } catch (error) {
       showListError(error);
     } finally {
