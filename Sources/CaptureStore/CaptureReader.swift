@@ -207,6 +207,9 @@ public final class CaptureReader: @unchecked Sendable {
         LEFT JOIN connections c ON c.run_id = e.run_id AND c.connection_id = e.connection_id
         """
 
+    /// The condition a status range adds to `whereClause`.
+    static let statusRangeCondition = "e.status BETWEEN ? AND ?"
+
     static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
         var conditions: [String] = []
         var arguments = StatementArguments()
@@ -224,8 +227,14 @@ public final class CaptureReader: @unchecked Sendable {
             _ = arguments.append(contentsOf: [outcome.rawValue])
         }
         if let status = filter.status {
-            conditions.append("e.status BETWEEN ? AND ?")
-            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
+            // One status is an equality, which the (status, id) index serves newest first; a range is not.
+            if status.lowerBound == status.upperBound {
+                conditions.append("e.status = ?")
+                _ = arguments.append(contentsOf: [status.lowerBound])
+            } else {
+                conditions.append(statusRangeCondition)
+                _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
+            }
         }
         if let method = filter.method {
             conditions.append("e.method = ?")

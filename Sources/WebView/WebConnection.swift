@@ -129,13 +129,14 @@ final class WebConnection: ConnectionHandler {
             credentials.refusal(ofProxyAuthorization: head.headers[first: "Authorization"]) != nil
         {
             var response = WebResponse.problem(401, "the web view needs the proxy's credentials")
-            response.headers.add(name: "WWW-Authenticate", value: "Basic realm=\"ATSProxy web view\", charset=\"UTF-8\"")
+            response.headers.add(
+                name: "WWW-Authenticate", value: "Basic realm=\"ATSProxy web view\", charset=\"UTF-8\"")
             write(response, headOnly: headOnly, keepAlive: keepAlive)
             return
         }
         if loopbackOnly, let host = head.headers[first: "Host"], !WebServer.isLoopbackHost(host) {
-            write(.problem(421, "this web view answers only to a loopback host name (127.0.0.1, localhost), not \(host)"),
-                  headOnly: headOnly, keepAlive: false)
+            let message = "this web view answers only to a loopback host name (127.0.0.1, localhost), not \(host)"
+            write(.problem(421, message), headOnly: headOnly, keepAlive: false)
             return
         }
         guard let request = WebRequest(head: head) else {

@@ -62,7 +62,9 @@ public final class WebRouter: Sendable {
         case ["api", "exchanges"]: return .respond(try list(request))
         case ["api", "exchanges", "count"]:
             let query: WebListQuery
-            do { query = try WebListQuery(request, paging: false) } catch { return .respond(.problem(400, error.message)) }
+            do { query = try WebListQuery(request, paging: false) } catch {
+                return .respond(.problem(400, error.message))
+            }
             return .respond(.json(["count": try reader.count(matching: query.filter)]))
         case ["api", "hosts"]: return .respond(try hostSummary())
         case ["api", "stream"]:
@@ -147,7 +149,9 @@ public final class WebRouter: Sendable {
     }
 
     private func detail(_ id: Int64) throws(CaptureFileError) -> WebResponse {
-        guard let exchange = try reader.exchange(id: id) else { return .problem(404, "no exchange \(id) in the capture") }
+        guard let exchange = try reader.exchange(id: id) else {
+            return .problem(404, "no exchange \(id) in the capture")
+        }
         let e = exchange.record
         let detail = e.detail
         let connection = e.connection
@@ -206,7 +210,9 @@ public final class WebRouter: Sendable {
     /// shown as a page would run its scripts with access to this API. Raster images keep their type (the page
     /// shows them); everything else is `application/octet-stream`, sandboxed.
     private func body(_ id: Int64, request: Bool) throws(CaptureFileError) -> WebResponse {
-        guard let exchange = try reader.exchange(id: id) else { return .problem(404, "no exchange \(id) in the capture") }
+        guard let exchange = try reader.exchange(id: id) else {
+            return .problem(404, "no exchange \(id) in the capture")
+        }
         let detail = exchange.record.detail
         let body = request ? detail?.requestBody : detail?.responseBody
         guard let body else {
@@ -318,12 +324,14 @@ final class HostTotals: @unchecked Sendable {
             let judged = counts.values.filter { $0.decidedBy != nil }.max { $0.lastID < $1.lastID }
             return HostJSON(
                 host: host, exchanges: n,
-                verdicts: Dictionary(uniqueKeysWithValues: counts.map { (ExchangeRowJSON.verdict($0.key), $0.value.count) }),
+                verdicts: Dictionary(
+                    uniqueKeysWithValues: counts.map { (ExchangeRowJSON.verdict($0.key), $0.value.count) }),
                 verdict: ExchangeRowJSON.verdict(worst),
                 errors: Array(Set(counts.values.flatMap(\.errors))).sorted(),
                 decidedBy: judged?.decidedBy, lastID: newest?.lastID ?? 0)
         }
-        let rank = { (h: HostJSON) in ["blocked", "violation", "failed", "notJudged", "ok"].firstIndex(of: h.verdict) ?? 5 }
+        let order = ["blocked", "violation", "failed", "notJudged", "ok"]
+        let rank = { (h: HostJSON) in order.firstIndex(of: h.verdict) ?? order.count }
         return (list.sorted { (rank($0), $0.host) < (rank($1), $1.host) }, total)
     }
 }

@@ -17,7 +17,8 @@ struct CaptureOptions: ParsableArguments {
     @Option(
         name: .customLong("capture-bodies"),
         help: ArgumentHelp(
-            "With --capture: bytes kept of each request and response body (e.g. 64k, 1m; 0 for none; default 1m). "
+            "With --capture (or --web): bytes kept of each request and response body (e.g. 64k, 1m; 0 for none; "
+                + "default 1m). "
                 + "A cut body is marked with its real size.",
             valueName: "SIZE"))
     var captureBodies: ByteSize?
@@ -28,12 +29,6 @@ struct CaptureOptions: ParsableArguments {
     static let defaultBodyLimit = 1 << 20
 
     var bodyLimit: Int { captureBodies?.bytes ?? Self.defaultBodyLimit }
-
-    func validate() throws {
-        if captureBodies != nil && capture == nil {
-            throw ValidationError("--capture-bodies goes with --capture")
-        }
-    }
 
     /// The capture file's path: FILE, or a new `captures/<date-time>.atscap` (the folder made 0700 when missing).
     func resolvedPath(now: Date = Date()) throws(CaptureFileError) -> String? {

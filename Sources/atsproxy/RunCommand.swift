@@ -218,6 +218,10 @@ struct RunCommand: ParsableCommand {
                     + "--auth-file FILE (or $\(ProxyCredentialSource.environmentVariable), or --auth) with USER:PASSWORD, "
                     + "or add --allow-open-proxy to run without.")
         }
+        // Here rather than in CaptureOptions: --web captures too (to a temporary file), and takes the body cap.
+        if captureOptions.captureBodies != nil && captureOptions.capture == nil && webOptions.web == nil {
+            throw ValidationError("--capture-bodies goes with --capture (or --web)")
+        }
         if let (webHost, _) = try webOptions.address() {
             try WebOptions.checkExposure(
                 host: webHost, allowLAN: allowLAN, hasCredentials: credentials != nil, allowOpenProxy: allowOpenProxy)

@@ -20,19 +20,27 @@ struct ViewCommand: ParsableCommand {
 
     @Option(
         name: .customLong("web"),
-        help: ArgumentHelp("Address and port to serve on (default \(WebOptions.defaultAddress)).", valueName: "ADDR:PORT"))
+        help: ArgumentHelp(
+            "Address and port to serve on (default \(WebOptions.defaultAddress)).", valueName: "ADDR:PORT"))
     var web: String = WebOptions.defaultAddress
 
-    @Flag(name: .customLong("allow-lan"), help: "Allow a non-loopback --web address; needs credentials or --allow-open-proxy.")
+    @Flag(
+        name: .customLong("allow-lan"),
+        help: "Allow a non-loopback --web address; needs credentials or --allow-open-proxy.")
     var allowLAN = false
 
     @Flag(name: .customLong("allow-open-proxy"), help: "With --allow-lan, serve the capture without credentials.")
     var allowOpenProxy = false
 
-    @Option(help: ArgumentHelp("Require Authorization: Basic USER:PASSWORD (visible in ps: prefer --auth-file).", valueName: "USER:PASSWORD"))
+    @Option(
+        help: ArgumentHelp(
+            "Require Authorization: Basic USER:PASSWORD (visible in ps: prefer --auth-file).",
+            valueName: "USER:PASSWORD"))
     var auth: String?
 
-    @Option(name: .customLong("auth-file"), help: ArgumentHelp("Read USER:PASSWORD from the first line of FILE.", valueName: "FILE"))
+    @Option(
+        name: .customLong("auth-file"),
+        help: ArgumentHelp("Read USER:PASSWORD from the first line of FILE.", valueName: "FILE"))
     var authFile: String?
 
     private var credentialSource: ProxyCredentialSource {
@@ -66,7 +74,8 @@ struct ViewCommand: ParsableCommand {
             capturePath: file, captureIsTemporary: false, live: false,
             version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions())
         let group = try EventLoopGroup(loopCount: 1)
-        let server = WebServer(router: WebRouter(reader: reader, context: context), feed: LiveFeed(), credentials: credentials)
+        let server = WebServer(
+            router: WebRouter(reader: reader, context: context), feed: LiveFeed(), credentials: credentials)
         let listener: Listener
         do { listener = try server.listen(on: group, host: host, port: port) } catch {
             group.shutdownGracefully(timeout: .zero)
@@ -78,7 +87,8 @@ struct ViewCommand: ParsableCommand {
         let count: Int
         do { count = try reader.count() } catch { throw failure("atsproxy view: error: \(error)", status: 2) }
         FileHandle.standardOutput.write(Data("""
-            ATSProxy view of \(file) (\(count) exchange\(count == 1 ? "" : "s"), \(runs.count) run\(runs.count == 1 ? "" : "s"))
+            ATSProxy view of \(file) (\(count) exchange\(count == 1 ? "" : "s"), \(runs.count) \
+            run\(runs.count == 1 ? "" : "s"))
             Web:     http://\(shownHost):\(listener.port)/
 
             """.utf8))
