@@ -91,6 +91,7 @@ def main():
             ("first page, host=h7.test", "/api/exchanges?limit=200&host=h7.test"),
             ("first page, verdict=blocked", "/api/exchanges?limit=200&verdict=blocked"),
             ("first page, status=5xx", "/api/exchanges?limit=200&status=5xx"),
+            ("first page, status=2xx", "/api/exchanges?limit=200&status=2xx"),
             ("first page, only problems", "/api/exchanges?limit=200&problems=1"),
             ("first page, text=/1k (every URL)", "/api/exchanges?limit=200&text=/1k"),
             ("stream's look (after=newest)", f"/api/exchanges?limit=201&after={newest}"),
