@@ -97,7 +97,7 @@ public final class CaptureReader: @unchecked Sendable {
         do { try queue.close() } catch { throw CaptureFileError.reading(path, error) }
     }
 
-    /// Runs SQL on the file, mapping errors to `CaptureFileError`.
+    /// Runs SQL on the file, mapping errors to `CaptureFileError` (internal: reader extensions in other files use it).
     func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
         do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
             throw CaptureFileError.reading(path, error)

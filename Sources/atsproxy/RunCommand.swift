@@ -172,6 +172,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var webOptions: WebOptions
 
+    @OptionGroup var deviceOptions: DeviceOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -336,6 +338,12 @@ struct RunCommand: ParsableCommand {
         if let keyWarning {
             FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
         }
+        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
+        let profileText =
+            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
+        let blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
+        let onboarding = DeviceOptions.onboardingSite(
+            authority: authority, policy: policySource, profile: profileText, ats: ats.rawValue + blocking)
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try HostMapping.parsingAll(map),
@@ -352,7 +360,8 @@ struct RunCommand: ParsableCommand {
                 response: .milliseconds(Int(responseTimeout * 1000))),
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
-            recording: capture == nil ? nil : RecordingOptions(bodyLimit: captureOptions.bodyLimit))
+            recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
+            onboarding: onboarding, appleHosts: deviceOptions.appleHosts)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -388,10 +397,7 @@ struct RunCommand: ParsableCommand {
             }
         }
 
-        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
-        let profileText =
-            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
-        let blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
+        let networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
         let bodies = captureOptions.bodyLimit == 0 ? "no bodies" : "bodies up to \(captureOptions.bodyLimit) bytes each"
@@ -401,7 +407,7 @@ struct RunCommand: ParsableCommand {
         var webReader: CaptureReader?
         if let webAddress, let capture, let feed {
             let context = WebViewContext(
-                proxyAddress: "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
+                proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
                 policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
                 blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
                 captureIsTemporary: temporaryCapture != nil, live: true,
@@ -428,7 +434,7 @@ struct RunCommand: ParsableCommand {
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
             Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)\(webLine)
-
+            \(DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))
 
         if insecureUpstream {
@@ -444,6 +450,13 @@ struct RunCommand: ParsableCommand {
             ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n")
         }
         capture?.close()
+    }
+
+    /// What exchanges record beyond their console line: heads and bodies up to the limit for a capture; heads
+    /// alone for `--diagnostics 2` and up, whose records show the response headers.
+    static func recording(captureBodyLimit: Int?, level: Int) -> RecordingOptions? {
+        if let captureBodyLimit { return RecordingOptions(bodyLimit: captureBodyLimit) }
+        return level >= 2 ? RecordingOptions(bodyLimit: 0) : nil
     }
 
     /// A new capture file in the system's temporary folder, for `--web` without `--capture`.
