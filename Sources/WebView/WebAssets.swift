@@ -77,8 +77,11 @@ enum WebAssets {
     <tbody id="hosts-rows"></tbody>
   </table>
   <section id="report" hidden>
-    <h2>Session report</h2>
-    <p><a id="report-plist" href="/api/report/plist" download>Download the suggested plist</a></p>
+    <h2>Session report <span id="report-time" class="sub"></span></h2>
+    <p class="report-tools"><button id="report-refresh" type="button">Refresh</button>
+      <a id="report-plist" href="/api/report/plist" download="suggested-ats.plist">Download the suggested plist</a>
+      <span class="sub">The app's policy against what was observed: missing and unused exceptions, and the smallest
+      NSAppTransportSecurity that lets every observed load through.</span></p>
     <pre id="report-body"></pre>
   </section>
 </section>
@@ -809,15 +812,26 @@ async function refreshHosts() {
       tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
       return tr;
     }));
-    if (state.info && state.info.features && state.info.features.report) {
-      $("report").hidden = false;
-      const response = await fetch("/api/report", { cache: "no-store" });
-      $("report-body").textContent = JSON.stringify(await response.json(), null, 2);
-    }
   } catch (error) {
     $("hosts-total").textContent = `Cannot load the summary: ${error.message}`;
   }
   hostsTimer = setTimeout(refreshHosts, 2000);
+}
+
+/// The session report (`atsproxy report` over the capture): read when the tab opens and on Refresh, since it
+/// reads every observed origin of the capture.
+async function refreshReport() {
+  if (!(state.info && state.info.features && state.info.features.report)) return;
+  $("report").hidden = false;
+  $("report-body").textContent = "Reading the capture…";
+  try {
+    const response = await fetch("/api/report/text", { cache: "no-store" });
+    if (!response.ok) throw new Error(`${response.status}: ${(await response.json()).error}`);
+    $("report-body").textContent = await response.text();
+    $("report-time").textContent = `as of ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    $("report-body").textContent = `Cannot make the report: ${error.message}`;
+  }
 }
 
 function showTab(name) {
@@ -826,7 +840,10 @@ function showTab(name) {
   $("hosts").hidden = traffic;
   $("tab-traffic").setAttribute("aria-selected", String(traffic));
   $("tab-hosts").setAttribute("aria-selected", String(!traffic));
-  if (!traffic) refreshHosts();
+  if (!traffic) {
+    refreshHosts();
+    refreshReport();
+  }
 }
 
 // ---------------------------------------------------------------- start
@@ -866,6 +883,7 @@ async function start() {
   $("list").addEventListener("scroll", onScroll, { passive: true });
   $("tab-traffic").addEventListener("click", () => showTab("traffic"));
   $("tab-hosts").addEventListener("click", () => showTab("hosts"));
+  $("report-refresh").addEventListener("click", refreshReport);
   document.addEventListener("keydown", onKey);
   await reload();
   $("list").focus();
@@ -979,7 +997,13 @@ aside#detail .placeholder { color: var(--muted); }
 #hosts-table th { background: var(--head); }
 #hosts-table tr.host-row { cursor: pointer; }
 #hosts-table tr.host-row:hover { background: #f4f7fc; }
-#report pre { background: #f6f6f8; padding: 8px; max-height: 400px; overflow: auto; }
+#report h2 { font-size: 14px; margin: 18px 0 6px; }
+#report .sub { color: var(--muted); font-weight: normal; }
+#report .report-tools { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; }
+#report button { font: inherit; padding: 3px 10px; border: 1px solid var(--line); border-radius: 5px;
+  background: var(--bg); cursor: pointer; }
+#report pre { background: #f6f6f8; border: 1px solid #e6e6ea; border-radius: 5px; padding: 8px 10px;
+  max-height: 420px; overflow: auto; white-space: pre-wrap; }
 
 """##
 }

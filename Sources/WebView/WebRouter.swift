@@ -23,7 +23,8 @@ public enum WebRoute: Sendable {
 /// - `GET /api/exchanges/ID/body/request|response`: the body bytes kept.
 /// - `GET /api/hosts`: the session summary per host.
 /// - `GET /api/stream?filters&after=ID`: Server-Sent Events of new exchanges.
-/// - `GET /api/report`, `/api/report/plist`, `/api/har?filters`: when wired (`WebViewExtensions`).
+/// - `GET /api/report`, `/api/report/text`, `/api/report/plist`, `/api/har?filters`: when wired
+///   (`WebViewExtensions`).
 public final class WebRouter: Sendable {
     public let reader: CaptureReader
     public let context: WebViewContext
@@ -73,8 +74,9 @@ public final class WebRouter: Sendable {
             let after: Int64
             if let given = query.after { after = given } else { after = try reader.latestID() }
             return .stream(filter: query.filter, after: after)
-        case ["api", "report"]: return .respond(report(plist: false))
-        case ["api", "report", "plist"]: return .respond(report(plist: true))
+        case ["api", "report"]: return .respond(report(.json))
+        case ["api", "report", "plist"]: return .respond(report(.plist))
+        case ["api", "report", "text"]: return .respond(report(.text))
         case ["api", "har"]: return .respond(har(request))
         default: break
         }
@@ -238,13 +240,19 @@ public final class WebRouter: Sendable {
         return .json(HostListJSON(hosts: hosts, exchanges: total))
     }
 
-    private func report(plist: Bool) -> WebResponse {
+    private enum ReportForm { case json, text, plist }
+
+    private func report(_ form: ReportForm) -> WebResponse {
         guard let make = context.extensions.reportFindings else {
             return .problem(404, "the session report is not part of this build")
         }
         do {
             let report = try make(reader)
-            if plist {
+            if form == .text {
+                return WebResponse(
+                    status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(report.readable.utf8))
+            }
+            if form == .plist {
                 return WebResponse(
                     status: 200,
                     headers: [

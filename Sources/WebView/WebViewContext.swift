@@ -46,13 +46,16 @@ public struct WebViewContext: Sendable {
 
 /// The session's findings as `atsproxy report` gives them, for the summary tab.
 public struct WebReport: Sendable {
-    /// The findings as JSON (what `atsproxy report --format json` prints), shown by the page as it is.
+    /// The findings as JSON (what `atsproxy report --format json` prints), for scripts.
     public var findingsJSON: [UInt8]
-    /// The suggested minimal `NSAppTransportSecurity` dictionary, as an XML plist fragment.
+    /// The same as readable text (the report's Markdown), which the page shows.
+    public var readable: String
+    /// The suggested minimal `NSAppTransportSecurity` dictionary, as a whole plist document.
     public var suggestedPlist: String
 
-    public init(findingsJSON: [UInt8], suggestedPlist: String) {
+    public init(findingsJSON: [UInt8], readable: String, suggestedPlist: String) {
         self.findingsJSON = findingsJSON
+        self.readable = readable
         self.suggestedPlist = suggestedPlist
     }
 }

@@ -1,4 +1,5 @@
 import ATSLint
+import ATSReport
 import ATSPolicy
 import ArgumentParser
 import CaptureStore
@@ -411,7 +412,11 @@ struct RunCommand: ParsableCommand {
                 policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
                 blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
                 captureIsTemporary: temporaryCapture != nil, live: true,
-                version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions())
+                version: ATSProxyCommand.configuration.version,
+                extensions: WebViewWiring.extensions(
+                    policy: ReportPolicy(
+                        atsDictionary: atsDictionary, source: policySource,
+                        options: readings.policyOptions(profile: profile))))
             let web: Listener
             do {
                 let reader = try CaptureReader(path: capture.path)

@@ -1,7 +1,10 @@
+import ATSPolicy
+import ATSReport
 import ArgumentParser
 import CaptureStore
 import Dispatch
 import Foundation
+import PolicyLoader
 import ProxyEventLoop
 import WebView
 
@@ -17,6 +20,12 @@ struct ViewCommand: ParsableCommand {
 
     @Argument(help: "A capture file (run --capture).")
     var file: String
+
+    @Option(
+        help: "The app's ATS policy for the Hosts tab's report (as `report --plist`); without it, Apple's defaults.")
+    var plist: String?
+
+    @OptionGroup var readings: PolicyReadingOptions
 
     @Option(
         name: .customLong("web"),
@@ -67,12 +76,27 @@ struct ViewCommand: ParsableCommand {
             throw failure("atsproxy view: error: \(error)", status: 2)
         }
         let settings = runs.last?.settings ?? [:]
+        // The report judges against --plist (else Apple's defaults) on the iOS the capture was made with.
+        var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
+        var policySource = AppleDefaultPolicy.source
+        if let plist {
+            do {
+                let loaded = try PolicyLoader.load(path: plist)
+                atsDictionary = loaded.atsDictionary
+                policySource = loaded.sourceDescription
+            } catch {
+                throw failure("atsproxy view: error: \(error)", status: 2)
+            }
+        }
+        let profile = settings["ios"].flatMap { Int($0) }.flatMap(IOSProfile.band(for:)) ?? IOSProfile.newest
+        let reportPolicy = ReportPolicy(
+            atsDictionary: atsDictionary, source: policySource, options: readings.policyOptions(profile: profile))
         let context = WebViewContext(
             proxyAddress: nil, proxyURL: settings["listen"].map { "http://\($0)" }, caPath: settings["ca"],
             policy: settings["policy"] ?? "unknown", iosProfile: settings["ios"].map { "iOS \($0)" } ?? "unknown",
             atsMode: settings["ats"] ?? "unknown", blockStyle: settings["ats"] == "enforce" ? settings["block"] : nil,
             capturePath: file, captureIsTemporary: false, live: false,
-            version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions())
+            version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions(policy: reportPolicy))
         let group = try EventLoopGroup(loopCount: 1)
         let server = WebServer(
             router: WebRouter(reader: reader, context: context), feed: LiveFeed(), credentials: credentials)

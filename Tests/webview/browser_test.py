@@ -258,6 +258,15 @@ def run(args):
         summary = driver.find_element(By.ID, "hosts-rows").text
         check("api.plain.test" in summary and "BLOCKED" in summary and "www.tls.test" in summary and "766" in summary,
               "the summary lists each host with its verdict")
+        report = wait_for(driver, "the session report", lambda d: (lambda t: t if "api.plain.test" in t else None)(
+            d.find_element(By.ID, "report-body").text), seconds=30)
+        check("NSExceptionAllowsInsecureHTTPLoads" in report,
+              "the session report names the missing exception for the blocked host")
+        suggested = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch('/api/report/plist').then(r => r.text()).then(done, e => done('error ' + e));")
+        check("<key>api.plain.test</key>" in suggested and "<key>NSAppTransportSecurity</key>" in suggested,
+              "the suggested plist downloads as a plist that lets the blocked host through")
         driver.save_screenshot(os.path.join(args.artifacts, "hosts.png"))
         logs = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
         check(not logs, "the page logged no errors: %r" % logs[:3])

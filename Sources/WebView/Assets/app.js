@@ -718,15 +718,26 @@ async function refreshHosts() {
       tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
       return tr;
     }));
-    if (state.info && state.info.features && state.info.features.report) {
-      $("report").hidden = false;
-      const response = await fetch("/api/report", { cache: "no-store" });
-      $("report-body").textContent = JSON.stringify(await response.json(), null, 2);
-    }
   } catch (error) {
     $("hosts-total").textContent = `Cannot load the summary: ${error.message}`;
   }
   hostsTimer = setTimeout(refreshHosts, 2000);
+}
+
+/// The session report (`atsproxy report` over the capture): read when the tab opens and on Refresh, since it
+/// reads every observed origin of the capture.
+async function refreshReport() {
+  if (!(state.info && state.info.features && state.info.features.report)) return;
+  $("report").hidden = false;
+  $("report-body").textContent = "Reading the capture…";
+  try {
+    const response = await fetch("/api/report/text", { cache: "no-store" });
+    if (!response.ok) throw new Error(`${response.status}: ${(await response.json()).error}`);
+    $("report-body").textContent = await response.text();
+    $("report-time").textContent = `as of ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    $("report-body").textContent = `Cannot make the report: ${error.message}`;
+  }
 }
 
 function showTab(name) {
@@ -735,7 +746,10 @@ function showTab(name) {
   $("hosts").hidden = traffic;
   $("tab-traffic").setAttribute("aria-selected", String(traffic));
   $("tab-hosts").setAttribute("aria-selected", String(!traffic));
-  if (!traffic) refreshHosts();
+  if (!traffic) {
+    refreshHosts();
+    refreshReport();
+  }
 }
 
 // ---------------------------------------------------------------- start
@@ -775,6 +789,7 @@ async function start() {
   $("list").addEventListener("scroll", onScroll, { passive: true });
   $("tab-traffic").addEventListener("click", () => showTab("traffic"));
   $("tab-hosts").addEventListener("click", () => showTab("hosts"));
+  $("report-refresh").addEventListener("click", refreshReport);
   document.addEventListener("keydown", onKey);
   await reload();
   $("list").focus();
