@@ -29,8 +29,7 @@ struct ViewCommand: ParsableCommand {
 
     @Option(
         name: .customLong("web"),
-        help: ArgumentHelp(
-            "Address and port to serve on (default \(WebOptions.defaultAddress)).", valueName: "ADDR:PORT"))
+        help: ArgumentHelp("Address and port to serve the page on.", valueName: "ADDR:PORT"))
     var web: String = WebOptions.defaultAddress
 
     @Flag(

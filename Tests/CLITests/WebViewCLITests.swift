@@ -38,12 +38,12 @@ import Testing
     }
 
     /// Tests/webview/browser_test.py: headless Chromium (Selenium, chromedriver) against `run --web` with curl's
-    /// traffic. Screenshots go to .build/webview-artifacts.
+    /// traffic. Screenshots go to .build/test-artefacts/webview.
     @Test("The web view in a real browser: live rows, a blocked load's error and fix, filters, keyboard, summary",
           .timeLimit(.minutes(5)))
     func browser() throws {
         let root = TestPython.packageRoot
-        let artifacts = root.appendingPathComponent(".build/webview-artifacts").path
+        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try TestPython.path())
         p.arguments = [root.appendingPathComponent("Tests/webview/browser_test.py").path,

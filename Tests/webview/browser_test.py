@@ -9,7 +9,7 @@ list; keyboard selection and Enter open the detail. Screenshots of the list and 
 to --artifacts. Exits 1 on the first failed check, naming it; every wait is bounded and every process it started
 is stopped.
 
-    browser_test.py --atsproxy .build/debug/atsproxy --artifacts .build/webview-artifacts
+    browser_test.py --atsproxy .build/debug/atsproxy --artifacts .build/test-artefacts/webview
 """
 
 import argparse
