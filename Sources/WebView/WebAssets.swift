@@ -66,14 +66,17 @@ enum WebAssets {
       <p id="list-empty" hidden>No exchanges yet. Send traffic through the proxy; rows appear here as they finish.</p>
     </div>
     <aside id="detail" tabindex="-1" aria-live="polite">
-      <p class="placeholder">Select an exchange (click, or ↑ ↓ and Enter) to see its headers, bodies, TLS, ATS decision and trace.</p>
+      <p class="placeholder">Select an exchange (click, or ↑ ↓ and Enter) to see its headers, bodies, TLS, ATS
+        decision and trace.</p>
     </aside>
   </div>
 </section>
 <section id="hosts" role="tabpanel" aria-labelledby="tab-hosts" hidden>
   <p id="hosts-total"></p>
   <table id="hosts-table">
-    <thead><tr><th>Host</th><th>ATS</th><th>Exchanges</th><th>By verdict</th><th>Errors</th><th>Decided by</th></tr></thead>
+    <thead><tr>
+      <th>Host</th><th>ATS</th><th>Exchanges</th><th>By verdict</th><th>Errors</th><th>Decided by</th>
+    </tr></thead>
     <tbody id="hosts-rows"></tbody>
   </table>
   <section id="report" hidden>
@@ -151,7 +154,9 @@ async function api(path) {
 
 // ---------------------------------------------------------------- formatting
 
-const VERDICT_TEXT = { ok: "ok", blocked: "BLOCKED", violation: "VIOLATION", notJudged: "not judged", failed: "FAILED" };
+const VERDICT_TEXT = {
+  ok: "ok", blocked: "BLOCKED", violation: "VIOLATION", notJudged: "not judged", failed: "FAILED",
+};
 
 function verdictBadge(verdict) {
   return el("span", { class: `verdict v-${verdict}`, text: VERDICT_TEXT[verdict] || verdict });
@@ -637,14 +642,16 @@ function bodyBlock(id, direction, info) {
   const holder = el("div", {});
   const facts = `${formatBytes(info.size)}${info.truncated ? `, cut: ${formatBytes(info.kept)} kept` : ""}` +
     `${info.contentType ? ` · ${info.contentType}` : ""}`;
-  holder.append(el("div", { class: "leg", text: `${direction === "request" ? "Request" : "Response"} body: ${facts}` }));
+  const label = direction === "request" ? "Request" : "Response";
+  holder.append(el("div", { class: "leg", text: `${label} body: ${facts}` }));
   if (info.kept === 0) {
     holder.append(el("div", { class: "sub", text: info.size ? "not kept (--capture-bodies 0)" : "empty" }));
     return holder;
   }
   const url = `/api/exchanges/${id}/body/${direction}`;
   const type = (info.contentType || "").split(";")[0].trim().toLowerCase();
-  const tools = el("div", { class: "body-tools" }, el("a", { href: url, download: `exchange-${id}-${direction}.bin`, text: "Download" }));
+  const download = el("a", { href: url, download: `exchange-${id}-${direction}.bin`, text: "Download" });
+  const tools = el("div", { class: "body-tools" }, download);
   const view = el("div", {});
   holder.append(tools, view);
   if (type.startsWith("image/") && type !== "image/svg+xml" && !info.contentEncoding) {
@@ -671,7 +678,9 @@ function bodyBlock(id, direction, info) {
     const hex = el("button", { class: "copy", type: "button", text: "Hex" });
     hex.addEventListener("click", showHex);
     tools.append(hex);
-  }).catch((error) => view.replaceChildren(el("div", { class: "sub", text: `Cannot load the body: ${error.message}` })));
+  }).catch((error) => {
+    view.replaceChildren(el("div", { class: "sub", text: `Cannot load the body: ${error.message}` }));
+  });
   return holder;
 }
 
@@ -738,14 +747,17 @@ async function showDetail(id) {
     decision.push(el("div", { class: "sub", text: "Not judged (ATS off, or a tunnel the proxy did not intercept)." }));
   }
   for (const v of d.violations) decision.push(violationBlock(v));
-  parts.push(section(`ATS decision${d.violations.length ? ` · ${d.violations.length} violation${d.violations.length > 1 ? "s" : ""}` : ""}`, true, ...decision));
+  const count = d.violations.length;
+  const violations = count ? ` · ${count} violation${count > 1 ? "s" : ""}` : "";
+  parts.push(section(`ATS decision${violations}`, true, ...decision));
 
   parts.push(section("Headers", true,
     headBlock("Request (from the client)", d.request),
     headBlock("Request (as sent upstream)", d.forwardedRequest),
     headBlock("Response (from the upstream)", d.response),
     headBlock("Response (as the client got it)", d.clientResponse),
-    !d.request && !d.response && !d.clientResponse ? el("div", { class: "sub", text: "No HTTP heads: a handshake or a tunnel." }) : null));
+    !d.request && !d.response && !d.clientResponse
+      ? el("div", { class: "sub", text: "No HTTP heads: a handshake or a tunnel." }) : null));
 
   parts.push(section("Bodies", true,
     bodyBlock(x.id, "request", d.requestBody), bodyBlock(x.id, "response", d.responseBody),
@@ -757,7 +769,8 @@ async function showDetail(id) {
     tlsBlock("Client ↔ proxy", c && c.clientTLS),
     tlsBlock("Proxy ↔ upstream", c && c.upstreamTLS),
     chainBlock(c && c.upstreamHandshake),
-    !c || (!c.clientTLS && !c.upstreamTLS) ? el("div", { class: "sub", text: "No TLS on this exchange's legs." }) : null));
+    !c || (!c.clientTLS && !c.upstreamTLS)
+      ? el("div", { class: "sub", text: "No TLS on this exchange's legs." }) : null));
 
   parts.push(section("Trace (CFNetwork diagnostics)", true, traceBlock(d.trace, d.traceTruncated)));
   parts.push(section("Copy as curl", true,
@@ -798,7 +811,8 @@ async function refreshHosts() {
   try {
     const summary = await api("/api/hosts");
     $("hosts-total").textContent =
-      `${summary.hosts.length} host${summary.hosts.length === 1 ? "" : "s"}, ${summary.exchanges.toLocaleString()} exchanges. ` +
+      `${summary.hosts.length} host${summary.hosts.length === 1 ? "" : "s"}, ` +
+      `${summary.exchanges.toLocaleString()} exchanges. ` +
       "Click a host to list its exchanges.";
     $("hosts-rows").replaceChildren(...summary.hosts.map((h) => {
       const counts = Object.entries(h.verdicts).map(([v, n]) => `${VERDICT_TEXT[v] || v} ${n}`).join(", ");
@@ -868,14 +882,18 @@ async function start() {
     $("fact-proxy").textContent = `cannot reach the API: ${error.message}`;
   }
   for (const id of ["filter-text", "filter-host"]) $(id).addEventListener("input", filtersChanged);
-  for (const id of ["filter-verdict", "filter-status", "filter-method"]) $(id).addEventListener("change", filtersChanged);
+  for (const id of ["filter-verdict", "filter-status", "filter-method"]) {
+    $(id).addEventListener("change", filtersChanged);
+  }
   $("filter-problems").addEventListener("click", () => {
     const on = $("filter-problems").getAttribute("aria-pressed") !== "true";
     $("filter-problems").setAttribute("aria-pressed", String(on));
     filtersChanged();
   });
   $("filter-clear").addEventListener("click", () => {
-    for (const id of ["filter-text", "filter-host", "filter-verdict", "filter-status", "filter-method"]) $(id).value = "";
+    for (const id of ["filter-text", "filter-host", "filter-verdict", "filter-status", "filter-method"]) {
+      $(id).value = "";
+    }
     $("filter-problems").setAttribute("aria-pressed", "false");
     filtersChanged();
   });
