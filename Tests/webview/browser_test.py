@@ -69,7 +69,9 @@ class Session:
         command = [args.atsproxy, "run", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0", "--ca-dir", self.ca_dir,
                    "--trust-ca", self.test_ca, "--threads", "2", "--quiet",
                    "--map", "*.plain.test=127.0.0.1:%d" % self.origin.port,
-                   "--map", "*.tls.test=127.0.0.1:%d" % self.tls_origin.port]
+                   "--map", "*.tls.test=127.0.0.1:%d" % self.tls_origin.port,
+                   # The same origin under a name its certificate does not have: a handshake ATS refuses.
+                   "--map", "*.other.test=127.0.0.1:%d" % self.tls_origin.port]
         self.proxy = subprocess.Popen(command, cwd=folder, stdout=open(self.stdout_path, "wb"),
                                       stderr=open(self.stderr_path, "wb"))
         self.port = self.web = None
@@ -130,10 +132,15 @@ def rows(driver):
     return driver.find_elements(By.CSS_SELECTOR, "#rows tr.row")
 
 
-def click_row(driver, row):
-    """Clicks a row once it is in the middle of the list (not under the table's sticky header)."""
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
-    row.click()
+def click_row(driver, selector):
+    """Clicks the row `selector` finds once it is in the middle of the list (not under the table's sticky header),
+    finding it again if the list re-rendered it meanwhile."""
+    def attempt(d):
+        row = d.find_element(By.CSS_SELECTOR, selector)
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
+        row.click()
+        return True
+    wait_for(driver, "a click on " + selector, attempt)
 
 
 def list_geometry(driver):
@@ -179,8 +186,25 @@ def run(args):
         wait_for(driver, "67 rows", lambda d: len(rows(d)) == 67)
         check(list_geometry(driver)[0] == 200, "after scrolling up, new rows no longer move the list")
 
+        # A handshake the proxy refused (the certificate names another host) is a row too, with its codes.
+        session.curl("https://www.other.test/")
+        refused_id, refused = wait_for(driver, "the refused handshake's row", lambda d: next((
+            (r.get_attribute("data-id"), r.text) for r in rows(d) if "www.other.test" in r.text), None))
+        check("TLS (refused)" in refused and "BLOCKED" in refused and "-1202" in refused,
+              "the refused handshake is a BLOCKED row with its -1202 code: %r" % refused)
+        click_row(driver, '#rows tr.row[data-id="%s"]' % refused_id)
+        wait_for(driver, "the refused handshake's detail", lambda d: "www.other.test" in
+                 d.find_element(By.CSS_SELECTOR, "#detail h2").text)
+        fix = driver.find_element(By.CSS_SELECTOR, "#detail .fix-summary").text
+        check("no Info.plist exception can help" in fix, "its fix says no exception can help: %r" % fix)
+        driver.execute_script("const l = document.getElementById('list'); l.scrollTop = l.scrollHeight;")
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys(Keys.END)
+
         # The blocked exchange's detail: the app's error, the fix and its plist, headers, trace.
-        click_row(driver, driver.find_element(By.CSS_SELECTOR, "#rows tr.row[data-verdict=blocked]"))
+        click_row(driver, "#rows tr.row[data-verdict=blocked]")
+        wait_for(driver, "the blocked load's detail", lambda d: "api.plain.test/login" in d.find_element(
+            By.CSS_SELECTOR, "#detail h2").text)
         error = wait_for(driver, "the app's error", lambda d: d.find_element(By.CSS_SELECTOR, "#detail .app-error"))
         check("Code=-1022" in error.text and "NSErrorFailingURLKey=http://api.plain.test/login?user=qa" in error.text,
               "the detail shows the app's NSError: %r" % error.text[:120])
@@ -202,33 +226,36 @@ def run(args):
 
         # Filters: only problems, then free text after `/`, then a verdict.
         driver.find_element(By.ID, "filter-problems").click()
-        wait_for(driver, "only the problem row", lambda d: len(rows(d)) == 1)
-        check(rows(driver)[0].get_attribute("data-verdict") == "blocked", "'Only problems' keeps the blocked load")
+        wait_for(driver, "only the problem rows, both blocked", lambda d: [
+            r.get_attribute("data-verdict") for r in rows(d)] == ["blocked", "blocked"])
+        check(True, "'Only problems' keeps the blocked load and the refused handshake")
         driver.find_element(By.ID, "filter-problems").click()
-        wait_for(driver, "all rows again", lambda d: len(rows(d)) == 67)
+        wait_for(driver, "all rows again", lambda d: len(rows(d)) == 68)
         driver.find_element(By.ID, "list").click()
         driver.find_element(By.TAG_NAME, "body").send_keys("/")
         check(driver.switch_to.active_element.get_attribute("id") == "filter-text", "'/' focuses the filter")
         driver.switch_to.active_element.send_keys("page/1")
-        wait_for(driver, "the text filter", lambda d: len(rows(d)) == 11)
-        check(all("/page/1" in r.text for r in rows(driver)), "the free-text filter keeps matching URLs only")
+        wait_for(driver, "the text filter to keep the 11 matching URLs", lambda d: (
+            lambda texts: len(texts) == 11 and all("/page/1" in t for t in texts))([r.text for r in rows(d)]))
+        check(True, "the free-text filter keeps matching URLs only")
         driver.find_element(By.ID, "filter-clear").click()
-        wait_for(driver, "all rows after clearing", lambda d: len(rows(d)) == 67)
+        wait_for(driver, "all rows after clearing", lambda d: len(rows(d)) == 68)
         driver.find_element(By.CSS_SELECTOR, "#filter-verdict option[value=ok]").click()
         wait_for(driver, "the verdict filter", lambda d: len(rows(d)) == 66)
         check(True, "the verdict filter keeps the ok rows")
         driver.find_element(By.ID, "filter-clear").click()
-        wait_for(driver, "all rows after clearing again", lambda d: len(rows(d)) == 67)
+        wait_for(driver, "all rows after clearing again", lambda d: len(rows(d)) == 68)
 
         # Keyboard: up and down move the selection, Enter shows it.
         driver.find_element(By.ID, "list").click()
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys(Keys.ARROW_DOWN)
         body.send_keys(Keys.ARROW_DOWN)
-        selected = wait_for(driver, "a selected row", lambda d: d.find_elements(By.CSS_SELECTOR, "#rows tr.selected"))
+        path = wait_for(driver, "a selected row", lambda d: d.find_element(
+            By.CSS_SELECTOR, "#rows tr.selected td.c-path").text)
         body.send_keys(Keys.ENTER)
-        wait_for(driver, "the selected row's detail", lambda d: selected[0].text.split()[2] in
-                 d.find_element(By.CSS_SELECTOR, "#detail h2").text)
+        wait_for(driver, "the selected row's detail", lambda d: path in d.find_element(
+            By.CSS_SELECTOR, "#detail h2").text)
         check(True, "arrow keys select a row and Enter opens its detail")
 
         # A window, not the session: past 600 rows the oldest leave the page; scrolling up brings them back.
@@ -237,7 +264,7 @@ def run(args):
         wait_for(driver, "End to follow again", lambda d: d.execute_script("return state.follow"))
         session.curl(*["https://www.tls.test/bulk/%d" % i for i in range(700)])
         wait_for(driver, "the newest bulk row", lambda d: "/bulk/699" in rows(d)[-1].text, seconds=60)
-        check(len(rows(driver)) <= 600, "with 767 exchanges the page holds at most 600 rows (%d)" % len(rows(driver)))
+        check(len(rows(driver)) <= 600, "with 768 exchanges the page holds at most 600 rows (%d)" % len(rows(driver)))
         for _ in range(10):
             if rows(driver)[0].get_attribute("data-id") == "1":
                 break
@@ -254,7 +281,7 @@ def run(args):
 
         # The hosts summary.
         driver.find_element(By.ID, "tab-hosts").click()
-        wait_for(driver, "the hosts summary", lambda d: len(d.find_elements(By.CSS_SELECTOR, "#hosts-rows tr")) == 2)
+        wait_for(driver, "the hosts summary", lambda d: len(d.find_elements(By.CSS_SELECTOR, "#hosts-rows tr")) == 3)
         summary = driver.find_element(By.ID, "hosts-rows").text
         check("api.plain.test" in summary and "BLOCKED" in summary and "www.tls.test" in summary and "766" in summary,
               "the summary lists each host with its verdict")
