@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "ATSPolicy", swiftSettings: strict),
         .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
         .target(name: "HTTP1Core", swiftSettings: strict),
-        .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
+        .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
         // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
@@ -61,6 +61,11 @@ let package = Package(
             name: "CaptureStore",
             dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
+        .target(
+            name: "CaptureExport",
+            dependencies: ["CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace", "Inflate"],
+            swiftSettings: strict),
         // `atsproxy report`: a policy against observed traffic (a capture, or a live session's exchange records).
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
@@ -80,7 +85,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "Onboarding", "QRCode", "WebView",
+                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -109,7 +114,7 @@ let package = Package(
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
             swiftSettings: strict),
@@ -125,6 +130,10 @@ let package = Package(
             name: "WebViewTests",
             dependencies: ["WebView", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "ProxyEventLoop", "TestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport"],
+            exclude: ["Golden", "Schema"], swiftSettings: strict),
         .testTarget(
             name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "PolicyLoader", "CaptureStore", "ProxyTrace"],
             swiftSettings: strict),
@@ -145,6 +154,9 @@ let package = Package(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
-        .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
+            swiftSettings: strict),
     ]
 )

@@ -1,3 +1,4 @@
+import ATSPolicy
 import Foundation
 import GRDB
 import ProxyTrace
@@ -126,20 +127,32 @@ extension CaptureReader {
                     arguments: [status.lowerBound, status.upperBound]) ?? 0
                 if many >= 10_000 {
                     clause = clause.replacingOccurrences(
-                        of: Self.statusRangeCondition, with: "+" + Self.statusRangeCondition)
+                        of: CaptureCondition.statusRangeSQL, with: "+" + CaptureCondition.statusRangeSQL)
                 }
             }
             return try Row.fetchAll(db, sql: sql + clause + order, arguments: arguments).map { row in
                 var record = ExchangeSummary(
                     method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
                     outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,
-                    errors: Self.errors(row["errors"]), requestBytes: row["request_bytes"],
+                    errors: Self.summaryErrors(row["errors"]), requestBytes: row["request_bytes"],
                     responseBytes: row["response_bytes"], durationMilliseconds: row["duration_ms"],
                     interruption: row["interruption"], note: row["note"])
                 record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
                 record.detail = ExchangeDetail(timings: ExchangeTimings(started: row["started"], ended: row["ended"]))
                 return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
             }
+        }
+    }
+}
+
+extension CaptureReader {
+    /// The `errors` column (`-1200/-9836,-1022`) as the record's errors.
+    fileprivate static func summaryErrors(_ text: String) -> [ExchangeError] {
+        text.split(separator: ",").compactMap { token in
+            let codes = token.split(separator: "/")
+            guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
+            return ExchangeError(
+                urlError: URLErrorCode(url), sslError: codes.count > 1 ? Int(codes[1]).map(SSLErrorCode.init) : nil)
         }
     }
 }

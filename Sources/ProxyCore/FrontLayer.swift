@@ -9,9 +9,10 @@ import ProxyTrace
 //   (ProxySession+Onboarding).
 // - The head must be complete within `--client-timeout` of its first byte (408 otherwise, from the router).
 // - `--auth`: a request without the credentials is answered 407 and the connection closed.
-// - `CONNECT host:port` with no body: one of Apple's own hosts (AppleHosts), a --passthrough host, or one the app
-//   pins (NSPinnedDomains: interception would break the pin), becomes a raw tunnel (TunnelLayer), answered 200 once
-//   its upstream is connected; any other is answered 200 at once and its first bytes are sniffed
+// - `CONNECT host:port` with no body: one of Apple's own hosts (AppleHosts), a --passthrough host, one the app
+//   pins (NSPinnedDomains: interception would break the pin), or one this client keeps refusing the proxy's
+//   certificate for (auto-passthrough: it pins in code), becomes a raw tunnel (TunnelLayer), answered 200 once its
+//   upstream is connected; any other is answered 200 at once and its first bytes are sniffed
 //   (ProxySession+Sniffing). A CONNECT to the set-up site's name is intercepted with no upstream at all.
 // - `GET http://host/…` (absolute form): plain-HTTP forwarding (PlainLayer), which replays the bytes read so far.
 // - Anything else (origin form, https:// absolute form, malformed) is refused with a 400 that is logged as an
@@ -124,6 +125,10 @@ extension ProxySession {
             notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
                 + "intercepting would break the pin")
             let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
+            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
+            startTunnel(record, pending: leftover, established: established)
+            checkTunnelPins(pins)
+        } else if let why = autoPassthroughNote(host: host) {
             let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
             startTunnel(record, pending: leftover, established: established)
         } else {

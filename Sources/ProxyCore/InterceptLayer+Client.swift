@@ -90,6 +90,7 @@ extension ProxySession {
     }
 
     func interceptClientEOF(_ i: InterceptLayer) {
+        noteClientClosedWithoutRequest()
         i.client?.feedEndOfInput()
         switch i.stage {
         case .clientHandshake:
@@ -119,6 +120,7 @@ extension ProxySession {
         case .failed(let error):
             clientHandshakeFailed(i, error)
         case .complete:
+            i.clientHandshakeDone = now()
             i.stage = .relaying
             startRelaying(i, engine)
             readClient(i)
@@ -129,6 +131,7 @@ extension ProxySession {
 
     func clientHandshakeFailed(_ i: InterceptLayer, _ error: TLSError) {
         i.stage = .failed
+        if Self.isCertificateRefusal(error) { noteClientRefused(i) }
         if case .aborted = error {
             closeAll()
             return

@@ -30,7 +30,10 @@ extension ProxySession {
             case (true, false):
                 i.relay = try H2ToH1Relay(
                     primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
-            case (false, true): i.relay = try H1ToH2Relay(now: now, recording: env.recording, decide: decide)
+            case (false, true):
+                i.relay = try H1ToH2Relay(
+                    now: now, recording: env.recording,
+                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream, decide: decide)
             case (false, false):
                 i.relay = HTTP1Relay(
                     connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
@@ -48,6 +51,10 @@ extension ProxySession {
     /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
     /// lines, lanes, a 101's switch to raw relaying, the client's close.
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
+        if let replay = o.retryOverHTTP1 {
+            retryUpstreamOverHTTP1(i, replaying: replay)
+            return
+        }
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
         i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)
@@ -149,7 +156,10 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
-            i.clientSpoke = true
+            if !i.clientSpoke {
+                i.clientSpoke = true
+                noteClientAccepted(i)
+            }
             if let kept = i.unansweredClientPlaintext {
                 i.unansweredClientPlaintext = kept.count + plaintext.count <= InterceptLayer.replayLimit ? kept + plaintext : nil
             }
@@ -160,6 +170,7 @@ extension ProxySession {
                 applyIntercepted(relay.clientBytes(plaintext), i)
             }
         }
+        if closed { noteClientClosedWithoutRequest() }
         if closed, !isDone {
             if i.raw {
                 upgradeEnded(i, by: "the client closed it")

@@ -35,12 +35,17 @@ public final class ProxyEnvironment: Sendable {
     let defaultTrustPolicy: ATSPolicy
     /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
     public let recording: RecordingOptions?
+    /// Hosts each client keeps refusing the proxy's certificate for, tunnelled from then on; nil with
+    /// `--no-auto-passthrough`.
+    public let autoPassthrough: AutoPassthroughStore?
     /// The set-up site answered on `atsproxy.invalid` and the proxy's own address; nil serves none.
     public let onboarding: OnboardingSite?
     /// Apple's own hosts, tunnelled without interception; nil with `--intercept-apple-hosts`.
     public let appleHosts: AppleHosts?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
+    /// Pin checks of tunnelled NSPinnedDomains hosts, per origin (TunnelLayer+PinCheck).
+    let pinChecks = PinCheckCache()
     private let verdicts = RequirementsCache()
 
     /// `policy.requirements(for:)`, evaluated once per target.
@@ -76,11 +81,12 @@ public final class ProxyEnvironment: Sendable {
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, onboarding: OnboardingSite? = nil,
-        appleHosts: AppleHosts? = .builtIn
+        appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil
     ) {
         self.onboarding = onboarding
         self.appleHosts = appleHosts
         self.policy = policy
+        self.autoPassthrough = autoPassthrough
         self.recording = recording
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(

@@ -1,3 +1,4 @@
+import HTTP1Core
 /// Formats `DiagnosticsRecord`s into CFNetwork's envelope:
 ///
 /// ```
@@ -35,7 +36,8 @@ public struct DiagnosticsWriter: Sendable {
         out += line(record.title, record.subject)
         for field in fields {
             // Multi-line values (header dumps, hex) keep CFNetwork's tab indentation on continuation lines.
-            let parts = field.value.split(separator: "\n", omittingEmptySubsequences: false)
+            // Header values that are not UTF-8 are shown as Latin-1 (FieldBytes keeps their bytes escaped).
+            let parts = FieldBytes.display(field.value).split(separator: "\n", omittingEmptySubsequences: false)
             out += line(field.key, String(parts.first ?? ""))
             for rest in parts.dropFirst() { out += "\t" + String(repeating: " ", count: width + 2) + rest + "\n" }
         }

@@ -1,3 +1,4 @@
+import Foundation
 import CaptureStore
 import ProxyTrace
 
@@ -11,10 +12,13 @@ struct WebListQuery: Equatable {
     var limit = 100
 
     static let maximumLimit = 1000
-    static let filterNames: Set<String> = ["host", "verdict", "status", "method", "text", "problems", "run"]
+    static let filterNames: Set<String> = ["host", "verdict", "status", "method", "text", "problems", "run", "q"]
 
     /// - Parameter paging: whether `before`, `after` and `limit` are allowed (a count takes only the filter).
     init(_ request: WebRequest, paging: Bool = true) throws(WebQueryError) {
+        // `problems` and `q` are conditions; both given, both must hold.
+        var conditions: [CaptureCondition] = []
+        defer { filter.condition = conditions.count > 1 ? .all(conditions) : conditions.first }
         for (name, value) in request.query {
             switch name {
             case "host":
@@ -45,9 +49,18 @@ struct WebListQuery: Equatable {
                 filter.text = value
             case "problems":
                 switch value {
-                case "1", "true", "yes": filter.problemsOnly = true
-                case "", "0", "false", "no": filter.problemsOnly = false
+                case "1", "true", "yes": conditions.append(.problems)
+                case "", "0", "false", "no": continue
                 default: throw WebQueryError("problems takes 1 or 0 (got '\(value)')")
+                }
+            case "q":
+                // An expression of the capture filter language, as `atsproxy show --filter` takes it.
+                guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
+                do {
+                    guard let condition = try CaptureFilter(parsing: value).condition else { continue }
+                    conditions.append(condition)
+                } catch {
+                    throw WebQueryError("q: \(error)")
                 }
             case "run":
                 guard let run = Int64(value), run > 0 else { throw WebQueryError("run '\(value)' is not a run id") }

@@ -175,6 +175,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var deviceOptions: DeviceOptions
 
+    @OptionGroup var pinning: PinningOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -362,7 +364,8 @@ struct RunCommand: ParsableCommand {
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
             recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
-            onboarding: onboarding, appleHosts: deviceOptions.appleHosts)
+            onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
+            autoPassthrough: pinning.autoPassthroughStore())
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))

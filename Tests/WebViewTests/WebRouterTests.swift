@@ -72,6 +72,9 @@ struct WebRouterTests {
         #expect(try ids("/api/exchanges?text=item/1") == [19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1])
         #expect(try ids("/api/exchanges?problems=1") == [40, 36, 30, 24, 18, 12, 6])
         #expect(try ids("/api/exchanges?problems=1&host=h0.test") == [36, 24, 12])
+        // The capture filter language, as `show --filter` takes it, alone and with the other parameters.
+        #expect(try ids("/api/exchanges?q=verdict:blocked%20or%20status:503&host=h0.test") == [36, 24, 12])
+        #expect(try ids("/api/exchanges?q=method:POST%20-status:200&problems=1") == [40, 30])
         #expect(try get("/api/exchanges/count?problems=1").json["count"] as? Int == 7)
         #expect(try get("/api/exchanges/count").json["count"] as? Int == 40)
         // Rows carry what the list shows.
@@ -89,7 +92,7 @@ struct WebRouterTests {
         ("/api/exchanges?verdict=bogus", "verdict"), ("/api/exchanges?before=1&after=2", "not both"),
         ("/api/exchanges?before=x", "before"), ("/api/exchanges?hots=a", "unknown parameter 'hots'"),
         ("/api/exchanges/count?limit=3", "unknown parameter 'limit'"), ("/api/exchanges?problems=maybe", "problems"),
-        ("/api/stream?verdict=nope", "verdict"),
+        ("/api/stream?verdict=nope", "verdict"), ("/api/exchanges?q=status:", "q: "),
     ])
     func badParameters(target: String, named: String) throws {
         let (status, json, _) = try get(target)
