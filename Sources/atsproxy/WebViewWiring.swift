@@ -1,4 +1,5 @@
 import ATSReport
+import CaptureExport
 import CaptureStore
 import WebView
 
@@ -23,7 +24,25 @@ enum WebViewWiring {
         }
     }
 
-    /// A HAR 1.2 file of the exchanges matching the list's filter, for its HAR download (not wired yet: the HAR
-    /// writer is not on main).
-    static let harExport: (@Sendable (CaptureReader, CaptureFilter) throws -> [UInt8])? = nil
+    /// A HAR 1.2 file of the exchanges matching the list's filter (what `atsproxy har --filter` writes), for its HAR
+    /// download. The answer is built in memory, so it is bounded: past `harLimit` bytes the download fails with a
+    /// message pointing at `atsproxy har`, which streams to a file.
+    static let harExport: (@Sendable (CaptureReader, CaptureFilter) throws -> [UInt8])? = { reader, filter in
+        var bytes: [UInt8] = []
+        let document = HARDocument(creatorVersion: ATSProxyCommand.configuration.version, filter: filter)
+        try document.write(from: reader) { piece in
+            bytes += piece.utf8
+            if bytes.count > harLimit { throw HARTooLarge() }
+        }
+        return bytes
+    }
+
+    static let harLimit = 256 << 20
+
+    struct HARTooLarge: Error, CustomStringConvertible {
+        var description: String {
+            "the HAR of these exchanges is over \(harLimit >> 20) MiB: narrow the filter, or write it with "
+                + "atsproxy har CAPTURE -o FILE"
+        }
+    }
 }

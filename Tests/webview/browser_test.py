@@ -295,6 +295,21 @@ def run(args):
         check("<key>api.plain.test</key>" in suggested and "<key>NSAppTransportSecurity</key>" in suggested,
               "the suggested plist downloads as a plist that lets the blocked host through")
         driver.save_screenshot(os.path.join(args.artifacts, "hosts.png"))
+
+        # The HAR download of the list's filter: HAR 1.2 with the ATS fields.
+        driver.find_element(By.ID, "tab-traffic").click()
+        driver.find_element(By.ID, "filter-host").send_keys("api.plain.test")
+        link = wait_for(driver, "the HAR link for the filter", lambda d: (lambda a: a if a.is_displayed() and
+                        "host=api.plain.test" in a.get_attribute("href") else None)(d.find_element(By.ID, "har-link")))
+        har = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch(arguments[0]).then(r => r.json()).then(done, e => done({error: String(e)}));",
+            link.get_attribute("href"))
+        entries = har.get("log", {}).get("entries", [])
+        check(har.get("log", {}).get("version") == "1.2" and len(entries) == 1
+              and entries[0]["request"]["url"] == "http://api.plain.test/login?user=qa"
+              and entries[0].get("_ats", {}).get("verdict") == "blocked",
+              "the HAR download is HAR 1.2 with the filtered exchange and its _ats verdict")
         logs = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
         check(not logs, "the page logged no errors: %r" % logs[:3])
         return 0
