@@ -212,7 +212,7 @@ final class WebConnection: ConnectionHandler {
         let router = server.router
         let bound = LoopBound(self)
         let (filter, after) = (state.filter, state.after)
-        server.worker.async { [loop] in
+        server.streamWorker.async { [loop] in
             let update: StreamUpdate
             do { update = try router.streamUpdate(filter: filter, after: after) } catch {
                 // The capture could not be read this time (a write in progress that SQLite refused to share, a

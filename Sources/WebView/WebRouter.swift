@@ -35,8 +35,14 @@ public final class WebRouter: Sendable {
     /// Trace records shown with one exchange.
     static let traceLimit = 400
 
-    public init(reader: CaptureReader, context: WebViewContext) {
+    /// The streams' own connection to the file: their looks for new rows (a millisecond each) never wait behind a
+    /// slow request of the page (a filtered count, a text no exchange contains: most of a second in a big capture).
+    public let streamReader: CaptureReader
+
+    /// - Parameter streamReader: a second reader of the same file for the live streams; nil shares `reader`.
+    public init(reader: CaptureReader, streamReader: CaptureReader? = nil, context: WebViewContext) {
         self.reader = reader
+        self.streamReader = streamReader ?? reader
         self.context = context
     }
 
@@ -137,8 +143,8 @@ public final class WebRouter: Sendable {
     /// New exchanges for a stream: at most `streamBatch` after `after`, oldest first, and whether more are
     /// pending (then the stream tells the page to re-sync instead of sending them all).
     public func streamUpdate(filter: CaptureFilter, after: Int64) throws(CaptureFileError) -> StreamUpdate {
-        let rows = try reader.summaries(matching: filter, limit: Self.streamBatch + 1, after: after)
-        if rows.count > Self.streamBatch { return .resync(latest: try reader.latestID()) }
+        let rows = try streamReader.summaries(matching: filter, limit: Self.streamBatch + 1, after: after)
+        if rows.count > Self.streamBatch { return .resync(latest: try streamReader.latestID()) }
         guard let last = rows.last else { return .nothing }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -408,7 +408,7 @@ struct RunCommand: ParsableCommand {
         let captureLine =
             temporaryCapture != nil ? "" : capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
         var webLine = ""
-        var webReader: CaptureReader?
+        var webReaders: [CaptureReader] = []
         if let webAddress, let capture, let feed {
             let context = WebViewContext(
                 proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
@@ -423,9 +423,11 @@ struct RunCommand: ParsableCommand {
             let web: Listener
             do {
                 let reader = try CaptureReader(path: capture.path)
-                webReader = reader
+                let streamReader = try CaptureReader(path: capture.path)
+                webReaders = [reader, streamReader]
                 let server = WebServer(
-                    router: WebRouter(reader: reader, context: context), feed: feed, credentials: credentials)
+                    router: WebRouter(reader: reader, streamReader: streamReader, context: context), feed: feed,
+                    credentials: credentials)
                 web = try server.listen(on: group, host: webAddress.0, port: webAddress.1)
             } catch let error as IOError {
                 throw failure(
@@ -454,8 +456,8 @@ struct RunCommand: ParsableCommand {
         signals.cancel()
         sink.flushAll()
         // Before the capture's own close: folding its write-ahead log back into the file needs the only connection.
-        do { try webReader?.close() } catch {
-            ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n")
+        for reader in webReaders {
+            do { try reader.close() } catch { ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n") }
         }
         capture?.close()
     }

@@ -67,9 +67,11 @@ struct ViewCommand: ParsableCommand {
         let (host, port) = try WebOptions.parse(web == WebOptions.defaultMarker ? WebOptions.defaultAddress : web)
         let credentials = try credentialSource.credentials()
         let reader: CaptureReader
+        let streamReader: CaptureReader
         let runs: [CapturedRun]
         do {
             reader = try CaptureReader(path: file)
+            streamReader = try CaptureReader(path: file)
             runs = try reader.runs()
         } catch {
             throw failure("atsproxy view: error: \(error)", status: 2)
@@ -98,7 +100,8 @@ struct ViewCommand: ParsableCommand {
             version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions(policy: reportPolicy))
         let group = try EventLoopGroup(loopCount: 1)
         let server = WebServer(
-            router: WebRouter(reader: reader, context: context), feed: LiveFeed(), credentials: credentials)
+            router: WebRouter(reader: reader, streamReader: streamReader, context: context), feed: LiveFeed(),
+            credentials: credentials)
         let listener: Listener
         do { listener = try server.listen(on: group, host: host, port: port) } catch {
             group.shutdownGracefully(timeout: .zero)
