@@ -72,6 +72,11 @@ let package = Package(
         .target(
             name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
             swiftSettings: strict),
+        // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
+        .target(
+            name: "WebView",
+            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyServer", "ProxyTrace"],
+            exclude: ["Assets"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
             swiftSettings: strict),
@@ -80,7 +85,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode",
+                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -120,6 +125,10 @@ let package = Package(
             name: "CaptureStoreTests",
             dependencies: ["CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WebViewTests",
+            dependencies: ["WebView", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "ProxyEventLoop", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "CaptureExportTests",

@@ -36,6 +36,12 @@ through the proxy is a full pair of handshakes, so hey runs with many are not co
 The "capture on" rows run a second proxy, identical but with `--capture FILE` (bodies kept up to the default 1 MiB
 cap, so every 1 KiB body is kept), interleaved in the same rounds; the lines after the table compare each with its
 capture-off row (requests/s and steady CPU per request) and give the capture file's bytes per exchange.
+
+The "web view streaming" row runs a third proxy with `--capture FILE --web ADDR` and the view open on it: a reader
+of its live stream (`curl -N …/api/stream`, as the page's EventSource) and what the page fetches when the stream
+says it fell behind (the newest page at most twice a second, the count every two seconds), interleaved in the same rounds; the line after the table compares it
+with the "capture on" row, i.e. the view's own cost on top of the capture it reads (issue 21's target: at most 10%
+fewer requests/s).
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
@@ -185,6 +191,53 @@ def start_proxy(binary, d, cadir, proxy_port, tls_port, h2_port, extra_args, log
     wait_port(proxy_port)
     time.sleep(0.3)
     return proxy
+
+
+class WebPage:
+    """What an open web view asks of the proxy: its live stream read continuously (curl -N, as EventSource), and
+    after a resync the list's newest page (at most twice a second) and the count (every two seconds at most), as the
+    page does."""
+
+    def __init__(self, port):
+        import threading
+        self.base = f"http://127.0.0.1:{port}"
+        wait_port(port)
+        self.stream = subprocess.Popen(["curl", "-sN", f"{self.base}/api/stream"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL)
+        self.events = self.rows = self.resyncs = self.polls = 0
+        self.stopped = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._poll, daemon=True).start()
+
+    def _read(self):
+        for line in self.stream.stdout:
+            if line.startswith(b"event: exchanges"):
+                self.events += 1
+            elif line.startswith(b"event: resync"):
+                self.resyncs += 1
+            elif line.startswith(b"data: {\"exchanges\""):
+                self.rows += line.count(b'"id":')
+
+    def _poll(self):
+        # As the page: after a resync (more new rows than one event carries), the newest page and the count, at
+        # most twice a second.
+        seen = 0
+        counted = 0.0
+        while not self.stopped.wait(0.5):
+            if self.resyncs == seen:
+                continue
+            seen = self.resyncs
+            paths = ["/api/exchanges?limit=200"]
+            if time.time() - counted >= 2:
+                counted = time.time()
+                paths.append("/api/exchanges/count")
+            for path in paths:
+                try:
+                    with urllib.request.urlopen(self.base + path, timeout=10) as r:
+                        r.read()
+                except OSError:
+                    return
+            self.polls += 1
 
 
 def stop_all(procs):
@@ -359,7 +412,16 @@ def main():
         capture_proxy = start_proxy(args.binary, d, cadir, capture_port, tls_port, h2_port,
                                     args.proxy_arg + ["--capture", capture_file], log_name="proxy-capture.log")
         procs.append(capture_proxy)
-        proxies = {"off": (proxy, proxy_address), "capture": (capture_proxy, f"127.0.0.1:{capture_port}")}
+        # A third with the web view open: the same capture, plus --web, a stream reader and the page's polling.
+        web_proxy_port, web_port = free_port(), free_port()
+        web_proxy = start_proxy(args.binary, d, cadir, web_proxy_port, tls_port, h2_port,
+                                args.proxy_arg + ["--capture", f"{d}/web.atscap", "--web", f"127.0.0.1:{web_port}"],
+                                log_name="proxy-web.log")
+        procs.append(web_proxy)
+        web_page = WebPage(web_port)
+        procs.append(web_page.stream)
+        proxies = {"off": (proxy, proxy_address), "capture": (capture_proxy, f"127.0.0.1:{capture_port}"),
+                   "web": (web_proxy, f"127.0.0.1:{web_proxy_port}")}
         captured_requests = 0
 
         def client(kind, url, n, c, proxied=False, keepalive=True, which="off"):
@@ -398,6 +460,8 @@ def main():
              "load", "capture"),
             ("plain HTTP 1 KiB, 32 conns, capture on", f"http://127.0.0.1:{http_port}/1k",
              f"http://127.0.0.1:{http_port}/1k", args.requests, 32, True, "rps", "load", "capture"),
+            ("keep-alive HTTPS 1 KiB, 32 conns, web view streaming", direct_1k, proxied_1k, args.requests, 32, True,
+             "rps", "load", "web"),
         ]
         cases = [case if len(case) == 9 else case + ("off",) for case in cases]
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
@@ -493,6 +557,19 @@ def main():
             print(f"capture on vs off, {off}: {med_of(on, 'rps') / med_of(off, 'rps') - 1:+.1%} req/s, "
                   f"{med_of(on, 'steady_us') - med_of(off, 'steady_us'):+.1f} µs steady CPU per request "
                   f"({med_of(off, 'steady_us'):.1f} -> {med_of(on, 'steady_us'):.1f})")
+        streaming = "keep-alive HTTPS 1 KiB, 32 conns, web view streaming"
+        capture_row = "keep-alive HTTPS 1 KiB, 32 conns, capture on"
+        if streaming in results and capture_row in results:
+            def med_of(name, key):
+                return statistics.median(r[key] for r in results[name][0]["proxy"])
+            def ratio_of(name):
+                rows = results[name][0]
+                return statistics.median(p["rps"] / d["rps"] for d, p in zip(rows["direct"], rows["proxy"]))
+            print(f"web view streaming vs capture on (view closed): ratio {ratio_of(capture_row):.2f}x -> "
+                  f"{ratio_of(streaming):.2f}x ({ratio_of(streaming) / ratio_of(capture_row) - 1:+.1%}), "
+                  f"{med_of(streaming, 'steady_us') - med_of(capture_row, 'steady_us'):+.1f} µs steady CPU per request; "
+                  f"the page read {web_page.events} stream events ({web_page.rows} rows, {web_page.resyncs} resyncs) "
+                  f"and made {web_page.polls} polls")
         if comparisons and captured_requests:
             size = sum(os.path.getsize(p) for p in (capture_file, capture_file + "-wal") if os.path.exists(p))
             print(f"capture file: {size / 1e6:.1f} MB for about {captured_requests} exchanges "

@@ -78,6 +78,9 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     case all([CaptureCondition])
     case any([CaptureCondition])
 
+    /// The SQL of a status range (`CaptureReader.summaries` may have it walk the table instead of the index).
+    static let statusRangeSQL = "e.status BETWEEN ? AND ?"
+
     /// The condition as SQL over `e`, appending its arguments. SQL's NULL never leaks out of a negation: `not
     /// status:4xx` holds for an exchange without a status.
     func sql(_ arguments: inout StatementArguments) -> String {
@@ -94,8 +97,13 @@ public indirect enum CaptureCondition: Sendable, Equatable {
             _ = arguments.append(contentsOf: [outcome.rawValue])
             return "e.outcome = ?"
         case .status(let range):
+            // One status is an equality, which the (status, id) index serves newest first; a range is not.
+            if range.lowerBound == range.upperBound {
+                _ = arguments.append(contentsOf: [range.lowerBound])
+                return "e.status = ?"
+            }
             _ = arguments.append(contentsOf: [range.lowerBound, range.upperBound])
-            return "e.status BETWEEN ? AND ?"
+            return Self.statusRangeSQL
         case .noStatus:
             return "e.status IS NULL"
         case .method(let method):

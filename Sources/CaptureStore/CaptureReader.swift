@@ -59,6 +59,13 @@ public final class CaptureReader: @unchecked Sendable {
         }
     }
 
+    /// Closes the file; later reads fail with an error naming it. A reader of a capture that a run is writing
+    /// closes before the run does: the run's last step (folding the write-ahead log back into the file) needs to be
+    /// the file's only connection.
+    public func close() throws(CaptureFileError) {
+        do { try queue.close() } catch { throw CaptureFileError.reading(path, error) }
+    }
+
     /// Runs SQL on the file, mapping errors to `CaptureFileError` (internal: reader extensions in other files use it).
     func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
         do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
@@ -193,7 +200,7 @@ public final class CaptureReader: @unchecked Sendable {
         LEFT JOIN connections c ON c.run_id = e.run_id AND c.connection_id = e.connection_id
         """
 
-    private static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
+    static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
         var sql = CaptureFilter.SQL()
         filter.compile(into: &sql)
         return (sql.conditions.isEmpty ? "" : " WHERE " + sql.conditions.joined(separator: " AND "), sql.arguments)
@@ -254,7 +261,7 @@ public final class CaptureReader: @unchecked Sendable {
     }
 
     /// `[[key, value], …]` as the writer stores it.
-    private static func pairs(_ json: String) throws -> [(String, String)] {
+    static func pairs(_ json: String) throws -> [(String, String)] {
         try JSONDecoder().decode([[String]].self, from: Data(json.utf8)).compactMap { pair in
             pair.count == 2 ? (pair[0], pair[1]) : nil
         }

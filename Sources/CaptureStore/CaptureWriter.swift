@@ -122,14 +122,22 @@ public final class CaptureWriter: @unchecked Sendable {
 
     /// Ends the run (its `ended` time), folds the write-ahead log into the file and closes it. After a failed
     /// write the log may stay beside the file: SQLite reads it back on the next open, so nothing committed is lost.
+    /// So it does, without an error, while another connection still reads the file (a live view of it).
     public func close(ended: Double) throws(CaptureFileError) {
         do {
             try queue.write { db in
                 try db.execute(sql: "UPDATE runs SET ended = ? WHERE id = ?", arguments: [ended, runID])
             }
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+            do {
+                try queue.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                    try db.execute(sql: "PRAGMA journal_mode = DELETE")
+                }
+            } catch let error as DatabaseError
+                where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+            {
+                // Another process reads the file (`atsproxy view`, `show`, sqlite3): leaving WAL mode needs the only
+                // connection. The log stays beside the file, committed; SQLite reads it back on the next open.
             }
             try queue.close()
         } catch {

@@ -9,7 +9,7 @@ struct ATSProxyCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
-            ReportCommand.self, PassthroughCommand.self, ShowCommand.self, HarCommand.self,
+            ReportCommand.self, PassthroughCommand.self, ShowCommand.self, HarCommand.self, ViewCommand.self,
         ]
     )
 

@@ -17,7 +17,8 @@ struct CaptureOptions: ParsableArguments {
     @Option(
         name: .customLong("capture-bodies"),
         help: ArgumentHelp(
-            "With --capture: bytes kept of each request and response body (e.g. 64k, 1m; 0 for none; default 1m). "
+            "With --capture (or --web): bytes kept of each request and response body (e.g. 64k, 1m; 0 for none; "
+                + "default 1m). "
                 + "A cut body is marked with its real size.",
             valueName: "SIZE"))
     var captureBodies: ByteSize?
@@ -28,12 +29,6 @@ struct CaptureOptions: ParsableArguments {
     static let defaultBodyLimit = 1 << 20
 
     var bodyLimit: Int { captureBodies?.bytes ?? Self.defaultBodyLimit }
-
-    func validate() throws {
-        if captureBodies != nil && capture == nil {
-            throw ValidationError("--capture-bodies goes with --capture")
-        }
-    }
 
     /// The capture file's path: FILE, or a new `captures/<date-time>.atscap` (the folder made 0700 when missing).
     func resolvedPath(now: Date = Date()) throws(CaptureFileError) -> String? {
@@ -49,9 +44,10 @@ struct CaptureOptions: ParsableArguments {
         return path
     }
 
-    /// `arguments` with a bare `--capture` (last, or followed by another option) given the default marker, as
-    /// `--capture=`: argument-parser has no options whose value may be left out.
+    /// `arguments` with a bare `--capture` or `--web` (last, or followed by another option) given its default
+    /// marker, as `--capture=`: argument-parser has no options whose value may be left out.
     static func expandingBareCapture(_ arguments: [String]) -> [String] {
+        let bare = ["--capture": defaultMarker, "--web": WebOptions.defaultMarker]
         var out: [String] = []
         var i = 0
         while i < arguments.count {
@@ -60,8 +56,8 @@ struct CaptureOptions: ParsableArguments {
                 out += arguments[i...]
                 break
             }
-            if word == "--capture", i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") {
-                out.append("--capture=" + defaultMarker)
+            if let marker = bare[word], i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") {
+                out.append(word + "=" + marker)
             } else {
                 out.append(word)
             }

@@ -1,4 +1,5 @@
 import ATSLint
+import ATSReport
 import ATSPolicy
 import ArgumentParser
 import CaptureStore
@@ -9,6 +10,7 @@ import ProxyEventLoop
 import ProxyServer
 import Synchronization
 import TLSCore
+import WebView
 
 /// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
 /// with its own CA and judges every upstream connection by the app's ATS policy.
@@ -169,6 +171,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var captureOptions: CaptureOptions
 
+    @OptionGroup var webOptions: WebOptions
+
     @OptionGroup var deviceOptions: DeviceOptions
 
     @OptionGroup var pinning: PinningOptions
@@ -219,6 +223,14 @@ struct RunCommand: ParsableCommand {
                     + "--auth-file FILE (or $\(ProxyCredentialSource.environmentVariable), or --auth) with USER:PASSWORD, "
                     + "or add --allow-open-proxy to run without.")
         }
+        // Here rather than in CaptureOptions: --web captures too (to a temporary file), and takes the body cap.
+        if captureOptions.captureBodies != nil && captureOptions.capture == nil && webOptions.web == nil {
+            throw ValidationError("--capture-bodies goes with --capture (or --web)")
+        }
+        if let (webHost, _) = try webOptions.address() {
+            try WebOptions.checkExposure(
+                host: webHost, allowLAN: allowLAN, hasCredentials: credentials != nil, allowOpenProxy: allowOpenProxy)
+        }
         do {
             _ = try HostMapping.parsingAll(map)
             _ = try HostPattern.parsingAll(passthrough, option: "--passthrough")
@@ -249,10 +261,18 @@ struct RunCommand: ParsableCommand {
         }
 
         // Opened with the log, before the CA: a capture path that cannot be used fails first, and nothing is written
-        // to a file that is not a capture.
+        // to a file that is not a capture. The web view reads the capture: without --capture it gets a temporary one.
         var capture: CaptureSink?
+        let webAddress = try webOptions.address()
+        var temporaryCapture: String?
+        let caFile = URL(fileURLWithPath: caDir).appendingPathComponent(CertificateAuthority.certificateFileName).path
         do {
-            if let path = try captureOptions.resolvedPath() {
+            var path = try captureOptions.resolvedPath()
+            if path == nil, webAddress != nil {
+                path = Self.temporaryCapturePath()
+                temporaryCapture = path
+            }
+            if let path {
                 let writer = try CaptureWriter.open(
                     path: path,
                     run: CaptureRunInfo(
@@ -261,7 +281,7 @@ struct RunCommand: ParsableCommand {
                         bodyLimit: captureOptions.bodyLimit,
                         settings: [
                             "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
-                            "block": block.rawValue,
+                            "block": block.rawValue, "listen": listen, "ca": caFile,
                         ]))
                 let notices = sink
                 let opened = CaptureSink(writer: writer) { text in notices.notice(text) }
@@ -271,6 +291,9 @@ struct RunCommand: ParsableCommand {
         } catch {
             throw failure("atsproxy run: error: --capture: \(error)")
         }
+        defer { if let temporaryCapture { Self.removeCapture(temporaryCapture) } }
+        let feed = webAddress == nil ? nil : LiveFeed()
+        if let feed { sink.add(feed) }
 
         var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
         var policySource = AppleDefaultPolicy.source
@@ -379,16 +402,48 @@ struct RunCommand: ParsableCommand {
         }
 
         let networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))
-        let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
         let bodies = captureOptions.bodyLimit == 0 ? "no bodies" : "bodies up to \(captureOptions.bodyLimit) bytes each"
-        let captureLine = capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
+        let captureLine =
+            temporaryCapture != nil ? "" : capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
+        var webLine = ""
+        var webReaders: [CaptureReader] = []
+        if let webAddress, let capture, let feed {
+            let context = WebViewContext(
+                proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
+                policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
+                blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
+                captureIsTemporary: temporaryCapture != nil, live: true,
+                version: ATSProxyCommand.configuration.version,
+                extensions: WebViewWiring.extensions(
+                    policy: ReportPolicy(
+                        atsDictionary: atsDictionary, source: policySource,
+                        options: readings.policyOptions(profile: profile))))
+            let web: Listener
+            do {
+                let reader = try CaptureReader(path: capture.path)
+                let streamReader = try CaptureReader(path: capture.path)
+                webReaders = [reader, streamReader]
+                let server = WebServer(
+                    router: WebRouter(reader: reader, streamReader: streamReader, context: context), feed: feed,
+                    credentials: credentials)
+                web = try server.listen(on: group, host: webAddress.0, port: webAddress.1)
+            } catch let error as IOError {
+                throw failure(
+                    "atsproxy run: error: --web: \(Self.listenFailure(error, host: webAddress.0, port: webAddress.1))")
+            } catch {
+                throw failure("atsproxy run: error: --web: \(error)")
+            }
+            let webHost = webAddress.0.contains(":") ? "[\(webAddress.0)]" : webAddress.0
+            let kept = temporaryCapture != nil ? " (a temporary capture, deleted at exit; --capture FILE keeps it)" : ""
+            webLine = "\nWeb:     http://\(webHost):\(web.port)/\(kept)"
+        }
         FileHandle.standardOutput.write(Data("""
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)
+            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)\(webLine)
             \(DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))
 
@@ -400,6 +455,10 @@ struct RunCommand: ParsableCommand {
         done.wait()
         signals.cancel()
         sink.flushAll()
+        // Before the capture's own close: folding its write-ahead log back into the file needs the only connection.
+        for reader in webReaders {
+            do { try reader.close() } catch { ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n") }
+        }
         capture?.close()
     }
 
@@ -408,6 +467,18 @@ struct RunCommand: ParsableCommand {
     static func recording(captureBodyLimit: Int?, level: Int) -> RecordingOptions? {
         if let captureBodyLimit { return RecordingOptions(bodyLimit: captureBodyLimit) }
         return level >= 2 ? RecordingOptions(bodyLimit: 0) : nil
+    }
+
+    /// A new capture file in the system's temporary folder, for `--web` without `--capture`.
+    static func temporaryCapturePath() -> String {
+        let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return (folder as NSString).appendingPathComponent(
+            "atsproxy-web-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).atscap")
+    }
+
+    /// Deletes a temporary capture and the files SQLite keeps beside it.
+    static func removeCapture(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }
 
     /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,

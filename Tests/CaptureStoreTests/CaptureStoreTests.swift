@@ -251,6 +251,20 @@ struct CaptureStoreTests {
         #expect(try bytes(url) == data)
     }
 
+    @Test("A run ends cleanly while the capture is still read (a live view): its end is written, the log stays")
+    func closeWhileRead() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange())])
+        let reader = try CaptureReader(path: path)
+        #expect(try reader.count() == 1)
+        try writer.close(ended: 1_700_000_010)
+        #expect(try reader.runs().first?.ended == 1_700_000_010)
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try reader.close()
+        #expect(try CaptureReader(path: path).count() == 1)
+    }
+
     @Test("A read-only capture is read without being changed")
     func readOnlyFile() throws {
         let url = try folder().appendingPathComponent("c.atscap")

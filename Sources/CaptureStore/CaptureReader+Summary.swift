@@ -1,0 +1,158 @@
+import ATSPolicy
+import Foundation
+import GRDB
+import ProxyTrace
+
+/// How many exchanges of one host ended with one verdict, for the live view's per-host summary.
+public struct CaptureHostCount: Sendable, Equatable {
+    public var host: String
+    public var outcome: ExchangeSummary.ATSOutcome
+    public var count: Int
+    /// The newest exchange of this host with this verdict.
+    public var lastID: Int64
+    /// The distinct error codes seen (`-1200/-9836`), in no particular order.
+    public var errors: [String]
+    /// The plist entry that decided the newest of them (`NSExceptionDomains › example.com`; empty for ATS
+    /// defaults), nil when none was judged.
+    public var decidedBy: String?
+}
+
+extension CaptureReader {
+    /// The id of the newest exchange in the file, 0 when it has none. One index lookup.
+    public func latestID() throws(CaptureFileError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM exchanges") ?? 0 }
+    }
+
+    /// Exchanges newer than `afterID`, counted by host and verdict. A caller that keeps the totals adds the
+    /// counts of what arrived since its last call instead of reading the whole session again. `NOT INDEXED`: the
+    /// rows after `afterID` are a range of the table itself; left to choose, SQLite walks the whole `(host, id)`
+    /// index for the grouping, which cost 170 ms for no new rows in a capture of a million.
+    public func hostCounts(afterID: Int64 = 0) throws(CaptureFileError) -> [CaptureHostCount] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT g.host, g.outcome, g.n, g.last_id, g.errors, d.decided_by
+                    FROM (
+                        SELECT host, outcome, count(*) AS n, max(id) AS last_id, group_concat(DISTINCT errors) AS errors
+                        FROM exchanges NOT INDEXED WHERE id > ? GROUP BY host, outcome
+                    ) g
+                    JOIN exchanges e ON e.id = g.last_id
+                    LEFT JOIN decisions d ON d.id = e.decision_id
+                    ORDER BY g.host, g.outcome
+                    """,
+                arguments: [afterID]
+            ).map { row in
+                let errors = ((row["errors"] as String?) ?? "").split(separator: ",").map(String.init)
+                return CaptureHostCount(
+                    host: row["host"],
+                    outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,
+                    count: row["n"], lastID: row["last_id"], errors: Array(Set(errors)).sorted(),
+                    decidedBy: row["decided_by"])
+            }
+        }
+    }
+}
+
+extension CaptureReader {
+    /// The trace records of one connection that concern one exchange: the connection's first `opening` records
+    /// (its handshake and ATS decision) and those made between `from` and `to`, in order, at most `limit` in all.
+    /// A keep-alive connection can carry thousands of exchanges; this reads only what one of them needs.
+    public func traceRecords(
+        runID: Int64, connectionID: UInt64, opening: Int = 20, from: Double, to: Double, limit: Int = 400
+    ) throws(CaptureFileError) -> [CapturedTraceRecord] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, time, level, title, subject, fields FROM (
+                        SELECT * FROM (
+                            SELECT * FROM trace_records WHERE run_id = ? AND connection_id = ? ORDER BY id LIMIT ?)
+                        UNION
+                        SELECT * FROM (
+                            SELECT * FROM trace_records WHERE run_id = ? AND connection_id = ? AND time BETWEEN ? AND ?
+                            ORDER BY id LIMIT ?)
+                    ) ORDER BY id LIMIT ?
+                    """,
+                arguments: [
+                    runID, Int64(bitPattern: connectionID), opening, runID, Int64(bitPattern: connectionID), from, to,
+                    limit, limit,
+                ]
+            ).map { row in
+                var record = DiagnosticsRecord(
+                    title: row["title"], subject: row["subject"],
+                    fields: try Self.pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) },
+                    level: row["level"])
+                record.connectionID = connectionID
+                return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
+            }
+        }
+    }
+}
+
+extension CaptureReader {
+    /// Like `exchanges(matching:limit:before:after:)`, but only what a list row shows: the console line's fields,
+    /// the action and the start time. No join and no JSON to decode (the decision, the handshake's chain), which
+    /// were most of the time of a page of 200 rows.
+    public func summaries(
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil, after: Int64? = nil
+    ) throws(CaptureFileError) -> [CapturedExchange] {
+        var (clause, arguments) = Self.whereClause(filter)
+        if let before {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id < ?"
+            _ = arguments.append(contentsOf: [before])
+        }
+        if let after {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id > ?"
+            _ = arguments.append(contentsOf: [after])
+        }
+        _ = arguments.append(contentsOf: [limit])
+        let order = after == nil ? " ORDER BY e.id DESC LIMIT ?" : " ORDER BY e.id ASC LIMIT ?"
+        let sql = """
+            SELECT e.id, e.run_id, e.started, e.ended, e.method, e.url, e.status, e.http_version, e.outcome, e.action,
+                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note
+            FROM exchanges e
+            """
+        return try read { db in
+            // A status range: through the (status, id) index SQLite reads every match and sorts them, 2.5 s for
+            // `2xx` in a capture of a million. When matches are that many, walking the table newest first finds a
+            // page at once; when they are few, the index is the fast way. A count of at most 10,000 index entries
+            // (a few milliseconds) tells which.
+            if let status = filter.status, status.lowerBound != status.upperBound {
+                let many = try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(*) FROM (SELECT 1 FROM exchanges WHERE status BETWEEN ? AND ? LIMIT 10000)",
+                    arguments: [status.lowerBound, status.upperBound]) ?? 0
+                if many >= 10_000 {
+                    clause = clause.replacingOccurrences(
+                        of: CaptureCondition.statusRangeSQL, with: "+" + CaptureCondition.statusRangeSQL)
+                }
+            }
+            return try Row.fetchAll(db, sql: sql + clause + order, arguments: arguments).map { row in
+                var record = ExchangeSummary(
+                    method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
+                    outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,
+                    errors: Self.summaryErrors(row["errors"]), requestBytes: row["request_bytes"],
+                    responseBytes: row["response_bytes"], durationMilliseconds: row["duration_ms"],
+                    interruption: row["interruption"], note: row["note"])
+                record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
+                record.detail = ExchangeDetail(timings: ExchangeTimings(started: row["started"], ended: row["ended"]))
+                return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
+            }
+        }
+    }
+}
+
+extension CaptureReader {
+    /// The `errors` column (`-1200/-9836,-1022`) as the record's errors.
+    fileprivate static func summaryErrors(_ text: String) -> [ExchangeError] {
+        text.split(separator: ",").compactMap { token in
+            let codes = token.split(separator: "/")
+            guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
+            return ExchangeError(
+                urlError: URLErrorCode(url), sslError: codes.count > 1 ? Int(codes[1]).map(SSLErrorCode.init) : nil)
+        }
+    }
+}

@@ -1,0 +1,813 @@
+// ATSProxy web view: the traffic list, its filters, the detail pane and the per-host summary, over the JSON API
+// (docs/web.md). Plain JavaScript, no framework, no build step.
+//
+// The list is a window onto the capture, never the whole session: at most WINDOW rows are held (in `rows`, oldest
+// first, and in the table). Scrolling to the top loads the page before the oldest row; scrolling down, when the
+// window is not at the newest end, loads the page after the newest. New exchanges arrive on a Server-Sent Events
+// stream and are appended while the window is at the newest end; the view follows them while the list is
+// scrolled to the bottom and stops following as soon as the user scrolls up. A `resync` event (the page fell
+// behind) reloads the newest page.
+"use strict";
+
+const WINDOW = 600;
+const PAGE = 200;
+const state = {
+  info: null,
+  rows: [],            // row objects, oldest first
+  atNewest: true,      // the window reaches the newest matching exchange
+  hasOlder: false,     // more matching exchanges before the oldest row
+  follow: true,        // keep the newest row in view
+  loading: false,
+  selectedId: null,
+  stream: null,
+  filterKey: "",
+  generation: 0,       // bumped on every filter change, so late answers for old filters are dropped
+  count: 0,            // matching exchanges, as last counted plus those streamed since
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+  }
+  for (const child of children) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+async function api(path) {
+  const response = await fetch(path, { cache: "no-store" });
+  if (!response.ok) {
+    let message = response.statusText;
+    try { message = (await response.json()).error || message; } catch (_) { /* not JSON */ }
+    throw new Error(`${response.status}: ${message}`);
+  }
+  return response.json();
+}
+
+// ---------------------------------------------------------------- formatting
+
+const VERDICT_TEXT = {
+  ok: "ok", blocked: "BLOCKED", violation: "VIOLATION", notJudged: "not judged", failed: "FAILED",
+};
+
+function verdictBadge(verdict) {
+  return el("span", { class: `verdict v-${verdict}`, text: VERDICT_TEXT[verdict] || verdict });
+}
+
+function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function formatDuration(ms) {
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 10000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function formatTime(seconds) {
+  if (!seconds) return "";
+  const d = new Date(seconds * 1000);
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function isProblem(row) {
+  return row.verdict === "blocked" || row.verdict === "violation" || row.verdict === "failed" ||
+    (row.status || 0) >= 400 || !!row.interruption;
+}
+
+function protocolLabel(p) {
+  if (p === "HTTP/2.0") return "HTTP/2";
+  if (p === "TUNNEL") return "tunnel";
+  if (p === "TLS") return "TLS (refused)";
+  if (p === "UPGRADED") return "upgraded";
+  return p;
+}
+
+// ---------------------------------------------------------------- filters
+
+function filterParams() {
+  const params = new URLSearchParams();
+  const text = $("filter-text").value.trim();
+  const host = $("filter-host").value.trim();
+  if (text) params.set("text", text);
+  if (host) params.set("host", host);
+  if ($("filter-verdict").value) params.set("verdict", $("filter-verdict").value);
+  if ($("filter-status").value) params.set("status", $("filter-status").value);
+  if ($("filter-method").value) params.set("method", $("filter-method").value);
+  if ($("filter-problems").getAttribute("aria-pressed") === "true") params.set("problems", "1");
+  return params;
+}
+
+let filterTimer = null;
+function filtersChanged() {
+  clearTimeout(filterTimer);
+  filterTimer = setTimeout(() => {
+    const key = filterParams().toString();
+    if (key === state.filterKey) return;
+    reload();
+  }, 200);
+}
+
+// ---------------------------------------------------------------- the list
+
+function rowElement(row) {
+  const problem = isProblem(row);
+  const tr = el("tr", {
+    class: `row${problem ? " problem" : ""}${row.id === state.selectedId ? " selected" : ""}`,
+    "data-id": row.id, "data-verdict": row.verdict,
+    "aria-selected": row.id === state.selectedId ? "true" : "false",
+  });
+  const title = `${row.method} ${row.url}` + (row.note ? `\n${row.note}` : "") +
+    (row.interruption ? `\nINCOMPLETE: ${row.interruption}` : "");
+  tr.append(
+    el("td", { class: "c-time mono", text: formatTime(row.time) }),
+    el("td", { class: "c-method", text: row.method }),
+    el("td", { class: "c-host", text: row.host, title: row.host }),
+    el("td", { class: "c-path", text: row.path || "", title }),
+    el("td", { class: "c-status", text: row.status ?? "—" }),
+    el("td", { class: "c-proto", text: protocolLabel(row.protocol) }),
+    el("td", { class: "c-verdict" }, verdictBadge(row.verdict)),
+    el("td", { class: "c-errors mono", text: row.errors.join(" "), title: row.errors.join(" ") }),
+    el("td", { class: "c-size", text: formatBytes(row.responseBytes) }),
+    el("td", { class: "c-dur", text: formatDuration(row.durationMs) }),
+  );
+  tr.addEventListener("click", () => { select(row.id); showDetail(row.id); });
+  return tr;
+}
+
+function render() {
+  const body = $("rows");
+  body.replaceChildren(...state.rows.map(rowElement));
+  $("list-empty").hidden = state.rows.length > 0;
+}
+
+function scrollToNewest() {
+  const list = $("list");
+  list.scrollTop = list.scrollHeight;
+}
+
+async function reload() {
+  const generation = ++state.generation;
+  const params = filterParams();
+  state.filterKey = params.toString();
+  closeStream();
+  state.loading = true;
+  try {
+    const info = await api("/api/info");
+    params.set("limit", PAGE);
+    const page = await api(`/api/exchanges?${params}`);
+    if (generation !== state.generation) return;
+    state.rows = page.exchanges.slice().reverse();
+    state.hasOlder = page.more;
+    state.atNewest = true;
+    state.follow = true;
+    render();
+    scrollToNewest();
+    const newest = state.rows.length ? state.rows[state.rows.length - 1].id : 0;
+    openStream(Math.max(newest, info.exchanges));
+    updateCount();
+    updateHarLink();
+  } catch (error) {
+    showListError(error);
+  } finally {
+    if (generation === state.generation) state.loading = false;
+  }
+}
+
+function showListError(error) {
+  $("list-empty").hidden = false;
+  $("list-empty").textContent = `Cannot load the list: ${error.message}`;
+}
+
+function showCount() {
+  const count = state.count;
+  $("count").textContent = `${count.toLocaleString()} exchange${count === 1 ? "" : "s"}` +
+    (filterParams().toString() ? (count === 1 ? " matches" : " match") : "");
+}
+
+/// The count of matching exchanges, asked for when the filter changes (at once) or the stream skipped rows (at most
+/// every two seconds: a filtered count reads the whole capture); streamed rows add to it as they come.
+let countTimer = null;
+let lastCount = 0;
+function updateCount(skipped = false) {
+  if (skipped && countTimer !== null) return;
+  clearTimeout(countTimer);
+  countTimer = setTimeout(async () => {
+    countTimer = null;
+    lastCount = Date.now();
+    const params = filterParams();
+    try {
+      const { count } = await api(`/api/exchanges/count?${params}`);
+      if (params.toString() !== filterParams().toString()) return;
+      state.count = count;
+      showCount();
+    } catch (error) {
+      $("count").textContent = "";
+    }
+  }, skipped ? Math.max(50, 2000 - (Date.now() - lastCount)) : 50);
+}
+
+function updateHarLink() {
+  const link = $("har-link");
+  link.hidden = !(state.info && state.info.features && state.info.features.har);
+  link.href = `/api/har?${filterParams()}`;
+}
+
+async function loadOlder() {
+  if (state.loading || !state.hasOlder || !state.rows.length) return;
+  const generation = state.generation;
+  state.loading = true;
+  try {
+    const params = filterParams();
+    params.set("before", state.rows[0].id);
+    params.set("limit", PAGE);
+    const page = await api(`/api/exchanges?${params}`);
+    if (generation !== state.generation) return;
+    const list = $("list");
+    const before = list.scrollHeight;
+    const older = page.exchanges.slice().reverse();
+    state.rows = older.concat(state.rows);
+    state.hasOlder = page.more;
+    if (state.rows.length > WINDOW) {
+      state.rows = state.rows.slice(0, WINDOW);
+      state.atNewest = false;
+      state.follow = false;
+    }
+    render();
+    list.scrollTop += list.scrollHeight - before;
+  } catch (error) {
+    showListError(error);
+  } finally {
+    if (generation === state.generation) state.loading = false;
+  }
+}
+
+async function loadNewer() {
+  if (state.loading || state.atNewest || !state.rows.length) return;
+  const generation = state.generation;
+  state.loading = true;
+  try {
+    const params = filterParams();
+    params.set("after", state.rows[state.rows.length - 1].id);
+    params.set("limit", PAGE);
+    const page = await api(`/api/exchanges?${params}`);
+    if (generation !== state.generation) return;
+    appendRows(page.exchanges);
+    if (!page.more) state.atNewest = true;
+  } catch (error) {
+    showListError(error);
+  } finally {
+    if (generation === state.generation) state.loading = false;
+  }
+}
+
+/// Adds rows newer than the window's newest (oldest first), dropping the oldest beyond the window.
+function appendRows(rows) {
+  const newest = state.rows.length ? state.rows[state.rows.length - 1].id : 0;
+  const fresh = rows.filter((row) => row.id > newest);
+  if (!fresh.length) return;
+  const list = $("list");
+  const body = $("rows");
+  for (const row of fresh) body.append(rowElement(row));
+  state.rows = state.rows.concat(fresh);
+  const excess = state.rows.length - WINDOW;
+  if (excess > 0) {
+    const heightBefore = list.scrollHeight;
+    state.rows = state.rows.slice(excess);
+    for (let i = 0; i < excess; i++) body.firstElementChild.remove();
+    state.hasOlder = true;
+    if (!state.follow) list.scrollTop -= heightBefore - list.scrollHeight;
+  }
+  $("list-empty").hidden = true;
+  if (state.follow) scrollToNewest();
+}
+
+function onScroll() {
+  const list = $("list");
+  const fromBottom = list.scrollHeight - list.scrollTop - list.clientHeight;
+  state.follow = state.atNewest && fromBottom < 24;
+  if (list.scrollTop < 150) loadOlder();
+  if (fromBottom < 150) loadNewer();
+}
+
+// ---------------------------------------------------------------- live stream
+
+function openStream(after) {
+  const params = filterParams();
+  params.set("after", after);
+  const source = new EventSource(`/api/stream?${params}`);
+  state.stream = source;
+  const generation = state.generation;
+  source.addEventListener("exchanges", (event) => {
+    if (generation !== state.generation) return;
+    const { exchanges } = JSON.parse(event.data);
+    if (state.atNewest) appendRows(exchanges);
+    // The rows are exactly the new matches: the count goes up by them, without asking the server to count again
+    // (a filtered count reads the whole capture: most of a second for a million exchanges).
+    state.count += exchanges.length;
+    showCount();
+    setLive(true);
+  });
+  source.addEventListener("resync", () => {
+    if (generation !== state.generation) return;
+    updateCount(true);
+    if (state.follow) refreshNewest();
+    else state.atNewest = false;
+  });
+  source.addEventListener("hello", () => setLive(true));
+  source.addEventListener("error", () => setLive(false));
+}
+
+/// After a `resync` (more arrived than the stream sends at once): the newest page replaces the window, at most
+/// twice a second however often the stream asks; the stream itself goes on.
+let refreshPending = false;
+let lastRefresh = 0;
+function refreshNewest() {
+  if (refreshPending) return;
+  refreshPending = true;
+  const generation = state.generation;
+  setTimeout(async () => {
+    lastRefresh = Date.now();
+    try {
+      const params = filterParams();
+      params.set("limit", PAGE);
+      const page = await api(`/api/exchanges?${params}`);
+      if (generation !== state.generation || !state.follow) return;
+      state.rows = page.exchanges.slice().reverse();
+      state.hasOlder = page.more;
+      state.atNewest = true;
+      render();
+      scrollToNewest();
+    } catch (error) {
+      showListError(error);
+    } finally {
+      refreshPending = false;
+    }
+  }, Math.max(0, 500 - (Date.now() - lastRefresh)));
+}
+
+function closeStream() {
+  if (state.stream) state.stream.close();
+  state.stream = null;
+}
+
+function setLive(on) {
+  const live = $("live");
+  const following = state.info && state.info.live;
+  live.className = on ? "live-on" : "live-off";
+  live.textContent = on ? (following ? "● live" : "● watching file") : "○ disconnected";
+}
+
+// ---------------------------------------------------------------- selection and keyboard
+
+function select(id) {
+  state.selectedId = id;
+  for (const tr of $("rows").querySelectorAll("tr.row.selected")) {
+    tr.classList.remove("selected");
+    tr.setAttribute("aria-selected", "false");
+  }
+  const tr = $("rows").querySelector(`tr[data-id="${id}"]`);
+  if (tr) {
+    tr.classList.add("selected");
+    tr.setAttribute("aria-selected", "true");
+    tr.scrollIntoView({ block: "nearest" });
+  }
+}
+
+function moveSelection(step) {
+  if (!state.rows.length) return;
+  let index = state.rows.findIndex((row) => row.id === state.selectedId);
+  if (index < 0) index = step > 0 ? -1 : state.rows.length;
+  index = Math.max(0, Math.min(state.rows.length - 1, index + step));
+  select(state.rows[index].id);
+  if (index === state.rows.length - 1) state.follow = state.atNewest;
+  else state.follow = false;
+}
+
+function onKey(event) {
+  const typing = event.target.matches("input, select, textarea");
+  if (event.key === "/" && !typing) {
+    event.preventDefault();
+    showTab("traffic");
+    $("filter-text").focus();
+    $("filter-text").select();
+    return;
+  }
+  if (event.key === "Escape") {
+    if (typing) event.target.blur();
+    else closeDetail();
+    $("list").focus();
+    return;
+  }
+  if (typing || $("traffic").hidden) return;
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    event.preventDefault();
+    moveSelection(event.key === "ArrowDown" ? 1 : -1);
+  } else if (event.key === "End") {
+    // Back to the newest row, following again.
+    event.preventDefault();
+    if (state.atNewest) {
+      state.follow = true;
+      scrollToNewest();
+    } else {
+      reload();
+    }
+  } else if (event.key === "Enter" && state.selectedId !== null && !event.target.matches("button, a, summary")) {
+    event.preventDefault();
+    showDetail(state.selectedId);
+  }
+}
+
+// ---------------------------------------------------------------- detail pane
+
+async function copyText(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (_) {
+    const area = el("textarea", {}, text);
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  const label = button.textContent;
+  button.textContent = "Copied";
+  setTimeout(() => { button.textContent = label; }, 1200);
+}
+
+function copyButton(text, label = "Copy") {
+  const button = el("button", { class: "copy", type: "button", text: label });
+  button.addEventListener("click", () => copyText(text, button));
+  return button;
+}
+
+function section(title, open, ...content) {
+  return el("details", { open: open || undefined }, el("summary", {}, el("h3", { text: title })), ...content);
+}
+
+/// Values that are sentences, not codes: shown in the text font.
+const PROSE = new Set(["Why", "Decided by", "Trust", "Failure"]);
+
+function kvTable(pairs) {
+  return el("table", { class: "kv" }, el("tbody", {},
+    ...pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
+      .map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: PROSE.has(k) ? "prose" : "mono" }, v)))));
+}
+
+function headBlock(label, head) {
+  if (!head) return null;
+  const text = [head.line, ...head.headers.map(([name, value]) => `${name}: ${value}`)].join("\n");
+  return el("div", {}, el("div", { class: "leg", text: label }), el("pre", { class: "head" }, text));
+}
+
+function tlsBlock(label, leg) {
+  if (!leg) return null;
+  return el("div", {}, el("div", { class: "leg", text: label }), kvTable([
+    ["Version", leg.version], ["Cipher suite", leg.cipherSuite], ["ALPN", leg.alpn], ["SNI", leg.serverName],
+    ["Resumed", leg.resumed ? "yes" : "no"],
+  ]));
+}
+
+function chainBlock(handshake) {
+  if (!handshake) return null;
+  const parts = [];
+  const trust = handshake.trust ? (handshake.trust.kind === "untrusted"
+    ? `untrusted: ${JSON.stringify(handshake.trust.failure)}` : handshake.trust.kind) : undefined;
+  parts.push(kvTable([
+    ["Negotiated", [handshake.versionName, handshake.cipherSuiteName].filter(Boolean).join(", ")],
+    ["Key exchange", handshake.keyExchangeGroup], ["Trust", trust],
+    ["Failure", handshake.failure ? JSON.stringify(handshake.failure) : undefined],
+  ]));
+  (handshake.chain || []).forEach((cert, index) => {
+    const validity = cert.notBefore !== undefined
+      ? `${new Date(dateSeconds(cert.notBefore) * 1000).toISOString().slice(0, 10)} → ` +
+        `${new Date(dateSeconds(cert.notAfter) * 1000).toISOString().slice(0, 10)}` : undefined;
+    parts.push(el("div", { class: "leg", text: `Certificate ${index}${index === 0 ? " (leaf)" : ""}` }), kvTable([
+      ["Subject", cert.subject], ["Issuer", cert.issuer],
+      ["Key", `${cert.keyType} ${cert.keyBits} bits${cert.curve ? " " + cert.curve : ""}`],
+      ["Signature hash", cert.signatureHash], ["Validity", validity],
+      ["SANs", [...(cert.dnsNames || []), ...(cert.ipAddresses || [])].join(", ")],
+      ["Self-signed / CA", `${cert.isSelfSigned ? "self-signed" : "issued"}, ${cert.isCA ? "CA" : "not a CA"}`],
+      ["SHA-256", cert.sha256Fingerprint],
+    ]));
+  });
+  return el("div", {}, ...parts);
+}
+
+/// Dates come as JSONEncoder's default: seconds since 2001-01-01.
+function dateSeconds(value) {
+  return typeof value === "number" ? value + 978307200 : Date.parse(value) / 1000;
+}
+
+function hexDump(bytes, limit = 4096) {
+  const lines = [];
+  const n = Math.min(bytes.length, limit);
+  for (let offset = 0; offset < n; offset += 16) {
+    const chunk = bytes.slice(offset, Math.min(offset + 16, n));
+    const hex = Array.from(chunk, (b) => b.toString(16).padStart(2, "0")).join(" ");
+    const ascii = Array.from(chunk, (b) => (b >= 32 && b < 127 ? String.fromCharCode(b) : ".")).join("");
+    lines.push(`${offset.toString(16).padStart(8, "0")}  ${hex.padEnd(47)}  ${ascii}`);
+  }
+  if (bytes.length > limit) lines.push(`… ${bytes.length - limit} more bytes`);
+  return lines.join("\n");
+}
+
+async function decoded(bytes, encoding, truncated) {
+  const kind = (encoding || "").toLowerCase();
+  if (!kind || kind === "identity") return { bytes, note: "" };
+  if (truncated || !("DecompressionStream" in window) || !["gzip", "deflate"].includes(kind)) {
+    return { bytes, note: `encoded (${encoding}): shown as captured` };
+  }
+  try {
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream(kind));
+    return { bytes: new Uint8Array(await new Response(stream).arrayBuffer()), note: `decoded from ${encoding}` };
+  } catch (_) {
+    return { bytes, note: `encoded (${encoding}), could not be decoded: shown as captured` };
+  }
+}
+
+function bodyBlock(id, direction, info) {
+  if (!info) return null;
+  const holder = el("div", {});
+  const facts = `${formatBytes(info.size)}${info.truncated ? `, cut: ${formatBytes(info.kept)} kept` : ""}` +
+    `${info.contentType ? ` · ${info.contentType}` : ""}`;
+  const label = direction === "request" ? "Request" : "Response";
+  holder.append(el("div", { class: "leg", text: `${label} body: ${facts}` }));
+  if (info.kept === 0) {
+    holder.append(el("div", { class: "sub", text: info.size ? "not kept (--capture-bodies 0)" : "empty" }));
+    return holder;
+  }
+  const url = `/api/exchanges/${id}/body/${direction}`;
+  const type = (info.contentType || "").split(";")[0].trim().toLowerCase();
+  const download = el("a", { href: url, download: `exchange-${id}-${direction}.bin`, text: "Download" });
+  const tools = el("div", { class: "body-tools" }, download);
+  const view = el("div", {});
+  holder.append(tools, view);
+  if (type.startsWith("image/") && type !== "image/svg+xml" && !info.contentEncoding) {
+    view.append(el("img", { class: "preview", src: url, alt: `${direction} body image` }));
+    return holder;
+  }
+  fetch(url, { cache: "no-store" }).then((r) => r.arrayBuffer()).then(async (buffer) => {
+    const raw = new Uint8Array(buffer);
+    const { bytes, note } = await decoded(raw, info.contentEncoding, info.truncated);
+    if (note) tools.append(el("span", { class: "sub", text: note }));
+    let text = null;
+    try { text = new TextDecoder("utf-8", { fatal: true }).decode(bytes); } catch (_) { text = null; }
+    const showHex = () => view.replaceChildren(el("pre", {}, hexDump(bytes)));
+    if (text === null || /[\u0000-\u0008\u000e-\u001f]/.test(text.slice(0, 2048))) {
+      showHex();
+      return;
+    }
+    let shown = text;
+    if (type.includes("json") || /^\s*[{[]/.test(text)) {
+      try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { shown = text; }
+    }
+    const limit = 200000;
+    view.replaceChildren(el("pre", {}, shown.length > limit ? shown.slice(0, limit) + "\n… (cut here)" : shown));
+    const hex = el("button", { class: "copy", type: "button", text: "Hex" });
+    hex.addEventListener("click", showHex);
+    tools.append(hex);
+  }).catch((error) => {
+    view.replaceChildren(el("div", { class: "sub", text: `Cannot load the body: ${error.message}` }));
+  });
+  return holder;
+}
+
+function violationBlock(v) {
+  const block = el("div", { class: `violation${v.kind === "unreachable" ? "" : ""}` },
+    el("div", {}, el("strong", { text: `${v.urlError} ${v.urlErrorName}` }),
+      v.sslError !== undefined ? ` / ${v.sslError} ${v.sslErrorName}` : ""),
+    el("div", { text: v.explanation }),
+    el("div", { class: "leg", text: "The app's error" }),
+    el("pre", { class: "app-error" }, v.appError),
+    el("div", { class: "leg", text: "Fix" }),
+    el("div", { class: "fix-summary", text: v.fix }));
+  if (v.fixPlist) {
+    block.append(
+      el("div", { class: "body-tools" }, el("span", { class: "sub", text: "Paste inside NSAppTransportSecurity:" }),
+        copyButton(v.fixPlist, "Copy plist")),
+      el("pre", { class: "fix-plist" }, v.fixPlist));
+  }
+  for (const note of v.notes || []) block.append(el("div", { class: "sub", text: note }));
+  return block;
+}
+
+function traceBlock(records, truncated) {
+  if (!records.length) return el("div", { class: "sub", text: "No trace records for this connection." });
+  const text = records.map((r) => {
+    const fields = r.fields.map(([k, v]) => `    ${k}: ${String(v).replace(/\n/g, "\n        ")}`).join("\n");
+    return `${formatTime(r.time)} ${r.title}: ${r.subject}${fields ? "\n" + fields : ""}`;
+  }).join("\n");
+  return el("div", {}, el("pre", { class: "trace" }, text),
+    truncated ? el("div", { class: "sub", text: "More records than shown." }) : null);
+}
+
+let detailGeneration = 0;
+async function showDetail(id) {
+  const generation = ++detailGeneration;
+  const pane = $("detail");
+  let d;
+  try {
+    d = await api(`/api/exchanges/${id}`);
+  } catch (error) {
+    pane.replaceChildren(el("p", { class: "placeholder", text: `Cannot load exchange ${id}: ${error.message}` }));
+    openDetail();
+    return;
+  }
+  if (generation !== detailGeneration) return;
+  const x = d.exchange;
+  const parts = [];
+  const close = el("button", { class: "copy close", type: "button", text: "Close (Esc)" });
+  close.addEventListener("click", () => { closeDetail(); $("list").focus(); });
+  parts.push(close, el("h2", {}, `${x.method} ${x.url}`));
+  parts.push(el("div", {}, verdictBadge(x.verdict), " ",
+    `${x.status ?? "no response"} · ${protocolLabel(x.protocol)} · ${formatBytes(x.responseBytes)} · ` +
+    `${formatDuration(x.durationMs)}${x.action ? ` · ${x.action}` : ""}`,
+    x.errors.length ? el("span", { class: "mono", text: `  ${x.errors.join(" ")}` }) : null));
+  if (x.interruption) parts.push(el("div", { class: "sub", text: `INCOMPLETE: ${x.interruption}` }));
+  if (x.note) parts.push(el("div", { class: "sub", text: x.note }));
+
+  const decision = [];
+  if (d.decision) {
+    decision.push(kvTable([["Decided by", d.decision.decidedBy || "ATS defaults (no entry applies)"],
+      ["Why", d.decision.reason]]));
+    for (const note of d.decision.notes) decision.push(el("div", { class: "sub", text: note }));
+  } else {
+    decision.push(el("div", { class: "sub", text: "Not judged (ATS off, or a tunnel the proxy did not intercept)." }));
+  }
+  for (const v of d.violations) decision.push(violationBlock(v));
+  const count = d.violations.length;
+  const violations = count ? ` · ${count} violation${count > 1 ? "s" : ""}` : "";
+  parts.push(section(`ATS decision${violations}`, true, ...decision));
+
+  parts.push(section("Headers", true,
+    headBlock("Request (from the client)", d.request),
+    headBlock("Request (as sent upstream)", d.forwardedRequest),
+    headBlock("Response (from the upstream)", d.response),
+    headBlock("Response (as the client got it)", d.clientResponse),
+    !d.request && !d.response && !d.clientResponse
+      ? el("div", { class: "sub", text: "No HTTP heads: a handshake or a tunnel." }) : null));
+
+  parts.push(section("Bodies", true,
+    bodyBlock(x.id, "request", d.requestBody), bodyBlock(x.id, "response", d.responseBody),
+    !d.requestBody && !d.responseBody ? el("div", { class: "sub", text: "No bodies captured." }) : null));
+
+  const c = d.connection;
+  parts.push(section("TLS", false,
+    c ? kvTable([["Connection", `#${c.id}`], ["Client", c.clientAddress]]) : null,
+    tlsBlock("Client ↔ proxy", c && c.clientTLS),
+    tlsBlock("Proxy ↔ upstream", c && c.upstreamTLS),
+    chainBlock(c && c.upstreamHandshake),
+    !c || (!c.clientTLS && !c.upstreamTLS)
+      ? el("div", { class: "sub", text: "No TLS on this exchange's legs." }) : null));
+
+  parts.push(section("Trace (CFNetwork diagnostics)", true, traceBlock(d.trace, d.traceTruncated)));
+  parts.push(section("Copy as curl", true,
+    el("div", { class: "body-tools" }, copyButton(d.curl, "Copy curl")), el("pre", { class: "curl" }, d.curl)));
+  if (d.timings) {
+    const t = d.timings;
+    const ms = (a) => (a === undefined || a === null ? undefined : `${((a - t.started) * 1000).toFixed(1)} ms`);
+    parts.push(section("Timings", false, kvTable([["Started", formatTime(t.started)],
+      ["Request sent", ms(t.requestSent)], ["First response byte", ms(t.firstResponseByte)], ["Ended", ms(t.ended)]])));
+  }
+  pane.replaceChildren(...parts);
+  pane.scrollTop = 0;
+  openDetail();
+}
+
+function openDetail() {
+  const split = $("split");
+  if (split.classList.contains("with-detail")) return;
+  const list = $("list");
+  const fromBottom = list.scrollHeight - list.scrollTop - list.clientHeight;
+  split.classList.add("with-detail");
+  if (fromBottom < 24 && state.follow) scrollToNewest();
+  const selected = $("rows").querySelector("tr.selected");
+  if (selected) selected.scrollIntoView({ block: "nearest" });
+}
+
+function closeDetail() {
+  detailGeneration++;
+  $("split").classList.remove("with-detail");
+}
+
+// ---------------------------------------------------------------- hosts summary
+
+let hostsTimer = null;
+async function refreshHosts() {
+  clearTimeout(hostsTimer);
+  if ($("hosts").hidden) return;
+  try {
+    const summary = await api("/api/hosts");
+    $("hosts-total").textContent =
+      `${summary.hosts.length} host${summary.hosts.length === 1 ? "" : "s"}, ` +
+      `${summary.exchanges.toLocaleString()} exchanges. ` +
+      "Click a host to list its exchanges.";
+    $("hosts-rows").replaceChildren(...summary.hosts.map((h) => {
+      const counts = Object.entries(h.verdicts).map(([v, n]) => `${VERDICT_TEXT[v] || v} ${n}`).join(", ");
+      const tr = el("tr", { class: "host-row", tabindex: "0" },
+        el("td", { class: "mono", text: h.host || "(none)" }), el("td", {}, verdictBadge(h.verdict)),
+        el("td", { text: h.exchanges }), el("td", { text: counts }),
+        el("td", { class: "mono", text: h.errors.join(" ") }),
+        el("td", { text: h.decidedBy === undefined ? "—" : (h.decidedBy || "ATS defaults") }));
+      const open = () => { $("filter-host").value = h.host; showTab("traffic"); reload(); };
+      tr.addEventListener("click", open);
+      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+      return tr;
+    }));
+  } catch (error) {
+    $("hosts-total").textContent = `Cannot load the summary: ${error.message}`;
+  }
+  hostsTimer = setTimeout(refreshHosts, 2000);
+}
+
+/// The session report (`atsproxy report` over the capture): read when the tab opens and on Refresh, since it
+/// reads every observed origin of the capture.
+async function refreshReport() {
+  if (!(state.info && state.info.features && state.info.features.report)) return;
+  $("report").hidden = false;
+  $("report-body").textContent = "Reading the capture…";
+  try {
+    const response = await fetch("/api/report/text", { cache: "no-store" });
+    if (!response.ok) throw new Error(`${response.status}: ${(await response.json()).error}`);
+    $("report-body").textContent = await response.text();
+    $("report-time").textContent = `as of ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    $("report-body").textContent = `Cannot make the report: ${error.message}`;
+  }
+}
+
+function showTab(name) {
+  const traffic = name === "traffic";
+  $("traffic").hidden = !traffic;
+  $("hosts").hidden = traffic;
+  $("tab-traffic").setAttribute("aria-selected", String(traffic));
+  $("tab-hosts").setAttribute("aria-selected", String(!traffic));
+  if (!traffic) {
+    refreshHosts();
+    refreshReport();
+  }
+}
+
+// ---------------------------------------------------------------- start
+
+async function start() {
+  try {
+    const info = await api("/api/info");
+    state.info = info;
+    $("fact-proxy").textContent = info.proxyAddress ? info.proxyAddress : "not running (a saved capture)";
+    $("fact-policy").textContent = info.policy;
+    $("fact-policy").title = info.policy;
+    $("fact-ios").textContent = info.iosProfile;
+    $("fact-ats").textContent = info.atsMode + (info.blockStyle ? ` (block ${info.blockStyle})` : "");
+    $("fact-capture").textContent = info.captureIsTemporary ? "temporary (deleted at exit)" : info.capturePath;
+    $("fact-capture").title = info.capturePath;
+    if (info.onboardingURL) {
+      $("onboarding").hidden = false;
+      $("onboarding").href = info.onboardingURL;
+    }
+    document.title = `ATSProxy${info.proxyAddress ? " · " + info.proxyAddress : ""}`;
+  } catch (error) {
+    $("fact-proxy").textContent = `cannot reach the API: ${error.message}`;
+  }
+  for (const id of ["filter-text", "filter-host"]) $(id).addEventListener("input", filtersChanged);
+  for (const id of ["filter-verdict", "filter-status", "filter-method"]) {
+    $(id).addEventListener("change", filtersChanged);
+  }
+  $("filter-problems").addEventListener("click", () => {
+    const on = $("filter-problems").getAttribute("aria-pressed") !== "true";
+    $("filter-problems").setAttribute("aria-pressed", String(on));
+    filtersChanged();
+  });
+  $("filter-clear").addEventListener("click", () => {
+    for (const id of ["filter-text", "filter-host", "filter-verdict", "filter-status", "filter-method"]) {
+      $(id).value = "";
+    }
+    $("filter-problems").setAttribute("aria-pressed", "false");
+    filtersChanged();
+  });
+  $("filters").addEventListener("submit", (e) => e.preventDefault());
+  $("list").addEventListener("scroll", onScroll, { passive: true });
+  $("tab-traffic").addEventListener("click", () => showTab("traffic"));
+  $("tab-hosts").addEventListener("click", () => showTab("hosts"));
+  $("report-refresh").addEventListener("click", refreshReport);
+  document.addEventListener("keydown", onKey);
+  await reload();
+  $("list").focus();
+}
+
+start();
