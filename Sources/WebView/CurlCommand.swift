@@ -1,3 +1,4 @@
+import HTTP1Core
 import ProxyTrace
 
 /// "Copy as curl": a command that repeats an exchange's request through the proxy (`-x`, `--cacert`), with the
@@ -20,7 +21,7 @@ enum CurlCommand {
         if exchange.method != "GET" { words += ["-X", quoted(exchange.method)] }
         for field in detail?.request?.headers.fields ?? [] where !omitted.contains(field.name.lowercased()) {
             guard !field.name.hasPrefix(":") else { continue }
-            words += ["-H", quoted(field.name + ": " + field.value)]
+            words += ["-H", quoted(field.name + ": " + FieldBytes.display(field.value))]
         }
         if let body = detail?.requestBody, body.totalBytes > 0 {
             if !body.isTruncated, let text = String(validating: body.bytes, as: UTF8.self),

@@ -87,12 +87,12 @@ struct HeadJSON: Encodable {
 
     init(_ head: HTTPRequestHead) {
         line = head.method + " " + head.target + " " + head.version.description
-        headers = head.headers.fields.map { [$0.name, $0.value] }
+        headers = head.headers.fields.map { [$0.name, FieldBytes.display($0.value)] }
     }
 
     init(_ head: HTTPResponseHead) {
         line = head.version.description + " " + String(head.status) + (head.reason.isEmpty ? "" : " " + head.reason)
-        headers = head.headers.fields.map { [$0.name, $0.value] }
+        headers = head.headers.fields.map { [$0.name, FieldBytes.display($0.value)] }
     }
 }
 
