@@ -52,7 +52,11 @@ let package = Package(
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
         .target(
             name: "CaptureStore",
-            dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the writer's rows without GRDB's per-value boxing (SQLiteInsert).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict),
         .target(
             name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
