@@ -106,6 +106,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     }
 
     private func run() {
+        var batch: [CaptureItem] = []
         while true {
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
@@ -120,8 +121,8 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let batch = queue
-            queue.removeAll(keepingCapacity: true)
+            // The two buffers trade places: no allocation per batch.
+            swap(&queue, &batch)
             queuedBytes = 0
             busy = true
             condition.broadcast()  // room for loop threads waiting under backpressure
@@ -134,6 +135,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
                             + "exchanges committed before stay in the file)")
                 }
             }
+            batch.removeAll(keepingCapacity: true)
             condition.lock()
             busy = false
             condition.broadcast()  // a flush, or loop threads after a failure, may be waiting
