@@ -75,7 +75,9 @@ struct SQLiteInsert: ~Copyable {
 
     private static func bindText(_ statement: SQLiteStatement, _ i: Int32, _ utf8: UnsafeBufferPointer<UInt8>) -> Int32 {
         // An empty buffer may have no address, which SQLite would bind as NULL: '' is bound from a literal.
-        guard let base = utf8.baseAddress, !utf8.isEmpty else { return sqlite3_bind_text(statement, i, "", 0, nil) }
+        guard let base = utf8.baseAddress, !utf8.isEmpty else {
+            return sqlite3_bind_text(statement, i, "", 0, sqliteTransient)
+        }
         return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
             sqlite3_bind_text(statement, i, $0, Int32(utf8.count), sqliteTransient)
         }
