@@ -29,6 +29,26 @@ struct HTTP1VerbatimHeadTests {
         #expect(r.framing == .contentLength(3))
     }
 
+    @Test("appendLines gives each field as `\\r\\nName: value` in order, from parsed and from built headers alike")
+    func appendLines() throws {
+        var parser = HTTP1Parser(role: .requests)
+        parser.receive(bytes("GET / HTTP/1.1\r\nHost: a.test\r\nx-odd:no-space  \r\nX-A: 1\r\nX-A:  2\r\n\r\n"))
+        guard case .requestHead(let head) = try parser.nextEvent() else {
+            Issue.record("expected a request head")
+            return
+        }
+        let want = bytes("\r\nHost: a.test\r\nx-odd: no-space\r\nX-A: 1\r\nX-A: 2")
+        var parsed: [UInt8] = [9]
+        head.headers.appendLines(to: &parsed)
+        #expect(parsed == [9] + want, "appended after what the buffer held")
+        var built: [UInt8] = [9]
+        HTTPHeaders(head.headers.fields.map { ($0.name, $0.value) }).appendLines(to: &built)
+        #expect(built == parsed)
+        var none: [UInt8] = []
+        HTTPHeaders().appendLines(to: &none)
+        #expect(none.isEmpty)
+    }
+
     @Test("Bytes that are not UTF-8 stay as received, where serialising the parsed head would re-encode them")
     func obsTextIsKept() throws {
         var wire = bytes("GET / HTTP/1.1\r\nHost: a\r\nX-Latin: caf")
