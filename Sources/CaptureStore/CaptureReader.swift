@@ -88,8 +88,8 @@ public final class CaptureReader: @unchecked Sendable {
         }
     }
 
-    /// Runs SQL on the file, mapping errors to `CaptureFileError`.
-    private func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
+    /// Runs SQL on the file, mapping errors to `CaptureFileError` (internal: reader extensions in other files use it).
+    func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
         do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
             throw CaptureFileError.reading(path, error)
         }

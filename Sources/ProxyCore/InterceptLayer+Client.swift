@@ -57,9 +57,9 @@ extension ProxySession {
     func startClientHandshake(_ i: InterceptLayer, leaf: LeafOptions) {
         do {
             // ALPN mirroring: the upstream's choice when the client offered it, else what the client can speak
-            // (the relay translates). Blocked connections have no upstream: HTTP/1.1 unless the client offered h2
-            // alone.
-            let preference = i.blockAnswer == nil
+            // (the relay translates). Blocked connections and the set-up site have no upstream: HTTP/1.1 unless the
+            // client offered h2 alone.
+            let preference = i.blockAnswer == nil && i.localSite == nil
                 ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
                 : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
             let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
+import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -68,8 +69,11 @@ extension ProxySession {
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
-        let protocolName = i.blockAnswer == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
+        let protocolName = i.blockAnswer == nil && i.localSite == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
+        if let site = i.localSite {
+            return onboardingDecision(site, role: .site, head: head, path: head.target, url: url, secure: true)
+        }
         let codes = i.violations.map(ExchangeError.init)
         if var answer = i.blockAnswer {
             // A completed handshake does not tell: curl checks the host name only after it. A request does.

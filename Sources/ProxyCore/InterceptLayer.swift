@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
+import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -57,6 +58,8 @@ final class InterceptLayer: RelayingLayer {
     var violations: [ATSViolation] = []
     /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
     var blockAnswer: ATSAnswer?
+    /// The set-up site, when the CONNECT was to its name: every request is answered by it, with no upstream.
+    var localSite: OnboardingSite?
     /// The flaw of the leaf `--block tls` served to reproduce a certificate violation.
     var flawedLeaf: String?
     /// Set when the client accepted that leaf anyway: why its requests get the block answer instead (console note).
@@ -138,6 +141,7 @@ extension ProxySession {
         if let sni, sni != host {
             notice("\(connectHost):\(port): the client sent the SNI '\(sni)', which is no host name; using \(host)")
         }
+        if startOnboardingTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
         var requirements: ConnectionRequirements?
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode != .off {

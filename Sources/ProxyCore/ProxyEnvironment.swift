@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import Onboarding
 import TLSCore
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one
@@ -34,6 +35,10 @@ public final class ProxyEnvironment: Sendable {
     let defaultTrustPolicy: ATSPolicy
     /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
     public let recording: RecordingOptions?
+    /// The set-up site answered on `atsproxy.invalid` and the proxy's own address; nil serves none.
+    public let onboarding: OnboardingSite?
+    /// Apple's own hosts, tunnelled without interception; nil with `--intercept-apple-hosts`.
+    public let appleHosts: AppleHosts?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
     private let verdicts = RequirementsCache()
@@ -70,8 +75,11 @@ public final class ProxyEnvironment: Sendable {
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
-        recording: RecordingOptions? = nil
+        recording: RecordingOptions? = nil, onboarding: OnboardingSite? = nil,
+        appleHosts: AppleHosts? = .builtIn
     ) {
+        self.onboarding = onboarding
+        self.appleHosts = appleHosts
         self.policy = policy
         self.recording = recording
         self.insecureUpstream = insecureUpstream
