@@ -3,7 +3,7 @@ import ProxyTrace
 
 /// Trace records stored several to a row (`trace_chunks.records`): a connection's records of one written batch, as
 /// a JSON array with one array per record, `[time, level, "title", "subject", ["key", "value",
-/// …]]`. A keep-alive request makes about four records; a row each (schema step 1's `trace_records`) made them most
+/// …]]`, and a sixth element, the fields' levels (`[1, 2, …]`), when a field has another level than 1. A keep-alive request makes about four records; a row each (schema step 1's `trace_records`) made them most
 /// of a capture's cost. The JSON is written by hand into bytes, readable in `sqlite3`.
 enum TraceChunk {
     /// Appends one record to a chunk's bytes (`[` opens the chunk on its first record; `close` ends it).
@@ -24,7 +24,17 @@ enum TraceChunk {
             out.append(UInt8(ascii: ","))
             appendString(field.value, to: &out)
         }
-        out.append(contentsOf: "]]".utf8)
+        out.append(UInt8(ascii: "]"))
+        // The fields' own levels (`--diagnostics 2` adds headers and TLS details), only when one is not 1.
+        if record.fields.contains(where: { $0.level != 1 }) {
+            out.append(contentsOf: ",[".utf8)
+            for (i, field) in record.fields.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: String(field.level).utf8)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "]"))
     }
 
     static func close(_ out: inout [UInt8]) {
@@ -69,11 +79,17 @@ enum TraceChunk {
             throw Malformed()
         }
         return try list.map { item in
-            guard let parts = item as? [Any], parts.count == 5, let time = (parts[0] as? NSNumber)?.doubleValue,
-                let level = (parts[1] as? NSNumber)?.intValue, let title = parts[2] as? String,
-                let subject = parts[3] as? String, let flat = parts[4] as? [String], flat.count % 2 == 0
+            guard let parts = item as? [Any], parts.count == 5 || parts.count == 6,
+                let time = (parts[0] as? NSNumber)?.doubleValue, let level = (parts[1] as? NSNumber)?.intValue,
+                let title = parts[2] as? String, let subject = parts[3] as? String, let flat = parts[4] as? [String],
+                flat.count % 2 == 0
             else { throw Malformed() }
-            let fields = stride(from: 0, to: flat.count, by: 2).map { DiagnosticsRecord.Field(flat[$0], flat[$0 + 1]) }
+            var levels = [Int](repeating: 1, count: flat.count / 2)
+            if parts.count == 6 {
+                guard let given = parts[5] as? [NSNumber], given.count == levels.count else { throw Malformed() }
+                levels = given.map(\.intValue)
+            }
+            let fields = levels.indices.map { DiagnosticsRecord.Field(flat[2 * $0], flat[2 * $0 + 1], level: levels[$0]) }
             return (time, DiagnosticsRecord(title: title, subject: subject, fields: fields, level: level))
         }
     }

@@ -236,11 +236,11 @@ struct CaptureStoreTests {
         #expect(try db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM trace_chunks WHERE connection_id IS NULL") } == 1)
     }
 
-    @Test("Trace chunks keep any text: quotes, backslashes, control characters, non-ASCII")
+    @Test("Trace chunks keep any text (quotes, backslashes, control characters, non-ASCII) and each field's level")
     func traceChunkText() throws {
         let record = DiagnosticsRecord(
             title: "T \"q\" \\ é", subject: "a\u{1}b\u{1f}",
-            fields: [.init("k\n", "v\r\t"), .init("", "")], level: 3)
+            fields: [.init("k\n", "v\r\t"), .init("", ""), .init("Received", "a: b", level: 2)], level: 3)
         var bytes: [UInt8] = []
         TraceChunk.append(record, time: 1_700_000_000.125, to: &bytes)
         TraceChunk.append(DiagnosticsRecord(title: "second"), time: 2, to: &bytes)
@@ -249,6 +249,7 @@ struct CaptureStoreTests {
         #expect(decoded.map(\.record) == [record, DiagnosticsRecord(title: "second")])
         #expect(decoded.map(\.time) == [1_700_000_000.125, 2])
         #expect(throws: TraceChunk.Malformed.self) { try TraceChunk.decode("[[1, 2]]") }
+        #expect(throws: TraceChunk.Malformed.self) { try TraceChunk.decode(#"[[1, 1, "t", "s", ["k", "v"], [1, 2]]]"#) }
     }
 
     @Test("A file that is not SQLite, a SQLite file of another program, and a newer capture are refused untouched")
