@@ -59,7 +59,11 @@ let package = Package(
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
         .target(
             name: "CaptureStore",
-            dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the writer's rows without GRDB's per-value boxing (SQLiteInsert).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict),
         // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
         .target(

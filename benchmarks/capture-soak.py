@@ -63,8 +63,14 @@ def main():
             exchanges = db.execute("SELECT count(*) FROM exchanges").fetchone()[0]
             bodies = db.execute("SELECT count(*), sum(length(bytes)) FROM bodies").fetchone()
             traces = db.execute("SELECT count(*) FROM trace_records").fetchone()[0]
+            # Schema step 4 keeps trace records several to a row: a JSON array per connection and batch.
+            chunks, chunked = 0, 0
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'trace_chunks'").fetchone():
+                chunks, chunked = db.execute(
+                    "SELECT count(*), coalesce(sum(json_array_length(records)), 0) FROM trace_chunks").fetchone()
         print(f"capture file: {size / 1e6:.1f} MB, {exchanges} exchanges ({size / max(1, exchanges):.0f} bytes per "
-              f"exchange), {bodies[0]} bodies ({(bodies[1] or 0) / 1e6:.1f} MB of body bytes), {traces} trace records")
+              f"exchange), {bodies[0]} bodies ({(bodies[1] or 0) / 1e6:.1f} MB of body bytes), "
+              f"{traces + chunked} trace records ({chunks} trace chunk rows)")
         if args.keep:
             shutil.copy(capture, args.keep)
     finally:

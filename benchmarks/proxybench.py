@@ -295,7 +295,7 @@ def counted(run, status_port, cpu_pid=None, requests=None):
     opens = accepts(status_port)
     r = run()
     if cpu_pid:
-        r["cpu_us"] = (cpu_seconds(cpu_pid) - cpu_before) / requests * 1e6
+        r["cpu_us"] = (settled_cpu_seconds(cpu_pid) - cpu_before) / requests * 1e6
     r["conns"] = accepts(status_port) - opens - 1
     return r
 
@@ -307,7 +307,7 @@ def steady_cpu_us(run_load, pid, n, cpu_us_of_n):
     short = max(100, n // 5)
     before = cpu_seconds(pid)
     run_load(short)
-    short_cpu_us = (cpu_seconds(pid) - before) * 1e6
+    short_cpu_us = (settled_cpu_seconds(pid) - before) * 1e6
     return (cpu_us_of_n * n - short_cpu_us) / (n - short)
 
 
@@ -346,6 +346,21 @@ def hey_parallel(url, n, c, processes, proxy=None, h2=False):
             codes[k] = codes.get(k, 0) + v
     return {"rps": sum(r["rps"] for r in results), "p50": max(r["p50"] for r in results),
             "p99": max(r["p99"] for r in results), "codes": codes, "errors": " ".join(r["errors"] for r in results if r["errors"])}
+
+
+def settled_cpu_seconds(pid, quiet=0.1, limit=3.0):
+    """`pid`'s CPU once it has stopped using any for `quiet` seconds (at most `limit` seconds of waiting): a capture's
+    writer thread commits up to 50 ms after the last response, and that work belongs to the run that caused it, not
+    to the next one."""
+    deadline = time.time() + limit
+    last = cpu_seconds(pid)
+    while time.time() < deadline:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 def cpu_seconds(pid):

@@ -24,6 +24,8 @@ public struct CapturedRun: Sendable, Equatable {
 
 /// One stored trace record.
 public struct CapturedTraceRecord: Sendable, Equatable {
+    /// Increases in the order a connection's records were made: the `trace_records` row id, or for records stored
+    /// several to a row (schema step 4), the `trace_chunks` row id × 65,536 plus the record's place in the chunk.
     public var id: Int64
     public var time: Double
     public var record: DiagnosticsRecord
@@ -168,8 +170,10 @@ public final class CaptureReader: @unchecked Sendable {
 
     /// The trace records of one connection of one run, in the order they were made.
     public func traceRecords(runID: Int64, connectionID: UInt64) throws(CaptureFileError) -> [CapturedTraceRecord] {
-        try read { db in
-            try Row.fetchAll(
+        let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
+        return try read { db in
+            // A run's records are all in one table: `trace_records` for runs written before schema step 4.
+            var records = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT id, time, level, title, subject, fields FROM trace_records
@@ -184,6 +188,20 @@ public final class CaptureReader: @unchecked Sendable {
                 record.connectionID = connectionID
                 return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
             }
+            guard chunked else { return records }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, records FROM trace_chunks WHERE run_id = ? AND connection_id = ? ORDER BY id",
+                arguments: [runID, Int64(bitPattern: connectionID)])
+            {
+                let chunkID: Int64 = row["id"]
+                for (i, item) in try TraceChunk.decode(row["records"]).enumerated() {
+                    var record = item.record
+                    record.connectionID = connectionID
+                    records.append(
+                        CapturedTraceRecord(id: chunkID << 16 | Int64(i), time: item.time, record: record))
+                }
+            }
+            return records
         }
     }
 

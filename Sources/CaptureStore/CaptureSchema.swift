@@ -134,6 +134,28 @@ enum CaptureSchema {
             // connection reaches a new upstream for each host. NULL in rows written before this step.
             try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN upstream_address TEXT")
         }
+        migrator.registerMigration(Step.traceChunks) { db in
+            // Trace records several to a row (`TraceChunk`): a row per record was most of a capture's cost (about
+            // four per keep-alive request, each with its index entry). Runs written before this step keep their
+            // records in `trace_records`, which stays and is read as before.
+            try db.execute(sql: """
+                -- CFNetwork-style trace records, a row per connection per written batch (a batch gathers up to
+                -- 50 ms of traffic), in order: a connection's trace is its chunks by id. first_time and last_time let
+                -- a reader pick the chunks of one exchange's time.
+                CREATE TABLE trace_chunks (
+                    id INTEGER PRIMARY KEY,
+                    run_id INTEGER NOT NULL REFERENCES runs(id),
+                    connection_id INTEGER,
+                    first_time REAL NOT NULL,              -- Unix seconds of the first and last record
+                    last_time REAL NOT NULL,
+                    records TEXT NOT NULL                  -- JSON: [[time, level, title, subject, [key, value, ...]], ...]
+                );
+                CREATE INDEX trace_chunks_by_connection ON trace_chunks(run_id, connection_id, id);
+                -- Nothing reads exchanges by connection (a connection's trace is read by its chunks), and every
+                -- index is written with every exchange.
+                DROP INDEX exchanges_by_connection;
+                """)
+        }
         return migrator
     }
 
@@ -142,5 +164,6 @@ enum CaptureSchema {
         static let tables = "1 tables"
         static let queryIndexes = "2 query indexes"
         static let upstreamAddress = "3 upstream address"
+        static let traceChunks = "4 trace chunks"
     }
 }

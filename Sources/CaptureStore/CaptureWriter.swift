@@ -22,8 +22,18 @@ public final class CaptureWriter: @unchecked Sendable {
     private var decisionIDs: [DecisionKey: Int64] = [:]
     private var handshakeIDs: [HandshakeFacts: Int64] = [:]
     private var connections: [UInt64: ConnectionFacts] = [:]
+    /// The decision and handshake rows each connection's last exchange referred to: a connection's exchanges share
+    /// them, and comparing with the last (the same storage, so `==` is quick) saves hashing a whole certificate
+    /// chain per exchange.
+    private var lastReferences: [UInt64: References] = [:]
     private static let cacheLimit = 4096
     private let encoder = JSONEncoder()
+    /// The batch's trace records, per connection (nil: records of no connection), as chunk bytes; written at the end
+    /// of the batch, a row per connection.
+    private var pendingTrace: [UInt64?: PendingChunk] = [:]
+    private var pendingOrder: [UInt64?] = []
+    /// Bytes of one text value being assembled (a head, a host), reused.
+    private var scratch: [UInt8] = []
 
     /// Opens `path` for a run: creates a new capture (mode 0600: bodies may hold secrets), fills an empty file, or
     /// appends a run to an existing capture after checking it (a capture this build can read, intact). Anything
@@ -57,6 +67,10 @@ public final class CaptureWriter: @unchecked Sendable {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // A checkpoint copies every page of the log into the file once (the newest version of a page): with
+                // a longer log, the last pages of each table and index, rewritten by every commit, are copied fewer
+                // times. At most 64 MiB of log (16,384 pages of 4 KiB) before a checkpoint (SQLite's default: 4 MiB).
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 16384")
             }
             try CaptureSchema.migrator.migrate(queue)
             let runID = try queue.write { db in
@@ -98,16 +112,26 @@ public final class CaptureWriter: @unchecked Sendable {
     public func write(_ items: some Collection<CaptureItem>) throws(CaptureFileError) {
         guard !items.isEmpty else { return }
         var exchanges = 0
+        defer {
+            pendingTrace.removeAll(keepingCapacity: true)
+            pendingOrder.removeAll(keepingCapacity: true)
+        }
         do {
             try queue.write { db in
+                // Looked up once per batch: the cache is keyed by the SQL text, hashed on each lookup.
+                let statements = try Statements(db)
                 for item in items {
                     switch item {
                     case .exchange(let exchange):
-                        try insert(exchange, db)
+                        try insert(exchange, statements, db)
                         exchanges += 1
                     case .trace(let record, let time):
-                        try insert(record, time: time, db)
+                        pend(record, time: time)
                     }
+                }
+                // A chunk per connection: a keep-alive connection's records of a whole batch in one row.
+                for key in pendingOrder {
+                    try writeChunk(of: key, statements, db)
                 }
             }
         } catch {
@@ -115,6 +139,7 @@ public final class CaptureWriter: @unchecked Sendable {
             decisionIDs.removeAll()
             handshakeIDs.removeAll()
             connections.removeAll()
+            lastReferences.removeAll()
             throw CaptureFileError.writing(path, error)
         }
         exchangesWritten += exchanges
@@ -147,84 +172,140 @@ public final class CaptureWriter: @unchecked Sendable {
 
     // MARK: - Rows
 
-    private func insert(_ e: ExchangeSummary, _ db: Database) throws {
+    /// The batch's prepared statements.
+    private struct Statements {
+        let exchange: Statement
+        let body: Statement
+        let chunk: Statement
+
+        init(_ db: Database) throws {
+            exchange = try db.cachedStatement(sql: """
+                INSERT INTO exchanges (run_id, connection_id, started, request_sent, first_response_byte, ended,
+                    method, url, host, status, http_version, outcome, action, errors, url_error, ssl_error,
+                    request_bytes, response_bytes, duration_ms, interruption, note, decision_id, handshake_id,
+                    upstream_tls_version, upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed,
+                    request_head, forwarded_request_head, response_head, client_response_head, upstream_address)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            body = try db.cachedStatement(
+                sql: "INSERT INTO bodies (exchange_id, direction, bytes, size, truncated) VALUES (?, ?, ?, ?, ?)")
+            chunk = try db.cachedStatement(sql: """
+                INSERT INTO trace_chunks (run_id, connection_id, first_time, last_time, records)
+                VALUES (?, ?, ?, ?, ?)
+                """)
+        }
+    }
+
+    private func insert(_ e: ExchangeSummary, _ statements: Statements, _ db: Database) throws {
         let connection = e.connection
-        if let connection { try upsertConnection(connection, db) }
-        let decisionRow: Int64? = try connection.flatMap { c in try self.decisionID(c.decision, c.violations, db) }
-        let handshakeRow: Int64? = try connection?.upstreamHandshake.map { try self.handshakeID($0, db) }
+        var references = References()
+        if let connection {
+            try upsertConnection(connection, db)
+            references = try self.references(connection, db)
+        }
         let detail = e.detail
         let timings = detail?.timings
         let ended = timings?.ended ?? Date().timeIntervalSince1970
         let started = timings?.started ?? ended - e.durationMilliseconds / 1000
         let upstream = connection?.upstreamTLS
         let first = e.errors.first
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO exchanges (run_id, connection_id, started, request_sent, first_response_byte, ended, method,
-                url, host, status, http_version, outcome, action, errors, url_error, ssl_error, request_bytes,
-                response_bytes, duration_ms, interruption, note, decision_id, handshake_id, upstream_tls_version,
-                upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed, request_head,
-                forwarded_request_head, response_head, client_response_head, upstream_address)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        var values: [DatabaseValue] = []
-        values.reserveCapacity(33)
-        func add(_ value: (some DatabaseValueConvertible)?) { values.append(value?.databaseValue ?? .null) }
-        add(runID)
-        add(connection.map { Int64(bitPattern: $0.connectionID) })
-        add(started)
-        add(timings?.requestSent)
-        add(timings?.firstResponseByte)
-        add(ended)
-        add(e.method)
-        add(e.url)
-        add(Self.host(of: e.url))
-        add(e.status)
-        add(e.httpVersion)
-        add(e.outcome.rawValue)
-        add(e.action?.rawValue)
-        add(e.errors.map(\.shortCode).joined(separator: ","))
-        add(first?.urlError.code)
-        add(first?.sslError?.code)
-        add(e.requestBytes)
-        add(e.responseBytes)
-        add(e.durationMilliseconds)
-        add(e.interruption)
-        add(e.note)
-        add(decisionRow)
-        add(handshakeRow)
-        add(upstream?.version)
-        add(upstream?.cipherSuite)
-        add(upstream?.alpn)
-        add(upstream?.serverName)
-        add(upstream?.resumed)
-        add(detail?.request.map(HeadText.request))
-        add(detail?.forwardedRequest.map(HeadText.request))
-        add(detail?.response.map(HeadText.response))
-        add(detail?.clientResponse.map(HeadText.response))
-        add(connection?.upstreamAddress)
-        try statement.execute(arguments: StatementArguments(values))
+        var row = SQLiteInsert(statements.exchange, db)
+        row.int(runID)
+        row.int(connection.map { Int64(bitPattern: $0.connectionID) })
+        row.double(started)
+        row.double(timings?.requestSent)
+        row.double(timings?.firstResponseByte)
+        row.double(ended)
+        row.text(e.method)
+        row.text(e.url)
+        scratch.removeAll(keepingCapacity: true)
+        Self.appendHost(of: e.url, to: &scratch)
+        row.text(bytes: scratch)
+        row.int(e.status)
+        row.text(e.httpVersion)
+        row.text(e.outcome.rawValue)
+        row.text(e.action?.rawValue)
+        row.text(e.errors.isEmpty ? "" : e.errors.map(\.shortCode).joined(separator: ","))
+        row.int(first?.urlError.code)
+        row.int(first?.sslError?.code)
+        row.int(e.requestBytes)
+        row.int(e.responseBytes)
+        row.double(e.durationMilliseconds)
+        row.text(e.interruption)
+        row.text(e.note)
+        row.int(references.decisionRow)
+        row.int(references.handshakeRow)
+        row.text(upstream?.version)
+        row.text(upstream?.cipherSuite)
+        row.text(upstream?.alpn)
+        row.text(upstream?.serverName)
+        row.bool(upstream?.resumed)
+        bindHead(detail?.request, HeadText.appendRequest, &row)
+        bindHead(detail?.forwardedRequest, HeadText.appendRequest, &row)
+        bindHead(detail?.response, HeadText.appendResponse, &row)
+        bindHead(detail?.clientResponse, HeadText.appendResponse, &row)
+        row.text(connection?.upstreamAddress)
+        try row.run()
         let exchangeID = db.lastInsertedRowID
-        if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, db) }
-        if let body = detail?.responseBody { try insertBody(body, direction: "response", exchangeID, db) }
+        if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, statements, db) }
+        if let body = detail?.responseBody { try insertBody(body, direction: "response", exchangeID, statements, db) }
     }
 
-    private func insertBody(_ body: CapturedBody, direction: String, _ exchangeID: Int64, _ db: Database) throws {
+    private func bindHead<Head>(
+        _ head: Head?, _ append: (Head, inout [UInt8]) -> Void, _ row: inout SQLiteInsert
+    ) {
+        guard let head else { return row.null() }
+        scratch.removeAll(keepingCapacity: true)
+        append(head, &scratch)
+        row.text(bytes: scratch)
+    }
+
+    private func insertBody(
+        _ body: CapturedBody, direction: String, _ exchangeID: Int64, _ statements: Statements, _ db: Database
+    ) throws {
         // No row for an empty body: the run's body_limit says bodies were kept, and a missing row is zero bytes.
         guard body.totalBytes > 0 else { return }
-        let statement = try db.cachedStatement(
-            sql: "INSERT INTO bodies (exchange_id, direction, bytes, size, truncated) VALUES (?, ?, ?, ?, ?)")
-        try statement.execute(arguments: [exchangeID, direction, Data(body.bytes), body.totalBytes, body.isTruncated])
+        var row = SQLiteInsert(statements.body, db)
+        row.int(exchangeID)
+        row.text(direction)
+        row.blob(body.bytes)
+        row.int(body.totalBytes)
+        row.bool(body.isTruncated)
+        try row.run()
     }
 
-    private func insert(_ record: DiagnosticsRecord, time: Double, _ db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO trace_records (run_id, connection_id, time, level, title, subject, fields)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
-        try statement.execute(arguments: [
-            runID, record.connectionID.map { Int64(bitPattern: $0) }, time, record.level, record.title,
-            record.subject, JSONText.pairs(record.fields.lazy.map { ($0.key, $0.value) }),
-        ])
+    private func pend(_ record: DiagnosticsRecord, time: Double) {
+        let key = record.connectionID
+        if pendingTrace[key] == nil { pendingOrder.append(key) }
+        pendingTrace[key, default: PendingChunk(first: time)].add(record, time: time)
+    }
+
+    /// Writes the connection's pending records as one chunk.
+    private func writeChunk(of key: UInt64?, _ statements: Statements, _ db: Database) throws {
+        guard var chunk = pendingTrace[key] else { return }
+        TraceChunk.close(&chunk.bytes)
+        var row = SQLiteInsert(statements.chunk, db)
+        row.int(runID)
+        row.int(key.map { Int64(bitPattern: $0) })
+        row.double(chunk.first)
+        row.double(chunk.last)
+        row.text(bytes: chunk.bytes)
+        try row.run()
+    }
+
+    /// The decision and handshake rows of `c`'s verdict, each written once.
+    private func references(_ c: ConnectionRecord, _ db: Database) throws -> References {
+        if let last = lastReferences[c.connectionID], last.decision == c.decision, last.violations == c.violations,
+            last.facts == c.upstreamHandshake
+        {
+            return last
+        }
+        var references = References(decision: c.decision, violations: c.violations, facts: c.upstreamHandshake)
+        references.decisionRow = try decisionID(c.decision, c.violations, db)
+        references.handshakeRow = try c.upstreamHandshake.map { try handshakeID($0, db) }
+        if lastReferences.count >= Self.cacheLimit { lastReferences.removeAll() }
+        lastReferences[c.connectionID] = references
+        return references
     }
 
     private func upsertConnection(_ c: ConnectionRecord, _ db: Database) throws {
@@ -284,15 +365,70 @@ public final class CaptureWriter: @unchecked Sendable {
     /// The host of an exchange's URL, lowercased, without user info or port: `https://A.example:8443/x` →
     /// `a.example`; an authority alone (`example.com:443`, a CONNECT) works too; `[::1]` keeps its brackets off.
     static func host(of url: String) -> String {
-        var rest = Substring(url)
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-        if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-            return rest[rest.index(after: rest.startIndex)..<close].lowercased()
+        var bytes: [UInt8] = []
+        appendHost(of: url, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `host(of:)` appended to `out` as UTF-8 (ASCII letters lowercased), without making a String.
+    static func appendHost(of url: String, to out: inout [UInt8]) {
+        var url = url
+        url.withUTF8 { u in
+            var lo = 0
+            var hi = u.count
+            // After the scheme's "://".
+            if u.count >= 3 {
+                for i in 0..<(u.count - 2) where u[i] == UInt8(ascii: ":") && u[i + 1] == UInt8(ascii: "/")
+                    && u[i + 2] == UInt8(ascii: "/")
+                {
+                    lo = i + 3
+                    break
+                }
+            }
+            // Up to the path, query or fragment.
+            for i in lo..<hi where u[i] == UInt8(ascii: "/") || u[i] == UInt8(ascii: "?") || u[i] == UInt8(ascii: "#") {
+                hi = i
+                break
+            }
+            // After the user info.
+            if let at = (lo..<hi).last(where: { u[$0] == UInt8(ascii: "@") }) { lo = at + 1 }
+            if lo < hi, u[lo] == UInt8(ascii: "["), let close = (lo..<hi).first(where: { u[$0] == UInt8(ascii: "]") }) {
+                lo += 1
+                hi = close
+            } else if let colon = (lo..<hi).last(where: { u[$0] == UInt8(ascii: ":") }) {
+                hi = colon
+            }
+            for i in lo..<hi {
+                let b = u[i]
+                out.append(b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b)
+            }
         }
-        if let colon = rest.lastIndex(of: ":") { rest = rest[..<colon] }
-        return rest.lowercased()
+    }
+}
+
+/// A connection's decision and handshake, and the rows they are stored in.
+private struct References {
+    var decision: PolicyDecision?
+    var violations: [ATSViolation] = []
+    var facts: HandshakeFacts?
+    var decisionRow: Int64?
+    var handshakeRow: Int64?
+}
+
+/// One connection's trace records not yet written: chunk bytes (`TraceChunk`) and the first and last record's time.
+private struct PendingChunk {
+    var bytes: [UInt8] = []
+    var first: Double
+    var last: Double
+
+    init(first: Double) {
+        self.first = first
+        last = first
+    }
+
+    mutating func add(_ record: DiagnosticsRecord, time: Double) {
+        TraceChunk.append(record, time: time, to: &bytes)
+        last = time
     }
 }
 

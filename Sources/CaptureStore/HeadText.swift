@@ -5,25 +5,49 @@ import HTTP1Core
 /// the writer thread. An HTTP/2 head is stored the same way, with its version as the relay recorded it.
 enum HeadText {
     static func request(_ head: HTTPRequestHead) -> String {
-        var text = head.method + " " + head.target + " " + head.version.description
-        appendFields(head.headers, to: &text)
-        return text
+        var bytes: [UInt8] = []
+        appendRequest(head, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func response(_ head: HTTPResponseHead) -> String {
-        var text = head.version.description + " " + String(head.status)
-        if !head.reason.isEmpty { text += " " + head.reason }
-        appendFields(head.headers, to: &text)
-        return text
+        var bytes: [UInt8] = []
+        appendResponse(head, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func appendFields(_ headers: HTTPHeaders, to text: inout String) {
-        for field in headers.fields {
-            text += "\r\n"
-            text += field.name
-            text += ": "
-            text += field.value
+    /// `request(_:)` appended as UTF-8 to `out` (the writer binds the bytes: no String is made).
+    static func appendRequest(_ head: HTTPRequestHead, to out: inout [UInt8]) {
+        out.append(contentsOf: head.method.utf8)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: head.target.utf8)
+        out.append(UInt8(ascii: " "))
+        appendVersion(head.version, to: &out)
+        head.headers.appendLines(to: &out)
+    }
+
+    /// `response(_:)` appended as UTF-8 to `out`.
+    static func appendResponse(_ head: HTTPResponseHead, to out: inout [UInt8]) {
+        appendVersion(head.version, to: &out)
+        out.append(UInt8(ascii: " "))
+        appendDecimal(head.status, to: &out)
+        if !head.reason.isEmpty {
+            out.append(UInt8(ascii: " "))
+            out.append(contentsOf: head.reason.utf8)
         }
+        head.headers.appendLines(to: &out)
+    }
+
+    private static func appendVersion(_ version: HTTPVersion, to out: inout [UInt8]) {
+        out.append(contentsOf: "HTTP/".utf8)
+        appendDecimal(version.major, to: &out)
+        out.append(UInt8(ascii: "."))
+        appendDecimal(version.minor, to: &out)
+    }
+
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        // A small integer's String is stored inline: no allocation.
+        out.append(contentsOf: String(value).utf8)
     }
 
     /// The request head stored by `request(_:)`; nil when the text is not one.

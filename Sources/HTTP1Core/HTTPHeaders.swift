@@ -91,6 +91,39 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
 
     public var isEmpty: Bool { count == 0 }
 
+    /// Appends every field as `\r\nName: value` in wire order (the line form a capture stores), always valid UTF-8:
+    /// a value that is not UTF-8 appears in `FieldBytes`' escaped form, as `fields` holds it, so a reader gets the
+    /// same String back. Parsed fields are copied from their wire bytes: no String is made per ordinary field.
+    public func appendLines(to out: inout [UInt8]) {
+        switch storage {
+        case .fields(let fields):
+            for field in fields {
+                out.append(13)
+                out.append(10)
+                out.append(contentsOf: field.name.utf8)
+                out.append(UInt8(ascii: ":"))
+                out.append(UInt8(ascii: " "))
+                out.append(contentsOf: field.value.utf8)
+            }
+        case .wire(let wire):
+            wire.bytes.withUnsafeBufferPointer { bytes in
+                for r in wire.ranges {
+                    out.append(13)
+                    out.append(10)
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[r.name]))
+                    out.append(UInt8(ascii: ":"))
+                    out.append(UInt8(ascii: " "))
+                    let value = UnsafeBufferPointer(rebasing: bytes[r.value])
+                    if value.contains(where: { $0 >= 0x80 }) {
+                        out.append(contentsOf: FieldBytes.string(value).utf8)
+                    } else {
+                        out.append(contentsOf: value)
+                    }
+                }
+            }
+        }
+    }
+
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     /// Appends a field at the end (after any field with the same name).

@@ -42,9 +42,11 @@ extension ProxySession {
     }
 
     func traceEnqueue(url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
+        // The request headers are a level-2 field: not built below it (a capture keeps the request head in the
+        // exchange's row).
         trace(.protocolEnqueue(
             method: head.method, url: url, httpVersion: httpVersion,
-            headers: head.headers.fields.map { ($0.name, $0.value) }))
+            headers: env.diagnosticsLevel < 2 ? nil : head.headers.fields.map { ($0.name, $0.value) }))
     }
 
     func traceDecision(url: String, decision: PolicyDecision, violations: [ATSViolation], action: String) {
@@ -73,12 +75,15 @@ extension ProxySession {
                 error: NSErrorDescription(violation: violation, failingURL: exchange.url)))
         } else {
             if let status = exchange.status {
-                // Level 2 shows the response headers the client got (recorded when the level is 2 or more). Inside the
-                // autoclosure: nothing is read without --diagnostics.
+                // Level 2 shows the response headers the client got. Inside the autoclosure: nothing is read without
+                // --diagnostics. Only from level 2: a capture records every exchange's heads (so the detail is there
+                // at level 1 too) and keeps the response head in the exchange's row; the copy cost it a few µs each.
                 trace(.protocolReceived(
                     method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status,
-                    headers: exchange.detail.flatMap { $0.clientResponse ?? $0.response }
-                        .map { $0.headers.fields.map { ($0.name, $0.value) } }))
+                    headers: env.diagnosticsLevel < 2
+                        ? nil
+                        : exchange.detail.flatMap { $0.clientResponse ?? $0.response }
+                            .map { $0.headers.fields.map { ($0.name, $0.value) } }))
             }
             trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
         }

@@ -88,16 +88,20 @@ extension DiagnosticsRecord {
         return DiagnosticsRecord(title: "ATS Decision", fields: fields)
     }
 
-    /// `Protocol Enqueue: request GET <url> HTTP/1.1` with the request headers.
+    /// `Protocol Enqueue: request GET <url> HTTP/1.1` with, at level 2, the request headers (nil: not built).
     public static func protocolEnqueue(
-        method: String, url: String, httpVersion: String, headers: [(String, String)]
+        method: String, url: String, httpVersion: String, headers: [(String, String)]?
     ) -> Self {
-        let sending = headers.map { "\($0.0): \(Redaction.headerValue(name: $0.0, value: $0.1))" }
-            .joined(separator: "\n")
+        var fields: [Field] = [
+            .init("Request", "<CFURLRequest> {url = \(url)}"), .init("Message", "\(method) \(url) \(httpVersion)"),
+        ]
+        if let headers {
+            let sending = headers.map { "\($0.0): \(Redaction.headerValue(name: $0.0, value: $0.1))" }
+                .joined(separator: "\n")
+            fields.append(.init("Sending", sending.isEmpty ? "(none)" : sending, level: 2))
+        }
         return DiagnosticsRecord(
-            title: "Protocol Enqueue", subject: "request \(method) \(url) \(httpVersion)",
-            fields: [.init("Request", "<CFURLRequest> {url = \(url)}"), .init("Message", "\(method) \(url) \(httpVersion)"),
-                     .init("Sending", sending.isEmpty ? "(none)" : sending, level: 2)])
+            title: "Protocol Enqueue", subject: "request \(method) \(url) \(httpVersion)", fields: fields)
     }
 
     /// `Protocol Received: request GET <url>` with `Response: HTTP/2.0 200` and, at level 2, the response headers

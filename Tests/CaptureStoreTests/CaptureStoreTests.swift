@@ -132,7 +132,7 @@ struct CaptureStoreTests {
     func schema() throws {
         let path = try folder().appendingPathComponent("c.atscap").path
         let writer = try CaptureWriter.open(path: path, run: run)
-        try writer.write([.exchange(blockedExchange())])
+        try writer.write([trace("ATS Decision"), trace("Did Finish"), .exchange(blockedExchange())])
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         try writer.close(ended: 2)
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
@@ -144,10 +144,14 @@ struct CaptureStoreTests {
             #expect(try Int32.fetchOne(db, sql: "PRAGMA application_id") == CaptureSchema.applicationID)
             let tables = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
             #expect(tables.isSuperset(of: ["runs", "connections", "exchanges", "bodies", "trace_records", "decisions",
-                                           "handshakes"]))
+                                           "handshakes", "trace_chunks"]))
             let indexes = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
             #expect(indexes.isSuperset(of: ["exchanges_by_host", "exchanges_by_outcome", "exchanges_by_status",
-                                            "exchanges_by_method", "trace_by_connection"]))
+                                            "exchanges_by_method", "trace_by_connection",
+                                            "trace_chunks_by_connection"]))
+            // A keep-alive exchange costs one exchange row, one body row and one trace chunk, not a row per record.
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_chunks") == 1)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_records") == 0)
             // The live view's query reads the index, not the table.
             let plan = try Row.fetchAll(
                 db, sql: "EXPLAIN QUERY PLAN SELECT * FROM exchanges WHERE host = 'x' ORDER BY id DESC LIMIT 50")
@@ -157,30 +161,96 @@ struct CaptureStoreTests {
 
     @Test("A file of the first schema version opens, and a run appended to it brings it to the current version")
     func migrationFromFirstVersion() throws {
-        let path = try folder().appendingPathComponent("v1.atscap").path
-        let old = try DatabaseQueue(path: path)
-        try CaptureSchema.migrator.migrate(old, upTo: CaptureSchema.Step.tables)
-        try old.write { db in
-            try db.execute(sql: """
-                INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 0, '[]');
-                INSERT INTO exchanges (run_id, started, ended, method, url, host, status, http_version, outcome,
-                    errors, request_bytes, response_bytes, duration_ms, request_head)
-                VALUES (1, 1, 2, 'GET', 'http://a.test/', 'a.test', 200, 'HTTP/1.1', 'allowed', '', 0, 5, 1000,
-                    'GET / HTTP/1.1' || char(13) || char(10) || 'Host: a.test');
-                """)
-        }
-        try old.close()
-        let reader = try CaptureReader(path: path)
-        #expect(reader.schemaSteps == [CaptureSchema.Step.tables])
-        #expect(try reader.exchanges().first?.record.detail?.request?.headers.fields.first?.value == "a.test")
+        // The first version, and the steps main's released build writes (a file it made must open after step 4).
+        for steps in [[CaptureSchema.Step.tables], [CaptureSchema.Step.tables, CaptureSchema.Step.queryIndexes]] {
+            let lastStep = steps[steps.count - 1]
+            let path = try folder().appendingPathComponent("v1.atscap").path
+            let old = try DatabaseQueue(path: path)
+            try CaptureSchema.migrator.migrate(old, upTo: lastStep)
+            // Rows as the writer of those steps made them: a trace record per row, fields as JSON pairs.
+            try old.write { db in
+                try db.execute(sql: """
+                    INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 0, '[]');
+                    INSERT INTO exchanges (run_id, connection_id, started, ended, method, url, host, status,
+                        http_version, outcome, errors, request_bytes, response_bytes, duration_ms, request_head)
+                    VALUES (1, 3, 1, 2, 'GET', 'http://a.test/', 'a.test', 200, 'HTTP/1.1', 'allowed', '', 0, 5, 1000,
+                        'GET / HTTP/1.1' || char(13) || char(10) || 'Host: a.test');
+                    INSERT INTO trace_records (run_id, connection_id, time, level, title, subject, fields)
+                    VALUES (1, 3, 1.5, 1, 'LoaderWhatToDo', '(null)', '[["WhatToDo","originload"]]'),
+                        (1, 3, 1.75, 1, 'Did Finish', '(null)', '[["total bytes","5"]]');
+                    """)
+            }
+            try old.close()
+            let reader = try CaptureReader(path: path)
+            #expect(reader.schemaSteps == steps)
+            #expect(try reader.exchanges().first?.record.detail?.request?.headers.fields.first?.value == "a.test")
+            let oldTrace = try reader.traceRecords(runID: 1, connectionID: 3)
+            #expect(oldTrace.map(\.record.title) == ["LoaderWhatToDo", "Did Finish"])
+            #expect(oldTrace.first?.record.fields == [.init("WhatToDo", "originload")])
 
+            let writer = try CaptureWriter.open(path: path, run: run)
+            try writer.write([trace("ATS Decision", connection: 3), .exchange(blockedExchange(connection: 3))])
+            try writer.close(ended: 3)
+            let updated = try CaptureReader(path: path)
+            #expect(updated.schemaSteps == CaptureSchema.migrator.migrations)
+            #expect(try updated.exchanges().map(\.record.url) == ["https://Old.Example:8443/login?x=1", "http://a.test/"])
+            #expect(try updated.runs().count == 2)
+            // Each run's trace, from the table its build wrote.
+            #expect(try updated.traceRecords(runID: 1, connectionID: 3).map(\.record.title) == ["LoaderWhatToDo", "Did Finish"])
+            #expect(try updated.traceRecords(runID: 2, connectionID: 3).map(\.record.title) == ["ATS Decision"])
+        }
+    }
+
+    @Test("Trace records come back per connection in the order they were made, across batches")
+    func traceOrder() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
         let writer = try CaptureWriter.open(path: path, run: run)
-        try writer.write([.exchange(blockedExchange())])
-        try writer.close(ended: 3)
-        let updated = try CaptureReader(path: path)
-        #expect(updated.schemaSteps == CaptureSchema.migrator.migrations)
-        #expect(try updated.exchanges().map(\.record.url) == ["https://Old.Example:8443/login?x=1", "http://a.test/"])
-        #expect(try updated.runs().count == 2)
+        // Two connections interleaved over two batches, and a record of no connection at all.
+        var unfiled = DiagnosticsRecord(title: "Unfiled")
+        unfiled.connectionID = nil
+        try writer.write([
+            trace("TCP Connection Start", connection: 7), trace("TCP Connection Start", connection: 8),
+            trace("Protocol Enqueue 1", connection: 7), .exchange(blockedExchange(connection: 7)),
+            trace("Protocol Enqueue 2", connection: 8), trace("Protocol Enqueue 3", connection: 7),
+            .trace(unfiled, time: 5),
+        ])
+        try writer.write([
+            .exchange(blockedExchange(connection: 8)), trace("Did Finish 3", connection: 7),
+            .exchange(blockedExchange(connection: 7)), trace("After", connection: 7),
+        ])
+        try writer.close(ended: 9)
+        let reader = try CaptureReader(path: path)
+        let seven = try reader.traceRecords(runID: 1, connectionID: 7)
+        #expect(seven.map(\.record.title)
+            == ["TCP Connection Start", "Protocol Enqueue 1", "Protocol Enqueue 3", "Did Finish 3", "After"])
+        #expect(seven.map(\.id) == seven.map(\.id).sorted())
+        #expect(seven.allSatisfy { $0.record.connectionID == 7 && $0.time == 1_700_000_002 })
+        #expect(try reader.traceRecords(runID: 1, connectionID: 8).map(\.record.title)
+            == ["TCP Connection Start", "Protocol Enqueue 2"])
+        // A row per connection per batch.
+        let db = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let chunks = try db.read { db in
+            try Row.fetchAll(db, sql: "SELECT records FROM trace_chunks WHERE connection_id = 7 ORDER BY id")
+                .map { try TraceChunk.decode($0["records"]).map(\.record.title) }
+        }
+        #expect(chunks == [["TCP Connection Start", "Protocol Enqueue 1", "Protocol Enqueue 3"], ["Did Finish 3", "After"]])
+        #expect(try db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM trace_chunks WHERE connection_id IS NULL") } == 1)
+    }
+
+    @Test("Trace chunks keep any text (quotes, backslashes, control characters, non-ASCII) and each field's level")
+    func traceChunkText() throws {
+        let record = DiagnosticsRecord(
+            title: "T \"q\" \\ é", subject: "a\u{1}b\u{1f}",
+            fields: [.init("k\n", "v\r\t"), .init("", ""), .init("Received", "a: b", level: 2)], level: 3)
+        var bytes: [UInt8] = []
+        TraceChunk.append(record, time: 1_700_000_000.125, to: &bytes)
+        TraceChunk.append(DiagnosticsRecord(title: "second"), time: 2, to: &bytes)
+        TraceChunk.close(&bytes)
+        let decoded = try TraceChunk.decode(String(decoding: bytes, as: UTF8.self))
+        #expect(decoded.map(\.record) == [record, DiagnosticsRecord(title: "second")])
+        #expect(decoded.map(\.time) == [1_700_000_000.125, 2])
+        #expect(throws: TraceChunk.Malformed.self) { try TraceChunk.decode("[[1, 2]]") }
+        #expect(throws: TraceChunk.Malformed.self) { try TraceChunk.decode(#"[[1, 1, "t", "s", ["k", "v"], [1, 2]]]"#) }
     }
 
     @Test("A file that is not SQLite, a SQLite file of another program, and a newer capture are refused untouched")

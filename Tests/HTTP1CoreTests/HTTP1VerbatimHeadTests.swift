@@ -29,6 +29,26 @@ struct HTTP1VerbatimHeadTests {
         #expect(r.framing == .contentLength(3))
     }
 
+    @Test("appendLines gives each field as `\\r\\nName: value` in order, from parsed and from built headers alike")
+    func appendLines() throws {
+        var parser = HTTP1Parser(role: .requests)
+        parser.receive(bytes("GET / HTTP/1.1\r\nHost: a.test\r\nx-odd:no-space  \r\nX-A: 1\r\nX-A:  2\r\n\r\n"))
+        guard case .requestHead(let head) = try parser.nextEvent() else {
+            Issue.record("expected a request head")
+            return
+        }
+        let want = bytes("\r\nHost: a.test\r\nx-odd: no-space\r\nX-A: 1\r\nX-A: 2")
+        var parsed: [UInt8] = [9]
+        head.headers.appendLines(to: &parsed)
+        #expect(parsed == [9] + want, "appended after what the buffer held")
+        var built: [UInt8] = [9]
+        HTTPHeaders(head.headers.fields.map { ($0.name, $0.value) }).appendLines(to: &built)
+        #expect(built == parsed)
+        var none: [UInt8] = []
+        HTTPHeaders().appendLines(to: &none)
+        #expect(none.isEmpty)
+    }
+
     @Test("Bytes that are not UTF-8 stay as received, and serialising the parsed head gives them back too")
     func obsTextIsKept() throws {
         var wire = bytes("GET / HTTP/1.1\r\nHost: a\r\nX-Latin: caf")
@@ -45,6 +65,14 @@ struct HTTP1VerbatimHeadTests {
         try HTTP1Serializer.write(head, into: &reserialised)
         #expect(reserialised == wire)
         #expect(FieldBytes.display(head.headers.values(for: "X-Latin").first ?? "") == "caf\u{E9}")
+        // The capture's text form is valid UTF-8 holding the escaped value, the same from parsed or built headers.
+        var lines: [UInt8] = []
+        head.headers.appendLines(to: &lines)
+        let text = try #require(String(validating: lines, as: UTF8.self))
+        #expect(text == "\r\nHost: a\r\nX-Latin: " + FieldBytes.string(bytes("caf") + [0xE9]))
+        var built: [UInt8] = []
+        HTTPHeaders(head.headers.fields.map { ($0.name, $0.value) }).appendLines(to: &built)
+        #expect(built == lines)
     }
 
     @Test("Heads not in canonical form have no raw bytes, so a proxy serialises them again",

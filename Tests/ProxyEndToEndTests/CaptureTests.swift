@@ -119,6 +119,60 @@ struct CaptureTests {
         #expect(kept >= 1 && kept < (failedAfter ?? 0), "kept \(kept) of \(failedAfter ?? 0)")
     }
 
+    @Test("A capture whose disk is full (a 512 KiB tmpfs): said once, the proxy goes on, what was committed stays")
+    func diskFull() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "good", in: folder)
+        let disk = folder.appendingPathComponent("disk")
+        let saved = folder.appendingPathComponent("saved")
+        for dir in [disk, saved] { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) }
+        let capture = disk.appendingPathComponent("full.atscap").path
+        // A private mount namespace with a small tmpfs for the capture. The shell forwards SIGINT to the proxy and,
+        // once it has exited, copies the capture (and a write-ahead log, if one stayed) out of the namespace.
+        let script = """
+            mount -t tmpfs -o size=512k tmpfs "$1" || exit 97
+            dir=$1; out=$2; shift 2
+            "$@" & pid=$!
+            trap 'kill -INT $pid' INT TERM
+            wait $pid; wait $pid; rc=$?
+            cp "$dir"/full.atscap* "$out"/
+            exit $rc
+            """
+        let process = try TestProcess(
+            "/usr/bin/unshare",
+            ["-rm", "/bin/sh", "-c", script, "diskfull", disk.path, saved.path, e2e.binary, "run", "--listen",
+             "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--trust-ca", e2e.testCA, "--capture", capture]
+                + origin.map("good.test"),
+            in: folder, name: "atsproxy-diskfull")
+        let port = try await bannerPort(process)
+        func get() async throws -> CurlResult {
+            try await curl(
+                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/60000"], in: folder)
+        }
+        var failedAfter: Int?
+        for i in 1...40 {
+            #expect(try await get().status == 200, "request \(i) through a proxy whose disk is full")
+            if process.stderr.contains("cannot write the capture") {
+                failedAfter = i
+                break
+            }
+        }
+        #expect(failedAfter != nil, "40 exchanges of 60 KB fitted in 512 KiB? stderr: \(process.stderr)")
+        for _ in 0..<3 { #expect(try await get().status == 200) }
+        kill(process.pid, SIGINT)
+        #expect(try await process.waitForExit() == 0, "\(process.stderr)")
+        #expect(process.stderr.components(separatedBy: "cannot write the capture").count == 2, "\(process.stderr)")
+        #expect(process.stderr.lowercased().contains("full"), "\(process.stderr)")
+        let reader = try CaptureReader(path: saved.appendingPathComponent("full.atscap").path)
+        let kept = try reader.count()
+        #expect(kept >= 1 && kept < (failedAfter ?? 0), "kept \(kept) of \(failedAfter ?? 0)")
+        for exchange in try reader.exchanges() {
+            let body = try #require(try reader.exchange(id: exchange.id)?.record.detail?.responseBody)
+            #expect(body.bytes.count == 60000 && !body.isTruncated, "a committed exchange lost its body")
+        }
+    }
+
     @Test("A capture on a read-only file system is refused before the proxy starts, naming the file and why")
     func readOnlyFileSystem() async throws {
         let e2e = try E2E.shared()

@@ -178,45 +178,47 @@ struct DeviceTests {
         curlStderr.split(separator: "\n").first { $0.hasPrefix("*  issuer: ") }.map { String($0.dropFirst(11)) }
     }
 
+    /// "At once" without a clock: the proxy's client timeout is set far above the clients' own (60 s against 20),
+    /// so a client that got an answer got it from the greeting's refusal, not from the request-head deadline.
     @Test("SOCKS4 and SOCKS5 greetings are refused at once in their own protocol; TLS to the proxy port is closed at once")
     func wrongKindOfProxy() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
-        let proxy = try await Proxy(e2e, [], in: folder)
+        let proxy = try await Proxy(e2e, ["--client-timeout", "60"], in: folder)
         let python = """
-            import socket, ssl, sys, time
+            import socket, ssl, sys
             port = int(sys.argv[1])
             def exchange(data):
-                s = socket.create_connection(("127.0.0.1", port), timeout=5)
-                start = time.monotonic()
+                s = socket.create_connection(("127.0.0.1", port), timeout=20)
                 s.sendall(data)
                 got = b""
-                while True:
-                    chunk = s.recv(64)
-                    if not chunk:
-                        break
-                    got += chunk
-                return got.hex(), time.monotonic() - start
-            socks5, t5 = exchange(b"\\x05\\x01\\x00")
-            socks4, t4 = exchange(b"\\x04\\x01\\x00\\x50\\x7f\\x00\\x00\\x01qa\\x00")
-            start = time.monotonic()
+                try:
+                    while True:
+                        chunk = s.recv(64)
+                        if not chunk:
+                            break
+                        got += chunk
+                except socket.timeout:
+                    return "timed-out"
+                return got.hex()
+            socks5 = exchange(b"\\x05\\x01\\x00")
+            socks4 = exchange(b"\\x04\\x01\\x00\\x50\\x7f\\x00\\x00\\x01qa\\x00")
             try:
                 ctx = ssl.create_default_context()
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                with socket.create_connection(("127.0.0.1", port), timeout=20) as raw:
                     ctx.wrap_socket(raw, server_hostname="proxy.test")
-                tls = "handshake completed"
+                tls = "handshake-completed"
+            except socket.timeout:
+                tls = "timed-out"
             except (ssl.SSLError, ConnectionError, OSError) as e:
                 tls = "closed"
-            ttls = time.monotonic() - start
-            print(socks5, socks4, tls, "fast" if max(t5, t4, ttls) < 3 else "slow %.1f %.1f %.1f" % (t5, t4, ttls))
+            print(socks5, socks4, tls)
             """
         let r = try await runProcess("/usr/bin/python3", ["-c", python, String(proxy.port)], in: folder)
-        #expect(r.stdout == "05ff 005b000000000000 closed fast\n", "\(r.stdout) \(r.stderr)")
-        // curl set to a SOCKS5 proxy fails at once with SOCKS's own error, not after a 30 s timeout.
-        let started = ContinuousClock.now
-        let socksCurl = try await curl(["--socks5-hostname", proxy.address, "http://good.test/"], in: folder)
-        #expect(socksCurl.exit != 0)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(r.stdout == "05ff 005b000000000000 closed\n", "\(r.stdout) \(r.stderr)")
+        // curl set to a SOCKS5 proxy fails with SOCKS's own error (no acceptable method), not with a timeout.
+        let socksCurl = try await curl(["--max-time", "20", "--socks5-hostname", proxy.address, "http://good.test/"], in: folder)
+        #expect(socksCurl.exit == 97, "curl exit \(socksCurl.exit): \(socksCurl.stderr)")
         let notices = try await proxy.process.waitForOutput(stderr: true) { text in
             text.contains("spoke SOCKS4") && text.contains("not a TLS server") ? text : nil
         }

@@ -32,8 +32,9 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     static let maxQueued = 16_384
     /// Bytes of bodies (and a per-entry estimate) that may wait for the writer.
     static let maxQueuedBytes = 64 << 20
-    /// How long the writer lets entries gather before a commit.
-    static let gather: TimeInterval = 0.01
+    /// How long the writer lets entries gather before a commit: fewer, larger commits, as each rewrites the last page
+    /// of every table and index it touched, and a connection's trace records of a batch share one row.
+    static let gather: TimeInterval = 0.05
 
     /// - Parameter notice: says a failed write, once.
     public init(writer: CaptureWriter, notice: @escaping @Sendable (String) -> Void) {
@@ -105,13 +106,14 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     }
 
     private func run() {
+        var batch: [CaptureItem] = []
         while true {
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
             // Let a batch gather: a commit (and its write to the log) at most every `gather`, unless the queue is
             // half full. Loop threads add entries meanwhile without waking this thread.
             if !stopping && queue.count < Self.maxQueued / 2 {
-                condition.wait(until: Date(timeIntervalSinceNow: Self.gather))
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gather))
             }
             if queue.isEmpty && stopping {
                 threadDone = true
@@ -119,8 +121,8 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let batch = queue
-            queue.removeAll(keepingCapacity: true)
+            // The two buffers trade places: no allocation per batch.
+            swap(&queue, &batch)
             queuedBytes = 0
             busy = true
             condition.broadcast()  // room for loop threads waiting under backpressure
@@ -133,6 +135,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
                             + "exchanges committed before stay in the file)")
                 }
             }
+            batch.removeAll(keepingCapacity: true)
             condition.lock()
             busy = false
             condition.broadcast()  // a flush, or loop threads after a failure, may be waiting
