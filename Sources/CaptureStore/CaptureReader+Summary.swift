@@ -61,8 +61,11 @@ extension CaptureReader {
     public func traceRecords(
         runID: Int64, connectionID: UInt64, opening: Int = 20, from: Double, to: Double, limit: Int = 400
     ) throws(CaptureFileError) -> [CapturedTraceRecord] {
-        try read { db in
-            try Row.fetchAll(
+        let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
+        let connection = Int64(bitPattern: connectionID)
+        return try read { db in
+            // Runs written before schema step 4: a row per record.
+            var records = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT id, time, level, title, subject, fields FROM (
@@ -74,10 +77,7 @@ extension CaptureReader {
                             ORDER BY id LIMIT ?)
                     ) ORDER BY id LIMIT ?
                     """,
-                arguments: [
-                    runID, Int64(bitPattern: connectionID), opening, runID, Int64(bitPattern: connectionID), from, to,
-                    limit, limit,
-                ]
+                arguments: [runID, connection, opening, runID, connection, from, to, limit, limit]
             ).map { row in
                 var record = DiagnosticsRecord(
                     title: row["title"], subject: row["subject"],
@@ -86,6 +86,41 @@ extension CaptureReader {
                 record.connectionID = connectionID
                 return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
             }
+            guard chunked else { return records }
+            // Later runs: records several to a chunk. The connection's first chunks hold its opening records; the
+            // chunks whose time span meets the window hold the exchange's.
+            var seen = Set<Int64>()
+            var openingLeft = opening
+            func add(_ row: Row, opening: Bool) throws {
+                let chunkID: Int64 = row["id"]
+                guard seen.insert(chunkID).inserted else { return }
+                for (i, item) in try TraceChunk.decode(row["records"]).enumerated() {
+                    let isOpening = opening && openingLeft > 0
+                    if isOpening { openingLeft -= 1 }
+                    guard isOpening || (item.time >= from && item.time <= to) else { continue }
+                    var record = item.record
+                    record.connectionID = connectionID
+                    records.append(CapturedTraceRecord(id: chunkID << 16 | Int64(i), time: item.time, record: record))
+                }
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, records FROM trace_chunks WHERE run_id = ? AND connection_id = ? ORDER BY id LIMIT ?",
+                arguments: [runID, connection, max(1, opening)])
+            where openingLeft > 0 {
+                try add(row, opening: true)
+            }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, records FROM trace_chunks
+                    WHERE run_id = ? AND connection_id = ? AND last_time >= ? AND first_time <= ? ORDER BY id LIMIT ?
+                    """,
+                arguments: [runID, connection, from, to, limit])
+            {
+                try add(row, opening: false)
+            }
+            records.sort { $0.id < $1.id }
+            return Array(records.prefix(limit))
         }
     }
 }

@@ -47,11 +47,11 @@ private func blockedExchange(connection: UInt64 = 7) -> ExchangeSummary {
     return e
 }
 
-private func trace(_ title: String, connection: UInt64 = 7) -> CaptureItem {
+private func trace(_ title: String, connection: UInt64 = 7, time: Double = 1_700_000_002) -> CaptureItem {
     var record = DiagnosticsRecord(
         title: title, subject: "request GET <x>", fields: [.init("Connection ID", "7"), .init("Headers", "a: \"b\"\n\tc")])
     record.connectionID = connection
-    return .trace(record, time: 1_700_000_002)
+    return .trace(record, time: time)
 }
 
 private func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
@@ -235,6 +235,23 @@ struct CaptureStoreTests {
         }
         #expect(chunks == [["TCP Connection Start", "Protocol Enqueue 1", "Protocol Enqueue 3"], ["Did Finish 3", "After"]])
         #expect(try db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM trace_chunks WHERE connection_id IS NULL") } == 1)
+    }
+
+    @Test("One exchange's trace (the web view's detail): the connection's opening records and those of its time window")
+    func traceWindow() throws {
+        let path = try folder().appendingPathComponent("w.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        // A keep-alive connection: its opening, then three exchanges a batch each, at 10, 20 and 30 s.
+        try writer.write([trace("TCP Connection Start", time: 1), trace("ATS Decision", time: 1)])
+        for t in [10.0, 20, 30] {
+            try writer.write([trace("Protocol Enqueue \(Int(t))", time: t), trace("Did Finish \(Int(t))", time: t + 1)])
+        }
+        try writer.close(ended: 40)
+        let reader = try CaptureReader(path: path)
+        let second = try reader.traceRecords(runID: 1, connectionID: 7, opening: 2, from: 19, to: 22)
+        #expect(second.map(\.record.title) == ["TCP Connection Start", "ATS Decision", "Protocol Enqueue 20", "Did Finish 20"])
+        let capped = try reader.traceRecords(runID: 1, connectionID: 7, opening: 2, from: 0, to: 100, limit: 3)
+        #expect(capped.map(\.record.title) == ["TCP Connection Start", "ATS Decision", "Protocol Enqueue 10"])
     }
 
     @Test("Trace chunks keep any text (quotes, backslashes, control characters, non-ASCII) and each field's level")
