@@ -62,7 +62,13 @@ extension ProxySession {
             let preference = i.blockAnswer == nil
                 ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
                 : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
-            let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
+            let context: TLSContext
+            if let plan = i.mirror?.plan, !plan.isHealthy {
+                context = try mirrorContext(for: i, plan: plan)
+            } else {
+                context = try serverContext(for: i, leaf: leaf)
+            }
+            let engine = try TLSEngine(context: context, alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
             startClientHandshakeDeadline()
@@ -119,6 +125,7 @@ extension ProxySession {
         case .failed(let error):
             clientHandshakeFailed(i, error)
         case .complete:
+            if i.mirror != nil { mirrorDeviceAccepted(i, engine) }
             i.stage = .relaying
             startRelaying(i, engine)
             readClient(i)
@@ -130,6 +137,12 @@ extension ProxySession {
     func clientHandshakeFailed(_ i: InterceptLayer, _ error: TLSError) {
         i.stage = .failed
         if case .aborted = error {
+            closeAll()
+            return
+        }
+        if i.mirror != nil {
+            // The device refused what it was shown: its verdict, not a fault of the proxy's CA.
+            mirrorDeviceRefused(i, error)
             closeAll()
             return
         }

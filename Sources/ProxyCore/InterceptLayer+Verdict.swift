@@ -117,11 +117,14 @@ extension ProxySession {
         let action = VerdictAction(
             for: verdict, mode: env.mode, blockStyle: env.blockStyle, toleratesUntrusted: env.insecureUpstream)
         i.outcome = action.outcome
+        if env.mode == .mirror, case .relay = action { prepareMirror(i, facts, engine) }
         switch action {
         case .relay(_, let annotate):
             if annotate { i.annotation = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations).headers }
             var text: String
-            if i.requirements == nil {
+            if let mirror = i.mirror {
+                text = mirrorActionText(mirror.plan)
+            } else if i.requirements == nil {
                 text = "not evaluated (--ats off)"
                 if let first = verdict.violations.first {
                     text += "; --insecure-upstream: relayed although the device would not trust it: "

@@ -65,6 +65,8 @@ final class InterceptLayer: RelayingLayer {
     /// it closes without a request): a client that accepts it gets the fallback note on its requests instead.
     var refusalToLog = false
     var annotation: [(String, String)] = []
+    /// `--ats mirror`: the plan the client leg is served with and, once its handshake ended, what the device did.
+    var mirror: MirrorState?
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     /// The relay switched protocols (101): plaintext is relayed raw both ways.
     var raw = false

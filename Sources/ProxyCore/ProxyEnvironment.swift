@@ -34,6 +34,10 @@ public final class ProxyEnvironment: Sendable {
     let defaultTrustPolicy: ATSPolicy
     /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
     public let recording: RecordingOptions?
+    /// `--ats mirror --plist P`: every mirrored connection gets two verdicts, the policy's and the device's.
+    public let mirrorComparesPolicy: Bool
+    /// `--ats mirror`: what the devices did, counted for the summary at exit.
+    public let mirrorTally = MirrorTally()
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
     private let verdicts = RequirementsCache()
@@ -70,9 +74,10 @@ public final class ProxyEnvironment: Sendable {
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
-        recording: RecordingOptions? = nil
+        recording: RecordingOptions? = nil, mirrorComparesPolicy: Bool = false
     ) {
         self.policy = policy
+        self.mirrorComparesPolicy = mirrorComparesPolicy
         self.recording = recording
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(
@@ -108,6 +113,8 @@ public final class ProxyEnvironment: Sendable {
 enum TLSContextKey: Hashable {
     case upstream(minimum: TLSVersion?, maximum: TLSVersion?, cipherList: String?, tls13Suites: String?, alpn: [String])
     case server(host: String, leaf: LeafOptions)
+    /// `--ats mirror`: the client leg for an upstream with weaknesses to reproduce.
+    case mirror(host: String, plan: MirrorPlan)
 }
 
 /// TLS contexts are costly to build (cipher parsing, key loading), and a proxy needs few distinct ones: one per

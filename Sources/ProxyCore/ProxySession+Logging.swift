@@ -57,6 +57,13 @@ extension ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
+        if exchange.mirror == nil, let record = interception?.mirror?.record {
+            // Every exchange of a mirrored connection carries what the device did with it.
+            var noted = exchange
+            noted.mirror = record
+            logExchange(noted)
+            return
+        }
         if exchange.note == nil, let fallback = interception?.blockFallback {
             // Copied only here: a copy of every exchange cost about 1% of a keep-alive request's instructions.
             var noted = exchange

@@ -34,6 +34,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var interruption: String?
     /// Why the proxy did what it did, when the line alone would not say (a tunnel: why it was not intercepted).
     public var note: String?
+    /// `--ats mirror`: what the device was shown on this exchange's connection and what it did (nil otherwise).
+    public var mirror: MirrorRecord?
     /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
     public var connection: ConnectionRecord? {
         get { extras?.connection }
@@ -76,7 +78,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
-        case interruption, note
+        case interruption, note, mirror
     }
 
     /// Equal in what the console line and the JSON event show; the details are not compared.
@@ -84,7 +86,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         a.method == b.method && a.url == b.url && a.status == b.status && a.httpVersion == b.httpVersion
             && a.outcome == b.outcome && a.errors == b.errors && a.requestBytes == b.requestBytes
             && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
-            && a.interruption == b.interruption && a.note == b.note && a.action == b.action
+            && a.interruption == b.interruption && a.note == b.note && a.action == b.action && a.mirror == b.mirror
     }
 
     public init(
@@ -110,14 +112,19 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// arithmetic: it runs once per exchange on the loop thread, and interpolating `Double`s cost about 3% of a
     /// keep-alive request's CPU.
     public func consoleLine(colour: Bool) -> String {
-        let ats: String
-        let tint: String
+        var ats: String
+        var tint: String
         switch outcome {
         case .allowed: (ats, tint) = ("ATS ok", "\u{1B}[32m")
         case .blocked: (ats, tint) = ("ATS BLOCKED " + shortCodes, "\u{1B}[31m")
         case .violation: (ats, tint) = ("ATS VIOLATION " + shortCodes, "\u{1B}[33m")
         case .notEvaluated: (ats, tint) = ("ATS n/a", "\u{1B}[2m")
         case .failed: (ats, tint) = ("FAILED " + shortCodes, "\u{1B}[31m")
+        }
+        if let mirror {
+            // The simulated verdict (with --plist), then what the device was shown and did.
+            ats = outcome == .notEvaluated ? mirror.consoleText : ats + " " + mirror.consoleText
+            tint = mirror.disagreement != nil ? "\u{1B}[33m" : mirror.deviceAccepted ? "\u{1B}[32m" : "\u{1B}[31m"
         }
         var line = ""
         line.reserveCapacity(method.utf8.count + url.utf8.count + ats.utf8.count + 48)
@@ -155,6 +162,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             line += note
             line += ")"
         }
+        if let mirror { line += mirror.consoleTail }
         return line
     }
 
