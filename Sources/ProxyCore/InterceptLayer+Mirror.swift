@@ -91,6 +91,13 @@ extension ProxySession {
             }
             return (alert.name, step)
         case .localFailure(let sent, let e):
+            let reasons = e.entries.map(\.reason).joined(separator: "; ")
+            if sent == nil, reasons.contains("wrong version number") {
+                // The device refused the server's older version: its protocol_version alert came in a record of its
+                // own (newer) version, which the mirrored server could not read.
+                return ("protocol_version",
+                    "the device refused the version the server chose (its alert came in a newer record version)")
+            }
             return (sent?.name ?? "handshake_failure",
                 "the device's ClientHello offered no version or cipher suite the mirrored server accepts (\(e))")
         case .aborted(let alert):

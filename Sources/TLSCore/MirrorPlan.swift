@@ -66,13 +66,14 @@ public struct MirrorPlan: Sendable, Hashable {
         var options = LeafOptions.standard
         var leafFlaws: [String] = []
 
-        // Key: a weak key is copied; a mirrored protocol also needs the leaf's key type, since the suite served
-        // names it (ECDHE-RSA and static RSA need an RSA key, ECDHE-ECDSA an EC one).
+        // Key: a weak key is copied; otherwise the key type is, once anything is mirrored (a mirrored suite names
+        // it: ECDHE-RSA and static RSA need an RSA key, ECDHE-ECDSA an EC one; a flawed leaf should differ from the
+        // upstream's in nothing else).
         switch cert.keyType {
         case .rsa where cert.keyBits < 2048:
             options.keyKind = .rsa(bits: max(512, cert.keyBits))
             leafFlaws.append("RSA-\(cert.keyBits)")
-        case .rsa where protocolMirror != nil:
+        case .rsa:
             options.keyKind = .rsa2048
         case .ec where cert.keyBits < 256:
             if let curve = cert.curve {
@@ -160,7 +161,7 @@ public struct MirrorPlan: Sendable, Hashable {
             break
         }
 
-        if options != .standard || !leafFlaws.isEmpty {
+        if !leafFlaws.isEmpty || protocolMirror != nil {
             leaf = options
             weaknesses += leafFlaws.map { "leaf \($0)" }
         }

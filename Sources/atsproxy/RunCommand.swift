@@ -321,8 +321,13 @@ struct RunCommand: ParsableCommand {
         if ats == .mirror {
             let folder = caURL.appendingPathComponent(CertificateAuthority.neverTrustedFolderName)
             do {
-                neverTrusted = try CertificateAuthority.loadOrCreate(
-                    in: folder, commonName: "ATSProxy never-trusted CA (mirror mode; do not install)").authority
+                do {
+                    neverTrusted = try CertificateAuthority.loadOrCreate(
+                        in: folder, commonName: "ATSProxy never-trusted CA (mirror mode; do not install)").authority
+                } catch .alreadyExists {
+                    // Another proxy sharing --ca-dir wrote it between our look and our write: use that one.
+                    neverTrusted = try CertificateAuthority.load(from: folder)
+                }
             } catch {
                 throw failure("atsproxy run: error: --ca-dir: mirror mode's never-trusted CA: \(error)")
             }
