@@ -125,7 +125,7 @@ extension ProxySession {
         case .failed(let error):
             clientHandshakeFailed(i, error)
         case .complete:
-            if i.mirror != nil { mirrorDeviceAccepted(i, engine) }
+            if i.mirror != nil { mirrorHandshakeCompleted(i, engine) }
             i.stage = .relaying
             startRelaying(i, engine)
             readClient(i)

@@ -11,9 +11,10 @@ import TLSCore
 // 2. The client's handshake runs against the plan's server (InterceptLayer+Client): the upstream's weak version and
 //    suite at OpenSSL security level 0 and a leaf with the upstream leaf's flaws, on a context of its own; a healthy
 //    upstream gets the proxy's own TLS, exactly as without mirror mode.
-// 3. What the device did is the connection's record: it completed the handshake (accepted, with what it
-//    negotiated) or it refused (the alert, and at which step). One CONNECT line says so at once; every request's
-//    line on the connection carries the same record.
+// 3. What the device did is the connection's record: it completed the handshake and sent a request (accepted, with
+//    what it negotiated), or it refused: with an alert (which one, at which step), or by closing after the handshake
+//    before any request (OpenSSL clients check the host name only then). One CONNECT line says so as soon as the
+//    device decided; every request's line on the connection carries the same record.
 // 4. With `--plist`, the policy's verdict is the second one: agreement is quiet, a disagreement is a notice and a
 //    field of every record. Both are counted for the summary at exit (MirrorTally).
 
@@ -22,8 +23,11 @@ struct MirrorState {
     var plan: MirrorPlan
     /// The simulated verdict's violations (Apple's defaults without a plist), kept for the comparison and the tally.
     var simulated: [ATSViolation]
-    /// What the device did, once its handshake ended.
+    /// What the device did, once it decided.
     var record: MirrorRecord?
+    /// The device completed its handshake (what it negotiated) and has not sent a request yet. It has decided only
+    /// once it sends one: OpenSSL clients (curl, Python) check the host name after the handshake and then close.
+    var completedHandshake: (version: String?, suite: String?)?
 }
 
 extension ProxySession {
@@ -57,13 +61,28 @@ extension ProxySession {
         }
     }
 
-    /// The device completed its handshake with the mirrored server.
-    func mirrorDeviceAccepted(_ i: InterceptLayer, _ engine: TLSEngine) {
-        guard let state = i.mirror else { return }
+    /// The device completed its handshake with the mirrored server: it has accepted once it sends a request.
+    func mirrorHandshakeCompleted(_ i: InterceptLayer, _ engine: TLSEngine) {
         let negotiated = engine.negotiated
-        finishMirror(i, state, accepted: true, version: negotiated.map { $0.version?.plistName ?? $0.versionName },
-            suite: negotiated.map { CipherSuite.lookup(code: $0.cipherSuiteCode)?.ianaName ?? $0.cipherSuiteName },
-            refusal: nil, step: nil)
+        i.mirror?.completedHandshake = (
+            negotiated.map { $0.version?.plistName ?? $0.versionName },
+            negotiated.map { CipherSuite.lookup(code: $0.cipherSuiteCode)?.ianaName ?? $0.cipherSuiteName })
+    }
+
+    /// The device sent its first request after the handshake: it accepted what it was shown.
+    func mirrorDeviceSpoke(_ i: InterceptLayer) {
+        guard let state = i.mirror, state.record == nil, let done = state.completedHandshake else { return }
+        finishMirror(i, state, accepted: true, version: done.version, suite: done.suite, refusal: nil, step: nil)
+    }
+
+    /// The connection ends: a device that completed its handshake and sent nothing refused after it.
+    func mirrorConnectionEnding() {
+        guard let i = interception, let state = i.mirror, state.record == nil, state.completedHandshake != nil
+        else { return }
+        finishMirror(
+            i, state, accepted: false, version: nil, suite: nil, refusal: "closed after the handshake",
+            step: "the device completed the handshake, then closed before any request (a check after the handshake "
+                + "failed, such as an OpenSSL client's host-name check, or it had nothing to send)")
     }
 
     /// The device's handshake with the mirrored server failed: it refused what it was shown.
@@ -135,6 +154,7 @@ extension ProxySession {
             deviceCipherSuite: suite, refusal: refusal, refusalStep: step, simulated: simulatedText,
             disagreement: disagreement)
         i.mirror?.record = record
+        trace(.mirrorDeviceVerdict(url: i.url, record: record))
         env.mirrorTally.count(kind: kind, deviceAccepted: accepted, agreed: agreed)
         if let disagreement {
             notice("\(i.host):\(i.port): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")

@@ -145,6 +145,7 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
+            if i.mirror != nil, !i.clientSpoke { mirrorDeviceSpoke(i) }
             i.clientSpoke = true
             if let kept = i.unansweredClientPlaintext {
                 i.unansweredClientPlaintext = kept.count + plaintext.count <= InterceptLayer.replayLimit ? kept + plaintext : nil

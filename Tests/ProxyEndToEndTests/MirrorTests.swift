@@ -204,7 +204,9 @@ struct MirrorTests {
                 head += s.recv(1)
             try:
                 t = ctx.wrap_socket(s, server_hostname="good.test")
-                print(json.dumps({"ok": True, "version": t.version(), "cipher": t.cipher()[0]}))
+                t.sendall(b"GET / HTTP/1.0\\r\\nHost: good.test\\r\\n\\r\\n")
+                status = t.recv(64).split(b"\\r\\n")[0].decode()
+                print(json.dumps({"ok": True, "version": t.version(), "cipher": t.cipher()[0], "status": status}))
             except ssl.SSLError as e:
                 print(json.dumps({"ok": False, "error": str(e)}))
             """
@@ -268,7 +270,8 @@ struct MirrorTests {
         #expect(leaf.contains("TLS Web Server Authentication"), "\(leaf)")
         let records = try await mirrorRecords(log, count: 1)
         #expect(records.first?["weaknesses"] as? [String] == [], "\(records)")
-        #expect(proxy.process.stdout.contains("MIRROR TLSv1.3 → device accepted TLSv1.3"), "\(proxy.process.stdout)")
+        let lines = try await proxy.process.waitForOutput { text in text.contains("GET https://good.test/") ? text : nil }
+        #expect(lines.contains("CONNECT https://good.test --- TLS MIRROR TLSv1.3 → device accepted TLSv1.3"), "\(lines)")
     }
 
     @Test("--plist: a wrong plist (no exception for a TLS 1.0 server the app reaches) is a disagreement; a strict device agrees; the exit summary counts both")
@@ -278,7 +281,7 @@ struct MirrorTests {
         let plist = folder.appendingPathComponent("Info.plist")
         try Data(PlistFixture.xml("<dict><key>NSAppTransportSecurity</key><dict/></dict>")).write(to: plist)
         let c = Self.cases[0]
-        let (_, _, server, proxy, log) = try await scene(c, ["--plist", plist.path])
+        let (_, _, server, proxy, log) = try await scene(c, ["--plist", plist.path, "--diagnostics", "1"])
         defer { withExtendedLifetime(server) {} }
         _ = try await sClient(e2e, proxy, c.host, c.strict, in: folder)
         let lax = try await sClient(e2e, proxy, c.host, c.lax, in: folder)
@@ -299,11 +302,36 @@ struct MirrorTests {
         #expect(lines.contains("ATS VIOLATION -1200/-9836 MIRROR TLSv1.0"), "\(lines)")
         #expect(lines.contains("[DISAGREEMENT simulated: blocked"), "\(lines)")
         #expect(proxy.process.stderr.contains("mirror disagreement: simulated: blocked"), "\(proxy.process.stderr)")
+        // The trace has the device's verdict as a record of its own.
+        #expect(proxy.process.stderr.contains("Mirror Device Verdict"), "\(proxy.process.stderr)")
+        #expect(proxy.process.stderr.contains("Device: accepted TLSv1.0"), "\(proxy.process.stderr)")
         kill(proxy.process.pid, SIGINT)
         _ = try await proxy.process.waitForExit(timeout: .seconds(20))
         #expect(proxy.process.stderr.contains(
             "atsproxy: mirror summary: 2 connections, the device accepted 1, refused 1; 1 agreed with the "
                 + "simulation, 1 disagreed\n  tlsVersionTooLow: accepted 1, refused 1; agreed 1, disagreed 1"),
             "\(proxy.process.stderr)")
+    }
+}
+
+extension MirrorTests {
+    @Test("curl checks the host name after the handshake: its close before any request is recorded as a refusal")
+    func curlHostNameCheck() async throws {
+        let c = MirrorCase(
+            name: "wrong name", certificate: "wronghost", host: "wronghost.test", serverArguments: [], strict: [],
+            strictRefusal: nil, lax: [])
+        let (e2e, folder, server, proxy, log) = try await scene(c)
+        defer { withExtendedLifetime(server) {} }
+        let strict = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://wronghost.test/"], in: folder)
+        #expect(strict.exit == 60, "\(strict.stderr)")
+        #expect(strict.stderr.contains("wronghost.test"), "\(strict.stderr)")
+        let lax = try await curl(["-x", proxy.url, "-k", "https://wronghost.test/"], in: folder)
+        #expect(lax.exit == 0 && lax.status == 200, "\(lax.stderr)")
+        let records = try await mirrorRecords(log, count: 2)
+        try #require(records.count == 2)
+        #expect(records[0]["deviceAccepted"] as? Bool == false)
+        #expect(records[0]["refusal"] as? String == "closed after the handshake", "\(records[0])")
+        #expect(records[1]["deviceAccepted"] as? Bool == true, "\(records[1])")
+        #expect((records[1]["weaknesses"] as? [String]) == ["leaf names other.test"], "\(records[1])")
     }
 }
