@@ -145,6 +145,11 @@ extension ProxySession {
                 disagreement = "simulated: \(simulatedText ?? "allowed"); device: \(device); either the app's "
                     + "effective policy differs from the plist, or iOS behaves differently than modelled (reference "
                     + "\(Self.referenceSection(state.simulated.first?.kind, plan: state.plan)))"
+                if accepted, !state.plan.notReproduced.isEmpty {
+                    // The device could not meet what the simulation blocked for: no finding about the device.
+                    disagreement = (disagreement ?? "") + "; expected for what the proxy cannot reproduce: "
+                        + state.plan.notReproduced.joined(separator: "; ")
+                }
             }
         }
         let record = MirrorRecord(

@@ -44,9 +44,18 @@ extension ProxySession {
                 + "with no_application_protocol; offering h2 and http/1.1, as the app does")
             return
         }
-        if i.attempt == .iOSLike {
-            // Learn what the server does support, so the verdict can explain the failure.
+        if i.attempt == .iOSLike, env.mode == .mirror {
+            // Mirror mode learns the suite the server would choose for an iOS client with every exception first.
             i.iOSLikeFailure = error
+            i.attempt = .iOSWidest
+            connectInterceptionUpstream(i, reason: "ATSProxy's probe, not the app's: attempt \(i.connectAttempts)'s "
+                + "handshake failed (\(error)); offering what iOS offers with every exception (TLS 1.0-1.3, the "
+                + "forward-secret and static-RSA suites) to learn what the server would choose for the device")
+            return
+        }
+        if i.attempt == .iOSLike || i.attempt == .iOSWidest {
+            // Learn what the server does support, so the verdict can explain the failure.
+            if i.iOSLikeFailure == nil { i.iOSLikeFailure = error }
             i.attempt = .permissive
             connectInterceptionUpstream(i, reason: "ATSProxy's probe, not the app's: attempt \(i.connectAttempts)'s "
                 + "handshake failed (\(error)); every TLS version and cipher suite is offered to learn why")

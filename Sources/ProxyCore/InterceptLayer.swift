@@ -28,7 +28,10 @@ import TLSCore
 
 /// An intercepted CONNECT: the client's TLS leg, the upstream's TLS leg and the relay between them.
 final class InterceptLayer: RelayingLayer {
-    enum Attempt { case iOSLike, permissive }
+    /// The upstream attempts, in order: what iOS offers under the app's policy; in `--ats mirror`, what an iOS
+    /// client with every exception offers (so the suite learned is the one the server chooses for iOS); then every
+    /// version and suite this OpenSSL can negotiate.
+    enum Attempt { case iOSLike, iOSWidest, permissive }
     enum Stage { case connectingUpstream, upstreamHandshake, clientHandshake, relaying, failed }
 
     let host: String

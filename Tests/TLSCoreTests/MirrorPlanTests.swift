@@ -181,3 +181,18 @@ struct MirrorPlanTests {
         #expect(try #require(plan.protocolMirror).maximumVersion == .tls10)
     }
 }
+
+extension MirrorPlanTests {
+    @Test("The widest iOS offer: TLS 1.0 to 1.3, forward-secret suites before static RSA, built by OpenSSL 3")
+    func widestOffer() throws {
+        let c = UpstreamTLS.iOSWidestConfiguration(alpn: ["http/1.1"])
+        #expect(c.minimumVersion == .tls10 && c.maximumVersion == .tls13)
+        let list = try #require(c.cipherList).split(separator: ":").map(String.init)
+        let firstStatic = try #require(list.firstIndex { !$0.hasPrefix("ECDHE-") })
+        #expect(list[..<firstStatic].allSatisfy { $0.hasPrefix("ECDHE-") })
+        #expect(list[firstStatic...].allSatisfy { !$0.hasPrefix("ECDHE-") })
+        #expect(list.contains("AES128-SHA") && list.contains("ECDHE-RSA-AES256-SHA"))
+        #expect(c.tls13CipherSuites == "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
+        _ = try TLSContext(c)
+    }
+}
