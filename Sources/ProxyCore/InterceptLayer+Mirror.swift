@@ -174,6 +174,31 @@ extension ProxySession {
         recordExchange(noted)
     }
 
+    /// A cleartext request in mirror mode: the device sent it, so its ATS allowed the load (ATS refuses `http://`
+    /// before connecting). Judged against the simulation like a connection, counted, and traced.
+    func mirrorCleartext(url: String, simulated: [ATSViolation]) -> MirrorRecord {
+        let kind = simulated.first?.kind.rawValue ?? "none"
+        var simulatedText: String?
+        var disagreement: String?
+        var agreed: Bool?
+        if env.mirrorComparesPolicy {
+            simulatedText = Self.simulatedText(simulated)
+            agreed = simulated.isEmpty
+            if !simulated.isEmpty {
+                disagreement = "simulated: \(simulatedText ?? ""); device: sent the cleartext request; either the "
+                    + "app's effective policy differs from the plist, or iOS behaves differently than modelled "
+                    + "(reference §3.1)"
+            }
+        }
+        let record = MirrorRecord(
+            version: "cleartext HTTP", weaknesses: [], notReproduced: [], deviceAccepted: true,
+            simulated: simulatedText, disagreement: disagreement)
+        trace(.mirrorDeviceVerdict(url: url, record: record))
+        env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
+        if let disagreement { notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)") }
+        return record
+    }
+
     /// `allowed`, or `blocked -1200/-9836 (TLSv1.0 below the TLSv1.2 minimum)`.
     static func simulatedText(_ violations: [ATSViolation]) -> String {
         guard let first = violations.first else { return "allowed" }
@@ -190,7 +215,8 @@ extension ProxySession {
         case .weakKey?, .weakSignatureHash?, .untrustedRoot?, .selfSigned?, .hostnameMismatch?, .expired?,
             .notYetValid?, .invalidChain?, .missingServerAuthEKU?, .validityTooLong?, .pinMismatch?:
             return "§3.3, §3.4"
-        case .cleartextNotAllowed?, .notTLS?, .connectionFailed?, .timedOut?, .unreachable?:
+        case .cleartextNotAllowed?: return "§3.1"
+        case .notTLS?, .connectionFailed?, .timedOut?, .unreachable?:
             return "§3"
         case nil:
             // The policy allowed it and the device refused: the rule is whichever weakness was mirrored.

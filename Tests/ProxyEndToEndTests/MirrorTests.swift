@@ -335,3 +335,25 @@ extension MirrorTests {
         #expect((records[1]["weaknesses"] as? [String]) == ["leaf names other.test"], "\(records[1])")
     }
 }
+
+extension MirrorTests {
+    @Test("A cleartext request the device sends was allowed by its ATS: with a plist that refuses it, a disagreement")
+    func cleartext() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let plist = folder.appendingPathComponent("Info.plist")
+        try Data(PlistFixture.xml("<dict><key>NSAppTransportSecurity</key><dict/></dict>")).write(to: plist)
+        let origin = try await Origin(e2e, in: folder)
+        defer { withExtendedLifetime(origin) {} }
+        let proxy = try await Proxy(
+            e2e, ["--ats", "mirror", "--plist", plist.path] + origin.map("plain.test"), in: folder)
+        let r = try await curl(["-x", proxy.url, "http://plain.test/bytes/10"], in: folder)
+        #expect(r.status == 200, "\(r.stderr)")
+        let lines = try await proxy.process.waitForOutput { text in
+            text.contains("GET http://plain.test/bytes/10 200") ? text : nil
+        }
+        #expect(lines.contains("ATS VIOLATION -1022 MIRROR cleartext HTTP → device accepted"), "\(lines)")
+        #expect(lines.contains("[DISAGREEMENT simulated: blocked -1022 ("), "\(lines)")
+        #expect(lines.contains("device: sent the cleartext request"), "\(lines)")
+    }
+}
