@@ -195,7 +195,9 @@ extension ProxySession {
             simulated: simulatedText, disagreement: disagreement)
         trace(.mirrorDeviceVerdict(url: url, record: record))
         env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
-        if let disagreement { notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)") }
+        if let disagreement {
+            notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
+        }
         return record
     }
 

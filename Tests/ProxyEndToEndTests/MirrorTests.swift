@@ -92,7 +92,8 @@ struct MirrorTests {
         let folder = try e2e.folder()
         let (cert, key) = e2e.cert(c.certificate)
         let chain = c.certificate == "selfsigned" ? nil : e2e.testCA
-        let server = try OpenSSLServer(certificate: cert, key: key, chain: chain, arguments: ["-www"] + c.serverArguments)
+        let server = try OpenSSLServer(
+            certificate: cert, key: key, chain: chain, arguments: ["-www"] + c.serverArguments)
         let log = folder.appendingPathComponent("mirror.jsonl")
         let proxy = try await Proxy(
             e2e, ["--ats", "mirror", "--ios", "17", "--map", "\(c.host)=127.0.0.1:\(server.port)", "--log-json",
@@ -270,8 +271,11 @@ struct MirrorTests {
         #expect(leaf.contains("TLS Web Server Authentication"), "\(leaf)")
         let records = try await mirrorRecords(log, count: 1)
         #expect(records.first?["weaknesses"] as? [String] == [], "\(records)")
-        let lines = try await proxy.process.waitForOutput { text in text.contains("GET https://good.test/") ? text : nil }
-        #expect(lines.contains("CONNECT https://good.test --- TLS MIRROR TLSv1.3 → device accepted TLSv1.3"), "\(lines)")
+        let lines = try await proxy.process.waitForOutput { text in
+            text.contains("GET https://good.test/") ? text : nil
+        }
+        #expect(
+            lines.contains("CONNECT https://good.test --- TLS MIRROR TLSv1.3 → device accepted TLSv1.3"), "\(lines)")
     }
 
     @Test("--plist: a wrong plist (no exception for a TLS 1.0 server the app reaches) is a disagreement; a strict device agrees; the exit summary counts both")

@@ -10,7 +10,8 @@ struct MirrorRecordTests {
     {
         var e = ExchangeSummary(
             method: "CONNECT", url: "https://old.test", status: nil, httpVersion: "TLS", outcome: outcome,
-            errors: outcome == .violation ? [ExchangeError(urlError: .secureConnectionFailed, sslError: .peerProtocolVersion)] : [],
+            errors: outcome == .violation
+                ? [ExchangeError(urlError: .secureConnectionFailed, sslError: .peerProtocolVersion)] : [],
             requestBytes: 0, responseBytes: 0, durationMilliseconds: 1.25)
         e.mirror = mirror
         return e
