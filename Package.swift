@@ -17,13 +17,14 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
         // SQLite for capture files (CaptureStore), on the system's libsqlite3 (libsqlite3-dev).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
-        // C libraries, reached only through these three header-only system-library targets.
+        // C libraries, reached only through these header-only system-library targets.
         .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
+        // zlib, to inflate an .ipa's Info.plist (PolicyLoader's ZipMemberReader).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
@@ -46,7 +47,7 @@ let package = Package(
         // Edges: files and sockets.
         .target(
             name: "PolicyLoader",
-            dependencies: ["ATSPolicy", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            dependencies: ["ATSPolicy", "CZlib"],
             swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.

@@ -1,5 +1,4 @@
 import Foundation
-import ZIPFoundation
 
 /// Bounded reads of plist bytes from a file or from an `.ipa` member.
 enum PolicySource {
@@ -37,17 +36,26 @@ enum PolicySource {
         entryPath: String, bytes: [UInt8]
     ) {
         let display = URL(fileURLWithPath: path).lastPathComponent
-        let archive: Archive
+        let handle: FileHandle
+        let fileSize: UInt64
         do {
-            archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
+            handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            fileSize = try handle.seekToEnd()
         } catch {
             throw PolicyLoadError(file: display, kind: .notAZipArchive(detail: reason(error)))
         }
+        defer { closeReadOnly(handle) }
+        let archive: ZipMemberReader
+        do {
+            archive = try ZipMemberReader(handle: handle, fileSize: fileSize)
+        } catch {
+            throw PolicyLoadError(file: display, kind: .notAZipArchive(detail: error.detail))
+        }
         // Only the app's own Info.plist: exactly Payload/X.app/Info.plist, not those of nested frameworks or
         // extensions (Payload/X.app/PlugIns/…). If several apps are present, the first by name is taken.
-        let candidates = archive.filter { entry in
-            let parts = entry.path.split(separator: "/", omittingEmptySubsequences: false)
-            return entry.type == .file && parts.count == 3 && parts[0] == "Payload" && parts[1].hasSuffix(".app")
+        let candidates = archive.members.filter { member in
+            let parts = member.path.split(separator: "/", omittingEmptySubsequences: false)
+            return !member.isDirectory && parts.count == 3 && parts[0] == "Payload" && parts[1].hasSuffix(".app")
                 && parts[1].count > 4 && parts[2] == "Info.plist"
         }.sorted { $0.path < $1.path }
         guard let entry = candidates.first else { throw PolicyLoadError(file: display, kind: .ipaWithoutInfoPlist) }
@@ -55,28 +63,25 @@ enum PolicySource {
         if entry.uncompressedSize > UInt64(limit) {
             throw PolicyLoadError(file: member, kind: .tooLarge(size: entry.uncompressedSize, limit: limit))
         }
-        // The header's size may lie (zip bomb): count while inflating and stop past the cap.
-        var bytes: [UInt8] = []
-        var exceeded = false
+        // The header's size may lie (zip bomb): the reader counts while inflating and stops past the cap.
         do {
-            let checksum = try archive.extract(entry, skipCRC32: false) { chunk in
-                guard bytes.count + chunk.count <= limit else {
-                    exceeded = true
-                    throw CocoaError(.fileReadTooLarge)
-                }
-                bytes.append(contentsOf: chunk)
-            }
-            guard checksum == entry.checksum else {
-                throw PolicyLoadError(
-                    file: member, kind: .notAZipArchive(detail: "CRC-32 mismatch: the entry is corrupt"))
-            }
-        } catch let error as PolicyLoadError {
-            throw error
+            return (entry.path, try archive.bytes(of: entry, limit: limit))
+        } catch let failure as ZipMemberReader.Failure {
+            throw PolicyLoadError(file: member, kind: .notAZipArchive(detail: failure.detail))
+        } catch is ZipMemberReader.TooLarge {
+            throw PolicyLoadError(file: member, kind: .tooLarge(size: nil, limit: limit))
         } catch {
-            if exceeded { throw PolicyLoadError(file: member, kind: .tooLarge(size: nil, limit: limit)) }
             throw PolicyLoadError(file: member, kind: .notAZipArchive(detail: reason(error)))
         }
-        return (entry.path, bytes)
+    }
+
+    /// Closes a handle opened for reading: a failed close loses nothing, so it is not an error worth reporting.
+    private static func closeReadOnly(_ handle: FileHandle) {
+        do {
+            try handle.close()
+        } catch {
+            // Nothing was written through it.
+        }
     }
 
     private static func reason(_ error: any Error) -> String {

@@ -80,7 +80,7 @@ struct TraceTests {
         withExtendedLifetime(old) {}
     }
 
-    @Test("--log-json has the fields README.md documents: flat objects, numeric codes with names, no Swift internals")
+    @Test("--log-json has the fields docs/traces.md documents: flat objects, numeric codes with names, no Swift internals")
     func jsonSchema() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
@@ -144,10 +144,10 @@ struct TraceTests {
         #expect((allowed["errors"] as? [Any])?.isEmpty == true)
         #expect(try event("tlsHandshake", "https://good.test")["sessionResumed"] as? Bool == false)
 
-        // The README's CI check fails on this log (a blocked load) and passes on the good connection's events alone.
+        // The CI check in docs/traces.md fails on this log (a blocked load) and passes on the good connection's events alone.
         let readme = try String(
-            contentsOf: e2e.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let command = try #require(readme.split(separator: "\n").first { $0.hasPrefix("jq -se '") }, "README: no jq")
+            contentsOf: e2e.packageRoot.appendingPathComponent("docs/traces.md"), encoding: .utf8)
+        let command = try #require(readme.split(separator: "\n").first { $0.hasPrefix("jq -se '") }, "docs/traces.md: no jq")
         let filter = try #require(command.split(separator: "'", omittingEmptySubsequences: false).dropFirst().first)
         #expect(try await runProcess("/usr/bin/jq", ["-se", String(filter), log.path], in: folder).status == 1)
         let goodLog = folder.appendingPathComponent("good.jsonl")
