@@ -33,8 +33,11 @@ struct MirrorState {
 extension ProxySession {
     /// Makes the plan for the client leg from the upstream handshake's facts (see the theory of operation).
     func prepareMirror(_ i: InterceptLayer, _ facts: HandshakeFacts, _ engine: TLSEngine) {
-        let plan = MirrorPlan(facts: facts, suiteOpenSSLName: engine.negotiated?.cipherSuiteOpenSSLName)
-        i.mirror = MirrorState(plan: plan, simulated: i.violations, record: nil)
+        // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.
+        if i.mirror == nil {
+            let plan = MirrorPlan(facts: facts, suiteOpenSSLName: engine.negotiated?.cipherSuiteOpenSSLName)
+            i.mirror = MirrorState(plan: plan, simulated: i.violations, record: nil)
+        }
         if !env.mirrorComparesPolicy {
             // No plist: the device alone judges; Apple's defaults only name the kind in the summary.
             i.violations = []

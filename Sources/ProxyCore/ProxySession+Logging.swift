@@ -57,7 +57,9 @@ extension ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
-        if exchange.mirror == nil, let record = interception?.mirror?.record ?? plain?.mirrorRecord {
+        if env.mode == .mirror, exchange.mirror == nil,
+            let record = interception?.mirror?.record ?? plain?.mirrorRecord
+        {
             // Every exchange of a mirrored connection carries what the device did with it.
             var noted = exchange
             noted.mirror = record
