@@ -361,3 +361,30 @@ extension MirrorTests {
         #expect(lines.contains("device: sent the cleartext request"), "\(lines)")
     }
 }
+
+extension MirrorTests {
+    @Test("Only the mirrored connection is weakened: a healthy host on the same proxy keeps TLS 1.3 and strict clients")
+    func otherConnectionsKeepDefaults() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let (oldCert, oldKey) = e2e.cert("tls10")
+        let old = try OpenSSLServer(
+            certificate: oldCert, key: oldKey, chain: e2e.testCA, arguments: ["-www", "-tls1"] + Self.seclevel0)
+        let (goodCert, goodKey) = e2e.cert("good")
+        let good = try OpenSSLServer(certificate: goodCert, key: goodKey, chain: e2e.testCA, arguments: ["-www"])
+        defer { withExtendedLifetime((old, good)) {} }
+        let proxy = try await Proxy(
+            e2e, ["--ats", "mirror", "--map", "tls10.test=127.0.0.1:\(old.port)", "--map",
+                "good.test=127.0.0.1:\(good.port)"], in: folder)
+        let mirrored = try await sClient(e2e, proxy, "tls10.test", ["-tls1"] + Self.seclevel0, in: folder)
+        #expect(mirrored.stdout.contains("Protocol  : TLSv1\n"), "\(mirrored.stdout)")
+        // Right after it, the healthy host: the strictest default client, TLS 1.3, the proxy's P-256 leaf.
+        let healthy = try await sClient(e2e, proxy, "good.test", ["-tls1_3"], in: folder)
+        #expect(healthy.status == 0, "\(healthy.stdout)\(healthy.stderr)")
+        #expect(healthy.stdout.contains("Protocol  : TLSv1.3\n"), "\(healthy.stdout)")
+        #expect(try await leafText(healthy.stdout, in: folder).contains("ASN1 OID: prime256v1"))
+        // And the mirrored host again, by a client that will not go below TLS 1.2: still refused.
+        let strict = try await sClient(e2e, proxy, "tls10.test", ["-tls1_2"], in: folder)
+        #expect(strict.status != 0, "\(strict.stdout)")
+    }
+}
