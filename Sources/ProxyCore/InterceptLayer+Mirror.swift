@@ -18,16 +18,22 @@ import TLSCore
 // 4. With `--plist`, the policy's verdict is the second one: agreement is quiet, a disagreement is a notice and a
 //    field of every record. Both are counted for the summary at exit (MirrorTally).
 
-/// What mirror mode keeps on an intercepted connection.
-struct MirrorState {
-    var plan: MirrorPlan
+/// What mirror mode keeps on an intercepted connection. A class: the relaying path asks only whether there is one,
+/// which for a reference is a pointer test, not a copy of the plan.
+final class MirrorState {
+    let plan: MirrorPlan
     /// The simulated verdict's violations (Apple's defaults without a plist), kept for the comparison and the tally.
-    var simulated: [ATSViolation]
+    let simulated: [ATSViolation]
     /// What the device did, once it decided.
     var record: MirrorRecord?
     /// The device completed its handshake (what it negotiated) and has not sent a request yet. It has decided only
     /// once it sends one: OpenSSL clients (curl, Python) check the host name after the handshake and then close.
     var completedHandshake: (version: String?, suite: String?)?
+
+    init(plan: MirrorPlan, simulated: [ATSViolation]) {
+        self.plan = plan
+        self.simulated = simulated
+    }
 }
 
 extension ProxySession {
@@ -36,7 +42,7 @@ extension ProxySession {
         // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.
         if i.mirror == nil {
             let plan = MirrorPlan(facts: facts, suiteOpenSSLName: engine.negotiated?.cipherSuiteOpenSSLName)
-            i.mirror = MirrorState(plan: plan, simulated: i.violations, record: nil)
+            i.mirror = MirrorState(plan: plan, simulated: i.violations)
         }
         if !env.mirrorComparesPolicy {
             // No plist: the device alone judges; Apple's defaults only name the kind in the summary.

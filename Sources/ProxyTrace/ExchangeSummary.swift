@@ -35,7 +35,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// Why the proxy did what it did, when the line alone would not say (a tunnel: why it was not intercepted).
     public var note: String?
     /// `--ats mirror`: what the device was shown on this exchange's connection and what it did (nil otherwise).
-    public var mirror: MirrorRecord?
+    /// Kept in the boxed extras, as the details are: a field of its own cost every record's copies on the relaying
+    /// path about 150 instructions per request in every mode; unlike the details it is on the console line and in
+    /// the JSON event.
+    public var mirror: MirrorRecord? {
+        get { extras?.mirror }
+        set { if newValue != nil || extras?.mirror != nil { updateExtras { $0.mirror = newValue } } }
+    }
     /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
     public var connection: ConnectionRecord? {
         get { extras?.connection }
@@ -62,16 +68,19 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         var connection: ConnectionRecord?
         var action: ExchangeAction?
         var detail: ExchangeDetail?
+        var mirror: MirrorRecord?
 
-        init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?) {
+        init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?) {
             self.connection = connection
             self.action = action
             self.detail = detail
+            self.mirror = mirror
         }
     }
 
     private mutating func updateExtras(_ change: (Extras) -> Void) {
-        let copy = Extras(connection: extras?.connection, action: extras?.action, detail: extras?.detail)
+        let copy = Extras(
+            connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror)
         change(copy)
         extras = copy
     }
@@ -79,6 +88,39 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
         case interruption, note, mirror
+    }
+
+    // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            method: try c.decode(String.self, forKey: .method), url: try c.decode(String.self, forKey: .url),
+            status: try c.decodeIfPresent(Int.self, forKey: .status),
+            httpVersion: try c.decode(String.self, forKey: .httpVersion),
+            outcome: try c.decode(ATSOutcome.self, forKey: .outcome),
+            errors: try c.decode([ExchangeError].self, forKey: .errors),
+            requestBytes: try c.decode(Int.self, forKey: .requestBytes),
+            responseBytes: try c.decode(Int.self, forKey: .responseBytes),
+            durationMilliseconds: try c.decode(Double.self, forKey: .durationMilliseconds),
+            interruption: try c.decodeIfPresent(String.self, forKey: .interruption),
+            note: try c.decodeIfPresent(String.self, forKey: .note))
+        mirror = try c.decodeIfPresent(MirrorRecord.self, forKey: .mirror)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encode(url, forKey: .url)
+        try c.encodeIfPresent(status, forKey: .status)
+        try c.encode(httpVersion, forKey: .httpVersion)
+        try c.encode(outcome, forKey: .outcome)
+        try c.encode(errors, forKey: .errors)
+        try c.encode(requestBytes, forKey: .requestBytes)
+        try c.encode(responseBytes, forKey: .responseBytes)
+        try c.encode(durationMilliseconds, forKey: .durationMilliseconds)
+        try c.encodeIfPresent(interruption, forKey: .interruption)
+        try c.encodeIfPresent(note, forKey: .note)
+        try c.encodeIfPresent(mirror, forKey: .mirror)
     }
 
     /// Equal in what the console line and the JSON event show; the details are not compared.
