@@ -5,9 +5,10 @@ import TLSCore
 
 // Theory of operation: `--ats mirror` on an intercepted connection.
 //
-// 1. The upstream handshake ran as always (iOS-like, then the permissive probe when that failed), so its facts (the
-//    version and suite the server chose, the leaf, the chain's trust) are known before the client's ClientHello,
-//    held until then, is answered. `prepareMirror` turns them into a MirrorPlan; nothing is blocked.
+// 1. The upstream handshake ran as always (iOS-like; when that failed, what iOS offers with every exception, then
+//    the permissive probe), so its facts (the version and suite the server chose, the leaf, the chain's trust) are
+//    known before the client's ClientHello, held until then, is answered. `prepareMirror` turns them into a
+//    MirrorPlan; nothing is blocked.
 // 2. The client's handshake runs against the plan's server (InterceptLayer+Client): the upstream's weak version and
 //    suite at OpenSSL security level 0 and a leaf with the upstream leaf's flaws, on a context of its own; a healthy
 //    upstream gets the proxy's own TLS, exactly as without mirror mode.
@@ -17,6 +18,8 @@ import TLSCore
 //    device decided; every request's line on the connection carries the same record.
 // 4. With `--plist`, the policy's verdict is the second one: agreement is quiet, a disagreement is a notice and a
 //    field of every record. Both are counted for the summary at exit (MirrorTally).
+// 5. A cleartext request (PlainLayer) is the device's ATS allowing the load, since ATS refuses `http://` before
+//    connecting: it gets a record of its own, judged against the plist's -1022 the same way.
 
 /// What mirror mode keeps on an intercepted connection. A class: the relaying path asks only whether there is one,
 /// which for a reference is a pointer test, not a copy of the plan.
