@@ -102,22 +102,25 @@ struct MirrorTests {
     }
 
     /// `openssl s_client` through the proxy's CONNECT, verifying against the proxy CA (unless `arguments` names
-    /// another -CAfile); it sends `GET /` once connected.
-    private func sClient(_ e2e: E2E, _ proxy: Proxy, _ host: String, _ arguments: [String], in folder: URL)
-        async throws -> ProcessResult
-    {
+    /// another -CAfile); it sends `GET /` once connected. `direct`: to the origin at that port instead, without the
+    /// proxy, verifying against the test CA that signed the origins' leaves.
+    private func sClient(
+        _ e2e: E2E, _ proxy: Proxy, _ host: String, _ arguments: [String], direct: Int? = nil, in folder: URL
+    ) async throws -> ProcessResult {
         let request = folder.appendingPathComponent("request-\(UUID().uuidString.prefix(6)).txt")
         try "GET / HTTP/1.0\r\nHost: \(host)\r\n\r\n".write(to: request, atomically: true, encoding: .utf8)
         var args = arguments
         if let i = args.firstIndex(of: "NEVER_TRUSTED") {
             args[i] = e2e.caDir.appendingPathComponent("never-trusted/atsproxy-ca.pem").path
         }
-        if !args.contains("-CAfile") { args += ["-CAfile", e2e.proxyCA] }
+        if !args.contains("-CAfile") { args += ["-CAfile", direct == nil ? e2e.proxyCA : e2e.testCA] }
         let verify = args.contains(Self.laxVerify) ? [] : ["-verify_return_error"]
         args.removeAll { $0 == Self.laxVerify }
         // s_client reads its request from stdin: run it under sh with a redirect (TestProcess gives /dev/null).
-        let command = (["openssl", "s_client", "-proxy", proxy.address, "-connect", "\(host):443", "-servername", host,
-            "-ign_eof"] + verify + args).map(shellQuote).joined(separator: " ")
+        let route = direct.map { ["-connect", "127.0.0.1:\($0)"] }
+            ?? ["-proxy", proxy.address, "-connect", "\(host):443"]
+        let command = (["openssl", "s_client"] + route + ["-servername", host, "-ign_eof"] + verify + args)
+            .map(shellQuote).joined(separator: " ")
         return try await runProcess("/bin/sh", ["-c", "\(command) < \(shellQuote(request.path))"], in: folder,
             timeout: .seconds(30))
     }
@@ -170,6 +173,19 @@ struct MirrorTests {
         if let alert = c.strictRefusal { #expect(records[0]["refusal"] as? String == alert, "\(records[0])") }
         #expect(records[1]["deviceAccepted"] as? Bool == true, "\(records[1])")
         if let v = c.verifyError { #expect(lax.stdout.contains(v), "\(lax.stdout)") }
+        // Each client meets what it meets connecting directly: the strict one fails there too, and the lax one
+        // negotiates the same version (and, where the protocol is the weakness, the same suite) and reports the same
+        // verification error. A TLS 1.3 server with a flawed leaf is served the proxy's own TLS 1.3 suites.
+        let strictDirect = try await sClient(e2e, proxy, c.host, c.strict, direct: server.port, in: folder)
+        #expect(strictDirect.status != 0, "directly, the strict client connected: \(strictDirect.stdout)")
+        if !c.lax.contains("NEVER_TRUSTED") {
+            let laxDirect = try await sClient(e2e, proxy, c.host, c.lax, direct: server.port, in: folder)
+            #expect(laxDirect.status == 0, "\(laxDirect.stdout)\(laxDirect.stderr)")
+            for field in ["Protocol  : ", "Verify return code: "] + (c.cipherSeen == nil ? [] : ["Cipher    : "]) {
+                let seen = { (text: String) in text.split(separator: "\n").first { $0.contains(field) } }
+                #expect(seen(lax.stdout) == seen(laxDirect.stdout), "\(field) through the proxy and directly")
+            }
+        }
         // The console lines (written in batches) say the same.
         let lines = try await proxy.process.waitForOutput { text in
             text.contains("→ device refused (") && text.contains("→ device accepted") ? text : nil
