@@ -23,7 +23,7 @@ let package = Package(
     targets: [
         // C libraries, reached only through these header-only system-library targets.
         .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
-        // zlib, to inflate an .ipa's Info.plist (PolicyLoader's ZipMemberReader).
+        // zlib, reached only through the Inflate target.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
@@ -36,25 +36,39 @@ let package = Package(
         .target(name: "ATSPolicy", swiftSettings: strict),
         .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
         .target(name: "HTTP1Core", swiftSettings: strict),
-        .target(name: "HTTP2Core", dependencies: ["CNghttp2"], swiftSettings: strict),
+        .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
+        // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
+        .target(name: "Onboarding", swiftSettings: strict),
+        // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
+        .target(name: "QRCode", swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "Onboarding"],
             swiftSettings: strict),
 
         // Edges: files and sockets.
         .target(
             name: "PolicyLoader",
-            dependencies: ["ATSPolicy", "CZlib"],
+            dependencies: ["ATSPolicy", "Inflate"],
             swiftSettings: strict),
+        // zlib's inflate over a buffer, bounded: an .ipa's Info.plist, captured gzip and deflate bodies.
+        .target(name: "Inflate", dependencies: ["CZlib"], swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
         .target(
             name: "CaptureStore",
             dependencies: ["ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
+        .target(
+            name: "CaptureExport",
+            dependencies: ["CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace", "Inflate"],
+            swiftSettings: strict),
+        // `atsproxy report`: a policy against observed traffic (a capture, or a live session's exchange records).
+        .target(
+            name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
             name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
             swiftSettings: strict),
@@ -66,6 +80,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
+                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -88,19 +103,30 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
+        .testTarget(name: "InflateTests", dependencies: ["Inflate"], swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSCoreTests", dependencies: ["TLSCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport"], swiftSettings: strict),
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
+            swiftSettings: strict),
+        .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CaptureStoreTests",
             dependencies: ["CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CaptureExportTests",
+            dependencies: ["CaptureExport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport"],
+            exclude: ["Golden", "Schema"], swiftSettings: strict),
+        .testTarget(
+            name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "PolicyLoader", "CaptureStore", "ProxyTrace"],
             swiftSettings: strict),
         .testTarget(name: "ATSDiagnoseTests", dependencies: ["ATSDiagnose"], swiftSettings: strict),
         .testTarget(
@@ -119,6 +145,9 @@ let package = Package(
             name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
-        .testTarget(name: "CLITests", dependencies: ["atsproxy", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
+            swiftSettings: strict),
     ]
 )

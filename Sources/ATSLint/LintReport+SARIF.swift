@@ -20,12 +20,12 @@ extension LintReport {
             if let i = ruleIndex[f.ruleID] { result.append(("ruleIndex", .number(i))) }
             result += [
                 ("level", .string(f.severity.rawValue)),
-                ("message", .object([("text", .string("\(f.message). Fix: \(f.fix)."))])),
+                ("message", .object([("text", .string("\(Self.sentence(f.message)) Fix: \(Self.sentence(f.fix))"))])),
                 (
                     "locations",
                     .array([
                         .object([
-                            ("physicalLocation", .object([("artifactLocation", .object([("uri", .string(uri))]))])),
+                            ("physicalLocation", .object(physicalLocation(uri: uri, finding: f))),
                             (
                                 "logicalLocations",
                                 .array([
@@ -71,6 +71,24 @@ extension LintReport {
                 ])
             ),
         ]).rendered()
+    }
+
+    /// The artifact and, when the key was found in the file, the region of its `<key>` (so that code-scanning
+    /// annotations land on that line, not on the whole file).
+    private func physicalLocation(uri: String, finding: LintFinding) -> [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = [("artifactLocation", .object([("uri", .string(uri))]))]
+        if let region = region(of: finding) {
+            members.append(
+                ("region", .object([("startLine", .number(region.line)), ("startColumn", .number(region.column))])))
+        }
+        return members
+    }
+
+    /// `text` as a sentence: a full stop added unless it already ends with one (or with `?`, `!`), so that a message
+    /// ending in a question reads "Did you mean NSExceptionDomains? Fix: …", not "…?. Fix".
+    static func sentence(_ text: String) -> String {
+        guard let last = text.last, !".?!".contains(last) else { return text }
+        return text + "."
     }
 
     /// A relative or absolute path as a URI reference (RFC 3986): characters outside the unreserved set and `/`

@@ -12,17 +12,46 @@ public struct LintReport: Sendable {
     public let findings: [LintFinding]
     /// How the file was interpreted (from `LoadedPolicy.notes`).
     public let notes: [String]
+    /// Where each key is in the file, by key path from its root (XML plists only): SARIF results point there.
+    public let keyPositions: [[String]: SourceRegion]
+
+    /// A line and column in the artifact, from 1 (the column in UTF-16 code units, as SARIF counts by default).
+    public struct SourceRegion: Sendable, Equatable {
+        public var line: Int
+        public var column: Int
+        public init(line: Int, column: Int) {
+            self.line = line
+            self.column = column
+        }
+    }
 
     /// A report for `findings` on `profile` about the file at `artifactPath`.
     public init(
         artifactPath: String, sourceDescription: String, profile: IOSProfile, findings: [LintFinding],
-        notes: [String] = []
+        notes: [String] = [], keyPositions: [[String]: SourceRegion] = [:]
     ) {
+        self.keyPositions = keyPositions
         self.artifactPath = artifactPath
         self.sourceDescription = sourceDescription
         self.profile = profile
         self.findings = findings
         self.notes = notes
+    }
+
+    /// Where `finding`'s key is: its own key, or, for a key that is missing or misplaced, the nearest enclosing key
+    /// that is in the file. A file holding the ATS dictionary alone has its keys without the
+    /// `NSAppTransportSecurity` the key paths start with.
+    public func region(of finding: LintFinding) -> SourceRegion? {
+        guard !keyPositions.isEmpty else { return nil }
+        var candidates = [finding.keyPath]
+        if finding.keyPath.first == "NSAppTransportSecurity" { candidates.append(Array(finding.keyPath.dropFirst())) }
+        for var path in candidates {
+            while !path.isEmpty {
+                if let region = keyPositions[path] { return region }
+                path.removeLast()
+            }
+        }
+        return nil
     }
 
     /// Number of findings with each severity.

@@ -62,8 +62,9 @@ extension PlistValue {
         }
     }
 
-    /// XML plist lines for this value at `indent` levels of four spaces.
-    func xmlLines(indent: Int) -> [String] {
+    /// XML plist lines for this value at `indent` levels of four spaces (public: `atsproxy report` writes its
+    /// suggested policy with them).
+    public func xmlLines(indent: Int) -> [String] {
         let pad = String(repeating: "    ", count: indent)
         switch self {
         case .bool(let b): return [pad + (b ? "<true/>" : "<false/>")]
@@ -86,7 +87,8 @@ extension PlistValue {
     }
 }
 
-func xmlEscaped(_ s: String) -> String {
+/// `s` with `&`, `<` and `>` escaped for XML text (plist keys and strings).
+public func xmlEscaped(_ s: String) -> String {
     var out = ""
     for c in s {
         switch c {

@@ -1,3 +1,3 @@
-// zlib, for inflating an .ipa's Info.plist member (PolicyLoader's ZipMemberReader).
+// zlib, for the Inflate target (an .ipa member, captured gzip and deflate bodies).
 #pragma once
 #include <zlib.h>

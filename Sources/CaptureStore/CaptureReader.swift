@@ -4,33 +4,6 @@ import GRDB
 import HTTP1Core
 import ProxyTrace
 
-/// Which exchanges a listing shows. Every condition set must hold; nil conditions do not filter.
-public struct CaptureFilter: Sendable, Equatable {
-    /// A host (`api.example.com`), or a domain and every name below it (`.example.com`). Case-insensitive.
-    public var host: String?
-    /// The verdict.
-    public var outcome: ExchangeSummary.ATSOutcome?
-    /// Statuses, e.g. 500...599.
-    public var status: ClosedRange<Int>?
-    public var method: String?
-    /// Text the URL contains (case-insensitive for ASCII).
-    public var text: String?
-    /// One run of the file; nil for all.
-    public var runID: Int64?
-
-    public init(
-        host: String? = nil, outcome: ExchangeSummary.ATSOutcome? = nil, status: ClosedRange<Int>? = nil,
-        method: String? = nil, text: String? = nil, runID: Int64? = nil
-    ) {
-        self.host = host
-        self.outcome = outcome
-        self.status = status
-        self.method = method
-        self.text = text
-        self.runID = runID
-    }
-}
-
 /// One stored exchange: its id in the file, its run, and the exchange record as the proxy emitted it (heads,
 /// timings, TLS facts, decision, action; bodies when read one at a time).
 public struct CapturedExchange: Sendable {
@@ -86,8 +59,8 @@ public final class CaptureReader: @unchecked Sendable {
         }
     }
 
-    /// Runs SQL on the file, mapping errors to `CaptureFileError`.
-    private func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
+    /// Runs SQL on the file, mapping errors to `CaptureFileError` (internal: reader extensions in other files use it).
+    func read<T>(_ body: (Database) throws -> T) throws(CaptureFileError) -> T {
         do { return try queue.read(body) } catch let error as CaptureFileError { throw error } catch {
             throw CaptureFileError.reading(path, error)
         }
@@ -126,7 +99,27 @@ public final class CaptureReader: @unchecked Sendable {
         }
         _ = arguments.append(contentsOf: [limit])
         return try read { db in
-            try Row.fetchAll(db, sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?", arguments: arguments)
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?"), arguments: arguments)
+                .map { try exchange(from: $0) }
+        }
+    }
+
+    /// Exchanges matching `filter`, oldest first, at most `limit`, newer than the exchange `after` (nil: from the
+    /// first): exports, which want the order things happened, page through a file with it.
+    public func exchanges(
+        matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, after: Int64?
+    ) throws(CaptureFileError) -> [CapturedExchange] {
+        var (clause, arguments) = Self.whereClause(filter)
+        if let after {
+            clause += clause.isEmpty ? " WHERE " : " AND "
+            clause += "e.id > ?"
+            _ = arguments.append(contentsOf: [after])
+        }
+        _ = arguments.append(contentsOf: [limit])
+        return try read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id LIMIT ?"), arguments: arguments)
                 .map { try exchange(from: $0) }
         }
     }
@@ -134,25 +127,36 @@ public final class CaptureReader: @unchecked Sendable {
     /// One exchange with its bodies, or nil when the file has no exchange `id`.
     public func exchange(id: Int64) throws(CaptureFileError) -> CapturedExchange? {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: Self.select + " WHERE e.id = ?", arguments: [id]) else {
-                return nil
-            }
-            var exchange = try exchange(from: row)
-            let bodyLimit = try Int.fetchOne(db, sql: "SELECT body_limit FROM runs WHERE id = ?", arguments: [exchange.runID]) ?? 0
-            guard bodyLimit > 0 else { return exchange }
-            var request = CapturedBody(bytes: [], totalBytes: 0)
-            var response = CapturedBody(bytes: [], totalBytes: 0)
-            for body in try Row.fetchAll(
-                db, sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?", arguments: [id])
-            {
-                let data: Data = body["bytes"]
-                let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
-                if (body["direction"] as String) == "request" { request = captured } else { response = captured }
-            }
-            exchange.record.detail?.requestBody = request
-            exchange.record.detail?.responseBody = response
-            return exchange
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.select + " WHERE e.id = ?"), arguments: [id])
+            else { return nil }
+            return try addBodies(to: exchange(from: row), db)
         }
+    }
+
+    /// `exchange` (from a listing, which reads no bodies) with its bodies: an export reads a page of exchanges,
+    /// then each one's bodies, without reading its row again.
+    public func withBodies(_ exchange: CapturedExchange) throws(CaptureFileError) -> CapturedExchange {
+        try read { db in try addBodies(to: exchange, db) }
+    }
+
+    private func addBodies(to exchange: CapturedExchange, _ db: Database) throws -> CapturedExchange {
+        var exchange = exchange
+        let bodyLimit = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT body_limit FROM runs WHERE id = ?"), arguments: [exchange.runID]) ?? 0
+        guard bodyLimit > 0 else { return exchange }
+        var request = CapturedBody(bytes: [], totalBytes: 0)
+        var response = CapturedBody(bytes: [], totalBytes: 0)
+        for body in try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?"),
+            arguments: [exchange.id])
+        {
+            let data: Data = body["bytes"]
+            let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
+            if (body["direction"] as String) == "request" { request = captured } else { response = captured }
+        }
+        exchange.record.detail?.requestBody = request
+        exchange.record.detail?.responseBody = response
+        return exchange
     }
 
     /// The trace records of one connection of one run, in the order they were made.
@@ -190,43 +194,9 @@ public final class CaptureReader: @unchecked Sendable {
         """
 
     private static func whereClause(_ filter: CaptureFilter) -> (String, StatementArguments) {
-        var conditions: [String] = []
-        var arguments = StatementArguments()
-        if let host = filter.host?.lowercased() {
-            if host.hasPrefix(".") {
-                conditions.append("(e.host = ? OR e.host LIKE ? ESCAPE '\\')")
-                _ = arguments.append(contentsOf: [String(host.dropFirst()), "%" + likeEscaped(host)])
-            } else {
-                conditions.append("e.host = ?")
-                _ = arguments.append(contentsOf: [host])
-            }
-        }
-        if let outcome = filter.outcome {
-            conditions.append("e.outcome = ?")
-            _ = arguments.append(contentsOf: [outcome.rawValue])
-        }
-        if let status = filter.status {
-            conditions.append("e.status BETWEEN ? AND ?")
-            _ = arguments.append(contentsOf: [status.lowerBound, status.upperBound])
-        }
-        if let method = filter.method {
-            conditions.append("e.method = ?")
-            _ = arguments.append(contentsOf: [method])
-        }
-        if let text = filter.text {
-            conditions.append("e.url LIKE ? ESCAPE '\\'")
-            _ = arguments.append(contentsOf: ["%" + likeEscaped(text) + "%"])
-        }
-        if let run = filter.runID {
-            conditions.append("e.run_id = ?")
-            _ = arguments.append(contentsOf: [run])
-        }
-        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "), arguments)
-    }
-
-    private static func likeEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_")
+        var sql = CaptureFilter.SQL()
+        filter.compile(into: &sql)
+        return (sql.conditions.isEmpty ? "" : " WHERE " + sql.conditions.joined(separator: " AND "), sql.arguments)
     }
 
     private func exchange(from row: Row) throws -> CapturedExchange {
@@ -269,8 +239,8 @@ public final class CaptureReader: @unchecked Sendable {
                     resumed: (row["upstream_resumed"] as Bool?) ?? false)
             record.connection = ConnectionRecord(
                 connectionID: UInt64(bitPattern: connectionID), clientAddress: row["c_client_address"],
-                clientTLS: clientTLS, upstreamTLS: upstreamTLS, upstreamHandshake: facts, decision: decision,
-                violations: violations)
+                upstreamAddress: row["upstream_address"], clientTLS: clientTLS, upstreamTLS: upstreamTLS,
+                upstreamHandshake: facts, decision: decision, violations: violations)
         }
         record.detail = ExchangeDetail(
             request: (row["request_head"] as String?).flatMap(HeadText.parseRequest),

@@ -129,6 +129,11 @@ enum CaptureSchema {
                 CREATE INDEX trace_by_connection ON trace_records(run_id, connection_id, id);
                 """)
         }
+        migrator.registerMigration(Step.upstreamAddress) { db in
+            // Where the upstream connection went (HAR's serverIPAddress): per exchange, since a plain-HTTP client
+            // connection reaches a new upstream for each host. NULL in rows written before this step.
+            try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN upstream_address TEXT")
+        }
         return migrator
     }
 
@@ -136,5 +141,6 @@ enum CaptureSchema {
     enum Step {
         static let tables = "1 tables"
         static let queryIndexes = "2 query indexes"
+        static let upstreamAddress = "3 upstream address"
     }
 }

@@ -155,11 +155,11 @@ public final class CaptureWriter: @unchecked Sendable {
                 url, host, status, http_version, outcome, action, errors, url_error, ssl_error, request_bytes,
                 response_bytes, duration_ms, interruption, note, decision_id, handshake_id, upstream_tls_version,
                 upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed, request_head,
-                forwarded_request_head, response_head, client_response_head)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                forwarded_request_head, response_head, client_response_head, upstream_address)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         var values: [DatabaseValue] = []
-        values.reserveCapacity(32)
+        values.reserveCapacity(33)
         func add(_ value: (some DatabaseValueConvertible)?) { values.append(value?.databaseValue ?? .null) }
         add(runID)
         add(connection.map { Int64(bitPattern: $0.connectionID) })
@@ -193,6 +193,7 @@ public final class CaptureWriter: @unchecked Sendable {
         add(detail?.forwardedRequest.map(HeadText.request))
         add(detail?.response.map(HeadText.response))
         add(detail?.clientResponse.map(HeadText.response))
+        add(connection?.upstreamAddress)
         try statement.execute(arguments: StatementArguments(values))
         let exchangeID = db.lastInsertedRowID
         if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, db) }

@@ -27,7 +27,7 @@ public enum HTTP1Serializer {
         guard head.status >= 100 && head.status <= 999 else {
             throw HTTP1Error(.local, .invalidStatus, status: 500, detail: "invalid status \(head.status)")
         }
-        guard head.reason.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+        guard FieldBytes.allBytes(of: head.reason, satisfy: HTTP1Syntax.isFieldValueByte) else {
             throw HTTP1Error(.local, .invalidStartLine, status: 500, detail: "control character in reason phrase")
         }
         try checkVersion(head.version)
@@ -35,7 +35,7 @@ public enum HTTP1Serializer {
         out.append(0x20)
         out.append(contentsOf: String(head.status).utf8)
         out.append(0x20)
-        out.append(contentsOf: head.reason.utf8)
+        FieldBytes.append(head.reason, to: &out)
         out.append(0x0D)
         out.append(0x0A)
         try writeFields(head.headers, into: &out)
@@ -76,7 +76,7 @@ public enum HTTP1Serializer {
         guard !name.isEmpty, name.utf8.allSatisfy(HTTP1Syntax.isToken) else {
             throw HTTP1Error(.local, .invalidHeaderName, status: 500, detail: "invalid field name \(name)")
         }
-        guard value.utf8.allSatisfy(HTTP1Syntax.isFieldValueByte) else {
+        guard FieldBytes.allBytes(of: value, satisfy: HTTP1Syntax.isFieldValueByte) else {
             throw HTTP1Error(.local, .invalidHeaderValue, status: 500, detail: "control character in field \(name)")
         }
     }
@@ -85,7 +85,7 @@ public enum HTTP1Serializer {
         out.append(contentsOf: name.utf8)
         out.append(UInt8(ascii: ":"))
         out.append(0x20)
-        out.append(contentsOf: value.utf8)
+        FieldBytes.append(value, to: &out)
         out.append(0x0D)
         out.append(0x0A)
     }

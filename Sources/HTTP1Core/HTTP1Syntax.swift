@@ -138,16 +138,9 @@ enum HTTP1Syntax {
         isToken(b) || b == UInt8(ascii: ":") || b == UInt8(ascii: "%")
     }
 
-    /// Decodes header bytes to a String. Valid UTF-8 is kept as is; anything else is read as ISO-8859-1 so that no
-    /// byte is lost or replaced (obs-text, RFC 9110 §5.5).
+    /// Decodes header bytes to a String, losslessly (FieldBytes: valid UTF-8 as is, any other byte escaped), so that
+    /// serializing the String gives the same bytes back (obs-text, RFC 9110 §5.5).
     static func string(_ bytes: ArraySlice<UInt8>) -> String {
-        var ascii = true
-        for b in bytes where b >= 0x80 {
-            ascii = false
-            break
-        }
-        if ascii { return String(decoding: bytes, as: UTF8.self) }
-        if let s = String(validating: bytes, as: UTF8.self) { return s }
-        return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+        FieldBytes.string(bytes)
     }
 }

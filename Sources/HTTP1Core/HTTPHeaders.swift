@@ -196,7 +196,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         switch storage {
         case .fields(let fields):
             for field in fields where name.matches(field.name) {
-                try body(Array(field.value.utf8)[...])
+                try body(FieldBytes.bytes(field.value)[...])
             }
         case .wire(let wire):
             guard wire.nameFilter & name.filterBit != 0 else { return }

@@ -1,7 +1,8 @@
 /// One header field as it travels on an HTTP/2 or HTTP/1 message, in wire order.
 ///
-/// Names and values are decoded as UTF-8; a byte sequence that is not valid UTF-8 is replaced with U+FFFD
-/// (a debugging proxy shows such values rather than relaying them bit-for-bit).
+/// Names are UTF-8 (HTTP/2 names are lowercase tokens). Values are bytes held as a String by HTTP1Core's
+/// `FieldBytes` mapping: valid UTF-8 as is, any other value with its high bytes escaped, so it is relayed byte for
+/// byte on every protocol path.
 public struct H2Header: Sendable, Hashable, CustomStringConvertible {
     /// Field name. HTTP/2 requires lowercase names; pseudo-header names start with `:`.
     public var name: String

@@ -1,4 +1,5 @@
 internal import CNghttp2
+import HTTP1Core
 
 /// Runs `body` with an `nghttp2_nv` array describing `headers`.
 ///
@@ -13,7 +14,8 @@ func withNVArray<R>(_ headers: [H2Header], _ body: (UnsafeMutablePointer<nghttp2
         let nameStart = bytes.count
         bytes.append(contentsOf: header.name.utf8)
         let valueStart = bytes.count
-        bytes.append(contentsOf: header.value.utf8)
+        // Values are bytes: a non-UTF-8 value goes out as it came in (FieldBytes).
+        FieldBytes.append(header.value, to: &bytes)
         spans.append((nameStart..<valueStart, valueStart..<bytes.count))
     }
     // A zero-length buffer may have a nil base; keep one spare byte so every pointer is valid.

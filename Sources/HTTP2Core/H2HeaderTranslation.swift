@@ -17,22 +17,32 @@ public enum H2HeaderTranslation {
 
     /// HTTP/2 request header list → HTTP/1.1 request head.
     ///
-    /// The target is `:path` (or `:authority` for CONNECT); Host comes first, from `:authority`.
+    /// The target is `:path` (or `:authority` for CONNECT); Host comes first, from `:authority`. An extended CONNECT
+    /// (`:protocol`, RFC 8441) becomes a GET of `:path` with `Connection: Upgrade` and `Upgrade: <protocol>`.
     public static func h1Request(from fields: [H2Header]) throws(H2TranslationError) -> H1RequestHead {
         var pseudo: [String: String] = [:]
         for field in fields where field.isPseudo {
-            guard [":method", ":scheme", ":authority", ":path"].contains(field.name) else {
+            guard [":method", ":scheme", ":authority", ":path", ":protocol"].contains(field.name) else {
                 throw .unexpectedPseudoHeader(field.name)
             }
             guard pseudo.updateValue(field.value, forKey: field.name) == nil else {
                 throw .duplicatePseudoHeader(field.name)
             }
         }
-        guard let method = pseudo[":method"] else { throw .missingPseudoHeader(":method") }
+        guard var method = pseudo[":method"] else { throw .missingPseudoHeader(":method") }
         let regular = fields.filter { !$0.isPseudo }
         let authority = pseudo[":authority"] ?? regular.first(named: "host")
         let target: String
-        if method == "CONNECT" {
+        var upgrade: String?
+        if let upgradeTo = pseudo[":protocol"] {
+            // RFC 8441 §4/§5: an extended CONNECT is HTTP/1.1's GET with Upgrade (the WebSocket handshake).
+            guard method == "CONNECT" else { throw .unexpectedPseudoHeader(":protocol") }
+            guard pseudo[":scheme"] != nil else { throw .missingPseudoHeader(":scheme") }
+            guard let path = pseudo[":path"], !path.isEmpty else { throw .missingPseudoHeader(":path") }
+            method = "GET"
+            target = path
+            upgrade = upgradeTo
+        } else if method == "CONNECT" {
             guard let authority = pseudo[":authority"] else { throw .missingPseudoHeader(":authority") }
             target = authority
         } else {
@@ -53,6 +63,9 @@ public enum H2HeaderTranslation {
                 cookieIndex = headers.count
             }
             headers.append(field)
+        }
+        if let upgrade {
+            headers += [H2Header("connection", "Upgrade"), H2Header("upgrade", upgrade)]
         }
         return H1RequestHead(method: method, target: target, headers: headers)
     }

@@ -1,4 +1,5 @@
 internal import CNghttp2
+import HTTP1Core
 
 // nghttp2 callbacks. Each is a non-capturing closure (a C function pointer) that recovers the session from
 // user data and only records what happened; none calls mem_recv/mem_send (nghttp2 forbids it).
@@ -86,7 +87,8 @@ extension H2Session {
             // Stops delivery of the rest of this block.
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
-        let field = H2Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        // Values are bytes: one that is not UTF-8 is kept losslessly (FieldBytes), not replaced with U+FFFD.
+        let field = H2Header(String(decoding: name, as: UTF8.self), FieldBytes.string(value))
         if headerBlocks.values[index].category == .trailers && field.name == ":status" {
             headerBlocks.values[index].category = .response
         }

@@ -50,6 +50,7 @@ extension H2Session {
             initialWindowSize: value(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE),
             maxFrameSize: value(NGHTTP2_SETTINGS_MAX_FRAME_SIZE),
             maxHeaderListSize: value(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE),
-            enablePush: value(NGHTTP2_SETTINGS_ENABLE_PUSH) != 0)
+            enablePush: value(NGHTTP2_SETTINGS_ENABLE_PUSH) != 0,
+            enableConnectProtocol: value(NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 0)
     }
 }

@@ -105,6 +105,7 @@ public final class H2Session {
             entry(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.maxHeaderListSize),
             entry(NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
         ]
+        if settings.enableConnectProtocol { entries.append(entry(NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1)) }
         let rv = entries.withUnsafeMutableBufferPointer {
             nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), $0.baseAddress, $0.count)
         }

@@ -13,12 +13,16 @@ public struct H2Settings: Sendable, Equatable {
     public var maxHeaderListSize: UInt32
     /// Connection-level receive window; raised with a WINDOW_UPDATE on stream 0 when above 65 535.
     public var connectionWindowSize: UInt32
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3): a server accepts extended CONNECT (`:protocol`), the way
+    /// WebSockets are opened over HTTP/2. Only meaningful for the server role; not sent when false.
+    public var enableConnectProtocol: Bool
 
     /// Creates settings; the defaults are the RFC's initial values except for a 64 KiB header list limit.
     public init(
         maxConcurrentStreams: UInt32 = 100, initialWindowSize: UInt32 = 65_535, maxFrameSize: UInt32 = 16_384,
-        maxHeaderListSize: UInt32 = 65_536, connectionWindowSize: UInt32 = 65_535
+        maxHeaderListSize: UInt32 = 65_536, connectionWindowSize: UInt32 = 65_535, enableConnectProtocol: Bool = false
     ) {
+        self.enableConnectProtocol = enableConnectProtocol
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialWindowSize = initialWindowSize
         self.maxFrameSize = maxFrameSize
@@ -66,4 +70,6 @@ public struct H2RemoteSettings: Sendable, Equatable {
     public var maxHeaderListSize: UInt32
     /// Whether the peer allows server push.
     public var enablePush: Bool
+    /// Whether the peer (a server) accepts extended CONNECT (RFC 8441).
+    public var enableConnectProtocol: Bool
 }

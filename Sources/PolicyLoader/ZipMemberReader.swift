@@ -1,5 +1,5 @@
-import CZlib
 import Foundation
+import Inflate
 
 /// Finds one member of a ZIP archive (an `.ipa`) and reads its stored bytes, every read bounded by the file.
 ///
@@ -74,38 +74,16 @@ struct ZipMemberReader {
     /// Thrown when a member holds more than the caller's limit.
     struct TooLarge: Error {}
 
-    // MARK: - Inflate
-
-    /// Raw deflate (ZIP method 8), fed exactly `compressed`: a stream that needs more input than that fails, where
-    /// an inflate loop that asks its reader for more would spin at the end of the file.
-    static func inflate(_ compressed: [UInt8], limit: Int) throws -> [UInt8] {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, -MAX_WBITS, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw Failure(detail: "zlib could not start inflating")
-        }
-        defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        return try compressed.withUnsafeBufferPointer { input in
-            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
-            stream.avail_in = UInt32(input.count)
-            while true {
-                let (status, produced) = buffer.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = UInt32(out.count)
-                    let status = CZlib.inflate(&stream, Z_NO_FLUSH)
-                    return (status, out.count - Int(stream.avail_out))
-                }
-                guard output.count + produced <= limit else { throw TooLarge() }
-                output.append(contentsOf: buffer[0..<produced])
-                switch status {
-                case Z_STREAM_END: return output
-                case Z_OK: continue
-                // No progress possible: every input byte is used and the stream has not ended.
-                case Z_BUF_ERROR: throw Failure(detail: "the deflated data ends before its stream does")
-                default: throw Failure(detail: "the deflated data is corrupt")
-                }
-            }
+    /// Raw deflate (ZIP method 8) through `Inflate`, fed exactly the member's bytes.
+    private static func inflate(_ compressed: [UInt8], limit: Int) throws -> [UInt8] {
+        do {
+            return try Inflate.inflate(compressed, format: .raw, limit: limit)
+        } catch .truncated {
+            throw Failure(detail: "the deflated data ends before its stream does")
+        } catch .corrupt {
+            throw Failure(detail: "the deflated data is corrupt")
+        } catch .tooLarge {
+            throw TooLarge()
         }
     }
 

@@ -3,12 +3,17 @@ import ProxyTrace
 
 // Theory of operation: the front is where every connection starts, reading the client's first proxy request.
 //
-// - A TLS record where a request should start: the client treats the proxy as an https:// proxy; told why, closed.
+// - A SOCKS greeting or a TLS record where a request should start (ForeignGreeting): answered with that protocol's
+//   refusal, the user told what to set instead, closed.
+// - An origin-form GET of the set-up site's pages (`http://PROXY:PORT/`, opened directly): the site answers
+//   (ProxySession+Onboarding).
 // - The head must be complete within `--client-timeout` of its first byte (408 otherwise, from the router).
 // - `--auth`: a request without the credentials is answered 407 and the connection closed.
-// - `CONNECT host:port` with no body: a --passthrough host, or one the app pins (NSPinnedDomains: interception would
-//   break the pin), becomes a raw tunnel (TunnelLayer), answered 200 once its upstream is connected; any other is
-//   answered 200 at once and its first bytes are sniffed (ProxySession+Sniffing).
+// - `CONNECT host:port` with no body: one of Apple's own hosts (AppleHosts), a --passthrough host, one the app
+//   pins (NSPinnedDomains: interception would break the pin), or one this client keeps refusing the proxy's
+//   certificate for (auto-passthrough: it pins in code), becomes a raw tunnel (TunnelLayer), answered 200 once its
+//   upstream is connected; any other is answered 200 at once and its first bytes are sniffed
+//   (ProxySession+Sniffing). A CONNECT to the set-up site's name is intercepted with no upstream at all.
 // - `GET http://host/…` (absolute form): plain-HTTP forwarding (PlainLayer), which replays the bytes read so far.
 // - Anything else (origin form, https:// absolute form, malformed) is refused with a 400 that is logged as an
 //   exchange, as the relays log the requests they refuse later on a connection.
@@ -24,11 +29,11 @@ final class FrontLayer {
 
 extension ProxySession {
     func frontBytes(_ f: FrontLayer, _ bytes: [UInt8]) {
-        // A TLS record where a request should start: the client treats the proxy as an https:// proxy. It
-        // would wait for a TLS answer until a timeout; say what is wrong and close at once.
-        if f.bytes.isEmpty, bytes.first == 0x16 {
-            notice("a client opened TLS to the proxy itself: configure it as an http:// proxy "
-                + "(http://HOST:PORT; the proxy intercepts https:// traffic through CONNECT)")
+        // Not HTTP at all (a SOCKS greeting, a TLS ClientHello): the client would wait for an answer in its own
+        // protocol until a timeout; answer as that protocol refuses, say what to set instead, and close at once.
+        if f.bytes.isEmpty, let first = bytes.first, let foreign = ForeignGreeting(firstByte: first) {
+            notice(foreign.notice(client: clientAddress), kind: "foreign greeting \(foreign)")
+            if !foreign.refusal.isEmpty { commands.append(.sendToClient(foreign.refusal)) }
             closeAll()
             return
         }
@@ -94,6 +99,8 @@ extension ProxySession {
                 status: 400,
                 body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
                 head: head)
+        case .origin(let path) where answerOnboardingDirectly(head, path: path, f):
+            return
         case .origin, .asterisk:
             refuseFront(
                 status: 400,
@@ -105,7 +112,11 @@ extension ProxySession {
     /// After a CONNECT: a raw tunnel for hosts that must not be intercepted, else the 200 and sniffing.
     private func connect(host: String, port: Int, leftover: [UInt8]) {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
-        if let rule = env.passthroughRule(for: host) {
+        if let apple = env.appleHosts?.entry(for: host) {
+            let record = AppleHostsTunnel.record(host: host, port: port, entry: apple, started: now())
+            notice(AppleHostsTunnel.notice(host: host, port: port, entry: apple), kind: "Apple host tunnelled")
+            startTunnel(record, pending: leftover, established: established)
+        } else if let rule = env.passthroughRule(for: host) {
             notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
             let record = Tunnel(
                 host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
@@ -114,6 +125,10 @@ extension ProxySession {
             notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
                 + "intercepting would break the pin")
             let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
+            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
+            startTunnel(record, pending: leftover, established: established)
+            checkTunnelPins(pins)
+        } else if let why = autoPassthroughNote(host: host) {
             let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
             startTunnel(record, pending: leftover, established: established)
         } else {

@@ -14,7 +14,10 @@ import ProxyTrace
 //    backpressure stops reading the upstream when the client is slow. Request bodies wait in the stream's outbound
 //    queue for the upstream's window; past `queueHighWater` the client connection stops being read.
 // 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection closes
-//    (HTTP/1 has no other way to say a body is incomplete). Upgrade requests cannot cross to HTTP/2 and get a 501.
+//    (HTTP/1 has no other way to say a body is incomplete). Upgrade requests cannot cross to HTTP/2: the first
+//    request of a connection asks the session to reconnect the upstream offering only http/1.1 and replay it
+//    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
+//    a later one, or CONNECT, gets a 501.
 
 final class H1ToH2Relay: ExchangeRelay {
     private var requests = HTTP1Parser(role: .requests)
@@ -58,12 +61,19 @@ final class H1ToH2Relay: ExchangeRelay {
     static let queueHighWater = 1 << 20
     static let queueLowWater = 256 << 10
     private let recording: RecordingOptions?
+    /// Whether an Upgrade as the connection's first request may be replayed over an http/1.1-only upstream.
+    private let retryUpgradeOverHTTP1: Bool
+    /// No request has begun on this connection yet.
+    private var firstRequest = true
+    /// The first request's head, to replay over an http/1.1 upstream once its end is read.
+    private var retryHead: [UInt8]?
 
     init(
-        now: @escaping () -> Double, recording: RecordingOptions? = nil,
+        now: @escaping () -> Double, recording: RecordingOptions? = nil, retryUpgradeOverHTTP1: Bool = false,
         decide: @escaping (HTTPRequestHead) -> RequestDecision
     ) throws(H2Error) {
         self.recording = recording
+        self.retryUpgradeOverHTTP1 = retryUpgradeOverHTTP1
         upstream = try H2Session(role: .client)
         self.now = now
         self.decide = decide
@@ -146,6 +156,15 @@ final class H1ToH2Relay: ExchangeRelay {
                     }
                 }
             case .end(let trailers):
+                if let head = retryHead {
+                    // The request and whatever the client sent after it go again to the new upstream; this relay
+                    // is done.
+                    finished = true
+                    do { out.retryOverHTTP1 = head + (try requests.switchProtocols()) } catch {
+                        clientProtocolError(error)
+                    }
+                    return
+                }
                 guard var ex = exchange else { return }
                 ex.requestEnded = true
                 if ex.streamID != nil, let recorder = ex.recorder, recorder.requestSent == nil { recorder.requestSent = now() }
@@ -183,6 +202,24 @@ final class H1ToH2Relay: ExchangeRelay {
     }
 
     private func begin(_ head: HTTPRequestHead) {
+        let first = firstRequest
+        firstRequest = false
+        if first, retryUpgradeOverHTTP1, head.method != "CONNECT", head.headers.contains(name: "Upgrade"),
+            !head.headers.contains(name: "Content-Length"), !head.headers.contains(name: "Transfer-Encoding")
+        {
+            // Decided and logged on the new connection; sent there once the request's end is read.
+            if let raw = requests.lastHeadBytes {
+                retryHead = Array(raw)
+            } else {
+                var bytes: [UInt8] = []
+                do { try HTTP1Serializer.write(head, into: &bytes) } catch {
+                    clientProtocolError(error)
+                    return
+                }
+                retryHead = bytes
+            }
+            return
+        }
         switch decide(head) {
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var ex = Exchange(

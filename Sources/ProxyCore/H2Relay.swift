@@ -55,6 +55,10 @@ final class H2Relay: ExchangeRelay {
     /// The upstream connection is gone; what the upstream session still queues has nowhere to go.
     private var upstreamClosed = false
     private let recording: RecordingOptions?
+    /// The upstream's first SETTINGS arrived: whether it accepts extended CONNECT is known.
+    private var upstreamSettingsSeen = false
+    /// Extended CONNECTs that arrived before that (the proxy advertised the setting at once), opened when it comes.
+    private var heldExtendedConnects: [(id: Int32, fields: [H2Header], endStream: Bool)] = []
 
     init(
         now: @escaping () -> Double, recording: RecordingOptions? = nil,
@@ -69,7 +73,10 @@ final class H2Relay: ExchangeRelay {
         // them (at most 100 × 64 KiB per direction).
         let defaults = H2Settings()
         let settings = H2Settings(connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize)
-        client = try H2Session(role: .server, settings: settings)
+        // Extended CONNECT (RFC 8441, WebSockets over h2) is relayed to an origin that advertises it too.
+        var clientSettings = settings
+        clientSettings.enableConnectProtocol = true
+        client = try H2Session(role: .server, settings: clientSettings)
         upstream = try H2Session(role: .client, settings: settings)
         self.now = now
         self.decide = decide
@@ -156,6 +163,7 @@ final class H2Relay: ExchangeRelay {
                 client.consume(streamID: id, count: bytes.count)
             }
         case .rstStream(let id, let code):
+            heldExtendedConnects.removeAll { $0.id == id }
             if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
             finish(clientID: id, interruption: "reset by the client (\(code))")
         case .streamClosed(let id, let code):
@@ -174,7 +182,25 @@ final class H2Relay: ExchangeRelay {
             reset(client, id, .protocolError)
             return
         }
+        let extendedConnect = fields.first(named: ":protocol") != nil
+        if extendedConnect, !upstreamSettingsSeen {
+            heldExtendedConnects.append((id, fields, endStream))
+            return
+        }
         switch decide(head) {
+        case .forward(_, let url, _, _, let outcome, let codes)
+            where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
+            // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
+            // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
+            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            s.local = true
+            s.status = 501
+            let body = Array(("ATSProxy: the origin does not accept extended CONNECT (it sent no "
+                + "SETTINGS_ENABLE_CONNECT_PROTOCOL), so \(fields.first(named: ":protocol") ?? "") over HTTP/2 cannot "
+                + "reach it\n").utf8)
+            s.responseBytes = body.count
+            streams[id] = s
+            answer(id, status: 501, headers: [], body: body)
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
@@ -185,7 +211,10 @@ final class H2Relay: ExchangeRelay {
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
-                let upstreamFields = forwarded == head ? fields : try Self.h2Fields(of: forwarded, like: fields)
+                // An extended CONNECT always goes as the client sent it: its h1 view (a GET with Upgrade) would lose
+                // the upgrade in translation.
+                let upstreamFields = forwarded == head || extendedConnect
+                    ? fields : try Self.h2Fields(of: forwarded, like: fields)
                 let up = try upstream.submitRequest(upstreamFields, body: endStream ? .none : .streaming)
                 s.upstreamID = up
                 byUpstream[up] = id
@@ -219,6 +248,11 @@ final class H2Relay: ExchangeRelay {
 
     private func upstreamEvent(_ event: H2Event) {
         switch event {
+        case .settings(ack: false, _) where !upstreamSettingsSeen:
+            upstreamSettingsSeen = true
+            let held = heldExtendedConnects
+            heldExtendedConnects = []
+            for stream in held { openStream(stream.id, fields: stream.fields, endStream: stream.endStream) }
         case .headers(let up, let fields, .response, let endStream):
             guard let id = byUpstream[up], var s = streams[id] else { return }
             let status = fields.first(named: ":status").flatMap { Int($0) } ?? 0

@@ -19,6 +19,11 @@ import ProxyTrace
 //    stops being read until the client's window lets them out.
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
 //    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM.
+// 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
+//    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
+//    makes, since RFC 8441 §5 leaves it out); the origin's 101, its Sec-WebSocket-Accept checked, becomes the
+//    stream's 200. From then on the lane is raw: its bytes are the stream's DATA and the stream's DATA its bytes,
+//    until the lane ends (END_STREAM) or the client resets the stream (the lane closes).
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
@@ -43,6 +48,8 @@ final class H2ToH1Relay: LaneRelay {
         var streamID: Int32?
         var requestWriter: HTTP1BodyWriter?
         var paused = false
+        /// After a 101: the lane carries the stream's bytes raw (a WebSocket).
+        var raw = false
     }
 
     private struct Stream: ExchangeRecording {
@@ -72,6 +79,9 @@ final class H2ToH1Relay: LaneRelay {
         /// Why the response was cut off, when it was.
         var interruption: String?
         var recorder: ExchangeRecorder?
+        /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
+        var upgradeAccept: String?
+        var isTunnel = false
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
@@ -91,7 +101,10 @@ final class H2ToH1Relay: LaneRelay {
         // (its DATA uncredited) never stalls the others.
         let defaults = H2Settings()
         client = try H2Session(
-            role: .server, settings: H2Settings(connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize))
+            role: .server,
+            settings: H2Settings(
+                connectionWindowSize: defaults.maxConcurrentStreams * defaults.initialWindowSize,
+                enableConnectProtocol: true))
         self.maxLanes = max(1, maxLanes)
         self.now = now
         self.decide = decide
@@ -152,6 +165,11 @@ final class H2ToH1Relay: LaneRelay {
 
     func laneBytes(_ lane: UpstreamLane, _ bytes: [UInt8]) -> RelayOutput {
         guard !failed, lanes[lane] != nil else { return out.take() }
+        if lanes[lane]?.raw == true {
+            tunnelBytes(bytes, from: lane)
+            pump()
+            return out.take()
+        }
         lanes[lane]?.responses.receive(bytes)
         pumpLane(lane)
         pump()
@@ -160,6 +178,18 @@ final class H2ToH1Relay: LaneRelay {
 
     func laneEOF(_ lane: UpstreamLane) -> RelayOutput {
         guard lanes[lane] != nil else { return out.take() }
+        if lanes[lane]?.raw == true, let id = lanes[lane]?.streamID {
+            // The origin ended the WebSocket's connection: the stream ends with it.
+            do { try client.sendData(streamID: id, [], endStream: true) } catch {
+                // The client reset the stream meanwhile.
+            }
+            streams[id]?.responseEnded = true
+            lanes[lane]?.streamID = nil
+            streams[id]?.lane = nil
+            dropLane(lane, close: true)
+            pump()
+            return out.take()
+        }
         lanes[lane]?.responses.receiveEOF()
         pumpLane(lane)
         if let id = lanes[lane]?.streamID {
@@ -188,7 +218,12 @@ final class H2ToH1Relay: LaneRelay {
             }
             s.requestBytes += bytes.count
             s.recorder?.requestBody(bytes)
-            if let lane = s.lane {
+            if let lane = s.lane, lanes[lane]?.raw == true {
+                streams[id] = s
+                send(bytes, to: lane)
+                client.consume(streamID: id, count: bytes.count)
+                return
+            } else if let lane = s.lane, !s.isTunnel {
                 streams[id] = s
                 writeBody(bytes, stream: id, lane: lane)
             } else {
@@ -220,6 +255,26 @@ final class H2ToH1Relay: LaneRelay {
             streams[id] = s
             guard head.method != "CONNECT" else {
                 answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
+                return
+            }
+            if let upgrade = fields.first(named: ":protocol") {
+                // RFC 8441 §5: the HTTP/1.1 handshake the origin expects, with the key HTTP/2 leaves out.
+                s.isTunnel = true
+                if upgrade.lowercased() == "websocket", !forwarded.headers.contains(name: "Sec-WebSocket-Key") {
+                    let key = WebSocketKey.make()
+                    forwarded.headers.add(name: "Sec-WebSocket-Key", value: key)
+                    s.upgradeAccept = WebSocketKey.accept(for: key)
+                }
+                do { try HTTP1Serializer.write(forwarded, into: &s.head) } catch {
+                    answer(id, status: 400, body: "ATSProxy: the request cannot be sent as HTTP/1.1: \(error)\n")
+                    return
+                }
+                s.framing = .none
+                s.keepAlive = false
+                s.recorder?.recordRequest(head, forwarded: forwarded)
+                streams[id] = s
+                waiting.append(id)
+                assignLanes()
                 return
             }
             // HTTP/1.1 needs the body's framing that HTTP/2 leaves to its frames.
@@ -261,6 +316,12 @@ final class H2ToH1Relay: LaneRelay {
 
     private func endRequest(_ id: Int32) {
         guard var s = streams[id], !s.local else { return }
+        if s.isTunnel {
+            // The client's half of the WebSocket ended; the origin's half runs until the lane ends.
+            s.requestEnded = true
+            streams[id] = s
+            return
+        }
         s.requestEnded = true
         streams[id] = s
         guard let lane = s.lane, var l = lanes[lane], l.streamID == id else { return }
@@ -330,6 +391,13 @@ final class H2ToH1Relay: LaneRelay {
         s.requestEnded = false
         streams[id] = s
         send(s.head, to: lane)
+        if s.isTunnel {
+            // The handshake has no body; DATA waits for the 101 (kept in pendingBody, uncredited).
+            streams[id]?.pendingBody = pending
+            streams[id]?.requestEnded = ended
+            lanes[lane]?.requestWriter = nil
+            return
+        }
         if !pending.isEmpty { writeBody(pending, stream: id, lane: lane) }
         if ended || s.framing == .none { endRequest(id) }
     }
@@ -355,6 +423,36 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
             switch event {
+            case .responseHead(let head) where s.isTunnel && head.status == 101:
+                guard s.upgradeAccept == nil
+                    || head.headers.values(for: "Sec-WebSocket-Accept").first == s.upgradeAccept
+                else {
+                    failStream(id, reason: "the upstream's 101 carries a wrong Sec-WebSocket-Accept")
+                    return
+                }
+                // RFC 8441 §5: the 101 is the stream's 200; the handshake's HTTP/1.1 fields stay on that hop.
+                let kept = HTTPHeaders(head.headers.fields.filter { $0.name.lowercased() != "sec-websocket-accept" }
+                    .map { ($0.name, $0.value) })
+                let fields = [H2Header(":status", "200")] + h2Fields(kept) + s.annotation
+                do { try client.submitResponse(streamID: id, headers: fields, body: .streaming) } catch {
+                    failStream(id, reason: "\(error)")
+                    return
+                }
+                s.status = 200
+                s.responseHeadSent = true
+                s.responseStreaming = true
+                s.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
+                streams[id] = s
+            case .switchedProtocols(let leftover) where s.isTunnel && s.responseHeadSent:
+                lanes[lane]?.raw = true
+                let pending = s.pendingBody
+                streams[id]?.pendingBody = []
+                if !pending.isEmpty {
+                    send(pending, to: lane)
+                    client.consume(streamID: id, count: pending.count)
+                }
+                if !leftover.isEmpty { tunnelBytes(leftover, from: lane) }
+                return
             case .responseHead(let head):
                 if head.isInterim {
                     // 100 Continue and friends become an informational HEADERS frame.
@@ -467,6 +565,21 @@ final class H2ToH1Relay: LaneRelay {
 
     private func h2Fields(_ headers: HTTPHeaders) -> [H2Header] {
         H2HeaderTranslation.h2Trailers(from: headers.fields.map { H2Header($0.name, $0.value) })
+    }
+
+    /// Bytes of a WebSocket's lane after its 101: DATA on its stream.
+    private func tunnelBytes(_ bytes: [UInt8], from lane: UpstreamLane) {
+        guard let id = lanes[lane]?.streamID, streams[id] != nil else { return }
+        streams[id]?.responseBytes += bytes.count
+        streams[id]?.recorder?.responseBody(bytes)
+        do { try client.sendData(streamID: id, bytes, endStream: false) } catch {
+            failStream(id, reason: "\(error)")
+            return
+        }
+        if lanes[lane]?.paused == false, client.outboundQueuedBytes(streamID: id) > Self.queueHighWater {
+            lanes[lane]?.paused = true
+            out.pauseReading[peer(lane)] = true
+        }
     }
 
     // MARK: - Bookkeeping

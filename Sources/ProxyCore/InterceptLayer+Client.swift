@@ -57,9 +57,9 @@ extension ProxySession {
     func startClientHandshake(_ i: InterceptLayer, leaf: LeafOptions) {
         do {
             // ALPN mirroring: the upstream's choice when the client offered it, else what the client can speak
-            // (the relay translates). Blocked connections have no upstream: HTTP/1.1 unless the client offered h2
-            // alone.
-            let preference = i.blockAnswer == nil
+            // (the relay translates). Blocked connections and the set-up site have no upstream: HTTP/1.1 unless the
+            // client offered h2 alone.
+            let preference = i.blockAnswer == nil && i.localSite == nil
                 ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
                 : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
             let context: TLSContext
@@ -96,6 +96,7 @@ extension ProxySession {
     }
 
     func interceptClientEOF(_ i: InterceptLayer) {
+        noteClientClosedWithoutRequest()
         i.client?.feedEndOfInput()
         switch i.stage {
         case .clientHandshake:
@@ -125,6 +126,7 @@ extension ProxySession {
         case .failed(let error):
             clientHandshakeFailed(i, error)
         case .complete:
+            i.clientHandshakeDone = now()
             if i.mirror != nil { mirrorHandshakeCompleted(i, engine) }
             i.stage = .relaying
             startRelaying(i, engine)
@@ -136,6 +138,7 @@ extension ProxySession {
 
     func clientHandshakeFailed(_ i: InterceptLayer, _ error: TLSError) {
         i.stage = .failed
+        if Self.isCertificateRefusal(error) { noteClientRefused(i) }
         if case .aborted = error {
             closeAll()
             return

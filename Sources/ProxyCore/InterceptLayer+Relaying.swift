@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
+import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -29,7 +30,10 @@ extension ProxySession {
             case (true, false):
                 i.relay = try H2ToH1Relay(
                     primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
-            case (false, true): i.relay = try H1ToH2Relay(now: now, recording: env.recording, decide: decide)
+            case (false, true):
+                i.relay = try H1ToH2Relay(
+                    now: now, recording: env.recording,
+                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream, decide: decide)
             case (false, false):
                 i.relay = HTTP1Relay(
                     connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
@@ -47,6 +51,10 @@ extension ProxySession {
     /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
     /// lines, lanes, a 101's switch to raw relaying, the client's close.
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
+        if let replay = o.retryOverHTTP1 {
+            retryUpstreamOverHTTP1(i, replaying: replay)
+            return
+        }
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
         i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)
@@ -68,8 +76,11 @@ extension ProxySession {
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
-        let protocolName = i.blockAnswer == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
+        let protocolName = i.blockAnswer == nil && i.localSite == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
+        if let site = i.localSite {
+            return onboardingDecision(site, role: .site, head: head, path: head.target, url: url, secure: true)
+        }
         let codes = i.violations.map(ExchangeError.init)
         if var answer = i.blockAnswer {
             // A completed handshake does not tell: curl checks the host name only after it. A request does.
@@ -145,8 +156,11 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
-            if i.mirror != nil, !i.clientSpoke { mirrorDeviceSpoke(i) }
-            i.clientSpoke = true
+            if !i.clientSpoke {
+                if i.mirror != nil { mirrorDeviceSpoke(i) }
+                i.clientSpoke = true
+                noteClientAccepted(i)
+            }
             if let kept = i.unansweredClientPlaintext {
                 i.unansweredClientPlaintext = kept.count + plaintext.count <= InterceptLayer.replayLimit ? kept + plaintext : nil
             }
@@ -157,6 +171,7 @@ extension ProxySession {
                 applyIntercepted(relay.clientBytes(plaintext), i)
             }
         }
+        if closed { noteClientClosedWithoutRequest() }
         if closed, !isDone {
             if i.raw {
                 upgradeEnded(i, by: "the client closed it")

@@ -33,7 +33,8 @@ extension ProxySession {
         if env.upstreamALPN == .mirror, !i.widenedALPN, env.h2OnlyOrigins.contains(host: i.host, port: i.port) {
             i.widenedALPN = true
         }
-        let offer = env.upstreamALPN.upstreamOffer(clientOffer: i.hello.alpnProtocols, widened: i.widenedALPN)
+        let offer = i.http1OnlyUpstream
+            ? ["http/1.1"] : env.upstreamALPN.upstreamOffer(clientOffer: i.hello.alpnProtocols, widened: i.widenedALPN)
         i.upstreamOffer = offer
         var configuration: TLSConfiguration
         switch i.attempt {
@@ -89,6 +90,10 @@ extension ProxySession {
     /// The upstream accepted the connection but its TLS handshake did not finish in time: the app would time out
     /// too (-1001). A stale deadline (the handshake ended, or the session moved on) does nothing.
     func upstreamHandshakeDeadlinePassed() {
+        if case .tunnel(let t) = phase {
+            pinCheckTimedOut(t)
+            return
+        }
         guard let i = interception, i.stage == .upstreamHandshake else { return }
         let limit = "\(env.timeouts.handshake)"  // "15.0 seconds"
         notice("\(i.host):\(i.port): no TLS handshake from the server within \(limit)")
@@ -176,6 +181,21 @@ extension ProxySession {
             + "choosing no protocol from the offer \(Self.offerText(i.upstreamOffer)); offering h2 and http/1.1, as "
             + "the app does")
         return true
+    }
+
+    /// The client's first request asks to switch protocols (a WebSocket's Upgrade) and the upstream chose h2, which
+    /// cannot carry it (`--upstream-alpn ios` offered h2 to an HTTP/1.1 client). The app's URLSession makes such a
+    /// connection over http/1.1, and gets the 101: reconnect offering only http/1.1 and replay the request there.
+    func retryUpstreamOverHTTP1(_ i: InterceptLayer, replaying request: [UInt8]) {
+        i.http1OnlyUpstream = true
+        i.resumeStage = .relaying
+        i.relay = nil
+        i.unansweredClientPlaintext = request
+        commands.append(.closeUpstream)
+        i.upstreamOpen = false
+        i.upstream = nil
+        connectInterceptionUpstream(i, reason: "the client's first request asks to switch protocols (Upgrade), which "
+            + "HTTP/2 cannot carry; offering only http/1.1, as the app's connection for it would")
     }
 
     /// An ALPN offer as traces show it: `http/1.1`, `h2, http/1.1`, or `(none)`.

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
+import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -60,6 +61,8 @@ final class InterceptLayer: RelayingLayer {
     var violations: [ATSViolation] = []
     /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
     var blockAnswer: ATSAnswer?
+    /// The set-up site, when the CONNECT was to its name: every request is answered by it, with no upstream.
+    var localSite: OnboardingSite?
     /// The flaw of the leaf `--block tls` served to reproduce a certificate violation.
     var flawedLeaf: String?
     /// Set when the client accepted that leaf anyway: why its requests get the block answer instead (console note).
@@ -78,11 +81,18 @@ final class InterceptLayer: RelayingLayer {
     var upstreamALPN: String?
     /// The upstream refused the mirrored offer with no_application_protocol; the retry offers both protocols.
     var widenedALPN = false
+    /// The client's first request asked to switch protocols and the upstream had chosen h2: the upstream is
+    /// reconnected offering only http/1.1 (`retryUpstreamOverHTTP1`).
+    var http1OnlyUpstream = false
     /// The upstream's TLS client context and SNI, kept for the extra connections of an HTTP/1.1 upstream pool.
     var upstreamContext: TLSContext?
     var upstreamSNI: String?
     /// The client sent plaintext (a request) since its handshake.
     var clientSpoke = false
+    /// When the client's handshake completed (the session's clock), for auto-passthrough's refusal window.
+    var clientHandshakeDone: Double?
+    /// Auto-passthrough has counted this connection as an acceptance or a refusal (once per connection).
+    var trustJudged = false
     /// What the client sent before the upstream said anything (at most `replayLimit` bytes; nil once the upstream
     /// answered or the client sent more): a retried upstream gets it again.
     var unansweredClientPlaintext: [UInt8]? = []
@@ -143,6 +153,9 @@ extension ProxySession {
         if let sni, sni != host {
             notice("\(connectHost):\(port): the client sent the SNI '\(sni)', which is no host name; using \(host)")
         }
+        // Auto-passthrough's key, fetched while the connection is surely open (ProxySession+AutoPassthrough).
+        if env.autoPassthrough != nil { _ = clientHost() }
+        if startOnboardingTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
         var requirements: ConnectionRequirements?
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode != .off {

@@ -1,5 +1,6 @@
 import ATSPolicy
 import HTTP1Core
+import Onboarding
 import ProxyTrace
 
 // Theory of operation: plain-HTTP forwarding of absolute-form requests (`GET http://host/…`).
@@ -8,7 +9,8 @@ import ProxyTrace
 // - Each request is judged on its own (a redirect is a new request and is judged again): `--auth` credentials,
 //   then the target's ATS verdict, made an action by VerdictAction. Relayed: rewritten to origin form (RFC 9112
 //   §3.2.2: Host from the target, no Proxy-* fields), with the `X-ATS-*` annotation in `--ats annotate`. Blocked:
-//   answered 403 with the -1022 explanation, without connecting.
+//   answered 403 with the -1022 explanation, without connecting. The set-up site's names are answered by the
+//   site before any verdict (ProxySession+Onboarding); Apple's own hosts (AppleHosts) are relayed without one.
 // - The relay asks for an upstream per target (`RelayOutput.connect`); the upstream connection is this layer's,
 //   reconnected when a request names another host.
 // - A 101 hands both connections to the adapter's raw relay: the session goes to `upgraded`.
@@ -82,8 +84,20 @@ extension ProxySession {
         // Host names are case-insensitive (RFC 3986 §3.2.2) and policy keys are lowercase: match the name in lower
         // case, as the CONNECT path does with the SNI. The Host field keeps the client's spelling.
         let name = host.lowercased()
+        if let site = env.onboarding, let role = site.role(ofHost: name, port: port ?? 80) {
+            // The proxy's own site: answered here, never connected to, and no ATS verdict (not the app's traffic).
+            return onboardingDecision(site, role: role, head: head, path: path, url: url, secure: false)
+        }
         let (address, upstreamPort) = env.upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
+        if env.appleHosts?.entry(for: name) != nil {
+            // The device's own cleartext (App Store content, certificate status) is relayed, not judged: a -1022
+            // block here would be no problem of the app's. (apple.com's own names also have iOS's built-in
+            // exception, which allows cleartext anyway.)
+            prepareUpstream(upstream, host: host, port: port ?? 80, p)
+            return .forward(
+                head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
+        }
         trace(.loaderWhatToDo(method: head.method, url: url))
 
         var verdict: Verdict

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import Onboarding
 import TLSCore
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one
@@ -38,8 +39,17 @@ public final class ProxyEnvironment: Sendable {
     public let mirrorComparesPolicy: Bool
     /// `--ats mirror`: what the devices did, counted for the summary at exit.
     public let mirrorTally = MirrorTally()
+    /// Hosts each client keeps refusing the proxy's certificate for, tunnelled from then on; nil with
+    /// `--no-auto-passthrough`.
+    public let autoPassthrough: AutoPassthroughStore?
+    /// The set-up site answered on `atsproxy.invalid` and the proxy's own address; nil serves none.
+    public let onboarding: OnboardingSite?
+    /// Apple's own hosts, tunnelled without interception; nil with `--intercept-apple-hosts`.
+    public let appleHosts: AppleHosts?
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
+    /// Pin checks of tunnelled NSPinnedDomains hosts, per origin (TunnelLayer+PinCheck).
+    let pinChecks = PinCheckCache()
     private let verdicts = RequirementsCache()
 
     /// `policy.requirements(for:)`, evaluated once per target.
@@ -74,10 +84,15 @@ public final class ProxyEnvironment: Sendable {
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
-        recording: RecordingOptions? = nil, mirrorComparesPolicy: Bool = false
+        recording: RecordingOptions? = nil, onboarding: OnboardingSite? = nil,
+        appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
+        mirrorComparesPolicy: Bool = false
     ) {
+        self.onboarding = onboarding
+        self.appleHosts = appleHosts
         self.policy = policy
         self.mirrorComparesPolicy = mirrorComparesPolicy
+        self.autoPassthrough = autoPassthrough
         self.recording = recording
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(

@@ -82,8 +82,12 @@ extension ProxySession {
                 error: NSErrorDescription(violation: violation, failingURL: exchange.url)))
         } else {
             if let status = exchange.status {
+                // Level 2 shows the response headers the client got (recorded when the level is 2 or more). Inside the
+                // autoclosure: nothing is read without --diagnostics.
                 trace(.protocolReceived(
-                    method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status))
+                    method: exchange.method, url: exchange.url, httpVersion: exchange.httpVersion, status: status,
+                    headers: exchange.detail.flatMap { $0.clientResponse ?? $0.response }
+                        .map { $0.headers.fields.map { ($0.name, $0.value) } }))
             }
             trace(.didFinish(totalMilliseconds: exchange.durationMilliseconds, totalBytes: exchange.responseBytes))
         }

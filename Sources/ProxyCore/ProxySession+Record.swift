@@ -43,7 +43,7 @@ extension ProxySession {
             if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
         }
         record.connection = ConnectionRecord(
-            connectionID: id, clientAddress: clientAddress, clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream,
+            connectionID: id, clientAddress: clientAddress, upstreamAddress: upstreamAddress, clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream,
             upstreamHandshake: i?.legs.upstreamFacts,
             decision: i?.decision ?? plainDecision.decision,
             violations: i.map(\.violations) ?? plainDecision.violations)

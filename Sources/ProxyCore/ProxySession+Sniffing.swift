@@ -4,7 +4,8 @@ import TLSCore
 // `sniffing(host:port:buffer:)` holds them (its whole state: no layer object is needed).
 //
 // - Too few bytes to tell: wait for more (the ClientHello must come within `--client-timeout`).
-// - Not TLS: relayed untouched as a raw tunnel (TunnelLayer), with a notice.
+// - Not TLS: relayed untouched as a raw tunnel (TunnelLayer), with a notice; for the set-up site's name, which has
+//   no upstream, answered and closed instead (ProxySession+Onboarding).
 // - A whole TLS ClientHello: interception starts (InterceptLayer) with the hello's bytes held for the client's leg.
 // - A ClientHello that cannot be read: closed, with a notice folded by kind.
 
@@ -26,6 +27,7 @@ extension ProxySession {
             return
         }
         guard isTLS else {
+            if refuseOnboardingTunnel(host: host) { return }
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
             let record = Tunnel(
                 host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(),

@@ -67,6 +67,12 @@ public final class ProxySession {
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
     /// adapter, since the session knows no sockets.
     public var clientAddress: String?
+    /// The address the current upstream connection goes to (`93.184.216.34:443`), for the exchange record; set by
+    /// the adapter once it resolved the name asked for with `.connectUpstream`, cleared when it asks for another.
+    public var upstreamAddress: String?
+    /// The client's address without its port (auto-passthrough's key), asked only when needed; set by the adapter.
+    public var clientHostProvider: (() -> String?)?
+    var clientHostCache: String?
 
     /// - Parameters:
     ///   - id: a number that names the session in logs and traces.
@@ -152,6 +158,7 @@ public final class ProxySession {
         case .upstreamClosed(let error): upstreamClosed(error)
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed:
             if let i = interception { handleLaneEvent(event, i) }
+            else if case .tunnel(let t) = phase { pinCheckLaneEvent(event, t) }
         case .peerQuiet(let peer): if let i = interception { releaseBuffers(of: peer, i) }
         case .stopping: stopping = true
         case .timerFired(.upstreamHandshake): upstreamHandshakeDeadlinePassed()
@@ -189,6 +196,7 @@ public final class ProxySession {
     private func clientConnectionClosed(_ error: String?) {
         clientClosed = true
         logRefusalIfClientRefused()
+        noteClientClosedWithoutRequest()
         // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).
         let reason = stopping
             ? "the proxy stopped before the exchange finished"
@@ -262,6 +270,11 @@ public final class ProxySession {
             logUpgradeEnd(u, fallbackReason: "the connection closed")
             phase = .done
         case .tunnel(let t):
+            if t.pinProbe != nil {
+                // Logged when the pin check on the side connection ends (TunnelLayer+PinCheck).
+                t.closedCounts = (fromClient, toClient)
+                return
+            }
             phase = .done
             logTunnel(t.record, fromClient: fromClient, toClient: toClient)
         case .front, .sniffing, .plain, .intercepting, .done:

@@ -63,6 +63,10 @@ final class TunnelLayer {
     /// Client bytes held while the upstream connects; nil once it is connected and the adapter relays raw.
     var pending: [UInt8]?
     var isOpen: Bool { pending == nil }
+    /// The side connection checking a pinned host's pins, while it runs (TunnelLayer+PinCheck).
+    var pinProbe: PinProbe?
+    /// The relay's byte counts once the tunnel ended while the pin check still ran: it is logged when that ends.
+    var closedCounts: (fromClient: Int, toClient: Int)?
 
     init(record: Tunnel, pending: [UInt8]) {
         self.record = record
@@ -228,10 +232,10 @@ extension ProxySession {
                 return
             }
             t.outcome = .violation
-            t.errors = versionIssues.map(ExchangeError.init)
+            t.errors += versionIssues.map(ExchangeError.init)
             let why = versionIssues.map(\.explanation).joined(separator: "; ")
             t.note += "; \(chose): \(why)"
-            let codes = t.errors.map(\.shortCode).joined(separator: ", ")
+            let codes = versionIssues.map { ExchangeError($0).shortCode }.joined(separator: ", ")
             notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
                 + "ATS policy refuses (\(codes)); the device's own check fails the app's request: \(why)")
             traceDecision(
@@ -241,8 +245,9 @@ extension ProxySession {
             t.note += "; \(chose), not judged: iOS does not offer that suite, so the server may choose another for "
                 + "the app"
         } else {
-            t.outcome = .allowed
-            t.note += "; \(chose), certificate not judged"
+            // A pin mismatch found on a side connection stays the verdict (TunnelLayer+PinCheck).
+            if t.outcome == .notEvaluated { t.outcome = .allowed }
+            t.note += "; \(chose)\(env.policy.pinSet(for: t.host) == nil ? ", certificate not judged" : "")"
             traceDecision(url: url, decision: req.decidedBy, violations: [], action: "tunnelled: ServerHello allowed")
         }
     }

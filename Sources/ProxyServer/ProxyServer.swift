@@ -102,6 +102,9 @@ final class ClientSide: ConnectionHandler {
     private var timers: [ProxyTimer: TimerID] = [:]
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
     private var clientIsLoopback = true
+    /// Holds this side while its session finishes work after its tunnel ended (a pin check's side connection):
+    /// nothing else does once the relay let go.
+    private var finishing: ClientSide?
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
         self.server = server
@@ -121,6 +124,14 @@ final class ClientSide: ConnectionHandler {
             let remote = connection.remoteAddress
             session.clientAddress = remote?.description
             clientIsLoopback = remote?.isLoopback ?? false
+        } else if server.environment.recording != nil {
+            // A capture names the device each exchange came from.
+            session.clientAddress = connection.remoteAddress?.description
+        }
+        if server.environment.autoPassthrough != nil {
+            // Asked for by the session only when it needs it (an interception starting, a CONNECT once some host is
+            // auto-tunnelled): one getpeername then, none for plain traffic.
+            session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
@@ -279,6 +290,7 @@ final class ClientSide: ConnectionHandler {
                     }
                     Relay.start(client, upstream, watch: watch) { [self] fromClient, toClient in
                         run(session.handle(.tunnelClosed(fromClient: fromClient, toClient: toClient)))
+                        if session.awaitsSideCheck { finishing = self }
                     }
                 }
             case .startTimer(let timer, let delay):
@@ -296,6 +308,7 @@ final class ClientSide: ConnectionHandler {
             }
         }
         session.recycle(consume commands)
+        if finishing != nil, !session.awaitsSideCheck { finishing = nil }
     }
 
     private func connection(for peer: ProxyPeer) -> Connection? {
@@ -348,6 +361,7 @@ final class ClientSide: ConnectionHandler {
         upstreamGeneration += 1
         let generation = upstreamGeneration
         let timeout = server.environment.timeouts.connect
+        session.upstreamAddress = nil
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
             // A newer upstream was asked for, or the client left, while the name resolved.
             guard generation == upstreamGeneration, client != nil else { return }
@@ -362,6 +376,8 @@ final class ClientSide: ConnectionHandler {
                     run(session.handle(.upstreamConnectFailed(error: refusal, failure: .cannotConnect)))
                     return
                 }
+                // Only the exchange record's sinks need it: the text is not made otherwise.
+                if server.environment.recording != nil { session.upstreamAddress = target.description }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))
             case .failure(let error):
                 run(session.handle(.upstreamConnectFailed(error: error.description, failure: .cannotFindHost)))

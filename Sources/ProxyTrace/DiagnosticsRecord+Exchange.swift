@@ -53,16 +53,19 @@ extension DiagnosticsRecord {
             // What follows is not the app's handshake, which failed, but the one ATSProxy's probe made.
             fields.append(.init("Probe", "ATSProxy offered every version and suite to learn what the server supports"))
         }
+        // Level 1: the summary (result, session, version, protocol, trust); level 2 adds the details (suite, group,
+        // certificates), as CFNetwork's level 2.
         if let v = facts.version { fields.append(.init("Protocol", v.plistName)) }
         if let name = facts.cipherSuiteName {
             let code = facts.cipherSuiteCode.map { " (0x" + String($0, radix: 16, uppercase: true) + ")" } ?? ""
-            fields.append(.init("Cipher Suite", name + code))
+            fields.append(.init("Cipher Suite", name + code, level: 2))
         }
-        if let g = facts.keyExchangeGroup { fields.append(.init("Group", g)) }
+        if let g = facts.keyExchangeGroup { fields.append(.init("Group", g, level: 2)) }
         fields.append(.init("ALPN", facts.alpn ?? "(none)"))
         for (i, cert) in facts.chain.enumerated() {
             fields.append(.init("Certificate \(i)",
-                "\(cert.subject); \(cert.keyType.rawValue.uppercased())-\(cert.keyBits); \(cert.signatureHash.rawValue.uppercased())"))
+                "\(cert.subject); \(cert.keyType.rawValue.uppercased())-\(cert.keyBits); \(cert.signatureHash.rawValue.uppercased())",
+                level: 2))
         }
         fields.append(.init("Trust", String(describing: facts.trust)))
         fields.append(.init("Host Match", facts.hostnameMatches ? "yes" : "no"))
@@ -108,14 +111,21 @@ extension DiagnosticsRecord {
         return DiagnosticsRecord(
             title: "Protocol Enqueue", subject: "request \(method) \(url) \(httpVersion)",
             fields: [.init("Request", "<CFURLRequest> {url = \(url)}"), .init("Message", "\(method) \(url) \(httpVersion)"),
-                     .init("Sending", sending.isEmpty ? "(none)" : sending)])
+                     .init("Sending", sending.isEmpty ? "(none)" : sending, level: 2)])
     }
 
-    /// `Protocol Received: request GET <url>` with `Response: HTTP/2.0 200`.
-    public static func protocolReceived(method: String, url: String, httpVersion: String, status: Int) -> Self {
-        DiagnosticsRecord(
-            title: "Protocol Received", subject: "request \(method) \(url)",
-            fields: [.init("Response", "\(httpVersion) \(status)")])
+    /// `Protocol Received: request GET <url>` with `Response: HTTP/2.0 200` and, at level 2, the response headers
+    /// as the client got them (when the exchange recorded them).
+    public static func protocolReceived(
+        method: String, url: String, httpVersion: String, status: Int, headers: [(String, String)]? = nil
+    ) -> Self {
+        var fields: [Field] = [.init("Response", "\(httpVersion) \(status)")]
+        if let headers {
+            let received = headers.map { "\($0.0): \(Redaction.headerValue(name: $0.0, value: $0.1))" }
+                .joined(separator: "\n")
+            fields.append(.init("Received", received.isEmpty ? "(none)" : received, level: 2))
+        }
+        return DiagnosticsRecord(title: "Protocol Received", subject: "request \(method) \(url)", fields: fields)
     }
 
     /// `Response Error` with the full error the app's task would complete with.

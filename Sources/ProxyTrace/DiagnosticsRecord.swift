@@ -15,9 +15,13 @@ public struct DiagnosticsRecord: Sendable, Equatable {
     public struct Field: Sendable, Equatable {
         public var key: String
         public var value: String
-        public init(_ key: String, _ value: String) {
+        /// The lowest `--diagnostics` level at which the field is written: 2 for headers and TLS details, as
+        /// CFNetwork adds them at its level 2.
+        public var level: Int
+        public init(_ key: String, _ value: String, level: Int = 1) {
             self.key = key
             self.value = value
+            self.level = level
         }
     }
 

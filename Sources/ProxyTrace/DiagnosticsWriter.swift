@@ -1,3 +1,4 @@
+import HTTP1Core
 /// Formats `DiagnosticsRecord`s into CFNetwork's envelope:
 ///
 /// ```
@@ -9,7 +10,10 @@
 /// ```
 ///
 /// `[L:N]` carries the configured level and a per-process sequence number (reference §5.2, obs P2/P3). One
-/// writer per output; records below the configured level are dropped.
+/// writer per output; records and fields above the configured level are dropped. The levels, as CFNetwork's:
+/// 1 the summary records (the load, its connection, the ATS decision, the response status, how it ended); 2 adds
+/// the request and response headers and the TLS details (suite, group, certificates, trust); 3 adds the bytes
+/// (`SSL-READ`/`SSL-WRITE` hex dumps of the plaintext). docs/device.md lists them.
 public struct DiagnosticsWriter: Sendable {
     /// 1–3, as `--diagnostics N` or `CFNETWORK_DIAGNOSTICS=N` sets it; 0 writes nothing.
     public let level: Int
@@ -22,16 +26,18 @@ public struct DiagnosticsWriter: Sendable {
         guard level > 0, record.level <= level else { return nil }
         sequence += 1
         let tag = "[\(level):\(sequence)]"
-        let keys = [record.title] + record.fields.map(\.key)
+        let fields = record.fields.filter { $0.level <= level }
+        let keys = [record.title] + fields.map(\.key)
         let width = keys.map(\.count).max() ?? 0
         func line(_ key: String, _ value: String) -> String {
             "\t" + String(repeating: " ", count: width - key.count) + key + ": " + value + "\n"
         }
         var out = "CFNetwork Diagnostics \(tag) \(time) {\n"
         out += line(record.title, record.subject)
-        for field in record.fields {
+        for field in fields {
             // Multi-line values (header dumps, hex) keep CFNetwork's tab indentation on continuation lines.
-            let parts = field.value.split(separator: "\n", omittingEmptySubsequences: false)
+            // Header values that are not UTF-8 are shown as Latin-1 (FieldBytes keeps their bytes escaped).
+            let parts = FieldBytes.display(field.value).split(separator: "\n", omittingEmptySubsequences: false)
             out += line(field.key, String(parts.first ?? ""))
             for rest in parts.dropFirst() { out += "\t" + String(repeating: " ", count: width + 2) + rest + "\n" }
         }

@@ -116,6 +116,9 @@ public struct ConnectionRecord: Sendable {
     public var connectionID: UInt64
     /// `192.168.1.20:51234`, when known.
     public var clientAddress: String?
+    /// The upstream's address as connected to (`93.184.216.34:443`, `[::1]:8443`): the name's resolved address,
+    /// after `--map`; nil when no upstream connection was made (a refusal, a name that did not resolve).
+    public var upstreamAddress: String?
     /// The TLS between the client and the proxy (nil for plain HTTP and tunnels).
     public var clientTLS: TLSLegFacts?
     /// The TLS between the proxy and the upstream, with the certificate facts it was judged on.
@@ -127,12 +130,13 @@ public struct ConnectionRecord: Sendable {
     public var violations: [ATSViolation]
 
     public init(
-        connectionID: UInt64, clientAddress: String? = nil, clientTLS: TLSLegFacts? = nil,
-        upstreamTLS: TLSLegFacts? = nil, upstreamHandshake: HandshakeFacts? = nil, decision: PolicyDecision? = nil,
-        violations: [ATSViolation] = []
+        connectionID: UInt64, clientAddress: String? = nil, upstreamAddress: String? = nil,
+        clientTLS: TLSLegFacts? = nil, upstreamTLS: TLSLegFacts? = nil, upstreamHandshake: HandshakeFacts? = nil,
+        decision: PolicyDecision? = nil, violations: [ATSViolation] = []
     ) {
         self.connectionID = connectionID
         self.clientAddress = clientAddress
+        self.upstreamAddress = upstreamAddress
         self.clientTLS = clientTLS
         self.upstreamTLS = upstreamTLS
         self.upstreamHandshake = upstreamHandshake

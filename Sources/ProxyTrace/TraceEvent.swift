@@ -16,6 +16,10 @@ public struct TraceEvent: Sendable, Codable, Equatable {
         /// A request answered 407 because `--auth` credentials were missing or wrong: `proxyAuth`, and `message`
         /// as the console says it.
         case proxyAuthFailed
+        /// A client's refusals of the proxy's certificate decided something (auto-passthrough): `url` names the host
+        /// tunnelled from now on (it likely pins it in code), or is absent when the client trusts no host (the CA is
+        /// not trusted); `message` as the console says it.
+        case autoPassthrough
     }
 
     public var kind: Kind

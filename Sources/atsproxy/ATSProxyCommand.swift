@@ -7,7 +7,10 @@ struct ATSProxyCommand: AsyncParsableCommand {
         commandName: "atsproxy",
         abstract: "An intercepting HTTPS proxy that simulates Apple's App Transport Security.",
         version: "0.1.0",
-        subcommands: [RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self]
+        subcommands: [
+            RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
+            ReportCommand.self, PassthroughCommand.self, ShowCommand.self, HarCommand.self,
+        ]
     )
 
     /// Parses the command line with `run --capture` allowed without a file name.

@@ -22,7 +22,8 @@ struct DiagnoseCommand: ParsableCommand {
             Exit status: 0 when the default ATS connection passes, 1 when it fails, 2 when the diagnosis cannot \
             run (bad URL, unreadable file, a server that cannot be resolved or connected to, or that gives no \
             probe's TLS ClientHello a TLS answer: it stays silent for --timeout, closes the connection or answers \
-            with bytes that are not TLS), 64 when the command line is malformed.
+            with bytes that are not TLS), 64 when the command line is malformed. With --fail-on-policy, 0 and 1 \
+            judge the app's own policy (--plist) instead of the default connection: CI fails when the app would.
             """)
 
     @Argument(help: "The https:// URL to test.")
@@ -62,9 +63,19 @@ struct DiagnoseCommand: ParsableCommand {
                 + "out fails as the app's NSURLErrorTimedOut -1001)."))
     var timeout: Double = 10
 
+    @Flag(
+        name: .customLong("fail-on-policy"),
+        help: ArgumentHelp(
+            "With --plist: exit 1 when the app's own policy refuses the connection, 0 when it allows it (the "
+                + "default connection's result no longer sets the status)."))
+    var failOnPolicy = false
+
     @OptionGroup var readings: PolicyReadingOptions
 
     func validate() throws {
+        if failOnPolicy && plist == nil {
+            throw ValidationError("--fail-on-policy judges the app's own policy: give it with --plist")
+        }
         guard IOSProfile.band(for: ios) != nil else {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
         }
@@ -126,7 +137,11 @@ struct DiagnoseCommand: ParsableCommand {
         } else {
             print(report.renderText(verbose: verbose), terminator: "")
         }
-        if !report.defaultPasses { throw ExitCode(1) }
+        if failOnPolicy {
+            if report.appPolicy?.allowed != true { throw ExitCode(1) }
+        } else if !report.defaultPasses {
+            throw ExitCode(1)
+        }
     }
 
 }

@@ -58,7 +58,7 @@ struct LintCommand: ParsableCommand {
         let findings = loaded.lintFindings(profile: profile)
         let report = LintReport(
             artifactPath: path, sourceDescription: loaded.sourceDescription, profile: profile, findings: findings,
-            notes: notes)
+            notes: notes, keyPositions: format == .sarif ? Self.keyPositions(path) : [:])
         let output: String
         switch format {
         case .text: output = report.text()
@@ -67,6 +67,19 @@ struct LintCommand: ParsableCommand {
         }
         FileHandle.standardOutput.write(Data(output.utf8))
         if report.fails(at: failOn) { throw ExitCode(1) }
+    }
+}
+
+extension LintCommand {
+    /// Where the keys are in `path` when it is an XML plist (a bundle's or binary plist's keys have no line to
+    /// point at). A file that cannot be read again gives none: the report still names the file.
+    static func keyPositions(_ path: String) -> [[String]: LintReport.SourceRegion] {
+        guard let data = FileManager.default.contents(atPath: path), data.starts(with: Array("<?xml".utf8))
+            || data.prefix(512).range(of: Data("<plist".utf8)) != nil
+        else { return [:] }
+        return PlistKeyLocator.keyPositions(in: Array(data)).mapValues {
+            LintReport.SourceRegion(line: $0.line, column: $0.column)
+        }
     }
 }
 

@@ -170,6 +170,10 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var captureOptions: CaptureOptions
 
+    @OptionGroup var deviceOptions: DeviceOptions
+
+    @OptionGroup var pinning: PinningOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -332,6 +336,17 @@ struct RunCommand: ParsableCommand {
                 throw failure("atsproxy run: error: --ca-dir: mirror mode's never-trusted CA: \(error)")
             }
         }
+        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
+        let profileText =
+            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
+        var blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
+        if ats == .mirror {
+            blocking = plist == nil
+                ? " (the device's own ATS decides; nothing is blocked)"
+                : " (two verdicts per connection: the policy's and the device's)"
+        }
+        let onboarding = DeviceOptions.onboardingSite(
+            authority: authority, policy: policySource, profile: profileText, ats: ats.rawValue + blocking)
         let environment = ProxyEnvironment(
             policy: policy, mode: ats.mode, blockStyle: block.style,
             mappings: try HostMapping.parsingAll(map),
@@ -348,8 +363,9 @@ struct RunCommand: ParsableCommand {
                 response: .milliseconds(Int(responseTimeout * 1000))),
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
-            recording: capture == nil ? nil : RecordingOptions(bodyLimit: captureOptions.bodyLimit),
-            mirrorComparesPolicy: ats == .mirror && plist != nil)
+            recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
+            onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
+            autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -385,15 +401,7 @@ struct RunCommand: ParsableCommand {
             }
         }
 
-        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
-        let profileText =
-            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
-        var blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
-        if ats == .mirror {
-            blocking = plist == nil
-                ? " (the device's own ATS decides; nothing is blocked)"
-                : " (two verdicts per connection: the policy's and the device's)"
-        }
+        let networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))
         let caFile = caURL.appendingPathComponent(CertificateAuthority.certificateFileName).path
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
@@ -404,7 +412,7 @@ struct RunCommand: ParsableCommand {
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
             Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)
-
+            \(DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))
 
         if insecureUpstream {
@@ -419,6 +427,13 @@ struct RunCommand: ParsableCommand {
             ProxyLogSink.writeToStandardError(summary)
         }
         capture?.close()
+    }
+
+    /// What exchanges record beyond their console line: heads and bodies up to the limit for a capture; heads
+    /// alone for `--diagnostics 2` and up, whose records show the response headers.
+    static func recording(captureBodyLimit: Int?, level: Int) -> RecordingOptions? {
+        if let captureBodyLimit { return RecordingOptions(bodyLimit: captureBodyLimit) }
+        return level >= 2 ? RecordingOptions(bodyLimit: 0) : nil
     }
 
     /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,

@@ -88,6 +88,42 @@ import Testing
         }
     }
 
+    @Test("SARIF results carry a region: the line and column of the offending key, or of its nearest enclosing key")
+    func sarifRegions() throws {
+        let findings = [
+            LintFinding(
+                severity: .error, ruleID: "ATS001",
+                keyPath: ["NSAppTransportSecurity", "NSExceptionDomains", "a.test", "NSExceptionMinimumTLSVersion"],
+                message: "Did you mean NSExceptionDomains?", fix: "Rename the key."),
+            LintFinding(
+                severity: .warning, ruleID: "ATS002", keyPath: ["NSAppTransportSecurity", "NSExceptionDomains", "b.test"],
+                message: "A domain that is not in the file", fix: "add it"),
+            LintFinding(severity: .note, ruleID: "ATS003", keyPath: ["Elsewhere"], message: "m", fix: "f"),
+        ]
+        let positions: [[String]: LintReport.SourceRegion] = [
+            ["NSExceptionDomains"]: .init(line: 3, column: 2),
+            ["NSExceptionDomains", "a.test", "NSExceptionMinimumTLSVersion"]: .init(line: 7, column: 4),
+        ]
+        let r = LintReport(
+            artifactPath: "ats.plist", sourceDescription: "ats.plist", profile: .ios26, findings: findings,
+            keyPositions: positions)
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(r.sarif().utf8)) as? [String: Any])
+        let results = try #require((root["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]])
+        func region(_ i: Int) -> [String: Any]? {
+            let location = (results[i]["locations"] as? [[String: Any]])?.first
+            return (location?["physicalLocation"] as? [String: Any])?["region"] as? [String: Any]
+        }
+        // A file holding the ATS dictionary alone: its keys have no NSAppTransportSecurity in front.
+        #expect(region(0)?["startLine"] as? Int == 7)
+        #expect(region(0)?["startColumn"] as? Int == 4)
+        #expect(region(1)?["startLine"] as? Int == 3, "the nearest enclosing key that is in the file")
+        #expect(region(2) == nil, "no key of the path in the file: the whole file")
+        let message = (results[0]["message"] as? [String: Any])?["text"] as? String
+        #expect(message == "Did you mean NSExceptionDomains? Fix: Rename the key.")
+        #expect((results[1]["message"] as? [String: Any])?["text"] as? String
+            == "A domain that is not in the file. Fix: add it.")
+    }
+
     @Test func noFindingsGiveAnEmptyResultsArray() throws {
         let r = LintReport(artifactPath: "a.plist", sourceDescription: "a.plist", profile: .ios26, findings: [])
         let root = try #require(try JSONSerialization.jsonObject(with: Data(r.sarif().utf8)) as? [String: Any])

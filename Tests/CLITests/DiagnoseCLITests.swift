@@ -296,6 +296,34 @@ struct DiagnoseCLITests {
         #expect(r.out.contains("Narrowest passing test: TLSv1.1\n"))
     }
 
+    @Test("--fail-on-policy: the exit status follows the app's own policy, not the default connection")
+    func failOnPolicy() throws {
+        let (cert, key) = try pki.leaf("policy.test", san: "DNS:policy.test")
+        let s = try OpenSSLServer(certificate: cert, key: key, arguments: ["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"])
+        func plist(_ minimum: String) throws -> String {
+            let path = pki.dir.path("policy-\(minimum).plist")
+            try """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <plist version="1.0"><dict>
+                <key>NSAppTransportSecurity</key><dict><key>NSExceptionDomains</key><dict>
+                <key>policy.test</key><dict><key>NSExceptionMinimumTLSVersion</key><string>\(minimum)</string></dict>
+                </dict></dict></dict></plist>
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        // The app allows TLS 1.1 for the host: its policy passes although the default connection fails.
+        let allows = try diagnose(s, host: "policy.test", ["--ios", "17", "--plist", try plist("TLSv1.1"), "--fail-on-policy"])
+        #expect(allows.status == 0, "\(allows.out)")
+        // The app asks for TLS 1.2: the app would fail, so CI must.
+        let refuses = try diagnose(s, host: "policy.test", ["--ios", "17", "--plist", try plist("TLSv1.2"), "--fail-on-policy"])
+        #expect(refuses.status == 1, "\(refuses.out)")
+        // Without the flag, the default connection decides, as before.
+        #expect(try diagnose(s, host: "policy.test", ["--ios", "17", "--plist", try plist("TLSv1.1")]).status == 1)
+        let usage = try runATSProxy(["diagnose", "https://policy.test/", "--fail-on-policy"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("--fail-on-policy judges the app's own policy: give it with --plist"))
+    }
+
     @Test("a server that answers every ClientHello with plain HTTP: exit 2, one line saying it does not speak TLS")
     func plainHTTPServer() throws {
         let s = try RawTCPServer(.http)

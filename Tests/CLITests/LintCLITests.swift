@@ -140,6 +140,36 @@ import Testing
 
     // MARK: - JSON and SARIF
 
+    @Test("SARIF results point at the offending key's line and column in the plist")
+    func sarifRegionsFromTheFile() throws {
+        let plist = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0">
+            <dict>
+              <key>NSAppTransportSecurity</key>
+              <dict>
+                <key>NSEExceptionDomains</key>
+                <dict/>
+              </dict>
+            </dict>
+            </plist>
+            """
+        let run = try Self.withFiles(["ats.plist": Array(plist.utf8)]) { dir in
+            try Self.lint([dir.appendingPathComponent("ats.plist").path, "--format", "sarif"])
+        }
+        let s = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let results = try #require((s["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]])
+        let typo = try #require(results.first { ($0["message"] as? [String: Any])?["text"] as? String != nil
+            && (($0["message"] as? [String: Any])?["text"] as? String)?.contains("NSEExceptionDomains") == true })
+        let location = (typo["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any]
+        let region = location?["region"] as? [String: Any]
+        #expect(region?["startLine"] as? Int == 6)
+        #expect(region?["startColumn"] as? Int == 5)
+        let text = try #require((typo["message"] as? [String: Any])?["text"] as? String)
+        #expect(!text.contains("?."), "\(text)")
+        #expect(text.contains("? Fix: "), "\(text)")
+    }
+
     @Test func jsonAndSarifAgree() throws {
         let path = Self.config("chat-app.plist")
         let json = try Self.lint([path, "--format", "json"])

@@ -28,7 +28,7 @@ private func blockedExchange(connection: UInt64 = 7) -> ExchangeSummary {
         explanation: "TLS 1.0 is below the required TLS 1.2",
         fix: .setKeys(domain: "old.example", keys: [FixKey(key: "NSExceptionMinimumTLSVersion", value: .string("TLSv1.0"))]))
     e.connection = ConnectionRecord(
-        connectionID: connection, clientAddress: "127.0.0.1:50000",
+        connectionID: connection, clientAddress: "127.0.0.1:50000", upstreamAddress: "203.0.113.5:8443",
         clientTLS: TLSLegFacts(version: "TLSv1.3", cipherSuite: "TLS_AES_128_GCM_SHA256", alpn: "http/1.1",
                                serverName: "old.example", resumed: false),
         upstreamTLS: TLSLegFacts(version: "TLSv1.0", cipherSuite: "ECDHE-RSA-AES128-SHA", alpn: nil,
@@ -77,6 +77,7 @@ struct CaptureStoreTests {
         let connection = try #require(got.record.connection)
         #expect(connection.connectionID == 7)
         #expect(connection.clientAddress == "127.0.0.1:50000")
+        #expect(connection.upstreamAddress == "203.0.113.5:8443")
         #expect(connection.clientTLS == want.connection?.clientTLS)
         #expect(connection.upstreamTLS == want.connection?.upstreamTLS)
         #expect(connection.decision == want.connection?.decision)

@@ -29,7 +29,7 @@ struct HTTP1VerbatimHeadTests {
         #expect(r.framing == .contentLength(3))
     }
 
-    @Test("Bytes that are not UTF-8 stay as received, where serialising the parsed head would re-encode them")
+    @Test("Bytes that are not UTF-8 stay as received, and serialising the parsed head gives them back too")
     func obsTextIsKept() throws {
         var wire = bytes("GET / HTTP/1.1\r\nHost: a\r\nX-Latin: caf")
         wire.append(0xE9)
@@ -43,7 +43,8 @@ struct HTTP1VerbatimHeadTests {
         #expect(parser.lastHeadBytes.map(Array.init) == wire)
         var reserialised: [UInt8] = []
         try HTTP1Serializer.write(head, into: &reserialised)
-        #expect(reserialised != wire)
+        #expect(reserialised == wire)
+        #expect(FieldBytes.display(head.headers.values(for: "X-Latin").first ?? "") == "caf\u{E9}")
     }
 
     @Test("Heads not in canonical form have no raw bytes, so a proxy serialises them again",

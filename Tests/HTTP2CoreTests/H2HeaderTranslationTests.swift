@@ -1,4 +1,5 @@
 import HTTP2Core
+import HTTP1Core
 import Testing
 
 @Suite("Header translation between HTTP/2 and HTTP/1.1")
@@ -201,5 +202,38 @@ struct H2HeaderTranslationTests {
             try H2HeaderTranslation.h1Request(from: received) == H1RequestHead(
                 method: "GET", target: "/r",
                 headers: [H2Header("host", "a.test"), H2Header("cookie", "a=1; b=2"), H2Header("accept", "*/*")]))
+    }
+
+    @Test("An extended CONNECT (RFC 8441) is HTTP/1.1's GET with Upgrade; :protocol elsewhere is refused")
+    func extendedConnect() throws {
+        let fields = [
+            H2Header(":method", "CONNECT"), H2Header(":protocol", "websocket"), H2Header(":scheme", "https"),
+            H2Header(":authority", "chat.test"), H2Header(":path", "/ws?room=1"),
+            H2Header("sec-websocket-version", "13"),
+        ]
+        let head = try H2HeaderTranslation.h1Request(from: fields)
+        #expect(head.method == "GET")
+        #expect(head.target == "/ws?room=1")
+        #expect(head.headers.first(named: "host") == "chat.test")
+        #expect(head.headers.first(named: "upgrade") == "websocket")
+        #expect(head.headers.first(named: "connection") == "Upgrade")
+        #expect(head.headers.first(named: "sec-websocket-version") == "13")
+        #expect(throws: H2TranslationError.unexpectedPseudoHeader(":protocol")) {
+            try H2HeaderTranslation.h1Request(from: [
+                H2Header(":method", "GET"), H2Header(":protocol", "websocket"), H2Header(":scheme", "https"),
+                H2Header(":authority", "chat.test"), H2Header(":path", "/"),
+            ])
+        }
+    }
+
+    @Test("A header value that is not UTF-8 crosses both ways with its bytes")
+    func nonUTF8Value() throws {
+        let latin = FieldBytes.string([0x63, 0x61, 0x66, 0xE9])
+        let h2 = try H2HeaderTranslation.h2Request(
+            from: H1RequestHead(method: "GET", target: "/", headers: [H2Header("Host", "a.test"), H2Header("X-Name", latin)]),
+            scheme: "https")
+        #expect(h2.first(named: "x-name").map(FieldBytes.bytes) == [0x63, 0x61, 0x66, 0xE9])
+        let back = try H2HeaderTranslation.h1Request(from: h2)
+        #expect(back.headers.first(named: "x-name").map(FieldBytes.bytes) == [0x63, 0x61, 0x66, 0xE9])
     }
 }

@@ -67,4 +67,38 @@ struct H1ToH2RelayTests {
         }
         #expect(paused == false)
     }
+
+    @Test("With retryUpgradeOverHTTP1, a first request carrying Upgrade is handed back to replay over http/1.1")
+    func upgradeRetriedOverHTTP1() throws {
+        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+            .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
+                     codes: [])
+        }
+        _ = relay.upstreamBytes([])
+        let request = bytes("GET /ws HTTP/1.1\r\nHost: h2.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        let out = relay.clientBytes(request)
+        // Nothing goes to the h2 upstream and nothing is answered: the same bytes go to a new connection.
+        #expect(out.retryOverHTTP1 == request)
+        #expect(out.toClient.isEmpty)
+        #expect(out.exchanges.isEmpty)
+    }
+
+    @Test("An Upgrade after other requests on the connection still gets the 501")
+    func laterUpgradeGets501() throws {
+        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+            .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
+                     codes: [])
+        }
+        let origin = try H2Session(role: .server)
+        var toOrigin = relay.upstreamBytes([]).toUpstream
+        toOrigin += relay.clientBytes(bytes("GET /x HTTP/1.1\r\nHost: h2.test\r\n\r\n")).toUpstream
+        var id: Int32 = 0
+        for event in try origin.receive(toOrigin) { if case .headers(let s, _, .request, _) = event { id = s } }
+        try origin.submitResponse(streamID: id, headers: [H2Header(":status", "204")], body: .none)
+        _ = relay.upstreamBytes(origin.pendingOutput())
+        let out = relay.clientBytes(bytes("GET /ws HTTP/1.1\r\nHost: h2.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
+        #expect(out.retryOverHTTP1 == nil)
+        #expect(String(decoding: out.toClient, as: UTF8.self).hasPrefix("HTTP/1.1 501 "))
+    }
 }

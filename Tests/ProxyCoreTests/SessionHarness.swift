@@ -4,6 +4,7 @@ import HTTP1Core
 import ProxyTrace
 import TLSCore
 
+import Onboarding
 @testable import ProxyCore
 
 /// Builds environments for socket-free session tests: a fresh in-memory CA, no system roots.
@@ -12,7 +13,8 @@ enum SessionHarness {
         mode: ATSMode = .enforce, block: BlockStyle = .tls, exceptionAllowingHTTP: String? = nil,
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
         upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false,
-        timeouts: ProxyEnvironment.Timeouts = .init(), trustingOwnCA: Bool = false
+        timeouts: ProxyEnvironment.Timeouts = .init(), trustingOwnCA: Bool = false,
+        onboarding: OnboardingSite? = nil, appleHosts: AppleHosts? = .builtIn
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -29,7 +31,7 @@ enum SessionHarness {
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
                 useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
             diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
-            upstreamALPN: upstreamALPN)
+            upstreamALPN: upstreamALPN, onboarding: onboarding, appleHosts: appleHosts)
     }
 
     /// A fixed clock for sessions: durations are zero, and it is the time of this test run, for the session judges

@@ -51,6 +51,41 @@ struct DiagnosticsWriterTests {
         #expect(dump?.contains("GET / HTTP/1.1..") == true)
     }
 
+    @Test("Level 1 leaves out the headers and TLS details that level 2 adds; level 2 leaves out the bytes")
+    func levelsDiffer() {
+        let facts = HandshakeFacts(
+            version: .tls13, cipherSuiteCode: 0x1301, cipherSuiteName: "TLS_AES_128_GCM_SHA256",
+            keyExchangeGroup: "x25519", alpn: "h2", chain: [], trust: .trustedByUserRoot, hostnameMatches: true,
+            observedAt: Date(timeIntervalSince1970: 0))
+        let t = TraceTime(unixTime: 0)
+        func rendered(_ level: Int) -> String {
+            var writer = DiagnosticsWriter(level: level)
+            let records: [DiagnosticsRecord] = [
+                .tlsHandshake(connectionID: 1, facts: facts),
+                .protocolEnqueue(method: "GET", url: "https://a/", httpVersion: "HTTP/1.1", headers: [("X-Probe", "1")]),
+                .protocolReceived(
+                    method: "GET", url: "https://a/", httpVersion: "HTTP/1.1", status: 200,
+                    headers: [("Content-Type", "text/plain")]),
+                .hexDump(connectionID: 1, read: true, bytes: Array("HTTP/1.1 200 OK\r\n".utf8)),
+            ]
+            return records.compactMap { writer.render($0, at: t) }.joined()
+        }
+        let one = rendered(1)
+        let two = rendered(2)
+        let three = rendered(3)
+        for summary in ["Protocol: TLSv1.3", "ALPN: h2", "Trust: chains to a user-installed root", "Response: HTTP/1.1 200",
+                        "Session: full handshake"] {
+            #expect(one.contains(summary) && two.contains(summary) && three.contains(summary), "\(summary)")
+        }
+        for detail in ["Cipher Suite: TLS_AES_128_GCM_SHA256", "Group: x25519", "Sending: X-Probe: 1",
+                       "Received: Content-Type: text/plain"] {
+            #expect(!one.contains(detail), "level 1 has \(detail)")
+            #expect(two.contains(detail) && three.contains(detail), "level 2 and 3 have \(detail)")
+        }
+        #expect(!one.contains("SSL-READ") && !two.contains("SSL-READ"))
+        #expect(three.contains("SSL-READ (1): 17 bytes"))
+    }
+
     @Test("The TLS Handshake record says whether the session was resumed; a failed one says why and has no session")
     func handshakeSession() {
         var writer = DiagnosticsWriter(level: 1)

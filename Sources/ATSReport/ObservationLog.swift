@@ -1,0 +1,48 @@
+import ATSPolicy
+import ProxyTrace
+
+/// Observations folded by origin, server facts and carriage: a capture of a million exchanges becomes a handful
+/// of observations per host. Feed it exchange records as they end (a live view) or read a capture file into it.
+public struct ObservationLog: Sendable {
+    /// In the order first seen.
+    public private(set) var observations: [Observation] = []
+    private var index: [Observation.FoldingKey: Int] = [:]
+
+    public init() {}
+
+    /// The log of these observations, folded.
+    public init(_ observations: [Observation]) {
+        for o in observations { add(o) }
+    }
+
+    /// Exchanges folded in so far.
+    public var exchangeCount: Int { observations.reduce(0) { $0 + $1.exchanges } }
+
+    /// Adds `observation`, folding it into an equal one (same origin, same server facts bar their time, same
+    /// carriage): counts add up and the later facts' time is kept (certificate validity is judged at it).
+    public mutating func add(_ observation: Observation) {
+        let key = observation.foldingKey
+        guard let i = index[key] else {
+            index[key] = observations.count
+            observations.append(observation)
+            return
+        }
+        observations[i].exchanges += observation.exchanges
+        if let later = observation.handshake, let current = observations[i].handshake,
+            later.observedAt > current.observedAt
+        {
+            observations[i].handshake = later
+        }
+    }
+
+    /// Adds one finished exchange as the proxy records it (with its connection: the sinks that keep traffic get it).
+    public mutating func add(_ exchange: ExchangeSummary) {
+        let carriage: Observation.Carriage =
+            exchange.outcome == .failed
+            ? .unreachable : exchange.action == .tunnelled || exchange.httpVersion == "TUNNEL" ? .tunnelled : .observed
+        add(
+            Observation(
+                url: exchange.url, handshake: exchange.connection?.upstreamHandshake, exchanges: 1,
+                carriage: carriage))
+    }
+}

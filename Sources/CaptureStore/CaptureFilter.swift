@@ -1,0 +1,131 @@
+import ATSPolicy
+import GRDB
+import ProxyTrace
+
+/// Which exchanges a listing shows. Every condition set must hold; nil conditions do not filter. `condition` holds
+/// what the filter language (`CaptureFilter(parsing:)`) says: any tree of conditions with `not`, `and` and `or`.
+public struct CaptureFilter: Sendable, Equatable {
+    /// A host (`api.example.com`), or a domain and every name below it (`.example.com`). Case-insensitive.
+    public var host: String?
+    /// The verdict.
+    public var outcome: ExchangeSummary.ATSOutcome?
+    /// Statuses, e.g. 500...599.
+    public var status: ClosedRange<Int>?
+    public var method: String?
+    /// Text the URL contains (case-insensitive for ASCII).
+    public var text: String?
+    /// One run of the file; nil for all.
+    public var runID: Int64?
+    /// A condition tree, in addition to the fields above.
+    public var condition: CaptureCondition?
+
+    public init(
+        host: String? = nil, outcome: ExchangeSummary.ATSOutcome? = nil, status: ClosedRange<Int>? = nil,
+        method: String? = nil, text: String? = nil, runID: Int64? = nil, condition: CaptureCondition? = nil
+    ) {
+        self.host = host
+        self.outcome = outcome
+        self.status = status
+        self.method = method
+        self.text = text
+        self.runID = runID
+        self.condition = condition
+    }
+
+    /// SQL conditions (ANDed) over the `exchanges` table aliased `e`, and their arguments.
+    struct SQL {
+        var conditions: [String] = []
+        var arguments = StatementArguments()
+    }
+
+    func compile(into sql: inout SQL) {
+        var parts: [CaptureCondition] = []
+        if let host { parts.append(.host(host)) }
+        if let outcome { parts.append(.outcome(outcome)) }
+        if let status { parts.append(.status(status)) }
+        if let method { parts.append(.method(method)) }
+        if let text { parts.append(.text(text)) }
+        if let runID { parts.append(.run(runID)) }
+        if let condition {
+            // A top-level AND is flattened, so that each of its indexable terms stays a condition of its own.
+            if case .all(let terms) = condition { parts += terms } else { parts.append(condition) }
+        }
+        for part in parts { sql.conditions.append(part.sql(&sql.arguments)) }
+    }
+}
+
+/// One condition on an exchange, or a combination of them: what a filter expression parses to. Each leaf is a
+/// comparison on an indexed column of `exchanges` (host, outcome, status, method: `(column, id)` indexes, read
+/// newest first) except `text` and `code`, which scan newest first and stop at the page's limit.
+public indirect enum CaptureCondition: Sendable, Equatable {
+    /// The host, or with a leading dot a domain and every name below it. Case-insensitive.
+    case host(String)
+    case outcome(ExchangeSummary.ATSOutcome)
+    case status(ClosedRange<Int>)
+    /// No response status: tunnels, blocked handshakes, failed connects, cut-off exchanges.
+    case noStatus
+    /// The request method, as sent (`POST`).
+    case method(String)
+    /// Text the URL contains (case-insensitive for ASCII).
+    case text(String)
+    /// An error code among the exchange's errors: an NSURLError code (`-1200`) or an SSL code (`-9836`).
+    case code(Int)
+    case run(Int64)
+    /// Something went wrong: blocked, an ATS violation, a failed connect, a status of 400 or more, or an
+    /// exchange cut off before its end.
+    case problems
+    case not(CaptureCondition)
+    case all([CaptureCondition])
+    case any([CaptureCondition])
+
+    /// The condition as SQL over `e`, appending its arguments. SQL's NULL never leaks out of a negation: `not
+    /// status:4xx` holds for an exchange without a status.
+    func sql(_ arguments: inout StatementArguments) -> String {
+        switch self {
+        case .host(let host):
+            let host = host.lowercased()
+            if host.hasPrefix(".") {
+                _ = arguments.append(contentsOf: [String(host.dropFirst()), "%" + Self.likeEscaped(host)])
+                return "(e.host = ? OR e.host LIKE ? ESCAPE '\\')"
+            }
+            _ = arguments.append(contentsOf: [host])
+            return "e.host = ?"
+        case .outcome(let outcome):
+            _ = arguments.append(contentsOf: [outcome.rawValue])
+            return "e.outcome = ?"
+        case .status(let range):
+            _ = arguments.append(contentsOf: [range.lowerBound, range.upperBound])
+            return "e.status BETWEEN ? AND ?"
+        case .noStatus:
+            return "e.status IS NULL"
+        case .method(let method):
+            _ = arguments.append(contentsOf: [method])
+            return "e.method = ?"
+        case .text(let text):
+            _ = arguments.append(contentsOf: ["%" + Self.likeEscaped(text) + "%"])
+            return "e.url LIKE ? ESCAPE '\\'"
+        case .code(let code):
+            // `errors` holds `-1200/-9836,-1022`: each code between separators.
+            _ = arguments.append(contentsOf: ["%," + String(code) + ",%"])
+            return "(',' || replace(e.errors, '/', ',') || ',') LIKE ?"
+        case .run(let run):
+            _ = arguments.append(contentsOf: [run])
+            return "e.run_id = ?"
+        case .problems:
+            return "(e.outcome IN ('blocked', 'violation', 'failed') OR e.status >= 400 OR e.interruption IS NOT NULL)"
+        case .not(let inner):
+            return "((" + inner.sql(&arguments) + ") IS NOT 1)"
+        case .all(let terms):
+            guard !terms.isEmpty else { return "1" }
+            return "(" + terms.map { $0.sql(&arguments) }.joined(separator: " AND ") + ")"
+        case .any(let terms):
+            guard !terms.isEmpty else { return "0" }
+            return "(" + terms.map { $0.sql(&arguments) }.joined(separator: " OR ") + ")"
+        }
+    }
+
+    private static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
+    }
+}

@@ -1,0 +1,161 @@
+import ATSPolicy
+import Foundation
+import GRDB
+import ProxyTrace
+import Testing
+
+@testable import CaptureStore
+
+private func parse(_ text: String) throws -> CaptureCondition? {
+    try CaptureFilter(parsing: text).condition
+}
+
+private func syntaxError(_ text: String) -> FilterSyntaxError? {
+    do {
+        _ = try CaptureFilter(parsing: text)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+@Suite("Filter language")
+struct FilterLanguageTests {
+    @Test("Terms: host, status forms, verdict words, method, text, code, run, problems")
+    func terms() throws {
+        #expect(try parse("host:API.Example.com") == .host("api.example.com"))
+        #expect(try parse("host:*.example.com") == .host(".example.com"))
+        #expect(try parse("status:404") == .status(404...404))
+        #expect(try parse("status:4xx") == .status(400...499))
+        #expect(try parse("status:500-503") == .status(500...503))
+        #expect(try parse("status:none") == .noStatus)
+        #expect(try parse("verdict:ok") == .outcome(.allowed))
+        #expect(try parse("verdict:blocked") == .outcome(.blocked))
+        #expect(try parse("verdict:n/a") == .outcome(.notEvaluated))
+        #expect(try parse("method:post") == .method("POST"))
+        #expect(try parse("text:login") == .text("login"))
+        #expect(try parse("text:\"two words (x)\"") == .text("two words (x)"))
+        #expect(try parse("code:-1200") == .code(-1200))
+        #expect(try parse("run:2") == .run(2))
+        #expect(try parse("problems") == .problems)
+        #expect(try parse("Host:a.test") == .host("a.test"), "keys are case-insensitive")
+    }
+
+    @Test("Juxtaposition is AND, or binds looser, not and - negate, parentheses group")
+    func combinations() throws {
+        #expect(try parse("host:a.test status:4xx") == .all([.host("a.test"), .status(400...499)]))
+        #expect(try parse("host:a.test and method:GET") == .all([.host("a.test"), .method("GET")]))
+        #expect(try parse("-host:a.test") == .not(.host("a.test")))
+        #expect(try parse("not verdict:ok") == .not(.outcome(.allowed)))
+        #expect(try parse("--host:a.test") == .not(.not(.host("a.test"))))
+        #expect(
+            try parse("host:a.test status:5xx or verdict:blocked")
+                == .any([.all([.host("a.test"), .status(500...599)]), .outcome(.blocked)]))
+        #expect(try parse("verdict:blocked | verdict:failed") == .any([.outcome(.blocked), .outcome(.failed)]))
+        #expect(
+            try parse("host:a.test (status:5xx or -verdict:ok)")
+                == .all([.host("a.test"), .any([.status(500...599), .not(.outcome(.allowed))])]))
+        #expect(try parse("not (method:GET or method:HEAD)") == .not(.any([.method("GET"), .method("HEAD")])))
+        #expect(try parse("text:\"or\"") == .text("or"), "a quoted word is a value, never a keyword")
+    }
+
+    @Test("Errors say where (column) and what was expected")
+    func errors() throws {
+        let cases: [(String, Int, String)] = [
+            ("", 1, "an empty filter"),
+            ("hots:a.test", 1, "unknown key \"hots\"; expected one of host, status, verdict, method, text, code, run"),
+            ("host:a.test status:abc", 20, "\"abc\" is not a status; expected 404, a class such as 4xx"),
+            ("verdict:maybe", 9, "\"maybe\" is not a verdict; expected ok, blocked, violation, failed or n/a"),
+            ("host:", 6, "expected a value after host:"),
+            ("login", 1, "\"login\" is not a condition; expected KEY:VALUE"),
+            ("status:4xx method", 12, "expected a value: method:VALUE"),
+            ("(host:a.test", 13, "expected ) to close the ( at column 1"),
+            ("host:a.test)", 12, "a ) with no ( before it"),
+            ("host:a.test or", 15, "expected a condition before the end"),
+            ("or host:a.test", 1, "expected a condition before \"or\""),
+            ("not", 4, "expected a condition after \"not\""),
+            ("- host:a.test", 1, "expected a condition right after \"-\""),
+            ("text:\"open", 6, "a quote with no closing quote"),
+            ("code:x", 6, "\"x\" is not an error code"),
+            ("run:0", 5, "\"0\" is not a run number"),
+            ("status:99", 8, "\"99\" is not a status"),
+        ]
+        for (text, column, message) in cases {
+            let error = try #require(syntaxError(text), "\(text) should not parse")
+            #expect(error.column == column, "\(text): \(error.message)")
+            #expect(error.message.hasPrefix(message), "\(text): \(error.message)")
+        }
+        let shown = try #require(syntaxError("host:a.test status:abc")).description
+        #expect(shown == """
+            filter, column 20: "abc" is not a status; expected 404, a class such as 4xx, a range such as 400-499, or none
+              host:a.test status:abc
+                                 ^
+            """)
+    }
+
+    @Test("Nesting is bounded: a deep expression is an error, not a crash")
+    func depth() {
+        let deep = String(repeating: "(", count: 10_000) + "problems" + String(repeating: ")", count: 10_000)
+        #expect(syntaxError(deep)?.message.hasPrefix("nested more than") == true)
+        let negations = String(repeating: "not ", count: 10_000) + "problems"
+        #expect(syntaxError(negations)?.message.hasPrefix("nested more than") == true)
+    }
+
+    @Test("Parsed filters select the right exchanges from a capture, negations included where a column is NULL")
+    func evaluation() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("filter-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = dir.appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(
+            path: path, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: [:]))
+        func exchange(
+            _ method: String, _ url: String, _ status: Int?, _ outcome: ExchangeSummary.ATSOutcome,
+            errors: [ExchangeError] = [], interruption: String? = nil
+        ) -> CaptureItem {
+            var e = ExchangeSummary(
+                method: method, url: url, status: status, httpVersion: "HTTP/1.1", outcome: outcome, errors: errors,
+                requestBytes: 0, responseBytes: 0, durationMilliseconds: 1, interruption: interruption)
+            e.detail = ExchangeDetail(timings: ExchangeTimings(started: 1, ended: 2))
+            return .exchange(e)
+        }
+        let tls = ExchangeError(urlError: URLErrorCode(-1200), sslError: SSLErrorCode(-9836))
+        try writer.write([
+            exchange("GET", "https://api.example.com/login", 200, .allowed),  // 1
+            exchange("POST", "https://api.example.com/login", 401, .allowed),  // 2
+            exchange("CONNECT", "https://old.example.com", nil, .blocked, errors: [tls]),  // 3
+            exchange("GET", "http://plain.test/", 200, .violation, errors: [ExchangeError(urlError: URLErrorCode(-1022))]),  // 4
+            exchange("GET", "https://cdn.example.com/a.js", 200, .allowed, interruption: "stream reset"),  // 5
+            exchange("CONNECT", "https://pinned.test", nil, .notEvaluated),  // 6
+        ])
+        try writer.close(ended: 3)
+        let reader = try CaptureReader(path: path)
+        func ids(_ expression: String) throws -> [Int64] {
+            try reader.exchanges(matching: CaptureFilter(parsing: expression)).map(\.id).sorted()
+        }
+        #expect(try ids("host:api.example.com") == [1, 2])
+        #expect(try ids("host:.example.com -host:cdn.example.com") == [1, 2, 3])
+        #expect(try ids("problems") == [2, 3, 4, 5])
+        #expect(try ids("not problems") == [1, 6])
+        #expect(try ids("-status:2xx") == [2, 3, 6], "no status is not 2xx")
+        #expect(try ids("status:none") == [3, 6])
+        #expect(try ids("code:-9836") == [3])
+        #expect(try ids("code:-1022 or code:-1200") == [3, 4])
+        #expect(try ids("method:POST text:login") == [2])
+        #expect(try ids("verdict:blocked or (host:plain.test verdict:violation)") == [3, 4])
+        #expect(try ids("verdict:n/a") == [6])
+        #expect(try reader.count(matching: CaptureFilter(parsing: "-verdict:ok")) == 3)
+        #expect(try ids("host:api.example.com run:1") == [1, 2])
+
+        // A host term ANDed with others stays a condition of its own, so the listing reads the host's index.
+        var sql = CaptureFilter.SQL()
+        try CaptureFilter(parsing: "host:api.example.com -verdict:ok text:login").compile(into: &sql)
+        #expect(sql.conditions.first == "e.host = ?")
+        let db = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let plan = try db.read { db in
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT e.id FROM exchanges e WHERE " + sql.conditions.joined(separator: " AND ")
+                    + " ORDER BY e.id DESC LIMIT 50", arguments: sql.arguments)
+        }
+        #expect(plan.contains { ($0["detail"] as String).contains("exchanges_by_host") }, "\(plan)")
+    }
+}

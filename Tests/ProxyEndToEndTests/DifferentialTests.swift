@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+/// The same client, direct and through the proxy, on each protocol path: what an app compares (status, its own
+/// headers byte for byte, body; a WebSocket's opening and its echo) must not differ. Proxy-added and hop-by-hop
+/// fields are not compared (the client reports only the origin's own fields). Cases: a plain GET; header values
+/// that are not UTF-8 both ways; a POST body (its SHA-256 as the origin got it); a WebSocket (HTTP/1.1 Upgrade, or
+/// RFC 8441 extended CONNECT on HTTP/2).
+@Suite("Differential: direct and through the proxy, h1→h1, h1→h2, h2→h1, h2→h2")
+struct DifferentialTests {
+    /// One origin process speaking `alpns` with the good.test certificate.
+    final class DiffOrigin: Sendable {
+        let process: TestProcess
+        let port: Int
+        init(_ e2e: E2E, script: String, alpns: String, in folder: URL) async throws {
+            let (cert, key) = e2e.cert("good")
+            process = try TestProcess(
+                "/usr/bin/python3", [script, "origin", cert, key, alpns], in: folder, name: "diff-origin-" + alpns.replacingOccurrences(of: "/", with: ""))
+            port = try await process.waitForOutput { text in
+                text.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5)) }
+            }
+        }
+    }
+
+    enum Path: String, CaseIterable, CustomTestStringConvertible {
+        case h1h1 = "h1→h1", h1h2 = "h1→h2", h2h1 = "h2→h1", h2h2 = "h2→h2"
+        var testDescription: String { rawValue }
+        var client: String { self == .h1h1 || self == .h1h2 ? "h1" : "h2" }
+        var originALPN: String { self == .h1h1 || self == .h2h1 ? "http/1.1" : "h2,http/1.1" }
+        /// An HTTP/1.1 client reaches an h2 upstream when the proxy offers h2 as URLSession does.
+        var proxyArguments: [String] { self == .h1h2 ? ["--upstream-alpn", "ios"] : [] }
+        /// The protocol the proxy's lines name for the upstream's plain exchanges.
+        var upstreamVersion: String { self == .h1h2 || self == .h2h2 ? "HTTP/2.0" : "HTTP/1.1" }
+    }
+
+    private func runClient(
+        _ e2e: E2E, script: String, port: Int, ca: String, proto: String, proxy: Int?, in folder: URL
+    ) async throws -> [String: Any] {
+        let r = try await runProcess(
+            "/usr/bin/python3",
+            [script, "client", "good.test", String(port), ca, proto] + (proxy.map { [String($0)] } ?? []),
+            in: folder, timeout: .seconds(90))
+        guard r.status == 0, let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        else { throw HarnessError("differential client failed (\(r.status)): \(r.stdout) \(r.stderr)") }
+        return object
+    }
+
+    /// A case's result as sorted JSON text, for comparing and for failure messages.
+    private func text(_ value: Any?) -> String {
+        guard let value else { return "nil" }
+        do {
+            return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+        } catch {
+            return "unencodable: \(error)"
+        }
+    }
+
+    @Test("The same answers direct and through the proxy", arguments: Path.allCases)
+    func sameAnswers(path: Path) async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let script = folder.appendingPathComponent("diff.py").path
+        try differentialScript.write(toFile: script, atomically: true, encoding: .utf8)
+        // The reference: the client straight to an origin that speaks its protocol.
+        let dual = try await DiffOrigin(e2e, script: script, alpns: "h2,http/1.1", in: folder)
+        let direct = try await runClient(
+            e2e, script: script, port: dual.port, ca: e2e.testCA, proto: path.client, proxy: nil, in: folder)
+        let origin = path.originALPN == "http/1.1"
+            ? try await DiffOrigin(e2e, script: script, alpns: "http/1.1", in: folder) : dual
+        let proxy = try await Proxy(
+            e2e, ["--map", "good.test=127.0.0.1:\(origin.port)"] + path.proxyArguments, in: folder)
+        let proxied = try await runClient(
+            e2e, script: script, port: origin.port, ca: e2e.proxyCA, proto: path.client, proxy: proxy.port, in: folder)
+        for name in ["plain", "latin", "post", "websocket"] {
+            #expect(text(proxied[name]) == text(direct[name]), "\(name): direct \(text(direct[name]))")
+        }
+        // The non-UTF-8 values really were there to be compared.
+        #expect(text(direct["latin"]).contains("6e61ef766520636166e9"), "\(text(direct["latin"]))")
+        #expect((direct["websocket"] as? [String: Any])?["opened"] as? Bool == true, "\(text(direct["websocket"]))")
+        #expect(text(direct["post"]).contains("got 30720 bytes"), "\(text(direct["post"]))")
+        // Each exchange has its line, the WebSocket's too.
+        let version = path.upstreamVersion
+        _ = try await proxy.process.waitForLine(startingWith: "GET https://good.test/latin 200 \(version) ATS ok")
+        let ws = path.client == "h1" ? "GET https://good.test/ws 101 HTTP/1.1 ATS ok" : "GET https://good.test/ws 200 "
+        _ = try await proxy.process.waitForLine(startingWith: ws)
+    }
+}

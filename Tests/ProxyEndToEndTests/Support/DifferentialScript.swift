@@ -1,0 +1,287 @@
+/// The differential origin and client (Python, on Debian's python3-h2): the same requests direct and through ATSProxy
+/// on HTTP/1.1 and HTTP/2, including a WebSocket (Upgrade, or RFC 8441 extended CONNECT) and header values that are
+/// not UTF-8. See DifferentialTests.
+let differentialScript = #"""
+# Differential origin and client: the same requests direct and through ATSProxy, on HTTP/1.1 and HTTP/2.
+# origin: diff.py origin CERT KEY ALPNS            (prints "PORT n"; ALPNS: "h2,http/1.1", "http/1.1" or "h2")
+# client: diff.py client HOST PORT CA PROTO [PROXYPORT] (PROTO h1 or h2; with PROXYPORT, CONNECT through the proxy)
+# The client prints one JSON object: for each case, what an app would compare (status, chosen headers as hex
+# bytes, body, or for the WebSocket whether it opened and what came back).
+import base64, hashlib, json, socket, ssl, sys, threading
+import h2.config, h2.connection, h2.events, h2.settings
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+LATIN = b"na\xefve caf\xe9"  # Latin-1, not UTF-8
+WATCHED = [b"x-origin", b"x-latin", b"x-echo-latin", b"content-type", b"x-body-sha256"]
+UPLOAD = bytes(range(256)) * 120  # 30 720 bytes: within HTTP/2's initial window
+
+def h2cfg(client):
+    return h2.config.H2Configuration(client_side=client, header_encoding=None, validate_inbound_headers=False,
+        validate_outbound_headers=False, normalize_inbound_headers=False, normalize_outbound_headers=False)
+
+# ---------------------------------------------------------------- origin
+def respond_fields(path, headers, body=b""):
+    """Status, fields and body for a plain request (both protocols)."""
+    fields = [(b"x-origin", b"diff"), (b"content-type", b"text/plain")]
+    if path == b"/echo":
+        fields.append((b"x-body-sha256", hashlib.sha256(body).hexdigest().encode()))
+        return 200, fields, b"got %d bytes" % len(body)
+    if path == b"/latin":
+        fields.append((b"x-latin", LATIN))
+        echo = next((v for n, v in headers if n.lower() == b"x-latin"), b"")
+        fields.append((b"x-echo-latin", echo))
+    return 200, fields, b"body of " + path
+
+def origin_h1(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk: return
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    method, path, _ = lines[0].split(b" ", 2)
+    headers = [tuple(x.strip() for x in l.split(b":", 1)) for l in lines[1:]]
+    get = lambda n: next((v for k, v in headers if k.lower() == n), None)
+    if get(b"upgrade") and get(b"upgrade").lower() == b"websocket":
+        key = get(b"sec-websocket-key") or b""
+        accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     b"Sec-WebSocket-Accept: " + accept + b"\r\nX-Origin: diff\r\n\r\n")
+        if rest: conn.sendall(b"echo:" + rest)
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk: break
+            conn.sendall(b"echo:" + chunk)
+        return
+    body = rest
+    if get(b"content-length"):
+        n = int(get(b"content-length"))
+        while len(body) < n:
+            chunk = conn.recv(65536)
+            if not chunk: return
+            body += chunk
+    elif get(b"transfer-encoding") and b"chunked" in get(b"transfer-encoding").lower():
+        raw, body = rest, b""
+        while True:
+            while b"\r\n" not in raw:
+                chunk = conn.recv(65536)
+                if not chunk: return
+                raw += chunk
+            size_line, raw = raw.split(b"\r\n", 1)
+            size = int(size_line.split(b";")[0], 16)
+            while len(raw) < size + 2:
+                chunk = conn.recv(65536)
+                if not chunk: return
+                raw += chunk
+            if size == 0: break
+            body += raw[:size]
+            raw = raw[size + 2:]
+    status, fields, body = respond_fields(path, headers, body)
+    out = b"HTTP/1.1 %d OK\r\n" % status
+    for n, v in fields: out += n + b": " + v + b"\r\n"
+    out += b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    conn.sendall(out + body)
+
+def origin_h2(conn):
+    c = h2.connection.H2Connection(config=h2cfg(False))
+    # RFC 8441: the setting in the server's first SETTINGS frame.
+    c.local_settings = h2.settings.Settings(client=False, initial_values={
+        h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL: 1})
+    c.initiate_connection()
+    conn.sendall(c.data_to_send())
+    tunnels = set()
+    pending = {}  # stream -> (headers, body so far) for requests with a body
+    def answer(sid, headers, body):
+        hdr = dict(headers)
+        status, fields, out = respond_fields(hdr.get(b":path", b""), headers, body)
+        c.send_headers(sid, [(b":status", str(status).encode())] + fields
+                       + [(b"content-length", str(len(out)).encode())])
+        c.send_data(sid, out, end_stream=True)
+    while True:
+        data = conn.recv(65536)
+        if not data: return
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.RequestReceived):
+                hdr = dict(ev.headers)
+                if hdr.get(b":method") == b"CONNECT" and hdr.get(b":protocol") == b"websocket":
+                    tunnels.add(ev.stream_id)
+                    c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff")])
+                elif ev.stream_ended is None:
+                    pending[ev.stream_id] = (ev.headers, b"")
+                else:
+                    answer(ev.stream_id, ev.headers, b"")
+            elif isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                if ev.stream_id in tunnels and ev.data:
+                    c.send_data(ev.stream_id, b"echo:" + ev.data)
+                if ev.stream_id in pending:
+                    h, b = pending[ev.stream_id]
+                    pending[ev.stream_id] = (h, b + ev.data)
+                if ev.stream_ended and ev.stream_id in tunnels:
+                    c.end_stream(ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id in pending:
+                h, b = pending.pop(ev.stream_id)
+                answer(ev.stream_id, h, b)
+        conn.sendall(c.data_to_send())
+
+def origin(cert, key, alpns):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(alpns.split(","))
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(64)
+    print("PORT %d" % srv.getsockname()[1], flush=True)
+    def serve(raw):
+        try:
+            conn = ctx.wrap_socket(raw, server_side=True)
+            (origin_h2 if conn.selected_alpn_protocol() == "h2" else origin_h1)(conn)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            raw.close()
+    while True:
+        raw, _ = srv.accept()
+        raw.settimeout(30)
+        threading.Thread(target=serve, args=(raw,), daemon=True).start()
+
+# ---------------------------------------------------------------- client
+def connect(host, port, ca, proto, proxy):
+    if proxy:
+        s = socket.create_connection(("127.0.0.1", proxy), timeout=20)
+        s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host.encode(), host.encode()))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = s.recv(1)
+            if not b: raise OSError("proxy closed")
+            head += b
+        assert head.startswith(b"HTTP/1.1 200"), head
+    else:
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"] if proto == "h2" else ["http/1.1"])
+    t = ctx.wrap_socket(s, server_hostname=host)
+    return t
+
+def watched(fields):
+    return {n.decode(): v.hex() for n, v in fields if n.lower() in WATCHED}
+
+def h1_request(t, host, path, extra=b"", method=b"GET", body=b""):
+    t.sendall(method + b" " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + extra
+              + b"Connection: close\r\n\r\n" + body)
+    data = b""
+    while True:
+        chunk = t.recv(65536)
+        if not chunk: break
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    fields = [tuple(x.strip() for x in l.split(b":", 1)) for l in lines[1:]]
+    fields = [(n.lower(), v) for n, v in fields]
+    return int(lines[0].split(b" ")[1]), fields, body
+
+def h2_exchange(t, headers, send=None, body_out=None):
+    """One request on a new h2 connection. With `send`, an extended CONNECT: sent only once the server's SETTINGS
+    allow it, then `send` goes as DATA and the echo is read back."""
+    c = h2.connection.H2Connection(config=h2cfg(True))
+    c.initiate_connection(); t.sendall(c.data_to_send())
+    status, fields, body, sid = None, [], b"", None
+    want_connect = send is not None
+    if not want_connect:
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, headers, end_stream=body_out is None)
+        if body_out is not None:
+            for i in range(0, len(body_out), 16384):
+                c.send_data(sid, body_out[i:i + 16384], end_stream=i + 16384 >= len(body_out))
+        t.sendall(c.data_to_send())
+    while True:
+        data = t.recv(65536)
+        if not data: break
+        done = False
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.RemoteSettingsChanged) and want_connect and sid is None:
+                if c.remote_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL, 0) != 1:
+                    return None, [], b"no SETTINGS_ENABLE_CONNECT_PROTOCOL"
+                sid = c.get_next_available_stream_id()
+                c.send_headers(sid, headers, end_stream=False)
+            elif isinstance(ev, h2.events.ResponseReceived):
+                fields = [(n.lower(), v) for n, v in ev.headers if not n.startswith(b":")]
+                status = int(dict(ev.headers)[b":status"])
+                if want_connect and status == 200: c.send_data(sid, send)
+            elif isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                body += ev.data
+                if want_connect and len(body) >= len(send) + 5: done = True
+                if ev.stream_ended: done = True
+            elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+                done = True
+        t.sendall(c.data_to_send())
+        if done: break
+    return status, fields, body
+
+def client(host, port, ca, proto, proxy):
+    out = {}
+    # 1. a plain GET
+    t = connect(host, port, ca, proto, proxy)
+    if proto == "h1":
+        st, f, b = h1_request(t, host, b"/plain")
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", b"/plain")])
+    out["plain"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
+    t.close()
+    # 2. header values that are not UTF-8, both ways
+    t = connect(host, port, ca, proto, proxy)
+    if proto == "h1":
+        st, f, b = h1_request(t, host, b"/latin", b"X-Latin: " + LATIN + b"\r\n")
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()),
+                                   (b":path", b"/latin"), (b"x-latin", LATIN)])
+    out["latin"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
+    t.close()
+    # 3. a request body (a POST)
+    t = connect(host, port, ca, proto, proxy)
+    if proto == "h1":
+        st, f, b = h1_request(t, host, b"/echo", b"Content-Length: %d\r\n" % len(UPLOAD), method=b"POST", body=UPLOAD)
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"POST"), (b":scheme", b"https"), (b":authority", host.encode()),
+                                   (b":path", b"/echo")], body_out=UPLOAD)
+    out["post"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
+    t.close()
+    # 4. a WebSocket: HTTP/1.1 Upgrade, or RFC 8441 extended CONNECT on HTTP/2
+    t = connect(host, port, ca, proto, proxy)
+    payload = b"hello over websocket"
+    if proto == "h1":
+        key = base64.b64encode(b"0123456789abcdef")
+        t.sendall(b"GET /ws HTTP/1.1\r\nHost: " + host.encode() + b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = t.recv(65536)
+            if not chunk: break
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1) if b"\r\n\r\n" in data else (data, b"")
+        status = int(head.split(b" ")[1]) if head else 0
+        accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+        opened = status == 101 and (b"sec-websocket-accept: " + accept.lower()) in head.lower()
+        echo = rest
+        if opened:
+            t.sendall(payload)
+            while len(echo) < len(payload) + 5:
+                chunk = t.recv(65536)
+                if not chunk: break
+                echo += chunk
+        out["websocket"] = {"opened": opened, "status": status, "echo": echo.decode("latin-1")}
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"CONNECT"), (b":protocol", b"websocket"), (b":scheme", b"https"),
+                                   (b":authority", host.encode()), (b":path", b"/ws"), (b"sec-websocket-version", b"13")],
+                               send=payload)
+        out["websocket"] = {"opened": st == 200, "status": st, "echo": b.decode("latin-1")}
+    t.close()
+    print(json.dumps(out))
+
+if __name__ == "__main__":
+    if sys.argv[1] == "origin":
+        origin(*sys.argv[2:5])
+    else:
+        host, port, ca, proto = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+        client(host, port, ca, proto, int(sys.argv[6]) if len(sys.argv) > 6 else None)
+"""#
