@@ -64,6 +64,7 @@ extension ProxySession {
     /// Logs a flawed-leaf refusal the client has acted on (see `InterceptLayer.refusalToLog`); called as the
     /// connection ends.
     func logRefusalIfClientRefused() {
+        mirrorConnectionEnding()
         guard let i = interception, i.refusalToLog else { return }
         i.refusalToLog = false
         if i.blockFallback == nil { logBlockedConnection(i) }

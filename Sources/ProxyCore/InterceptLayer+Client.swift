@@ -62,7 +62,13 @@ extension ProxySession {
             let preference = i.blockAnswer == nil && i.localSite == nil
                 ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
                 : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
-            let engine = try TLSEngine(context: try serverContext(for: i, leaf: leaf), alpn: preference)
+            let context: TLSContext
+            if let plan = i.mirror?.plan, !plan.isHealthy {
+                context = try mirrorContext(for: i, plan: plan)
+            } else {
+                context = try serverContext(for: i, leaf: leaf)
+            }
+            let engine = try TLSEngine(context: context, alpn: preference)
             i.client = engine
             i.stage = .clientHandshake
             startClientHandshakeDeadline()
@@ -121,6 +127,7 @@ extension ProxySession {
             clientHandshakeFailed(i, error)
         case .complete:
             i.clientHandshakeDone = now()
+            if i.mirror != nil { mirrorHandshakeCompleted(i, engine) }
             i.stage = .relaying
             startRelaying(i, engine)
             readClient(i)
@@ -133,6 +140,12 @@ extension ProxySession {
         i.stage = .failed
         if Self.isCertificateRefusal(error) { noteClientRefused(i) }
         if case .aborted = error {
+            closeAll()
+            return
+        }
+        if i.mirror != nil {
+            // The device refused what it was shown: its verdict, not a fault of the proxy's CA.
+            mirrorDeviceRefused(i, error)
             closeAll()
             return
         }

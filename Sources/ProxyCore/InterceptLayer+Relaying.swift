@@ -157,6 +157,7 @@ extension ProxySession {
         if !out.isEmpty { commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
             if !i.clientSpoke {
+                if i.mirror != nil { mirrorDeviceSpoke(i) }
                 i.clientSpoke = true
                 noteClientAccepted(i)
             }

@@ -41,6 +41,8 @@ extension ProxySession {
         case .iOSLike:
             guard let req = i.requirements else { return }
             configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: offer)
+        case .iOSWidest:
+            configuration = UpstreamTLS.iOSWidestConfiguration(alpn: offer)
         case .permissive:
             configuration = UpstreamTLS.permissiveProbeConfiguration()
             configuration.alpnProtocols = offer

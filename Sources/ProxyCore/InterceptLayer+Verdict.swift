@@ -44,9 +44,18 @@ extension ProxySession {
                 + "with no_application_protocol; offering h2 and http/1.1, as the app does")
             return
         }
-        if i.attempt == .iOSLike {
-            // Learn what the server does support, so the verdict can explain the failure.
+        if i.attempt == .iOSLike, env.mode == .mirror {
+            // Mirror mode learns the suite the server would choose for an iOS client with every exception first.
             i.iOSLikeFailure = error
+            i.attempt = .iOSWidest
+            connectInterceptionUpstream(i, reason: "ATSProxy's probe, not the app's: attempt \(i.connectAttempts)'s "
+                + "handshake failed (\(error)); offering what iOS offers with every exception (TLS 1.0-1.3, the "
+                + "forward-secret and static-RSA suites) to learn what the server would choose for the device")
+            return
+        }
+        if i.attempt == .iOSLike || i.attempt == .iOSWidest {
+            // Learn what the server does support, so the verdict can explain the failure.
+            if i.iOSLikeFailure == nil { i.iOSLikeFailure = error }
             i.attempt = .permissive
             connectInterceptionUpstream(i, reason: "ATSProxy's probe, not the app's: attempt \(i.connectAttempts)'s "
                 + "handshake failed (\(error)); every TLS version and cipher suite is offered to learn why")
@@ -117,11 +126,14 @@ extension ProxySession {
         let action = VerdictAction(
             for: verdict, mode: env.mode, blockStyle: env.blockStyle, toleratesUntrusted: env.insecureUpstream)
         i.outcome = action.outcome
+        if env.mode == .mirror, case .relay = action { prepareMirror(i, facts, engine) }
         switch action {
         case .relay(_, let annotate):
             if annotate { i.annotation = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations).headers }
             var text: String
-            if i.requirements == nil {
+            if let mirror = i.mirror {
+                text = mirrorActionText(mirror.plan)
+            } else if i.requirements == nil {
                 text = "not evaluated (--ats off)"
                 if let first = verdict.violations.first {
                     text += "; --insecure-upstream: relayed although the device would not trust it: "

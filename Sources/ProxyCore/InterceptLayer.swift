@@ -29,7 +29,10 @@ import TLSCore
 
 /// An intercepted CONNECT: the client's TLS leg, the upstream's TLS leg and the relay between them.
 final class InterceptLayer: RelayingLayer {
-    enum Attempt { case iOSLike, permissive }
+    /// The upstream attempts, in order: what iOS offers under the app's policy; in `--ats mirror`, what an iOS
+    /// client with every exception offers (so the suite learned is the one the server chooses for iOS); then every
+    /// version and suite this OpenSSL can negotiate.
+    enum Attempt { case iOSLike, iOSWidest, permissive }
     enum Stage { case connectingUpstream, upstreamHandshake, clientHandshake, relaying, failed }
 
     let host: String
@@ -68,6 +71,8 @@ final class InterceptLayer: RelayingLayer {
     /// it closes without a request): a client that accepts it gets the fallback note on its requests instead.
     var refusalToLog = false
     var annotation: [(String, String)] = []
+    /// `--ats mirror`: the plan the client leg is served with and, once its handshake ended, what the device did.
+    var mirror: MirrorState?
     var outcome: ExchangeSummary.ATSOutcome = .notEvaluated
     /// The relay switched protocols (101): plaintext is relayed raw both ways.
     var raw = false

@@ -27,6 +27,8 @@ final class PlainLayer: RelayingLayer {
     var lastBlock: ATSViolation?
     /// The decision of the exchange in flight, for its record (ProxySession+Record).
     var decisionRecord = PlainDecisionRecord()
+    /// `--ats mirror`: the exchange in flight's record (the device sent it, so its ATS allowed the cleartext load).
+    var mirrorRecord: MirrorRecord?
     var watchedWait = RelayWait.nothing
 
     var exchangeRelay: (any ExchangeRelay)? { relay }
@@ -65,6 +67,7 @@ extension ProxySession {
         // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
         // connection's later requests, to any host, are checked like its first.
         p.decisionRecord = PlainDecisionRecord()
+        p.mirrorRecord = nil
         if let refusal = authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
@@ -97,7 +100,7 @@ extension ProxySession {
         }
         trace(.loaderWhatToDo(method: head.method, url: url))
 
-        let verdict: Verdict
+        var verdict: Verdict
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode == .off {
             verdict = Verdict(source: .notEvaluated, violations: [])
@@ -110,6 +113,11 @@ extension ProxySession {
                 verdict = Verdict(source: .policy, violations: [violation])
                 decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             }
+        }
+        if env.mode == .mirror {
+            p.mirrorRecord = mirrorCleartext(url: url, simulated: verdict.violations)
+            // Without a plist the device alone judges: Apple's defaults only name the kind in the summary.
+            if !env.mirrorComparesPolicy { verdict = Verdict(source: .notEvaluated, violations: []) }
         }
         if env.mode != .off {
             p.decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations)

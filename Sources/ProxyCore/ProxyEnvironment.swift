@@ -35,6 +35,10 @@ public final class ProxyEnvironment: Sendable {
     let defaultTrustPolicy: ATSPolicy
     /// What the sinks want recorded of each exchange beyond its console line; nil records nothing more.
     public let recording: RecordingOptions?
+    /// `--ats mirror --plist P`: every mirrored connection gets two verdicts, the policy's and the device's.
+    public let mirrorComparesPolicy: Bool
+    /// `--ats mirror`: what the devices did, counted for the summary at exit.
+    public let mirrorTally = MirrorTally()
     /// Hosts each client keeps refusing the proxy's certificate for, tunnelled from then on; nil with
     /// `--no-auto-passthrough`.
     public let autoPassthrough: AutoPassthroughStore?
@@ -81,11 +85,13 @@ public final class ProxyEnvironment: Sendable {
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, onboarding: OnboardingSite? = nil,
-        appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil
+        appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
+        mirrorComparesPolicy: Bool = false
     ) {
         self.onboarding = onboarding
         self.appleHosts = appleHosts
         self.policy = policy
+        self.mirrorComparesPolicy = mirrorComparesPolicy
         self.autoPassthrough = autoPassthrough
         self.recording = recording
         self.insecureUpstream = insecureUpstream
@@ -122,6 +128,8 @@ public final class ProxyEnvironment: Sendable {
 enum TLSContextKey: Hashable {
     case upstream(minimum: TLSVersion?, maximum: TLSVersion?, cipherList: String?, tls13Suites: String?, alpn: [String])
     case server(host: String, leaf: LeafOptions)
+    /// `--ats mirror`: the client leg for an upstream with weaknesses to reproduce.
+    case mirror(host: String, plan: MirrorPlan)
 }
 
 /// TLS contexts are costly to build (cipher parsing, key loading), and a proxy needs few distinct ones: one per

@@ -9,6 +9,9 @@ public enum ATSMode: String, Sendable, CaseIterable {
     case annotate
     /// Do not evaluate ATS at all: a plain intercepting proxy.
     case off
+    /// Never block; show the device an upstream exactly as weak as the real one (version, suite, leaf flaws) so the
+    /// device's own ATS decides, and record what it did (docs/mirror.md).
+    case mirror
 }
 
 /// How an enforced block reaches the client (`--block`).

@@ -7,7 +7,8 @@ import TLSCore
 //   minted leaf for its host.
 // - A refusal is one of: a certificate alert from the client in its handshake, a close during the handshake, or a
 //   close within `refusalWindow` of its end with no request sent (a pin checked by the app once the handshake is
-//   done). A deliberately flawed `--block tls` leaf is refused on purpose: it never counts.
+//   done). A leaf or protocol weak on purpose (`--block tls`'s flawed leaf, `--ats mirror` copying the upstream's
+//   weaknesses) is refused on purpose: it never counts.
 // - A CONNECT to a host the client has made tunnelled becomes a raw tunnel (FrontLayer asks `autoPassthroughNote`),
 //   whose hellos are still judged.
 // The client's address is asked of the adapter once, when interception starts: the client is then waiting for
@@ -36,7 +37,7 @@ extension ProxySession {
 
     /// The client sent its first request over the intercepted connection.
     func noteClientAccepted(_ i: InterceptLayer) {
-        guard let store = env.autoPassthrough, i.flawedLeaf == nil, !i.trustJudged else { return }
+        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, !i.trustJudged else { return }
         i.trustJudged = true
         guard let client = clientHost() else { return }
         store.accepted(client: client, host: i.host)
@@ -45,7 +46,7 @@ extension ProxySession {
     /// The client refused the leaf. The set-up site's own name is never tunnelled (it has no upstream): its
     /// refusals are not counted, its acceptances are (the device trusts the CA).
     func noteClientRefused(_ i: InterceptLayer) {
-        guard let store = env.autoPassthrough, i.flawedLeaf == nil, i.localSite == nil, !i.trustJudged else { return }
+        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, i.localSite == nil, !i.trustJudged else { return }
         i.trustJudged = true
         guard let client = clientHost() else { return }
         switch store.refused(client: client, host: i.host) {

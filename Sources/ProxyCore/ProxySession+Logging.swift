@@ -59,6 +59,15 @@ extension ProxySession {
     }
 
     func logExchange(_ exchange: ExchangeSummary) {
+        if env.mode == .mirror, exchange.mirror == nil,
+            let record = interception?.mirror?.record ?? plain?.mirrorRecord
+        {
+            // Every exchange of a mirrored connection carries what the device did with it.
+            var noted = exchange
+            noted.mirror = record
+            logExchange(noted)
+            return
+        }
         if exchange.note == nil, let fallback = interception?.blockFallback {
             // Copied only here: a copy of every exchange cost about 1% of a keep-alive request's instructions.
             var noted = exchange

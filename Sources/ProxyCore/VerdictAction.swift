@@ -12,7 +12,9 @@ import ProxyTrace
 // 2. A failure that is no ATS verdict (unreachable, silent, a certificate the device refuses under `--ats off`):
 //    relay when `--insecure-upstream` tolerates it and there is something to relay; else block as `failed`, with
 //    the block style when there is an upstream to refuse, with an HTTP answer (the app's network error) when not.
-// 3. A violation in `--ats annotate`: relay it annotated when there is something to relay, else answer it.
+// 3. A violation in `--ats annotate`: relay it annotated when there is something to relay, else answer it. In
+//    `--ats mirror` the same, without the headers: the client leg shows the device the violation, and the device
+//    decides.
 // 4. A violation otherwise: block with the block style (cleartext requests have only the HTTP answer).
 
 /// What the policy (or the failure standing in for it) found about one request or connection.
@@ -58,9 +60,9 @@ enum VerdictAction: Equatable {
                 self = .block(outcome: .failed, style: verdict.relayable ? blockStyle : .http)
             }
         case .policy, .notEvaluated:
-            if mode == .annotate {
+            if mode == .annotate || mode == .mirror {
                 self = verdict.relayable
-                    ? .relay(outcome: .violation, annotate: true) : .block(outcome: .blocked, style: .http)
+                    ? .relay(outcome: .violation, annotate: mode == .annotate) : .block(outcome: .blocked, style: .http)
             } else {
                 self = .block(outcome: .blocked, style: blockStyle)
             }

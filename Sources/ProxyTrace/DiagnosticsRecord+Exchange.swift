@@ -88,6 +88,20 @@ extension DiagnosticsRecord {
         return DiagnosticsRecord(title: "ATS Decision", fields: fields)
     }
 
+    /// `Mirror Device Verdict`: what `--ats mirror` showed the device on a connection and what the device did.
+    public static func mirrorDeviceVerdict(url: String, record: MirrorRecord) -> Self {
+        var fields: [Field] = [.init("URL", url), .init("Shown", record.consoleText)]
+        if record.deviceAccepted {
+            fields.append(.init("Device", "accepted \(record.deviceVersion ?? "") \(record.deviceCipherSuite ?? "")"))
+        } else {
+            fields.append(.init("Device", "refused (\(record.refusal ?? "closed")): \(record.refusalStep ?? "")"))
+        }
+        for item in record.notReproduced { fields.append(.init("Not reproduced", item)) }
+        if let simulated = record.simulated { fields.append(.init("Simulated", simulated)) }
+        if let disagreement = record.disagreement { fields.append(.init("Disagreement", disagreement)) }
+        return DiagnosticsRecord(title: "Mirror Device Verdict", fields: fields)
+    }
+
     /// `Protocol Enqueue: request GET <url> HTTP/1.1` with, at level 2, the request headers (nil: not built).
     public static func protocolEnqueue(
         method: String, url: String, httpVersion: String, headers: [(String, String)]?

@@ -34,6 +34,14 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var interruption: String?
     /// Why the proxy did what it did, when the line alone would not say (a tunnel: why it was not intercepted).
     public var note: String?
+    /// `--ats mirror`: what the device was shown on this exchange's connection and what it did (nil otherwise).
+    /// Kept in the boxed extras, as the details are: a field of its own cost every record's copies on the relaying
+    /// path about 150 instructions per request in every mode; unlike the details it is on the console line and in
+    /// the JSON event.
+    public var mirror: MirrorRecord? {
+        get { extras?.mirror }
+        set { if newValue != nil || extras?.mirror != nil { updateExtras { $0.mirror = newValue } } }
+    }
     /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
     public var connection: ConnectionRecord? {
         get { extras?.connection }
@@ -60,23 +68,59 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         var connection: ConnectionRecord?
         var action: ExchangeAction?
         var detail: ExchangeDetail?
+        var mirror: MirrorRecord?
 
-        init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?) {
+        init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?) {
             self.connection = connection
             self.action = action
             self.detail = detail
+            self.mirror = mirror
         }
     }
 
     private mutating func updateExtras(_ change: (Extras) -> Void) {
-        let copy = Extras(connection: extras?.connection, action: extras?.action, detail: extras?.detail)
+        let copy = Extras(
+            connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror)
         change(copy)
         extras = copy
     }
 
     private enum CodingKeys: String, CodingKey {
         case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
-        case interruption, note
+        case interruption, note, mirror
+    }
+
+    // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            method: try c.decode(String.self, forKey: .method), url: try c.decode(String.self, forKey: .url),
+            status: try c.decodeIfPresent(Int.self, forKey: .status),
+            httpVersion: try c.decode(String.self, forKey: .httpVersion),
+            outcome: try c.decode(ATSOutcome.self, forKey: .outcome),
+            errors: try c.decode([ExchangeError].self, forKey: .errors),
+            requestBytes: try c.decode(Int.self, forKey: .requestBytes),
+            responseBytes: try c.decode(Int.self, forKey: .responseBytes),
+            durationMilliseconds: try c.decode(Double.self, forKey: .durationMilliseconds),
+            interruption: try c.decodeIfPresent(String.self, forKey: .interruption),
+            note: try c.decodeIfPresent(String.self, forKey: .note))
+        mirror = try c.decodeIfPresent(MirrorRecord.self, forKey: .mirror)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encode(url, forKey: .url)
+        try c.encodeIfPresent(status, forKey: .status)
+        try c.encode(httpVersion, forKey: .httpVersion)
+        try c.encode(outcome, forKey: .outcome)
+        try c.encode(errors, forKey: .errors)
+        try c.encode(requestBytes, forKey: .requestBytes)
+        try c.encode(responseBytes, forKey: .responseBytes)
+        try c.encode(durationMilliseconds, forKey: .durationMilliseconds)
+        try c.encodeIfPresent(interruption, forKey: .interruption)
+        try c.encodeIfPresent(note, forKey: .note)
+        try c.encodeIfPresent(mirror, forKey: .mirror)
     }
 
     /// Equal in what the console line and the JSON event show; the details are not compared.
@@ -84,7 +128,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         a.method == b.method && a.url == b.url && a.status == b.status && a.httpVersion == b.httpVersion
             && a.outcome == b.outcome && a.errors == b.errors && a.requestBytes == b.requestBytes
             && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
-            && a.interruption == b.interruption && a.note == b.note && a.action == b.action
+            && a.interruption == b.interruption && a.note == b.note && a.action == b.action && a.mirror == b.mirror
     }
 
     public init(
@@ -110,14 +154,19 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// arithmetic: it runs once per exchange on the loop thread, and interpolating `Double`s cost about 3% of a
     /// keep-alive request's CPU.
     public func consoleLine(colour: Bool) -> String {
-        let ats: String
-        let tint: String
+        var ats: String
+        var tint: String
         switch outcome {
         case .allowed: (ats, tint) = ("ATS ok", "\u{1B}[32m")
         case .blocked: (ats, tint) = ("ATS BLOCKED " + shortCodes, "\u{1B}[31m")
         case .violation: (ats, tint) = ("ATS VIOLATION " + shortCodes, "\u{1B}[33m")
         case .notEvaluated: (ats, tint) = ("ATS n/a", "\u{1B}[2m")
         case .failed: (ats, tint) = ("FAILED " + shortCodes, "\u{1B}[31m")
+        }
+        if let mirror {
+            // The simulated verdict (with --plist), then what the device was shown and did.
+            ats = outcome == .notEvaluated ? mirror.consoleText : ats + " " + mirror.consoleText
+            tint = mirror.disagreement != nil ? "\u{1B}[33m" : mirror.deviceAccepted ? "\u{1B}[32m" : "\u{1B}[31m"
         }
         var line = ""
         line.reserveCapacity(method.utf8.count + url.utf8.count + ats.utf8.count + 48)
@@ -155,6 +204,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             line += note
             line += ")"
         }
+        if let mirror { line += mirror.consoleTail }
         return line
     }
 

@@ -108,6 +108,8 @@ public final class PrivateKey: @unchecked Sendable {
         case p256
         /// RSA with the given modulus size.
         case rsa(bits: Int)
+        /// ECDSA on another named curve (`secp224r1`, `prime192v1`): mirror mode copies an upstream's small curve.
+        case ec(curve: String)
 
         public static let rsa2048 = Kind.rsa(bits: 2048)
 
@@ -115,6 +117,7 @@ public final class PrivateKey: @unchecked Sendable {
             switch self {
             case .p256: "P-256"
             case .rsa(let bits): "RSA-\(bits)"
+            case .ec(let curve): "EC \(curve)"
             }
         }
     }
@@ -126,6 +129,8 @@ public final class PrivateKey: @unchecked Sendable {
             return PrivateKey(taking: try checkNotNull("EVP_EC_gen") { copenssl_EVP_EC_gen("P-256") })
         case .rsa(let bits):
             return PrivateKey(taking: try checkNotNull("EVP_RSA_gen") { copenssl_EVP_RSA_gen(UInt32(bits)) })
+        case .ec(let curve):
+            return PrivateKey(taking: try checkNotNull("EVP_EC_gen(\(curve))") { copenssl_EVP_EC_gen(curve) })
         }
     }
 

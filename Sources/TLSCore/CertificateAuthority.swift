@@ -195,15 +195,21 @@ public struct CertificateAuthority: Sendable {
             + "of every device that trusts this CA; fix: chmod 600 \(shellQuoted(keyPath))"
     }
 
-    /// Loads the CA in `directory`, or creates and writes one. `created` tells which happened.
-    public static func loadOrCreate(in directory: URL) throws(CertificateAuthorityError) -> (
-        authority: CertificateAuthority, created: Bool
-    ) {
+    /// Where mirror mode keeps its second CA, inside the CA directory: it signs the leaves that reproduce an
+    /// untrusted upstream chain, so it must never be installed anywhere (`ca export` only reads the directory's own
+    /// files, never this folder's).
+    public static let neverTrustedFolderName = "never-trusted"
+
+    /// Loads the CA in `directory`, or creates and writes one (named `commonName`, or after the machine and the
+    /// day). `created` tells which happened.
+    public static func loadOrCreate(in directory: URL, commonName: String? = nil) throws(CertificateAuthorityError)
+        -> (authority: CertificateAuthority, created: Bool)
+    {
         if exists(in: directory) { return (try load(from: directory), false) }
         // One file without the other: a new CA would replace a certificate devices may trust, or a key.
         if let half = halfError(in: directory) { throw half }
         let ca: CertificateAuthority
-        do { ca = try create() } catch { throw .openSSL(error) }
+        do { ca = try create(commonName: commonName) } catch { throw .openSSL(error) }
         try ca.write(to: directory)
         return (ca, true)
     }

@@ -24,11 +24,14 @@ public struct LeafOptions: Sendable, Hashable {
     public var subjectAlternativeNames: [String]?
     /// Include EKU serverAuth (iOS 13+ requires it).
     public var includeServerAuthEKU: Bool
+    /// An extendedKeyUsage to write instead (OIDs, e.g. clientAuth's `1.3.6.1.5.5.7.3.2`): mirror mode copies an
+    /// upstream leaf whose EKU leaves serverAuth out. nil: serverAuth or none, by `includeServerAuthEKU`.
+    public var extendedKeyUsageOIDs: [String]?
 
     public init(
         keyKind: PrivateKey.Kind = .p256, digest: SignatureDigest = .sha256, issuer: Issuer = .authority,
         notBefore: Date? = nil, notAfter: Date? = nil, subjectAlternativeNames: [String]? = nil,
-        includeServerAuthEKU: Bool = true
+        includeServerAuthEKU: Bool = true, extendedKeyUsageOIDs: [String]? = nil
     ) {
         self.keyKind = keyKind
         self.digest = digest
@@ -37,6 +40,7 @@ public struct LeafOptions: Sendable, Hashable {
         self.notAfter = notAfter
         self.subjectAlternativeNames = subjectAlternativeNames
         self.includeServerAuthEKU = includeServerAuthEKU
+        self.extendedKeyUsageOIDs = extendedKeyUsageOIDs
     }
 
     /// An Apple-compliant P-256 leaf from the proxy CA.
@@ -59,9 +63,9 @@ public struct LeafOptions: Sendable, Hashable {
     public static let untrusted = LeafOptions(issuer: .untrustedAuthority)
     public static let selfSigned = LeafOptions(issuer: .selfSigned)
 
-    var isStandard: Bool {
+    public var isStandard: Bool {
         digest == .sha256 && issuer == .authority && notBefore == nil && notAfter == nil
-            && subjectAlternativeNames == nil && includeServerAuthEKU
+            && subjectAlternativeNames == nil && includeServerAuthEKU && extendedKeyUsageOIDs == nil
     }
 }
 
@@ -103,10 +107,16 @@ public final class LeafMinter: Sendable {
 
     private let state = LockedState(State())
 
-    public init(authority: CertificateAuthority, cacheCapacity: Int = 1024, validityDays: Int = 397) {
+    /// `untrustedAuthority`: the never-trusted CA that signs `.untrustedAuthority` leaves (mirror mode keeps one in
+    /// the CA directory, so its leaves stay the same across runs); nil makes a throwaway one on first use.
+    public init(
+        authority: CertificateAuthority, cacheCapacity: Int = 1024, validityDays: Int = 397,
+        untrustedAuthority: CertificateAuthority? = nil
+    ) {
         self.authority = authority
         self.cacheCapacity = max(1, cacheCapacity)
         self.validityDays = validityDays
+        state.withLock { $0.untrustedCA = untrustedAuthority }
     }
 
     /// Number of cached leaves.
@@ -179,7 +189,13 @@ public final class LeafMinter: Sendable {
             (NID_basic_constraints, "critical,CA:FALSE"),
             (NID_key_usage, key.isRSA ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"),
         ]
-        if options.includeServerAuthEKU { extensions.append((NID_ext_key_usage, "serverAuth")) }
+        if let oids = options.extendedKeyUsageOIDs, !oids.isEmpty {
+            // Dotted OIDs only: the value goes into OpenSSL's config syntax.
+            let safe = oids.filter { !$0.isEmpty && $0.allSatisfy { $0.isNumber || $0 == "." } }
+            if !safe.isEmpty { extensions.append((NID_ext_key_usage, safe.joined(separator: ","))) }
+        } else if options.includeServerAuthEKU {
+            extensions.append((NID_ext_key_usage, "serverAuth"))
+        }
         extensions.append((NID_subject_key_identifier, "hash"))
         if signer != nil { extensions.append((NID_authority_key_identifier, "keyid:always")) }
         let names = options.subjectAlternativeNames.map { $0.compactMap { HostKind($0)?.sanEntry } } ?? [host.sanEntry]

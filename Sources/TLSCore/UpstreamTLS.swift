@@ -40,6 +40,19 @@ public enum UpstreamTLS {
         return config
     }
 
+    /// What an iOS client with every exception offers (`--ats mirror`'s second attempt, so the suite the server
+    /// chooses is the one it would choose for an iOS device): TLS 1.0–1.3, every suite Apple's ATS groups ever held,
+    /// the forward-secret group first and the static-RSA compatibility group after it (Apple puts it first; after,
+    /// a server that has forward secrecy shows it), groups as iOS, security level 0.
+    public static func iOSWidestConfiguration(alpn: [String] = []) -> TLSConfiguration {
+        let suites = CipherSuite.atsGroup(.src2020) + CipherSuite.compatibilityGroup(.src2020)
+        return TLSConfiguration(
+            role: .client, minimumVersion: .tls10, maximumVersion: .tls13,
+            cipherList: suites.filter { !$0.isTLS13 }.map(\.openSSLName).joined(separator: ":"),
+            tls13CipherSuites: suites.filter(\.isTLS13).map(\.openSSLName).joined(separator: ":"), groups: iOSGroups,
+            securityLevel: 0, alpnProtocols: alpn)
+    }
+
     /// A probe configuration that offers everything this OpenSSL can still negotiate: TLS 1.0–1.3 (or exactly
     /// `version`), `ALL` suites including static RSA, at security level 0 (so TLS 1.0, SHA-1 and 1024-bit keys
     /// work). With `forwardSecretOnly`, only ECDHE/DHE (and TLS 1.3) suites are offered.

@@ -68,7 +68,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var readings: PolicyReadingOptions
 
-    @Option(help: "enforce: block violating connections; annotate: add X-ATS-* headers only; off: plain proxy.")
+    @Option(
+        help: "enforce: block violating connections; annotate: add X-ATS-* headers only; off: plain proxy; mirror: show the device each upstream as weak as it is (version, suite, leaf flaws) and record what the device did (docs/mirror.md).")
     var ats: ATSModeArgument = .enforce
 
     @Option(help: "How enforce blocks: tls (fail the client's handshake as the app's would) or http (502/403 answers).")
@@ -341,10 +342,32 @@ struct RunCommand: ParsableCommand {
         if let keyWarning {
             FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
         }
+        // Mirror mode reproduces an untrusted upstream chain with a leaf from a second CA, kept beside the main one
+        // so its leaves stay the same across runs, and never offered for install.
+        var neverTrusted: CertificateAuthority?
+        if ats == .mirror {
+            let folder = caURL.appendingPathComponent(CertificateAuthority.neverTrustedFolderName)
+            do {
+                do {
+                    neverTrusted = try CertificateAuthority.loadOrCreate(
+                        in: folder, commonName: "ATSProxy never-trusted CA (mirror mode; do not install)").authority
+                } catch .alreadyExists {
+                    // Another proxy sharing --ca-dir wrote it between our look and our write: use that one.
+                    neverTrusted = try CertificateAuthority.load(from: folder)
+                }
+            } catch {
+                throw failure("atsproxy run: error: --ca-dir: mirror mode's never-trusted CA: \(error)")
+            }
+        }
         // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
         let profileText =
             profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
-        let blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
+        var blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
+        if ats == .mirror {
+            blocking = plist == nil
+                ? " (the device's own ATS decides; nothing is blocked)"
+                : " (two verdicts per connection: the policy's and the device's)"
+        }
         let onboarding = DeviceOptions.onboardingSite(
             authority: authority, policy: policySource, profile: profileText, ats: ats.rawValue + blocking)
         let environment = ProxyEnvironment(
@@ -352,7 +375,7 @@ struct RunCommand: ParsableCommand {
             mappings: try HostMapping.parsingAll(map),
             passthrough: try HostPattern.parsingAll(passthrough, option: "--passthrough"),
             credentials: credentials,
-            minter: LeafMinter(authority: authority),
+            minter: LeafMinter(authority: authority, untrustedAuthority: neverTrusted),
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
             // A capture keeps the trace records, so sessions make them (level 1 at least); stderr shows them only
             // at the --diagnostics level (StandardErrorSink filters by it).
@@ -365,7 +388,7 @@ struct RunCommand: ParsableCommand {
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
             recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
             onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
-            autoPassthrough: pinning.autoPassthroughStore())
+            autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
@@ -455,6 +478,9 @@ struct RunCommand: ParsableCommand {
         done.wait()
         signals.cancel()
         sink.flushAll()
+        if ats == .mirror, let summary = environment.mirrorTally.summary(compared: environment.mirrorComparesPolicy) {
+            ProxyLogSink.writeToStandardError(summary)
+        }
         // Before the capture's own close: folding its write-ahead log back into the file needs the only connection.
         for reader in webReaders {
             do { try reader.close() } catch { ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n") }
@@ -574,7 +600,7 @@ struct RunCommand: ParsableCommand {
 
 /// `--ats` values.
 enum ATSModeArgument: String, ExpressibleByArgument, CaseIterable {
-    case enforce, annotate, off
+    case enforce, annotate, off, mirror
     var mode: ATSMode { ATSMode(rawValue: rawValue) ?? .enforce }
 }
 

@@ -54,3 +54,42 @@ struct VerdictActionTests {
             == .relay(outcome: .notEvaluated, annotate: false))
     }
 }
+
+extension VerdictActionTests {
+    @Test("--ats mirror: a violation is relayed without X-ATS-* headers (the device decides); nothing to relay is answered")
+    func mirror() {
+        let relayable = Verdict(source: .policy, violations: [tooOld])
+        #expect(VerdictAction(for: relayable, mode: .mirror, blockStyle: .tls)
+            == .relay(outcome: .violation, annotate: false))
+        #expect(VerdictAction(for: Verdict(source: .policy, violations: []), mode: .mirror, blockStyle: .tls)
+            == .relay(outcome: .allowed, annotate: false))
+        #expect(VerdictAction(for: Verdict(source: .policy, violations: [tooOld], relayable: false), mode: .mirror,
+            blockStyle: .tls) == .block(outcome: .blocked, style: .http))
+    }
+}
+
+@Suite("MirrorTally: the summary at exit")
+struct MirrorTallyTests {
+    @Test("Counts by kind, in name order; agreements only when a plist was compared")
+    func summary() {
+        let tally = MirrorTally()
+        #expect(tally.summary(compared: true) == nil)
+        tally.count(kind: "tlsVersionTooLow", deviceAccepted: true, agreed: false)
+        tally.count(kind: "tlsVersionTooLow", deviceAccepted: false, agreed: true)
+        tally.count(kind: "expired", deviceAccepted: false, agreed: true)
+        #expect(tally.summary(compared: true) == """
+            atsproxy: mirror summary: 3 connections, the device accepted 1, refused 2; 2 agreed with the simulation, \
+            1 disagreed
+              expired: accepted 0, refused 1; agreed 1, disagreed 0
+              tlsVersionTooLow: accepted 1, refused 1; agreed 1, disagreed 1
+
+            """)
+        let plain = MirrorTally()
+        plain.count(kind: "none", deviceAccepted: true, agreed: nil)
+        #expect(plain.summary(compared: false) == """
+            atsproxy: mirror summary: 1 connection, the device accepted 1, refused 0
+              none: accepted 1, refused 0
+
+            """)
+    }
+}

@@ -50,6 +50,9 @@ leaf passthrough passthrough.test 2048 sha256
 leaf media media-server.example.com 2048 sha256
 # 1000 days: over the 825 days iOS allows under a user-installed root.
 leaf longlived longlived.test 2048 sha256 $(date -u -d '-1 day' +%Y%m%d%H%M%SZ) $(date -u -d '+999 days' +%Y%m%d%H%M%SZ)
+# Mirror mode's date flaws: valid only from 10 days ahead, and 900 days long (over 398 and 825).
+leaf notyet notyet.test 2048 sha256 $(date -u -d '+10 days' +%Y%m%d%H%M%SZ) $(date -u -d '+40 days' +%Y%m%d%H%M%SZ)
+leaf long900 long900.test 2048 sha256 $(date -u -d '-1 day' +%Y%m%d%H%M%SZ) $(date -u -d '+899 days' +%Y%m%d%H%M%SZ)
 # A wildcard leaf that also names one name two levels down, for the --passthrough/--map pattern tests.
 printf "${usage}extendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.wild.test,DNS:deep.api.wild.test\n" > wild.ext
 sign wild '*.wild.test' 2048 sha256
