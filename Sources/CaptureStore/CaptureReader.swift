@@ -237,6 +237,9 @@ public final class CaptureReader: @unchecked Sendable {
             requestBytes: row["request_bytes"], responseBytes: row["response_bytes"],
             durationMilliseconds: row["duration_ms"], interruption: row["interruption"], note: row["note"])
         record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
+        if let mirror = row["mirror"] as String? {
+            record.mirror = try decoder.decode(MirrorRecord.self, from: Data(mirror.utf8))
+        }
         if let connectionID = row["connection_id"] as Int64? {
             var decision: PolicyDecision?
             var violations: [ATSViolation] = []

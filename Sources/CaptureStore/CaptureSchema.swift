@@ -156,6 +156,11 @@ enum CaptureSchema {
                 DROP INDEX exchanges_by_connection;
                 """)
         }
+        migrator.registerMigration(Step.mirror) { db in
+            // `--ats mirror`: what the device was shown and did on the exchange's connection (MirrorRecord as JSON),
+            // for `report`'s agreement counts. NULL for every other exchange, and in rows written before this step.
+            try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN mirror TEXT")
+        }
         return migrator
     }
 
@@ -165,5 +170,6 @@ enum CaptureSchema {
         static let queryIndexes = "2 query indexes"
         static let upstreamAddress = "3 upstream address"
         static let traceChunks = "4 trace chunks"
+        static let mirror = "5 mirror"
     }
 }
