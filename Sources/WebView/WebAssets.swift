@@ -444,8 +444,14 @@ function refreshNewest() {
       params.set("limit", PAGE);
       const page = await api(`/api/exchanges?${params}`);
       if (generation !== state.generation || !state.follow) return;
-      state.rows = page.exchanges.slice().reverse();
-      state.hasOlder = page.more;
+      const rows = page.exchanges.slice().reverse();
+      const newest = rows.length ? rows[rows.length - 1].id : 0;
+      // Rows the stream delivered while this page was on its way are newer than the page: keep them, or they
+      // would be lost (the stream has moved past them).
+      const streamed = state.rows.filter((row) => row.id > newest);
+      const all = rows.concat(streamed);
+      state.rows = all.slice(-WINDOW);
+      state.hasOlder = page.more || all.length > WINDOW;
       state.atNewest = true;
       render();
       scrollToNewest();
