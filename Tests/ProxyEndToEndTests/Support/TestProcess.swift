@@ -37,9 +37,16 @@ final class TestProcess: @unchecked Sendable {
         process.currentDirectoryURL = folder
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let output = try FileHandle(forWritingTo: stdoutURL)
+        let errors = try FileHandle(forWritingTo: stderrURL)
+        process.standardOutput = output
+        process.standardError = errors
         try process.run()
+        // The child has its own copies; ours would stay open as long as the Process, and a test run that holds
+        // over about 1,360 descriptors meets Foundation's Process.run over-read of /proc/self/fd (it crashed CI:
+        // swift-corelibs-foundation#5472, fixed after Swift 6.3.1). The output is read back from the files.
+        try output.close()
+        try errors.close()
     }
 
     deinit { stop() }
