@@ -78,29 +78,19 @@ extension CaptureReader {
                     ) ORDER BY id LIMIT ?
                     """,
                 arguments: [runID, connection, opening, runID, connection, from, to, limit, limit]
-            ).map { row in
-                var record = DiagnosticsRecord(
-                    title: row["title"], subject: row["subject"],
-                    fields: try Self.pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) },
-                    level: row["level"])
-                record.connectionID = connectionID
-                return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
-            }
+            ).map { row in try Self.legacyTraceRecord(row, connectionID: connectionID) }
             guard chunked else { return records }
             // Later runs: records several to a chunk. The connection's first chunks hold its opening records; the
             // chunks whose time span meets the window hold the exchange's.
             var seen = Set<Int64>()
             var openingLeft = opening
             func add(_ row: Row, opening: Bool) throws {
-                let chunkID: Int64 = row["id"]
-                guard seen.insert(chunkID).inserted else { return }
-                for (i, item) in try TraceChunk.decode(row["records"]).enumerated() {
+                guard seen.insert(row["id"]).inserted else { return }
+                for captured in try Self.chunkRecords(row, connectionID: connectionID) {
                     let isOpening = opening && openingLeft > 0
                     if isOpening { openingLeft -= 1 }
-                    guard isOpening || (item.time >= from && item.time <= to) else { continue }
-                    var record = item.record
-                    record.connectionID = connectionID
-                    records.append(CapturedTraceRecord(id: chunkID << 16 | Int64(i), time: item.time, record: record))
+                    guard isOpening || (captured.time >= from && captured.time <= to) else { continue }
+                    records.append(captured)
                 }
             }
             for row in try Row.fetchAll(

@@ -180,32 +180,39 @@ public final class CaptureReader: @unchecked Sendable {
                     WHERE run_id = ? AND connection_id = ? ORDER BY id
                     """,
                 arguments: [runID, Int64(bitPattern: connectionID)]
-            ).map { row in
-                var record = DiagnosticsRecord(
-                    title: row["title"], subject: row["subject"],
-                    fields: try Self.pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) },
-                    level: row["level"])
-                record.connectionID = connectionID
-                return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
-            }
+            ).map { row in try Self.legacyTraceRecord(row, connectionID: connectionID) }
             guard chunked else { return records }
             for row in try Row.fetchAll(
                 db, sql: "SELECT id, records FROM trace_chunks WHERE run_id = ? AND connection_id = ? ORDER BY id",
                 arguments: [runID, Int64(bitPattern: connectionID)])
             {
-                let chunkID: Int64 = row["id"]
-                for (i, item) in try TraceChunk.decode(row["records"]).enumerated() {
-                    var record = item.record
-                    record.connectionID = connectionID
-                    records.append(
-                        CapturedTraceRecord(id: chunkID << 16 | Int64(i), time: item.time, record: record))
-                }
+                records += try Self.chunkRecords(row, connectionID: connectionID)
             }
             return records
         }
     }
 
     // MARK: - Rows to records
+
+    /// A `trace_records` row (runs written before schema step 4: a row per record) of connection `connectionID`.
+    static func legacyTraceRecord(_ row: Row, connectionID: UInt64) throws -> CapturedTraceRecord {
+        var record = DiagnosticsRecord(
+            title: row["title"], subject: row["subject"],
+            fields: try pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) }, level: row["level"])
+        record.connectionID = connectionID
+        return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
+    }
+
+    /// The records of a `trace_chunks` row (`id`, `records`), in order, each with the id chunk id × 65,536 plus its
+    /// place in the chunk.
+    static func chunkRecords(_ row: Row, connectionID: UInt64) throws -> [CapturedTraceRecord] {
+        let chunkID: Int64 = row["id"]
+        return try TraceChunk.decode(row["records"]).enumerated().map { i, item in
+            var record = item.record
+            record.connectionID = connectionID
+            return CapturedTraceRecord(id: chunkID << 16 | Int64(i), time: item.time, record: record)
+        }
+    }
 
     private static let select = """
         SELECT e.*, d.key_path AS d_key_path, d.reason AS d_reason, d.notes AS d_notes,
