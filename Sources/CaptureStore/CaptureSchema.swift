@@ -156,6 +156,12 @@ enum CaptureSchema {
                 DROP INDEX exchanges_by_connection;
                 """)
         }
+        migrator.registerMigration(Step.rebuiltTrace) { db in
+            // Which of an exchange's own trace records (LoaderWhatToDo, Protocol Enqueue, Protocol Received, Did
+            // Finish) the proxy left for the reader to rebuild from the row (`RebuiltTrace` bits), as it does when
+            // the capture is the only consumer of traces; NULL when they are stored with the connection's records.
+            try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN rebuilt_trace INTEGER")
+        }
         return migrator
     }
 
@@ -165,5 +171,6 @@ enum CaptureSchema {
         static let queryIndexes = "2 query indexes"
         static let upstreamAddress = "3 upstream address"
         static let traceChunks = "4 trace chunks"
+        static let rebuiltTrace = "5 rebuilt trace"
     }
 }

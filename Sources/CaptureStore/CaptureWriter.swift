@@ -184,8 +184,9 @@ public final class CaptureWriter: @unchecked Sendable {
                     method, url, host, status, http_version, outcome, action, errors, url_error, ssl_error,
                     request_bytes, response_bytes, duration_ms, interruption, note, decision_id, handshake_id,
                     upstream_tls_version, upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed,
-                    request_head, forwarded_request_head, response_head, client_response_head, upstream_address)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    request_head, forwarded_request_head, response_head, client_response_head, upstream_address,
+                    rebuilt_trace)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             body = try db.cachedStatement(
                 sql: "INSERT INTO bodies (exchange_id, direction, bytes, size, truncated) VALUES (?, ?, ?, ?, ?)")
@@ -245,6 +246,8 @@ public final class CaptureWriter: @unchecked Sendable {
         bindHead(detail?.response, HeadText.appendResponse, &row)
         bindHead(detail?.clientResponse, HeadText.appendResponse, &row)
         row.text(connection?.upstreamAddress)
+        let rebuilt = detail?.rebuiltTrace ?? []
+        row.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
         try row.run()
         let exchangeID = db.lastInsertedRowID
         if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, statements, db) }
