@@ -17,7 +17,7 @@ private struct JSONShape: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case profile, policySource, notes, exchangeCount, hosts, missingExceptions, findings, suggestion
-        case policyDiagnostics, fits, verdict
+        case policyDiagnostics, fits, verdict, mirror
     }
 
     struct Suggestion: Encodable {
@@ -46,5 +46,6 @@ private struct JSONShape: Encodable {
         try c.encode(report.policyDiagnostics, forKey: .policyDiagnostics)
         try c.encode(report.fits, forKey: .fits)
         try c.encode(report.verdictLine, forKey: .verdict)
+        try c.encodeIfPresent(report.mirror, forKey: .mirror)
     }
 }

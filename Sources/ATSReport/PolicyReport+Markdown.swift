@@ -46,6 +46,17 @@ extension PolicyReport {
         for f in findings {
             out.append("- **\(f.kind.title)** `\(md(f.keyPathString))`: \(md(f.problem)) → \(md(f.advice))")
         }
+        if let mirror {
+            out.append("")
+            out.append("### Device verdicts (`--ats mirror`)")
+            out.append("")
+            for line in mirror.summary.split(separator: "\n") {
+                out.append("- " + md(line.trimmingCharacters(in: .whitespaces)))
+            }
+            for d in mirror.disagreements {
+                out.append("- **Disagreement** `\(md(d.url))`: \(md(d.text))")
+            }
+        }
         out.append("")
         out.append("### Suggested `NSAppTransportSecurity`")
         out.append("")

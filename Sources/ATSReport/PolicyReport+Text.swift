@@ -58,6 +58,16 @@ extension PolicyReport {
             out.append("    → \(f.advice)")
         }
 
+        if let mirror {
+            out.append("")
+            let lines = mirror.summary.split(separator: "\n").map(String.init)
+            out.append(paint.bold("Device verdicts (--ats mirror)") + ": " + (lines.first ?? ""))
+            out += lines.dropFirst()
+            for d in mirror.disagreements {
+                out.append("  \(paint.red("DISAGREEMENT")) \(d.url): \(d.text)")
+            }
+        }
+
         out.append("")
         out.append(paint.bold("Suggested NSAppTransportSecurity") + " (\(suggestionCheckText)):")
         out += suggestion.plistFragment(indent: 1).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

@@ -48,6 +48,8 @@ public struct PolicyReport: Sendable, Codable {
     public var suggestion: SuggestedPolicy
     /// What the decoder found in the judged policy (ignored keys, wrong types).
     public var policyDiagnostics: [PolicyDiagnostic]
+    /// `--ats mirror` runs: what the devices did and where they disagreed with the simulation (nil: none).
+    public var mirror: MirrorSection? = nil
 
     /// True when no observed load would fail under the policy (loads that could not be judged do not count).
     public var fits: Bool { !hosts.contains { $0.verdict == .fails } }

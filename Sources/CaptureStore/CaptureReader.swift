@@ -238,6 +238,9 @@ public final class CaptureReader: @unchecked Sendable {
             requestBytes: row["request_bytes"], responseBytes: row["response_bytes"],
             durationMilliseconds: row["duration_ms"], interruption: row["interruption"], note: row["note"])
         record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
+        if let mirror = row["mirror"] as String? {
+            record.mirror = try decoder.decode(MirrorRecord.self, from: Data(mirror.utf8))
+        }
         if let connectionID = row["connection_id"] as Int64? {
             var decision: PolicyDecision?
             var violations: [ATSViolation] = []
@@ -276,7 +279,7 @@ public final class CaptureReader: @unchecked Sendable {
             timings: ExchangeTimings(
                 started: row["started"], requestSent: row["request_sent"],
                 firstResponseByte: row["first_response_byte"], ended: row["ended"]))
-        // NULL, or no such column before schema step 5: the exchange's records are stored.
+        // NULL, or no such column before schema step 6: the exchange's records are stored.
         if let bits = row["rebuilt_trace"] as Int? { record.detail?.rebuiltTrace = RebuiltTrace(rawValue: bits) }
         return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
     }

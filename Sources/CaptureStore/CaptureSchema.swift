@@ -156,6 +156,11 @@ enum CaptureSchema {
                 DROP INDEX exchanges_by_connection;
                 """)
         }
+        migrator.registerMigration(Step.mirror) { db in
+            // `--ats mirror`: what the device was shown and did on the exchange's connection (MirrorRecord as JSON),
+            // for `report`'s agreement counts. NULL for every other exchange, and in rows written before this step.
+            try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN mirror TEXT")
+        }
         migrator.registerMigration(Step.rebuiltTrace) { db in
             // Which of an exchange's own trace records (LoaderWhatToDo, Protocol Enqueue, Protocol Received, Did
             // Finish) the proxy left for the reader to rebuild from the row (`RebuiltTrace` bits), as it does when
@@ -171,6 +176,7 @@ enum CaptureSchema {
         static let queryIndexes = "2 query indexes"
         static let upstreamAddress = "3 upstream address"
         static let traceChunks = "4 trace chunks"
-        static let rebuiltTrace = "5 rebuilt trace"
+        static let mirror = "5 mirror"
+        static let rebuiltTrace = "6 rebuilt trace"
     }
 }

@@ -176,7 +176,7 @@ extension ProxySession {
             weaknesses: state.plan.weaknesses.filter { $0 != state.plan.upstreamVersion?.plistName },
             notReproduced: state.plan.notReproduced, deviceAccepted: accepted, deviceVersion: version,
             deviceCipherSuite: suite, refusal: refusal, refusalStep: step, simulated: simulatedText,
-            disagreement: disagreement)
+            disagreement: disagreement, simulatedKind: state.simulated.first?.kind.rawValue)
         i.mirror?.record = record
         trace(.mirrorDeviceVerdict(url: i.url, record: record))
         env.mirrorTally.count(kind: kind, deviceAccepted: accepted, agreed: agreed)
@@ -211,7 +211,7 @@ extension ProxySession {
         }
         let record = MirrorRecord(
             version: "cleartext HTTP", weaknesses: [], notReproduced: [], deviceAccepted: true,
-            simulated: simulatedText, disagreement: disagreement)
+            simulated: simulatedText, disagreement: disagreement, simulatedKind: simulated.first?.kind.rawValue)
         trace(.mirrorDeviceVerdict(url: url, record: record))
         env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
         if let disagreement {

@@ -23,11 +23,15 @@ public final class MirrorRecord: Sendable, Codable, Equatable {
     public let simulated: String?
     /// With `--plist`: set when the simulated verdict and the device's disagree, with what that can mean.
     public let disagreement: String?
+    /// The simulated verdict's first violation kind (`tlsVersionTooLow`), nil when it allowed the connection: the
+    /// key `MirrorCounts` counts by.
+    public let simulatedKind: String?
 
     public init(
         version: String?, weaknesses: [String], notReproduced: [String], deviceAccepted: Bool,
         deviceVersion: String? = nil, deviceCipherSuite: String? = nil, refusal: String? = nil,
-        refusalStep: String? = nil, simulated: String? = nil, disagreement: String? = nil
+        refusalStep: String? = nil, simulated: String? = nil, disagreement: String? = nil,
+        simulatedKind: String? = nil
     ) {
         self.version = version
         self.weaknesses = weaknesses
@@ -39,6 +43,7 @@ public final class MirrorRecord: Sendable, Codable, Equatable {
         self.refusalStep = refusalStep
         self.simulated = simulated
         self.disagreement = disagreement
+        self.simulatedKind = simulatedKind
     }
 
     /// `MIRROR TLSv1.0 → device refused (protocol_version)`,
@@ -63,6 +68,6 @@ public final class MirrorRecord: Sendable, Codable, Equatable {
         a.version == b.version && a.weaknesses == b.weaknesses && a.notReproduced == b.notReproduced
             && a.deviceAccepted == b.deviceAccepted && a.deviceVersion == b.deviceVersion
             && a.deviceCipherSuite == b.deviceCipherSuite && a.refusal == b.refusal && a.refusalStep == b.refusalStep
-            && a.simulated == b.simulated && a.disagreement == b.disagreement
+            && a.simulated == b.simulated && a.disagreement == b.disagreement && a.simulatedKind == b.simulatedKind
     }
 }

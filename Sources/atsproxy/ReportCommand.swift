@@ -68,6 +68,7 @@ struct ReportCommand: ParsableCommand {
         let reader: CaptureReader
         let runs: [CapturedRun]
         let log: ObservationLog
+        let mirrorVerdicts: [CapturedMirrorVerdict]
         do {
             reader = try CaptureReader(path: file)
             runs = try reader.runs()
@@ -77,6 +78,7 @@ struct ReportCommand: ParsableCommand {
                     status: 2)
             }
             log = try ObservationLog(reading: reader, runID: runID)
+            mirrorVerdicts = try reader.mirrorVerdicts(runID: runID)
         } catch let error as CaptureFileError {
             throw failure("atsproxy report: \(error)", status: 2)
         }
@@ -119,11 +121,12 @@ struct ReportCommand: ParsableCommand {
                         + loaded.misplacedATSKeys.joined(separator: ", "))
             }
         }
-        let report = PolicyReport(
+        var report = PolicyReport(
             observations: log.observations,
             policy: ReportPolicy(
                 atsDictionary: atsDictionary, source: source, options: readings.policyOptions(profile: profile)),
             notes: notes)
+        report.mirror = MirrorSection(verdicts: mirrorVerdicts)
         switch json ? .json : format {
         case .text: print(report.renderText(colour: isatty(STDOUT_FILENO) == 1), terminator: "")
         case .markdown: print(report.renderMarkdown(), terminator: "")

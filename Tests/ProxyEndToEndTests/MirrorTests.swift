@@ -301,7 +301,9 @@ struct MirrorTests {
         let plist = folder.appendingPathComponent("Info.plist")
         try Data(PlistFixture.xml("<dict><key>NSAppTransportSecurity</key><dict/></dict>")).write(to: plist)
         let c = Self.cases[0]
-        let (_, _, server, proxy, log) = try await scene(c, ["--plist", plist.path, "--diagnostics", "1"])
+        let capture = folder.appendingPathComponent("mirror.atscap").path
+        let (_, _, server, proxy, log) = try await scene(
+            c, ["--plist", plist.path, "--diagnostics", "1", "--capture", capture])
         defer { withExtendedLifetime(server) {} }
         _ = try await sClient(e2e, proxy, c.host, c.strict, in: folder)
         let lax = try await sClient(e2e, proxy, c.host, c.lax, in: folder)
@@ -331,6 +333,17 @@ struct MirrorTests {
             "atsproxy: mirror summary: 2 connections, the device accepted 1, refused 1; 1 agreed with the "
                 + "simulation, 1 disagreed\n  tlsVersionTooLow: accepted 1, refused 1; agreed 1, disagreed 1"),
             "\(proxy.process.stderr)")
+        // The capture keeps each connection's device verdict: `report` counts them as the exit summary did.
+        let report = try await runProcess(e2e.binary, ["report", capture], in: folder)
+        #expect(report.stdout.contains(
+            "Device verdicts (--ats mirror): mirror summary: 2 connections, the device accepted 1, refused 1; 1 agreed "
+                + "with the simulation, 1 disagreed\n  tlsVersionTooLow: accepted 1, refused 1; agreed 1, disagreed 1"),
+            "\(report.stdout) \(report.stderr)")
+        #expect(report.stdout.contains("DISAGREEMENT https://\(c.host): simulated: blocked -1200/-9836 ("), "\(report.stdout)")
+        let json = try await runProcess(e2e.binary, ["report", capture, "--json"], in: folder)
+        let document = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let total = (document?["mirror"] as? [String: Any])?["total"] as? [String: Any]
+        #expect(total?["agreements"] as? Int == 1 && total?["disagreements"] as? Int == 1, "\(json.stdout)")
     }
 }
 
