@@ -11,11 +11,13 @@
 # The count covers the session, the HTTP/1 relay and parser, and OpenSSL's record work, but not the event loop or the
 # kernel.
 #
-# Usage: benchmarks/core-instructions.sh [BUILD_DIR [BODY_BYTES]]
-#   (default .build/release and 1024; needs valgrind: apt-get install valgrind)
+# Usage: benchmarks/core-instructions.sh [BUILD_DIR [BODY_BYTES [CAPTURE]]]
+#   (default .build/release, 1024 and 0; needs valgrind: apt-get install valgrind). CAPTURE 1 or 2 sets the session
+#   up as `run --capture` (bodies kept): 1 with each exchange's own trace records made (--diagnostics 1), 2 without.)
 set -euo pipefail
 build=${1:-.build/release}
 body=${2:-1024}
+capture=${3:-0}
 # Fewer requests for large bodies: each is a megabyte-scale run under valgrind.
 few=$(( body > 65536 ? 200 : 5000 ))
 bench="$build/proxycore-bench"
@@ -27,7 +29,7 @@ count() {
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$1" \
         '--toggle-collect=$s9ProxyCore0A7SessionC6handleySayAA0A7CommandOGAA0A5EventOF' \
         '--toggle-collect=$s9ProxyCore0A7SessionC14handleReceived_4fromSayAA0A7CommandOGSW_AA0A4PeerOtF' \
-        "$bench" --requests "$1" --rounds 1 --connections 1 --body "$body" >/dev/null 2>"$work/log.$1"
+        "$bench" --requests "$1" --rounds 1 --connections 1 --body "$body" --capture "$capture" >/dev/null 2>"$work/log.$1"
     sed -n 's/.*I *refs: *//p' "$work/log.$1" | tr -d ','
 }
 small=$(count "$few")

@@ -55,11 +55,19 @@ extension CaptureReader {
 }
 
 extension CaptureReader {
+    /// How far from the exchange shown (in rows, i.e. exchanges that ended before or after it) the rows whose
+    /// rebuilt records may fall in its time are looked for: more than a connection's concurrent streams.
+    static let nearbyExchanges: Int64 = 4096
+
     /// The trace records of one connection that concern one exchange: the connection's first `opening` records
     /// (its handshake and ATS decision) and those made between `from` and `to`, in order, at most `limit` in all.
     /// A keep-alive connection can carry thousands of exchanges; this reads only what one of them needs.
+    ///
+    /// The exchanges' own records rebuilt from their rows (`rebuiltTraceRecords(of:)`) are those of this time too,
+    /// merged by time; `exchangeID` (the exchange shown) bounds the rows read for them to those near it.
     public func traceRecords(
-        runID: Int64, connectionID: UInt64, opening: Int = 20, from: Double, to: Double, limit: Int = 400
+        runID: Int64, connectionID: UInt64, opening: Int = 20, from: Double, to: Double, limit: Int = 400,
+        exchangeID: Int64? = nil
     ) throws(CaptureFileError) -> [CapturedTraceRecord] {
         let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
         let connection = Int64(bitPattern: connectionID)
@@ -110,7 +118,11 @@ extension CaptureReader {
                 try add(row, opening: false)
             }
             records.sort { $0.id < $1.id }
-            return Array(records.prefix(limit))
+            let rebuilt = try rebuiltTraceRecords(
+                db, runID: runID, connectionID: connectionID, from: from, to: to,
+                ids: exchangeID.map { $0 - Self.nearbyExchanges ... $0 + Self.nearbyExchanges }
+            ).filter { $0.time >= from && $0.time <= to }
+            return Array(Self.merged(records, rebuilt).prefix(limit))
         }
     }
 }

@@ -168,7 +168,8 @@ public final class CaptureReader: @unchecked Sendable {
         return exchange
     }
 
-    /// The trace records of one connection of one run, in the order they were made.
+    /// The trace records of one connection of one run, in the order they were made (by time, for the exchanges'
+    /// own records rebuilt from their rows: `rebuiltTraceRecords(of:)`).
     public func traceRecords(runID: Int64, connectionID: UInt64) throws(CaptureFileError) -> [CapturedTraceRecord] {
         let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
         return try read { db in
@@ -188,7 +189,7 @@ public final class CaptureReader: @unchecked Sendable {
             {
                 records += try Self.chunkRecords(row, connectionID: connectionID)
             }
-            return records
+            return Self.merged(records, try rebuiltTraceRecords(db, runID: runID, connectionID: connectionID))
         }
     }
 
@@ -214,7 +215,7 @@ public final class CaptureReader: @unchecked Sendable {
         }
     }
 
-    private static let select = """
+    static let select = """
         SELECT e.*, d.key_path AS d_key_path, d.reason AS d_reason, d.notes AS d_notes,
             d.violations AS d_violations, h.facts AS h_facts, c.client_address AS c_client_address,
             c.client_tls_version AS c_version, c.client_tls_suite AS c_suite, c.client_alpn AS c_alpn,
@@ -231,7 +232,7 @@ public final class CaptureReader: @unchecked Sendable {
         return (sql.conditions.isEmpty ? "" : " WHERE " + sql.conditions.joined(separator: " AND "), sql.arguments)
     }
 
-    private func exchange(from row: Row) throws -> CapturedExchange {
+    func exchange(from row: Row) throws -> CapturedExchange {
         let errors: [ExchangeError] = (row["errors"] as String).split(separator: ",").compactMap { token in
             let codes = token.split(separator: "/")
             guard let url = codes.first.flatMap({ Int($0) }) else { return nil }
@@ -285,6 +286,8 @@ public final class CaptureReader: @unchecked Sendable {
             timings: ExchangeTimings(
                 started: row["started"], requestSent: row["request_sent"],
                 firstResponseByte: row["first_response_byte"], ended: row["ended"]))
+        // NULL, or no such column before schema step 6: the exchange's records are stored.
+        if let bits = row["rebuilt_trace"] as Int? { record.detail?.rebuiltTrace = RebuiltTrace(rawValue: bits) }
         return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
     }
 

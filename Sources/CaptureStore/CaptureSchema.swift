@@ -161,6 +161,12 @@ enum CaptureSchema {
             // for `report`'s agreement counts. NULL for every other exchange, and in rows written before this step.
             try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN mirror TEXT")
         }
+        migrator.registerMigration(Step.rebuiltTrace) { db in
+            // Which of an exchange's own trace records (LoaderWhatToDo, Protocol Enqueue, Protocol Received, Did
+            // Finish) the proxy left for the reader to rebuild from the row (`RebuiltTrace` bits), as it does when
+            // the capture is the only consumer of traces; NULL when they are stored with the connection's records.
+            try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN rebuilt_trace INTEGER")
+        }
         return migrator
     }
 
@@ -171,5 +177,6 @@ enum CaptureSchema {
         static let upstreamAddress = "3 upstream address"
         static let traceChunks = "4 trace chunks"
         static let mirror = "5 mirror"
+        static let rebuiltTrace = "6 rebuilt trace"
     }
 }

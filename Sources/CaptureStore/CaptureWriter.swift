@@ -185,8 +185,8 @@ public final class CaptureWriter: @unchecked Sendable {
                     request_bytes, response_bytes, duration_ms, interruption, note, decision_id, handshake_id,
                     upstream_tls_version, upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed,
                     request_head, forwarded_request_head, response_head, client_response_head, upstream_address,
-                    mirror)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    mirror, rebuilt_trace)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             body = try db.cachedStatement(
                 sql: "INSERT INTO bodies (exchange_id, direction, bytes, size, truncated) VALUES (?, ?, ?, ?, ?)")
@@ -248,6 +248,8 @@ public final class CaptureWriter: @unchecked Sendable {
         row.text(connection?.upstreamAddress)
         // Only `--ats mirror` exchanges have one, so Foundation's encoder stays off the common path.
         row.text(try e.mirror.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
+        let rebuilt = detail?.rebuiltTrace ?? []
+        row.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
         try row.run()
         let exchangeID = db.lastInsertedRowID
         if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, statements, db) }

@@ -6,9 +6,14 @@ import ProxyTrace
 public struct RecordingOptions: Sendable, Equatable {
     /// Bytes kept of each request and response body (0: heads and timings only, no body bytes).
     public var bodyLimit: Int
+    /// The sessions do not make an exchange's own trace records (`RebuiltTrace`) and mark the record instead: set when
+    /// a capture is the only consumer of traces (no `--diagnostics` on the console). Those records were about 5 µs of
+    /// a keep-alive request's loop-thread CPU, and their rows a part of the capture writer's.
+    public var rebuildsExchangeTraces: Bool
 
-    public init(bodyLimit: Int) {
+    public init(bodyLimit: Int, rebuildsExchangeTraces: Bool = false) {
         self.bodyLimit = max(0, bodyLimit)
+        self.rebuildsExchangeTraces = rebuildsExchangeTraces
     }
 }
 
@@ -17,6 +22,9 @@ public struct RecordingOptions: Sendable, Equatable {
 /// a limit of 0). Owned by the relay's exchange, on its loop thread.
 final class ExchangeRecorder {
     private let bodyLimit: Int
+    private let rebuildsTraces: Bool
+    /// The request went upstream as decided (not answered by the proxy).
+    private var forwarded = false
     var request: HTTPRequestHead?
     var forwardedRequest: HTTPRequestHead?
     var response: HTTPResponseHead?
@@ -28,6 +36,7 @@ final class ExchangeRecorder {
 
     init(options: RecordingOptions) {
         bodyLimit = options.bodyLimit
+        rebuildsTraces = options.rebuildsExchangeTraces
     }
 
     /// A recorder when details are recorded, else nil (the relays then skip every call).
@@ -41,7 +50,10 @@ final class ExchangeRecorder {
         // The proxy's own credentials are not the app's traffic, and are never kept.
         received.headers.remove(name: "Proxy-Authorization")
         request = received
-        if let forwarded, forwarded != head { forwardedRequest = forwarded }
+        if let forwarded {
+            self.forwarded = true
+            if forwarded != head { forwardedRequest = forwarded }
+        }
     }
 
     /// The upstream's response head and, when the client got something else, what it got.
@@ -65,12 +77,16 @@ final class ExchangeRecorder {
     }
 
     func detail(started: Double, ended: Double) -> ExchangeDetail {
-        ExchangeDetail(
+        var detail = ExchangeDetail(
             request: request, forwardedRequest: forwardedRequest, response: response, clientResponse: clientResponse,
             timings: ExchangeTimings(
                 started: started, requestSent: requestSent, firstResponseByte: firstResponseByte, ended: ended),
             requestBody: bodyLimit > 0 ? requestBody.captured : nil,
             responseBody: bodyLimit > 0 ? responseBody.captured : nil)
+        // That the request went upstream, for the session, which left out its start records if it was intercepted
+        // (`ProxySession.recorded` sets the final value).
+        if rebuildsTraces, forwarded { detail.rebuiltTrace = .requestStart }
+        return detail
     }
 }
 

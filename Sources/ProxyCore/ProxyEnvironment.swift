@@ -18,6 +18,9 @@ public final class ProxyEnvironment: Sendable {
     public let factsCollector: HandshakeFactsCollector
     /// 0 = no CFNetwork-style records; 1–3 as `CFNETWORK_DIAGNOSTICS`.
     public let diagnosticsLevel: Int
+    /// Whether sessions make each exchange's own trace records (`RebuiltTrace`): false when only a capture wants
+    /// them (`RecordingOptions.rebuildsExchangeTraces`), which rebuilds them when read.
+    public let exchangeTraces: Bool
     /// Whether the adapter writes JSON events (sessions skip building them otherwise).
     public let jsonEvents: Bool
     /// Connect, handshake and idle limits.
@@ -94,6 +97,7 @@ public final class ProxyEnvironment: Sendable {
         self.mirrorComparesPolicy = mirrorComparesPolicy
         self.autoPassthrough = autoPassthrough
         self.recording = recording
+        self.exchangeTraces = !(recording?.rebuildsExchangeTraces ?? false)
         self.insecureUpstream = insecureUpstream
         self.defaultTrustPolicy = ATSPolicy(
             atsDictionary: .dictionary(PlistDictionary([(key: "NSAllowsArbitraryLoads", value: .bool(true))])),

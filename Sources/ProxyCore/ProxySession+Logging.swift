@@ -36,7 +36,10 @@ extension ProxySession {
         commands.append(.log(.diagnostics(record())))
     }
 
+    /// The start of an intercepted request that goes upstream. Not made when only a capture wants traces: the
+    /// exchange record says so (`RebuiltTrace.requestStart`) and a reader rebuilds both records from it.
     func traceRequestStart(method: String, url: String, head: HTTPRequestHead, httpVersion: String = "HTTP/1.1") {
+        guard env.exchangeTraces else { return }
         trace(.loaderWhatToDo(method: method, url: url))
         traceEnqueue(url: url, head: head, httpVersion: httpVersion)
     }
@@ -82,6 +85,10 @@ extension ProxySession {
             trace(.didFail(
                 totalMilliseconds: exchange.durationMilliseconds,
                 error: NSErrorDescription(violation: violation, failingURL: exchange.url)))
+        } else if !env.exchangeTraces {
+            // Left to the capture's reader, which rebuilds them from the record (`RebuiltTrace.finish`).
+            recordExchange(exchange, finishTraced: false)
+            return
         } else {
             if let status = exchange.status {
                 // Level 2 shows the response headers the client got. Inside the autoclosure: nothing is read without
@@ -110,9 +117,10 @@ extension ProxySession {
         }
     }
 
-    /// One exchange in the console and, with `--log-json`, in the JSON log.
-    func recordExchange(_ exchange: ExchangeSummary) {
-        let exchange = env.recording == nil ? exchange : recorded(exchange)
+    /// One exchange in the console and, with `--log-json`, in the JSON log. `finishTraced`: false when the session
+    /// left the exchange's Protocol Received and Did Finish records to the capture's reader.
+    func recordExchange(_ exchange: ExchangeSummary, finishTraced: Bool = true) {
+        let exchange = env.recording == nil ? exchange : recorded(exchange, finishTraced: finishTraced)
         commands.append(.log(.exchange(exchange)))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(

@@ -35,24 +35,35 @@ extension TLSLegFacts {
 extension ProxySession {
     /// `exchange` with its connection, action and (for exchanges no relay recorded: blocked handshakes, tunnels,
     /// refused first requests) timings.
-    func recorded(_ exchange: ExchangeSummary) -> ExchangeSummary {
+    func recorded(_ exchange: ExchangeSummary, finishTraced: Bool = true) -> ExchangeSummary {
         var record = exchange
         let i = interception
         if let i {
             if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client, serverName: i.hello.serverName) }
             if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
         }
-        record.connection = ConnectionRecord(
+        let connection = ConnectionRecord(
             connectionID: id, clientAddress: clientAddress, upstreamAddress: upstreamAddress, clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream,
             upstreamHandshake: i?.legs.upstreamFacts,
             decision: i?.decision ?? plainDecision.decision,
             violations: i.map(\.violations) ?? plainDecision.violations)
-        record.action = action(of: exchange)
-        if record.detail == nil {
+        var detail: ExchangeDetail
+        if let recorded = exchange.detail {
+            detail = recorded
+        } else {
             let ended = now()
-            record.detail = ExchangeDetail(
+            detail = ExchangeDetail(
                 timings: ExchangeTimings(started: ended - exchange.durationMilliseconds / 1000, ended: ended))
         }
+        if !env.exchangeTraces {
+            // The recorder marked what is usually left out; only an intercepted request that went upstream skipped
+            // its start records (`traceRequestStart`), and only an exchange that did not fail its finish.
+            var left: RebuiltTrace = finishTraced ? [] : .finish
+            if i != nil, detail.rebuiltTrace.contains(.requestStart) { left.insert(.requestStart) }
+            detail.rebuiltTrace = left
+        }
+        // One copy of the record's boxed extras for all three.
+        record.setRecord(connection: connection, action: action(of: exchange), detail: detail)
         return record
     }
 

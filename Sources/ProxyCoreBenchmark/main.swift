@@ -10,19 +10,24 @@ import TLSCore
 // on top (see benchmarks/proxybench.py for the whole). Single-threaded and deterministic in its work, so it can
 // tell small changes apart where the socket benchmark on a shared 2-core machine cannot.
 //
-// Usage: proxycore-bench [--requests N] [--rounds R] [--connections N] [--body BYTES]
-// (--body sets the response body's size, 1 KiB by default: large bodies count the download path.)
+// Usage: proxycore-bench [--requests N] [--rounds R] [--connections N] [--body BYTES] [--capture 0|1|2]
+// (--body sets the response body's size, 1 KiB by default: large bodies count the download path. --capture sets
+// the session up as `run --capture` does, bodies kept up to 1 MiB: 1 with each exchange's own trace records made
+// (as with --diagnostics 1), 2 with them left to the capture's reader (as without --diagnostics); 0, the default:
+// no capture.)
 
 struct Options {
     var requests = 20_000
     var rounds = 5
     var connections = 200
     var body = 1024
+    var capture = 0
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
         while let flag = rest.popFirst() {
-            guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+            guard let value = rest.popFirst().flatMap(Int.init), value > 0 || (flag == "--capture" && value == 0)
+            else {
                 throw BenchmarkError("\(flag) needs a positive number")
             }
             switch flag {
@@ -30,6 +35,7 @@ struct Options {
             case "--rounds": rounds = value
             case "--connections": connections = value
             case "--body": body = value
+            case "--capture" where value <= 2: capture = value
             default: throw BenchmarkError("unknown option \(flag)")
             }
         }
@@ -104,7 +110,7 @@ struct Scene {
     let originContext: TLSContext
     let clientContext: TLSContext
 
-    init() throws {
+    init(capture: Int = 0) throws {
         let authority = try CertificateAuthority.create(commonName: "proxycore-bench CA")
         let minter = LeafMinter(authority: authority)
         env = ProxyEnvironment(
@@ -113,7 +119,8 @@ struct Scene {
             minter: minter,
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: 0, jsonEvents: false)
+            diagnosticsLevel: capture == 0 ? 0 : 1, jsonEvents: false,
+            recording: capture == 0 ? nil : RecordingOptions(bodyLimit: 1 << 20, rebuildsExchangeTraces: capture == 2))
         originContext = try TLSContext(.server(identity: try minter.identity(for: "bench.test"), alpn: ["http/1.1"]))
         clientContext = try TLSContext(.client(alpn: ["http/1.1"]))
     }
@@ -195,7 +202,7 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 func run() throws {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
-    let scene = try Scene()
+    let scene = try Scene(capture: options.capture)
     let clock = ContinuousClock()
     let (session, client, origin) = try scene.connect()
     let (directClient, directOrigin) = try scene.direct()

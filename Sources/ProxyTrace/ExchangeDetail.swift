@@ -24,6 +24,9 @@ public struct ExchangeDetail: Sendable {
     /// Body bytes seen, up to the recording's limit; nil when bodies are not recorded.
     public var requestBody: CapturedBody?
     public var responseBody: CapturedBody?
+    /// The exchange's own trace records the session did not make, for a reader to rebuild from this record
+    /// (`RecordingOptions.rebuildsExchangeTraces`); empty when they were made as the console shows them.
+    public var rebuiltTrace: RebuiltTrace = []
 
     public init(
         request: HTTPRequestHead? = nil, forwardedRequest: HTTPRequestHead? = nil, response: HTTPResponseHead? = nil,
@@ -38,6 +41,20 @@ public struct ExchangeDetail: Sendable {
         self.requestBody = requestBody
         self.responseBody = responseBody
     }
+}
+
+/// Which of an exchange's own CFNetwork-style records were left to a reader of the record to rebuild, with the same
+/// `DiagnosticsRecord` constructors and the record's fields: a capture that is the only consumer of traces then pays
+/// nothing for them on the relaying path. The connection's records (TCP, TLS, ATS Decision) are always made.
+public struct RebuiltTrace: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// `LoaderWhatToDo` and `Protocol Enqueue` (level 1, no headers), at the exchange's start: an intercepted
+    /// request that went upstream. The enqueued version is the upstream's protocol (`HTTP/2.0` when its ALPN is h2).
+    public static let requestStart = RebuiltTrace(rawValue: 1)
+    /// `Protocol Received` (when there was a status) and `Did Finish`, at its end: an exchange the app's task
+    /// completed (not one that failed with a violation).
+    public static let finish = RebuiltTrace(rawValue: 2)
 }
 
 /// When an exchange's steps happened, in Unix seconds: enough for HAR's `timings` (send, wait, receive).

@@ -78,6 +78,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         }
     }
 
+    /// Sets the connection, the action and the detail at once: one copy of the boxed extras instead of one per
+    /// field (the session records all three for every exchange a capture keeps).
+    public mutating func setRecord(connection: ConnectionRecord, action: ExchangeAction, detail: ExchangeDetail) {
+        let copy = Extras(connection: connection, action: action, detail: detail, mirror: extras?.mirror)
+        extras = copy
+    }
+
     private mutating func updateExtras(_ change: (Extras) -> Void) {
         let copy = Extras(
             connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror)

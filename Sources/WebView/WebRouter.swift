@@ -167,10 +167,11 @@ public final class WebRouter: Sendable {
         var traceTruncated = false
         if let connection {
             // The connection's opening records (its handshake and decision) and those of this exchange's time.
+            let from: Double = (detail?.timings.started ?? 0) - 0.001
+            let to: Double = (detail?.timings.ended ?? .infinity) + 0.25
             let records = try reader.traceRecords(
-                runID: exchange.runID, connectionID: connection.connectionID,
-                from: (detail?.timings.started ?? 0) - 0.001, to: (detail?.timings.ended ?? .infinity) + 0.25,
-                limit: Self.traceLimit + 1)
+                runID: exchange.runID, connectionID: connection.connectionID, from: from, to: to,
+                limit: Self.traceLimit + 1, exchangeID: exchange.id)
             traceTruncated = records.count > Self.traceLimit
             trace = records.prefix(Self.traceLimit).map { r in
                 TraceJSON(

@@ -489,9 +489,12 @@ struct RunCommand: ParsableCommand {
     }
 
     /// What exchanges record beyond their console line: heads and bodies up to the limit for a capture; heads
-    /// alone for `--diagnostics 2` and up, whose records show the response headers.
+    /// alone for `--diagnostics 2` and up, whose records show the response headers. A capture with no trace on the
+    /// console gets each exchange's own trace records rebuilt when it is read, rather than made and stored.
     static func recording(captureBodyLimit: Int?, level: Int) -> RecordingOptions? {
-        if let captureBodyLimit { return RecordingOptions(bodyLimit: captureBodyLimit) }
+        if let captureBodyLimit {
+            return RecordingOptions(bodyLimit: captureBodyLimit, rebuildsExchangeTraces: level == 0)
+        }
         return level >= 2 ? RecordingOptions(bodyLimit: 0) : nil
     }
 

@@ -95,6 +95,61 @@ struct CaptureStoreTests {
         #expect(records[0].record.fields == [.init("Connection ID", "7"), .init("Headers", "a: \"b\"\n\tc")])
     }
 
+    @Test("An exchange whose own trace records were left to the reader gets them back, rebuilt from its row, in time order")
+    func rebuiltTrace() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        var relayed = ExchangeSummary(
+            method: "GET", url: "https://good.test/a", status: 200, httpVersion: "HTTP/2.0", outcome: .allowed,
+            errors: [], requestBytes: 0, responseBytes: 1024, durationMilliseconds: 2.5)
+        var connection = try #require(blockedExchange().connection)
+        connection.upstreamTLS?.alpn = "h2"
+        relayed.connection = connection
+        relayed.action = .relayed
+        var detail = ExchangeDetail(
+            request: HTTPRequestHead(method: "GET", target: "/a", headers: [("Host", "good.test")]),
+            response: HTTPResponseHead(status: 200, reason: "OK", headers: []),
+            timings: ExchangeTimings(
+                started: 1_700_000_003, requestSent: 1_700_000_003.001, firstResponseByte: 1_700_000_003.002,
+                ended: 1_700_000_003.0025))
+        detail.rebuiltTrace = [.requestStart, .finish]
+        relayed.detail = detail
+        // The connection's own records are stored: one before the exchange, one after it.
+        try writer.write([trace("ATS Decision"), .exchange(relayed), trace("TCP Connection Closed", time: 1_700_000_004)])
+        try writer.write([.exchange(blockedExchange())])
+        try writer.close(ended: 1_700_000_010)
+
+        let reader = try CaptureReader(path: path)
+        let stored = try #require(try reader.exchanges(matching: CaptureFilter(outcome: .allowed)).first)
+        #expect(stored.record.detail?.rebuiltTrace == [.requestStart, .finish])
+        let blocked = try #require(try reader.exchanges(matching: CaptureFilter(outcome: .blocked)).first)
+        #expect(blocked.record.detail?.rebuiltTrace == [])
+        #expect(CaptureReader.rebuiltTraceRecords(of: blocked).isEmpty)
+
+        let made: [DiagnosticsRecord] = [
+            .loaderWhatToDo(method: "GET", url: "https://good.test/a"),
+            .protocolEnqueue(method: "GET", url: "https://good.test/a", httpVersion: "HTTP/2.0", headers: nil),
+            .protocolReceived(method: "GET", url: "https://good.test/a", httpVersion: "HTTP/2.0", status: 200),
+            .didFinish(totalMilliseconds: 2.5, totalBytes: 1024),
+        ]
+        let want = made.map { record -> DiagnosticsRecord in
+            var record = record
+            record.connectionID = 7
+            return record
+        }
+        let records = try reader.traceRecords(runID: stored.runID, connectionID: 7)
+        #expect(records.map(\.record.title)
+            == ["ATS Decision", "LoaderWhatToDo", "Protocol Enqueue", "Protocol Received", "Did Finish",
+                "TCP Connection Closed"])
+        #expect(Array(records[1...4].map(\.record)) == want)
+        #expect(records[1...4].map(\.time) == [1_700_000_003, 1_700_000_003, 1_700_000_003.002, 1_700_000_003.0025])
+        // One exchange's window (the web view's detail): its own rebuilt records, and the opening ones.
+        let window = try reader.traceRecords(
+            runID: stored.runID, connectionID: 7, opening: 0, from: 1_700_000_002.9, to: 1_700_000_003.1,
+            exchangeID: stored.id)
+        #expect(window.map(\.record) == want)
+    }
+
     @Test("Listings are newest first and filter by host, domain, verdict, status, method and URL text")
     func filters() throws {
         let path = try folder().appendingPathComponent("c.atscap").path

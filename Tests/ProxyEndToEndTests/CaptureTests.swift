@@ -82,6 +82,71 @@ struct CaptureTests {
         #expect(try reader.exchanges(matching: CaptureFilter(host: Stage.plainHost)).count == 1)
     }
 
+    @Test("Without --diagnostics a capture rebuilds each exchange's own trace records from its row: the records --diagnostics 1 makes and prints for the same traffic")
+    func rebuiltTrace() async throws {
+        let e2e = try E2E.shared()
+        let files = try e2e.folder()
+        let own: Set<String> = ["LoaderWhatToDo", "Protocol Enqueue", "Protocol Received", "Did Finish"]
+        // Per capture, per exchange (oldest first; one connection each): its connection's records as text, the
+        // times of Did Finish and the origins' ports (Mapped To) left out: they differ from run to run.
+        var traces: [String: [[String]]] = [:]
+        for level in ["1", "0"] {
+            let capture = files.appendingPathComponent("trace-\(level).atscap").path
+            let old = try await Origin(e2e, tls: "tls10", tls10: true, in: files)
+            let stage = try await Stage(old.map("tls10.test") + ["--capture", capture, "--diagnostics", level])
+            #expect(try await stage.curl(["https://\(Stage.httpsHost)/bytes/300"]).status == 200)
+            #expect(try await stage.curl(["--http2", "https://\(Stage.httpsHost)/bytes/20"]).status == 200)
+            #expect(try await stage.curl(["-X", "POST", "-d", "x=1", "https://\(Stage.httpsHost)/echo"]).status == 200)
+            #expect(try await stage.curl(["http://\(Stage.plainHost)/bytes/10"]).status == 200)
+            #expect(try await stage.curl(["https://tls10.test/"]).exit == 35)
+            _ = try await stage.proxy.process.waitForOutput { $0.contains("tls10.test") ? true : nil }
+            try await interrupt(stage.proxy)
+
+            let reader = try CaptureReader(path: capture)
+            let all = try reader.exchanges(limit: 100).reversed()
+            #expect(all.count == 5, "\(all.map(\.record.url))")
+            var perExchange: [[String]] = []
+            for exchange in all {
+                let connection = try #require(exchange.record.connection)
+                let trace = try reader.traceRecords(runID: exchange.runID, connectionID: connection.connectionID)
+                perExchange.append(trace.map { r in
+                    let fields = r.record.fields
+                        .filter { (r.record.title != "Did Finish" || $0.key == "total bytes") && $0.key != "Mapped To" }
+                        .map { "\($0.key)=\($0.value)" }
+                    return "\(r.record.title) \(r.record.subject) \(fields.joined(separator: "; "))"
+                })
+                let one = try #require(try reader.exchange(id: exchange.id))
+                if level == "1" {
+                    // Stored as made: nothing to rebuild. The rebuild of the same row gives exactly the records the
+                    // session made (the Did Finish times included), which the console printed.
+                    #expect(one.record.detail?.rebuiltTrace == [])
+                    var forced = one
+                    let intercepted = exchange.record.url.hasPrefix("https://") && exchange.record.action == .relayed
+                    guard intercepted || exchange.record.url.hasPrefix("http://") else { continue }
+                    forced.record.detail?.rebuiltTrace = intercepted ? [.requestStart, .finish] : .finish
+                    let rebuilt = CaptureReader.rebuiltTraceRecords(of: forced).map(\.record)
+                    let stored = trace.map(\.record).filter {
+                        own.contains($0.title) && (intercepted || $0.title == "Protocol Received" || $0.title == "Did Finish")
+                    }
+                    #expect(rebuilt == stored, "\(exchange.record.url)")
+                    for record in rebuilt {
+                        #expect(stage.proxy.process.stderr.contains(record.title), "\(record.title) not printed")
+                    }
+                } else if exchange.record.url.hasPrefix("https://good.test") {
+                    #expect(one.record.detail?.rebuiltTrace == [.requestStart, .finish])
+                }
+            }
+            traces[level] = perExchange
+            if level == "0" { #expect(!stage.proxy.process.stderr.contains("CFNetwork Diagnostics")) }
+        }
+        // The trace read back is the same set of records either way (the rebuilt ones sorted in by time).
+        let stored = try #require(traces["1"]), rebuilt = try #require(traces["0"])
+        #expect(stored.count == rebuilt.count)
+        for (a, b) in zip(stored, rebuilt) {
+            #expect(a.sorted() == b.sorted())
+        }
+    }
+
     @Test("A capture that cannot grow (file size limit): said once, the proxy goes on, what was committed stays")
     func fileSizeLimit() async throws {
         let e2e = try E2E.shared()
