@@ -96,7 +96,7 @@ let package = Package(
 
         // The protocol core's user-space cost per request, in memory (`swift run -c release proxycore-bench`).
         .executableTarget(
-            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore"],
+            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore", "CaptureStore"],
             path: "Sources/ProxyCoreBenchmark", swiftSettings: strict),
         // A lean keep-alive HTTP/1.1 load client for benchmarks/proxybench.py: a fixed set of connections, one event
         // loop, closed-loop requests (`swift build -c release --product atsproxy-load`).

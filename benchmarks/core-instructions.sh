@@ -29,6 +29,7 @@ count() {
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$1" \
         '--toggle-collect=$s9ProxyCore0A7SessionC6handleySayAA0A7CommandOGAA0A5EventOF' \
         '--toggle-collect=$s9ProxyCore0A7SessionC14handleReceived_4fromSayAA0A7CommandOGSW_AA0A4PeerOtF' \
+        '--toggle-collect=$s15proxycore_bench15CaptureEncodingC6encodeyy9ProxyCore0F3LogOF' \
         "$bench" --requests "$1" --rounds 1 --connections 1 --body "$body" --capture "$capture" >/dev/null 2>"$work/log.$1"
     sed -n 's/.*I *refs: *//p' "$work/log.$1" | tr -d ','
 }

@@ -59,6 +59,19 @@ extension CaptureReader {
     /// rebuilt records may fall in its time are looked for: more than a connection's concurrent streams.
     static let nearbyExchanges: Int64 = 4096
 
+    /// The trace records shown with `exchange` (`show ID`, the web view's detail): its connection's opening records
+    /// and those of the exchange's own time (from just before it started to a quarter second after it ended, where
+    /// a connection's closing records fall), at most `limit`. Empty for an exchange of no connection.
+    public func traceRecords(of exchange: CapturedExchange, limit: Int = 400) throws(CaptureFileError)
+        -> [CapturedTraceRecord]
+    {
+        guard let connection = exchange.record.connection else { return [] }
+        let timings = exchange.record.detail?.timings
+        return try traceRecords(
+            runID: exchange.runID, connectionID: connection.connectionID, from: (timings?.started ?? 0) - 0.001,
+            to: (timings?.ended ?? .infinity) + 0.25, limit: limit, exchangeID: exchange.id)
+    }
+
     /// The trace records of one connection that concern one exchange: the connection's first `opening` records
     /// (its handshake and ATS decision) and those made between `from` and `to`, in order, at most `limit` in all.
     /// A keep-alive connection can carry thousands of exchanges; this reads only what one of them needs.

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import GRDB
+import GRDBSQLite
 import ProxyTrace
 
 /// Writes exchange records and trace records into a capture file, one transaction per batch. Used from one thread
@@ -21,19 +22,18 @@ public final class CaptureWriter: @unchecked Sendable {
     /// after which a value seen again is simply stored again.
     private var decisionIDs: [DecisionKey: Int64] = [:]
     private var handshakeIDs: [HandshakeFacts: Int64] = [:]
-    private var connections: [UInt64: ConnectionFacts] = [:]
-    /// The decision and handshake rows each connection's last exchange referred to: a connection's exchanges share
-    /// them, and comparing with the last (the same storage, so `==` is quick) saves hashing a whole certificate
-    /// chain per exchange.
-    private var lastReferences: [UInt64: References] = [:]
+    /// Each connection's decision and handshake rows, from the last record of it a batch carried: its exchanges
+    /// between two records refer to the same rows (`CaptureBatch`).
+    private var connectionRows: [UInt64: References] = [:]
     private static let cacheLimit = 4096
     private let encoder = JSONEncoder()
+    /// Encodes the items given to `write(_:)` (a proxy's sink encodes its own batches).
+    private var itemEncoder = CaptureEncoder()
+    private var itemBatch = CaptureBatch()
     /// The batch's trace records, per connection (nil: records of no connection), as chunk bytes; written at the end
     /// of the batch, a row per connection.
     private var pendingTrace: [UInt64?: PendingChunk] = [:]
     private var pendingOrder: [UInt64?] = []
-    /// Bytes of one text value being assembled (a head, a host), reused.
-    private var scratch: [UInt8] = []
 
     /// Opens `path` for a run: creates a new capture (mode 0600: bodies may hold secrets), fills an empty file, or
     /// appends a run to an existing capture after checking it (a capture this build can read, intact). Anything
@@ -110,7 +110,15 @@ public final class CaptureWriter: @unchecked Sendable {
     /// Writes `items` in one transaction: all of them are in the file afterwards, or (on an error) none, and every
     /// earlier batch stays.
     public func write(_ items: some Collection<CaptureItem>) throws(CaptureFileError) {
-        guard !items.isEmpty else { return }
+        defer { itemBatch.removeAll() }
+        for item in items { itemEncoder.append(item, to: &itemBatch) }
+        try write(itemBatch)
+    }
+
+    /// Writes a batch encoded by a `CaptureEncoder` in one transaction: all of it is in the file afterwards, or (on
+    /// an error) none of it, and every earlier batch stays. Batches must come in the order their encoder made them.
+    public func write(_ batch: CaptureBatch) throws(CaptureFileError) {
+        guard !batch.isEmpty else { return }
         var exchanges = 0
         defer {
             pendingTrace.removeAll(keepingCapacity: true)
@@ -120,13 +128,21 @@ public final class CaptureWriter: @unchecked Sendable {
             try queue.write { db in
                 // Looked up once per batch: the cache is keyed by the SQL text, hashed on each lookup.
                 let statements = try Statements(db)
-                for item in items {
-                    switch item {
-                    case .exchange(let exchange):
-                        try insert(exchange, statements, db)
-                        exchanges += 1
-                    case .trace(let record, let time):
-                        pend(record, time: time)
+                defer { statements.clearBindings() }
+                try batch.withBytes { bytes in
+                    var frames = CaptureBatchReader(bytes)
+                    while !frames.atEnd {
+                        switch frames.kind() {
+                        case .exchange:
+                            try insertExchange(&frames, batch.connections, statements, db)
+                            exchanges += 1
+                        case .trace:
+                            pendTrace(&frames)
+                        case .forget:
+                            connectionRows.removeAll()
+                        case nil:
+                            preconditionFailure("a capture batch frame of no known kind")
+                        }
                     }
                 }
                 // A chunk per connection: a keep-alive connection's records of a whole batch in one row.
@@ -138,8 +154,7 @@ public final class CaptureWriter: @unchecked Sendable {
             // The transaction rolled back: ids remembered during it may name rows that are not there.
             decisionIDs.removeAll()
             handshakeIDs.removeAll()
-            connections.removeAll()
-            lastReferences.removeAll()
+            connectionRows.removeAll()
             throw CaptureFileError.writing(path, error)
         }
         exchangesWritten += exchanges
@@ -179,10 +194,11 @@ public final class CaptureWriter: @unchecked Sendable {
         let chunk: Statement
 
         init(_ db: Database) throws {
+            // After run_id, decision_id and handshake_id, the columns in the order of an exchange frame's values.
             exchange = try db.cachedStatement(sql: """
-                INSERT INTO exchanges (run_id, connection_id, started, request_sent, first_response_byte, ended,
-                    method, url, host, status, http_version, outcome, action, errors, url_error, ssl_error,
-                    request_bytes, response_bytes, duration_ms, interruption, note, decision_id, handshake_id,
+                INSERT INTO exchanges (run_id, decision_id, handshake_id, connection_id, started, request_sent,
+                    first_response_byte, ended, method, url, host, status, http_version, outcome, action, errors,
+                    url_error, ssl_error, request_bytes, response_bytes, duration_ms, interruption, note,
                     upstream_tls_version, upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed,
                     request_head, forwarded_request_head, response_head, client_response_head, upstream_address,
                     mirror, rebuilt_trace)
@@ -195,94 +211,56 @@ public final class CaptureWriter: @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?)
                 """)
         }
+
+        /// Values bound from a batch's bytes point into them: none may outlive the batch.
+        func clearBindings() {
+            for statement in [exchange, body, chunk] { sqlite3_clear_bindings(statement.sqliteStatement) }
+        }
     }
 
-    private func insert(_ e: ExchangeSummary, _ statements: Statements, _ db: Database) throws {
-        let connection = e.connection
-        var references = References()
-        if let connection {
-            try upsertConnection(connection, db)
-            references = try self.references(connection, db)
-        }
-        let detail = e.detail
-        let timings = detail?.timings
-        let ended = timings?.ended ?? Date().timeIntervalSince1970
-        let started = timings?.started ?? ended - e.durationMilliseconds / 1000
-        let upstream = connection?.upstreamTLS
-        let first = e.errors.first
+    private func insertExchange(
+        _ frames: inout CaptureBatchReader, _ connections: [ConnectionRecord], _ statements: Statements, _ db: Database
+    ) throws {
+        let slot = Int32(bitPattern: frames.raw32())
         var row = SQLiteInsert(statements.exchange, db)
         row.int(runID)
-        row.int(connection.map { Int64(bitPattern: $0.connectionID) })
-        row.double(started)
-        row.double(timings?.requestSent)
-        row.double(timings?.firstResponseByte)
-        row.double(ended)
-        row.text(e.method)
-        row.text(e.url)
-        scratch.removeAll(keepingCapacity: true)
-        Self.appendHost(of: e.url, to: &scratch)
-        row.text(bytes: scratch)
-        row.int(e.status)
-        row.text(e.httpVersion)
-        row.text(e.outcome.rawValue)
-        row.text(e.action?.rawValue)
-        row.text(e.errors.isEmpty ? "" : e.errors.map(\.shortCode).joined(separator: ","))
-        row.int(first?.urlError.code)
-        row.int(first?.sslError?.code)
-        row.int(e.requestBytes)
-        row.int(e.responseBytes)
-        row.double(e.durationMilliseconds)
-        row.text(e.interruption)
-        row.text(e.note)
-        row.int(references.decisionRow)
-        row.int(references.handshakeRow)
-        row.text(upstream?.version)
-        row.text(upstream?.cipherSuite)
-        row.text(upstream?.alpn)
-        row.text(upstream?.serverName)
-        row.bool(upstream?.resumed)
-        bindHead(detail?.request, HeadText.appendRequest, &row)
-        bindHead(detail?.forwardedRequest, HeadText.appendRequest, &row)
-        bindHead(detail?.response, HeadText.appendResponse, &row)
-        bindHead(detail?.clientResponse, HeadText.appendResponse, &row)
-        row.text(connection?.upstreamAddress)
-        // Only `--ats mirror` exchanges have one, so Foundation's encoder stays off the common path.
-        row.text(try e.mirror.map { String(decoding: try encoder.encode($0), as: UTF8.self) })
-        let rebuilt = detail?.rebuiltTrace ?? []
-        row.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
+        // The connection's rows: from its record when the frame carries one, else those of its last.
+        let connectionValue = frames.value()
+        var references: References?
+        if slot >= 0 {
+            let connection = connections[Int(slot)]
+            try upsertConnection(connection, db)
+            references = try self.references(connection, db)
+        } else if case .integer(let id) = connectionValue {
+            references = connectionRows[UInt64(bitPattern: id)]
+        }
+        row.int(references?.decisionRow)
+        row.int(references?.handshakeRow)
+        row.bind(connectionValue)
+        for _ in 1..<CaptureBatch.exchangeColumns { row.bind(frames.value()) }
         try row.run()
         let exchangeID = db.lastInsertedRowID
-        if let body = detail?.requestBody { try insertBody(body, direction: "request", exchangeID, statements, db) }
-        if let body = detail?.responseBody { try insertBody(body, direction: "response", exchangeID, statements, db) }
+        for _ in 0..<frames.byte() {
+            let direction = CaptureBatch.Direction(rawValue: frames.byte()) ?? .response
+            let size = Int64(bitPattern: frames.raw())
+            let kept = frames.bytes(Int(frames.raw32()))
+            var body = SQLiteInsert(statements.body, db)
+            body.int(exchangeID)
+            body.text(direction.column)
+            body.blob(kept)
+            body.int(size)
+            body.bool(Int64(kept.count) < size)
+            try body.run()
+        }
     }
 
-    private func bindHead<Head>(
-        _ head: Head?, _ append: (Head, inout [UInt8]) -> Void, _ row: inout SQLiteInsert
-    ) {
-        guard let head else { return row.null() }
-        scratch.removeAll(keepingCapacity: true)
-        append(head, &scratch)
-        row.text(bytes: scratch)
-    }
-
-    private func insertBody(
-        _ body: CapturedBody, direction: String, _ exchangeID: Int64, _ statements: Statements, _ db: Database
-    ) throws {
-        // No row for an empty body: the run's body_limit says bodies were kept, and a missing row is zero bytes.
-        guard body.totalBytes > 0 else { return }
-        var row = SQLiteInsert(statements.body, db)
-        row.int(exchangeID)
-        row.text(direction)
-        row.blob(body.bytes)
-        row.int(body.totalBytes)
-        row.bool(body.isTruncated)
-        try row.run()
-    }
-
-    private func pend(_ record: DiagnosticsRecord, time: Double) {
-        let key = record.connectionID
+    private func pendTrace(_ frames: inout CaptureBatchReader) {
+        var key: UInt64?
+        if case .integer(let id) = frames.value() { key = UInt64(bitPattern: id) }
+        let time = Double(bitPattern: frames.raw())
+        guard case .text(let element) = frames.value() else { return }
         if pendingTrace[key] == nil { pendingOrder.append(key) }
-        pendingTrace[key, default: PendingChunk(first: time)].add(record, time: time)
+        pendingTrace[key, default: PendingChunk(first: time)].add(element: element, time: time)
     }
 
     /// Writes the connection's pending records as one chunk.
@@ -298,26 +276,17 @@ public final class CaptureWriter: @unchecked Sendable {
         try row.run()
     }
 
-    /// The decision and handshake rows of `c`'s verdict, each written once.
+    /// The decision and handshake rows of `c`'s verdict, each written once, remembered as its connection's.
     private func references(_ c: ConnectionRecord, _ db: Database) throws -> References {
-        if let last = lastReferences[c.connectionID], last.decision == c.decision, last.violations == c.violations,
-            last.facts == c.upstreamHandshake
-        {
-            return last
-        }
-        var references = References(decision: c.decision, violations: c.violations, facts: c.upstreamHandshake)
+        var references = References()
         references.decisionRow = try decisionID(c.decision, c.violations, db)
         references.handshakeRow = try c.upstreamHandshake.map { try handshakeID($0, db) }
-        if lastReferences.count >= Self.cacheLimit { lastReferences.removeAll() }
-        lastReferences[c.connectionID] = references
+        if connectionRows.count >= Self.cacheLimit { connectionRows.removeAll() }
+        connectionRows[c.connectionID] = references
         return references
     }
 
     private func upsertConnection(_ c: ConnectionRecord, _ db: Database) throws {
-        let facts = ConnectionFacts(clientAddress: c.clientAddress, clientTLS: c.clientTLS)
-        if connections[c.connectionID] == facts { return }
-        if connections.count >= Self.cacheLimit { connections.removeAll() }
-        connections[c.connectionID] = facts
         let tls = c.clientTLS
         let statement = try db.cachedStatement(sql: """
             INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
@@ -411,11 +380,8 @@ public final class CaptureWriter: @unchecked Sendable {
     }
 }
 
-/// A connection's decision and handshake, and the rows they are stored in.
+/// The decision and handshake rows a connection's exchanges refer to.
 private struct References {
-    var decision: PolicyDecision?
-    var violations: [ATSViolation] = []
-    var facts: HandshakeFacts?
     var decisionRow: Int64?
     var handshakeRow: Int64?
 }
@@ -431,8 +397,8 @@ private struct PendingChunk {
         last = first
     }
 
-    mutating func add(_ record: DiagnosticsRecord, time: Double) {
-        TraceChunk.append(record, time: time, to: &bytes)
+    mutating func add(element: UnsafeRawBufferPointer, time: Double) {
+        TraceChunk.append(element: element, to: &bytes)
         last = time
     }
 }
@@ -440,9 +406,4 @@ private struct PendingChunk {
 private struct DecisionKey: Hashable {
     var decision: PolicyDecision
     var violations: [ATSViolation]
-}
-
-private struct ConnectionFacts: Equatable {
-    var clientAddress: String?
-    var clientTLS: TLSLegFacts?
 }

@@ -46,8 +46,11 @@ enum HeadText {
     }
 
     static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        // A small integer's String is stored inline: no allocation.
-        out.append(contentsOf: String(value).utf8)
+        // Versions and statuses: one to three digits, written without making a String.
+        guard value >= 0, value < 1000 else { return out.append(contentsOf: String(value).utf8) }
+        if value >= 100 { out.append(UInt8(ascii: "0") + UInt8(value / 100)) }
+        if value >= 10 { out.append(UInt8(ascii: "0") + UInt8(value / 10 % 10)) }
+        out.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 
     /// The request head stored by `request(_:)`; nil when the text is not one.

@@ -83,6 +83,30 @@ struct SQLiteInsert: ~Copyable {
         }
     }
 
+    /// Bytes of a capture batch bound as a BLOB, in place (see `bind(_:)`).
+    mutating func blob(_ bytes: UnsafeRawBufferPointer) {
+        let i = next()
+        // An empty buffer may have no address, which SQLite would bind as NULL.
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return check(sqlite3_bind_zeroblob(statement, i, 0)) }
+        check(sqlite3_bind_blob(statement, i, base, Int32(bytes.count), sqliteStatic))
+    }
+
+    /// A value of a capture batch. Text is bound in place (`SQLITE_STATIC`): the batch's bytes outlive the step, and
+    /// the writer clears the bindings before the batch goes.
+    mutating func bind(_ value: CaptureBatchReader.Value) {
+        switch value {
+        case .null: null()
+        case .integer(let v): int(v)
+        case .real(let v): double(v)
+        case .text(let utf8):
+            let i = next()
+            guard let base = utf8.baseAddress, !utf8.isEmpty else {
+                return check(sqlite3_bind_text(statement, i, "", 0, sqliteTransient))
+            }
+            check(sqlite3_bind_text(statement, i, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), sqliteStatic))
+        }
+    }
+
     /// Executes the statement with the values bound, then resets it for the next row.
     consuming func run() throws {
         defer { sqlite3_reset(statement) }
@@ -96,6 +120,9 @@ struct SQLiteInsert: ~Copyable {
         return DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
     }
 }
+
+/// SQLite's `SQLITE_STATIC`: the bytes stay valid and unchanged while the statement uses them.
+private let sqliteStatic: sqlite3_destructor_type? = nil
 
 /// SQLite's `SQLITE_TRANSIENT`: SQLite copies the bytes before the bind call returns.
 private let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)

@@ -9,6 +9,18 @@ enum TraceChunk {
     /// Appends one record to a chunk's bytes (`[` opens the chunk on its first record; `close` ends it).
     static func append(_ record: DiagnosticsRecord, time: Double, to out: inout [UInt8]) {
         out.append(out.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+        appendElement(record, time: time, to: &out)
+    }
+
+    /// Appends a chunk's bytes that have been made by `appendElement` (`[` opens the chunk on its first; `close` ends
+    /// it).
+    static func append(element: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        out.append(out.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
+        out.append(contentsOf: element)
+    }
+
+    /// One record as an element of a chunk: `[time, level, "title", "subject", [fields]]`.
+    static func appendElement(_ record: DiagnosticsRecord, time: Double, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "["))
         out.append(contentsOf: String(time).utf8)
         out.append(UInt8(ascii: ","))

@@ -107,6 +107,13 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
             }
         case .wire(let wire):
             wire.bytes.withUnsafeBufferPointer { bytes in
+                // Most heads arrive in exactly this form: then the lines are one run of the wire bytes, one copy.
+                if let block = Self.lineFormBlock(wire.ranges, in: bytes) {
+                    out.append(13)
+                    out.append(10)
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[block]))
+                    return
+                }
                 for r in wire.ranges {
                     out.append(13)
                     out.append(10)
@@ -122,6 +129,37 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
                 }
             }
         }
+    }
+
+    /// The wire bytes from the first field's name to the end of the last value, when they are already the
+    /// line form `appendLines` writes: each field `Name: value` (one space, no trailing whitespace), CRLF between
+    /// fields, no obs-fold, and only ASCII (other bytes are written escaped); nil otherwise.
+    private static func lineFormBlock(_ ranges: [WireRange], in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        guard let first = ranges.first, let last = ranges.last else { return nil }
+        for i in ranges.indices {
+            let r = ranges[i]
+            guard r.value.lowerBound == r.name.upperBound + 2, bytes[r.name.upperBound] == UInt8(ascii: ":"),
+                bytes[r.name.upperBound + 1] == UInt8(ascii: " ")
+            else { return nil }
+            if i + 1 < ranges.count {
+                guard ranges[i + 1].name.lowerBound == r.value.upperBound + 2, bytes[r.value.upperBound] == 13,
+                    bytes[r.value.upperBound + 1] == 10
+                else { return nil }
+            }
+        }
+        let block = first.name.lowerBound..<last.value.upperBound
+        // ASCII only, checked eight bytes at a time.
+        let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[block]))
+        var i = 0
+        while i + 8 <= raw.count {
+            if raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return nil }
+            i += 8
+        }
+        while i < raw.count {
+            if raw[i] >= 0x80 { return nil }
+            i += 1
+        }
+        return block
     }
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import CaptureStore
 import Foundation
 import ProxyCore
 import TLSCore
@@ -14,7 +15,8 @@ import TLSCore
 // (--body sets the response body's size, 1 KiB by default: large bodies count the download path. --capture sets
 // the session up as `run --capture` does, bodies kept up to 1 MiB: 1 with each exchange's own trace records made
 // (as with --diagnostics 1), 2 with them left to the capture's reader (as without --diagnostics); 0, the default:
-// no capture.)
+// no capture. With a capture, each logged entry is also encoded as the capture's sink does on a loop thread
+// (`CaptureEncoder`, into a batch emptied as the writer would), so the count covers the loop threads' whole share.)
 
 struct Options {
     var requests = 20_000
@@ -82,12 +84,31 @@ private func collect(_ session: ProxySession, _ commands: consuming [ProxyComman
         switch command {
         case .sendToClient(let bytes): toClient += bytes
         case .sendToUpstream(let bytes): toUpstream += bytes
+        case .log(let entry) where CaptureEncoding.enabled: CaptureEncoding.shared.encode(entry)
         default: break
         }
     }
     // As the server does: the command array goes back to the session for the next event.
     session.recycle(consume commands)
     return (toClient, toUpstream)
+}
+
+/// What `CaptureSink` does with each entry on the loop thread, without its lock and writer.
+final class CaptureEncoding: @unchecked Sendable {
+    // @unchecked: the benchmark is one thread.
+    nonisolated(unsafe) static let shared = CaptureEncoding()
+    nonisolated(unsafe) static var enabled = false
+    private var encoder = CaptureEncoder()
+    private var batch = CaptureBatch()
+
+    @inline(never) func encode(_ entry: ProxyLog) {
+        switch entry {
+        case .exchange(let exchange): encoder.append(.exchange(exchange), to: &batch)
+        case .diagnostics(let record): encoder.append(.trace(record, time: 0), to: &batch)
+        case .event, .notice: return
+        }
+        if batch.byteCount > 1 << 20 { batch.removeAll() }
+    }
 }
 
 /// Reads all the plaintext an engine can give now.
@@ -203,6 +224,7 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 func run() throws {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
     let scene = try Scene(capture: options.capture)
+    CaptureEncoding.enabled = options.capture > 0
     let clock = ContinuousClock()
     let (session, client, origin) = try scene.connect()
     let (directClient, directOrigin) = try scene.direct()

@@ -63,12 +63,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// record several times larger (5% more instructions per keep-alive request).
     private var extras: Extras?
 
-    private final class Extras: @unchecked Sendable {
-        // @unchecked: never mutated once shared; `updateExtras` copies before changing a shared box.
-        var connection: ConnectionRecord?
-        var action: ExchangeAction?
-        var detail: ExchangeDetail?
-        var mirror: MirrorRecord?
+    // Immutable: a change makes a new box (`updateExtras`). `let` fields also let `withRecord` lend them to its body
+    // without copying each one out (a `var` field of a class is copied, every string and array of it retained).
+    private final class Extras: Sendable {
+        let connection: ConnectionRecord?
+        let action: ExchangeAction?
+        let detail: ExchangeDetail?
+        let mirror: MirrorRecord?
 
         init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?) {
             self.connection = connection
@@ -81,15 +82,31 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// Sets the connection, the action and the detail at once: one copy of the boxed extras instead of one per
     /// field (the session records all three for every exchange a capture keeps).
     public mutating func setRecord(connection: ConnectionRecord, action: ExchangeAction, detail: ExchangeDetail) {
-        let copy = Extras(connection: connection, action: action, detail: detail, mirror: extras?.mirror)
-        extras = copy
+        extras = Extras(connection: connection, action: action, detail: detail, mirror: extras?.mirror)
     }
 
-    private mutating func updateExtras(_ change: (Extras) -> Void) {
-        let copy = Extras(
+    /// Calls `body` with the connection, the action and the detail, lent rather than copied out one by one (the
+    /// getters each copy a whole struct): for sinks that read every field of every exchange.
+    public func withRecord<Result>(
+        _ body: (_ connection: ConnectionRecord?, _ action: ExchangeAction?, _ detail: ExchangeDetail?) -> Result
+    ) -> Result {
+        guard let extras else { return body(nil, nil, nil) }
+        return body(extras.connection, extras.action, extras.detail)
+    }
+
+    private mutating func updateExtras(_ change: (inout Fields) -> Void) {
+        var fields = Fields(
             connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror)
-        change(copy)
-        extras = copy
+        change(&fields)
+        extras = Extras(
+            connection: fields.connection, action: fields.action, detail: fields.detail, mirror: fields.mirror)
+    }
+
+    private struct Fields {
+        var connection: ConnectionRecord?
+        var action: ExchangeAction?
+        var detail: ExchangeDetail?
+        var mirror: MirrorRecord?
     }
 
     private enum CodingKeys: String, CodingKey {

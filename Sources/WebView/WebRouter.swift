@@ -165,13 +165,8 @@ public final class WebRouter: Sendable {
         let connection = e.connection
         var trace: [TraceJSON] = []
         var traceTruncated = false
-        if let connection {
-            // The connection's opening records (its handshake and decision) and those of this exchange's time.
-            let from: Double = (detail?.timings.started ?? 0) - 0.001
-            let to: Double = (detail?.timings.ended ?? .infinity) + 0.25
-            let records = try reader.traceRecords(
-                runID: exchange.runID, connectionID: connection.connectionID, from: from, to: to,
-                limit: Self.traceLimit + 1, exchangeID: exchange.id)
+        if connection != nil {
+            let records = try reader.traceRecords(of: exchange, limit: Self.traceLimit + 1)
             traceTruncated = records.count > Self.traceLimit
             trace = records.prefix(Self.traceLimit).map { r in
                 TraceJSON(

@@ -75,9 +75,9 @@ struct ShowCommand: ParsableCommand {
             let run = try reader.runs().first { $0.id == exchange.runID }
             output = HAREntry.make(exchange, run: run).rendered() + "\n"
         } else {
-            let trace = try exchange.record.connection.map {
-                try reader.traceRecords(runID: exchange.runID, connectionID: $0.connectionID)
-            } ?? []
+            // The connection's opening records and this exchange's: a keep-alive connection's whole trace can
+            // run to thousands of exchanges.
+            let trace = try reader.traceRecords(of: exchange)
             output = ExchangeText(previewBytes: bodyPreview, colour: isatty(STDOUT_FILENO) == 1)
                 .render(exchange, trace: trace)
         }

@@ -430,6 +430,55 @@ struct CaptureStoreTests {
         ) { try CaptureWriter.open(path: path, run: run) }
     }
 
+    @Test("A connection's record crosses to the writer once, and again when it changed: each exchange keeps its own decision")
+    func connectionRecordsSentWhenChanged() throws {
+        let url = try folder().appendingPathComponent("c.atscap")
+        let writer = try CaptureWriter.open(path: url.path, run: run)
+        let first = blockedExchange()
+        var same = blockedExchange()
+        same.url = "https://old.example:8443/again"
+        // The same connection, later judged by another entry (a plain-HTTP connection's next host).
+        var changed = blockedExchange()
+        changed.connection?.decision = PolicyDecision(keyPath: [], reason: "ATS defaults", notes: [])
+        changed.connection?.violations = []
+        var encoder = CaptureEncoder()
+        var batch = CaptureBatch()
+        for exchange in [first, same, changed] { encoder.append(.exchange(exchange), to: &batch) }
+        #expect(batch.connections.count == 2, "sent with the first exchange and when it changed, not with the second")
+        try writer.write(batch)
+        // Across batches: the writer remembers the connection's rows.
+        batch.removeAll()
+        encoder.append(.exchange(changed), to: &batch)
+        #expect(batch.connections.isEmpty)
+        try writer.write(batch)
+        try writer.close(ended: 2)
+        let reader = try CaptureReader(path: url.path)
+        let decisions = try (1...4).map { try reader.exchange(id: Int64($0))?.record.connection?.decision?.reason }
+        #expect(decisions == ["exact match", "exact match", "ATS defaults", "ATS defaults"])
+        #expect(try reader.exchange(id: 2)?.record.connection?.violations.count == 1)
+        #expect(try reader.exchange(id: 4)?.record.connection?.violations.isEmpty == true)
+    }
+
+    @Test("Past its limit the encoder forgets the connections it sent, and the writer forgets them with it")
+    func encoderForgetsConnections() throws {
+        let url = try folder().appendingPathComponent("c.atscap")
+        let writer = try CaptureWriter.open(path: url.path, run: run)
+        var encoder = CaptureEncoder()
+        var batch = CaptureBatch()
+        for connection in 0...UInt64(CaptureEncoder.connectionLimit) {
+            encoder.append(.exchange(blockedExchange(connection: connection)), to: &batch)
+        }
+        // Connection 0 was forgotten: its record is sent again, and its exchange still refers to its decision.
+        encoder.append(.exchange(blockedExchange(connection: 0)), to: &batch)
+        #expect(batch.connections.count == CaptureEncoder.connectionLimit + 2)
+        try writer.write(batch)
+        try writer.close(ended: 2)
+        let reader = try CaptureReader(path: url.path)
+        let last = try #require(try reader.exchange(id: Int64(CaptureEncoder.connectionLimit) + 2))
+        #expect(last.record.connection?.connectionID == 0)
+        #expect(last.record.connection?.decision?.reason == "exact match")
+    }
+
     @Test("Hosts are read from URLs and authorities", arguments: [
         ("https://A.Example:8443/x", "a.example"), ("http://u:p@h.test/p?q", "h.test"), ("example.com:443", "example.com"),
         ("https://[::1]:8080/", "::1"), ("http://h.test", "h.test"),

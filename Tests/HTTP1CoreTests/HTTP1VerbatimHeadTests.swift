@@ -49,6 +49,30 @@ struct HTTP1VerbatimHeadTests {
         #expect(none.isEmpty)
     }
 
+    @Test("appendLines copies a head already in line form in one piece, and gives the same lines as field by field",
+          arguments: [
+            "GET / HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nUser-Agent: curl/7.88.1\r\n\r\n",  // line form
+            "GET / HTTP/1.1\r\nHost: a.test\r\nX-Empty: \r\nAccept: */*\r\n\r\n",  // an empty value
+            "GET / HTTP/1.1\r\nHost: a.test\nAccept: */*\r\n\r\n",  // a bare LF between fields
+            "GET / HTTP/1.1\r\nHost:a.test\r\nAccept: */*\r\n\r\n",  // no space after the colon
+            "GET / HTTP/1.1\r\nHost: a.test \r\nAccept: */*\r\n\r\n",  // trailing whitespace
+            "GET / HTTP/1.1\r\nHost:  a.test\r\n\r\n",  // two spaces
+            "GET / HTTP/1.1\r\nX-Long: 0123456789abcdef0123456789abcdef\r\nHost: a\r\n\r\n",  // many 8-byte words
+          ])
+    func lineFormCopy(_ text: String) throws {
+        var parser = HTTP1Parser(role: .requests)
+        parser.receive(bytes(text))
+        guard case .requestHead(let head) = try parser.nextEvent() else {
+            Issue.record("expected a request head")
+            return
+        }
+        var parsed: [UInt8] = []
+        head.headers.appendLines(to: &parsed)
+        var built: [UInt8] = []
+        HTTPHeaders(head.headers.fields.map { ($0.name, $0.value) }).appendLines(to: &built)
+        #expect(String(decoding: parsed, as: UTF8.self) == String(decoding: built, as: UTF8.self))
+    }
+
     @Test("Bytes that are not UTF-8 stay as received, and serialising the parsed head gives them back too")
     func obsTextIsKept() throws {
         var wire = bytes("GET / HTTP/1.1\r\nHost: a\r\nX-Latin: caf")

@@ -5,8 +5,9 @@ import ProxyTrace
 import Synchronization
 
 /// `--capture FILE`: every exchange record (heads, timings, TLS facts, decision, bodies up to the cap) and every
-/// trace record into a capture file, written in batches (one transaction each) on a writer thread of its own: the
-/// loop threads only append to a queue.
+/// trace record into a capture file, written in batches (one transaction each) on a writer thread of its own. The
+/// loop thread that made a record encodes it into the pending batch (`CaptureBatch`) and keeps it: the writer gets
+/// bytes ready to bind, and no record is freed on another thread.
 ///
 /// Overflow: backpressure, bounded by entries and by body bytes. A capture is the session's record: `report`'s
 /// conclusions (an exception never used) would be wrong if exchanges were silently missing, so none is dropped
@@ -15,13 +16,13 @@ import Synchronization
 /// `maxQueuedBytes` of bodies). When a write fails (disk full, file size limit, I/O error), the sink says so once,
 /// stops capturing and lets the proxy go on; every batch committed before stays in the file.
 public final class CaptureSink: LogSink, @unchecked Sendable {
-    // @unchecked: `queue`, `queuedBytes`, `busy` and `stopping` are touched only under `condition`; `writer` only on
-    // the writer thread, and in `close()` after that thread has finished.
+    // @unchecked: `queue`, `encoder`, `busy` and `stopping` are touched only under `condition`; `writer` only on the
+    // writer thread, and in `close()` after that thread has finished.
     private let writer: CaptureWriter
     private let notice: @Sendable (String) -> Void
     private let condition = NSCondition()
-    private var queue: [CaptureItem] = []
-    private var queuedBytes = 0
+    private var queue = CaptureBatch()
+    private var encoder = CaptureEncoder()
     private var busy = false
     private var stopping = false
     private var threadDone = false
@@ -30,7 +31,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
 
     /// Entries that may wait for the writer.
     static let maxQueued = 16_384
-    /// Bytes of bodies (and a per-entry estimate) that may wait for the writer.
+    /// Encoded bytes (bodies, heads, values) that may wait for the writer.
     static let maxQueuedBytes = 64 << 20
     /// How long the writer lets entries gather before a commit: fewer, larger commits, as each rewrites the last page
     /// of every table and index it touched, and a connection's trace records of a batch share one row.
@@ -56,28 +57,21 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
 
     public func consume(_ entry: ProxyLog) {
         let item: CaptureItem
-        let cost: Int
         switch entry {
-        case .exchange(let exchange):
-            item = .exchange(exchange)
-            cost = 512 + (exchange.detail?.requestBody?.bytes.count ?? 0) + (exchange.detail?.responseBody?.bytes.count ?? 0)
-        case .diagnostics(let record):
-            item = .trace(record, time: Date().timeIntervalSince1970)
-            cost = 256
-        case .event, .notice:
-            return
+        case .exchange(let exchange): item = .exchange(exchange)
+        case .diagnostics(let record): item = .trace(record, time: Date().timeIntervalSince1970)
+        case .event, .notice: return
         }
         guard !failed.load(ordering: .relaxed) else { return }
         condition.lock()
         // An entry larger than the whole bound still goes in when the queue is empty, alone.
-        while !queue.isEmpty, queue.count >= Self.maxQueued || queuedBytes + cost > Self.maxQueuedBytes,
+        while !queue.isEmpty, queue.count >= Self.maxQueued || queue.byteCount >= Self.maxQueuedBytes,
             !failed.load(ordering: .relaxed)
         {
             condition.wait()
         }
         if !failed.load(ordering: .relaxed) {
-            queue.append(item)
-            queuedBytes += cost
+            encoder.append(item, to: &queue)
             // Only the writer waits for entries, and only on an empty queue: one wake-up per batch, not per record.
             if queue.count == 1 { condition.broadcast() }
         }
@@ -106,7 +100,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     }
 
     private func run() {
-        var batch: [CaptureItem] = []
+        var batch = CaptureBatch()
         while true {
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
@@ -123,7 +117,6 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
             }
             // The two buffers trade places: no allocation per batch.
             swap(&queue, &batch)
-            queuedBytes = 0
             busy = true
             condition.broadcast()  // room for loop threads waiting under backpressure
             condition.unlock()
@@ -135,7 +128,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
                             + "exchanges committed before stay in the file)")
                 }
             }
-            batch.removeAll(keepingCapacity: true)
+            batch.removeAll()
             condition.lock()
             busy = false
             condition.broadcast()  // a flush, or loop threads after a failure, may be waiting
