@@ -235,11 +235,12 @@ public struct CaptureEncoder {
         batch.double(e.durationMilliseconds)
         batch.text(e.interruption)
         batch.text(e.note)
-        batch.text(connection?.upstreamTLS?.version)
-        batch.text(connection?.upstreamTLS?.cipherSuite)
-        batch.text(connection?.upstreamTLS?.alpn)
-        batch.text(connection?.upstreamTLS?.serverName)
-        batch.bool(connection?.upstreamTLS?.resumed)
+        let upstream = connection?.upstreamTLS
+        batch.text(upstream?.version)
+        batch.text(upstream?.cipherSuite)
+        batch.text(upstream?.alpn)
+        batch.text(upstream?.serverName)
+        batch.bool(upstream?.resumed)
         if let head = detail?.request { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
         if let head = detail?.forwardedRequest { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
         if let head = detail?.response { batch.text { HeadText.appendResponse(head, to: &$0) } } else { batch.null() }
@@ -275,6 +276,7 @@ public struct CaptureEncoder {
     /// `b` as for `a`. Values a connection keeps share their storage, which makes the comparison quick.
     private static func sameRows(_ a: ConnectionRecord?, _ b: ConnectionRecord) -> Bool {
         guard let a else { return false }
+        if a.isUnchangedCopy(of: b) { return true }
         return a.clientAddress == b.clientAddress && a.clientTLS == b.clientTLS && a.decision == b.decision
             && a.violations == b.violations && a.upstreamHandshake == b.upstreamHandshake
     }

@@ -7,8 +7,8 @@ import GRDB
 /// Steps are never edited once released: a change is a new step.
 ///
 /// The queries the tables are shaped for: the live view and `show` list exchanges newest first (`ORDER BY id
-/// DESC`: ids follow the order exchanges ended), filtered by host, verdict (`outcome`), status, method, or text
-/// in the URL; `report` groups by host and verdict and reads the TLS facts and decisions; one exchange is shown in
+/// DESC`: ids follow the order exchanges ended), filtered by host, verdict (`outcome`) or status (indexed), or by
+/// method or text in the URL (scanned newest first); `report` groups by host and verdict and reads the TLS facts and decisions; one exchange is shown in
 /// full with its bodies and its connection's trace.
 enum CaptureSchema {
     /// `PRAGMA application_id`: marks the SQLite file as an ATSProxy capture ("ATSC").
@@ -167,6 +167,11 @@ enum CaptureSchema {
             // the capture is the only consumer of traces; NULL when they are stored with the connection's records.
             try db.execute(sql: "ALTER TABLE exchanges ADD COLUMN rebuilt_trace INTEGER")
         }
+        migrator.registerMigration(Step.noMethodIndex) { db in
+            // Nearly every request is a GET: the method index selected little and cost every exchange an index entry.
+            // A method term now scans newest first, as a text term does.
+            try db.execute(sql: "DROP INDEX exchanges_by_method")
+        }
         return migrator
     }
 
@@ -178,5 +183,6 @@ enum CaptureSchema {
         static let traceChunks = "4 trace chunks"
         static let mirror = "5 mirror"
         static let rebuiltTrace = "6 rebuilt trace"
+        static let noMethodIndex = "7 no method index"
     }
 }

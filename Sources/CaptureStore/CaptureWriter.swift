@@ -71,6 +71,10 @@ public final class CaptureWriter: @unchecked Sendable {
                 // a longer log, the last pages of each table and index, rewritten by every commit, are copied fewer
                 // times. At most 64 MiB of log (16,384 pages of 4 KiB) before a checkpoint (SQLite's default: 4 MiB).
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 16384")
+                // The pages a batch touches besides the tables' ends (each index's pages for a host, a verdict, a
+                // status) stay cached between batches instead of being read back from the file: 16 MiB, fixed,
+                // where SQLite's default is 2 MiB.
+                try db.execute(sql: "PRAGMA cache_size = -16384")
             }
             try CaptureSchema.migrator.migrate(queue)
             let runID = try queue.write { db in

@@ -58,7 +58,7 @@ final class InterceptLayer: RelayingLayer {
     var watchedWait = RelayWait.nothing
     /// The failure of the iOS-like attempt, kept while the permissive probe runs.
     var iOSLikeFailure: TLSError?
-    var violations: [ATSViolation] = []
+    var violations: [ATSViolation] = [] { didSet { connectionRecord = nil } }
     /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
     var blockAnswer: ATSAnswer?
     /// The set-up site, when the CONNECT was to its name: every request is answered by it, with no upstream.
@@ -111,7 +111,10 @@ final class InterceptLayer: RelayingLayer {
     /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
     let started: Double
     /// The TLS of both legs, for the exchange records (ProxySession+Record).
-    var legs = InterceptionLegs()
+    var legs = InterceptionLegs() { didSet { connectionRecord = nil } }
+    /// The connection's record as its last exchange carried it (ProxySession+Record), kept while none of what it is
+    /// made of changes: its exchanges then share one record's storage, which sinks compare by identity.
+    var connectionRecord: ConnectionRecord?
 
     init(host: String, port: Int, hello: ClientHello, helloBytes: [UInt8], requirements: ConnectionRequirements?,
          decision: PolicyDecision, started: Double) {

@@ -42,11 +42,17 @@ extension ProxySession {
             if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client, serverName: i.hello.serverName) }
             if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
         }
-        let connection = ConnectionRecord(
-            connectionID: id, clientAddress: clientAddress, upstreamAddress: upstreamAddress, clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream,
-            upstreamHandshake: i?.legs.upstreamFacts,
-            decision: i?.decision ?? plainDecision.decision,
-            violations: i.map(\.violations) ?? plainDecision.violations)
+        let connection: ConnectionRecord
+        if let kept = i?.connectionRecord, kept.clientAddress == clientAddress, kept.upstreamAddress == upstreamAddress {
+            connection = kept
+        } else {
+            connection = ConnectionRecord(
+                connectionID: id, clientAddress: clientAddress, upstreamAddress: upstreamAddress,
+                clientTLS: i?.legs.client, upstreamTLS: i?.legs.upstream, upstreamHandshake: i?.legs.upstreamFacts,
+                decision: i?.decision ?? plainDecision.decision,
+                violations: i.map(\.violations) ?? plainDecision.violations)
+            i?.connectionRecord = connection
+        }
         var detail: ExchangeDetail
         if let recorded = exchange.detail {
             detail = recorded

@@ -11,35 +11,81 @@ import HTTP1Core
 public struct ExchangeDetail: Sendable {
     /// The request as the client sent it. For an HTTP/2 client, its pseudo-headers as a request line
     /// (`:method`, `:path`) and its other fields in order.
-    public var request: HTTPRequestHead?
+    public var request: HTTPRequestHead? {
+        get { box.fields.request }
+        set { mutate { $0.request = newValue } }
+    }
     /// The request as it went upstream, when it differs from `request` (absolute-form made origin-form, a
     /// translated h1↔h2 head, proxy fields removed); nil when the same bytes went up.
-    public var forwardedRequest: HTTPRequestHead?
+    public var forwardedRequest: HTTPRequestHead? {
+        get { box.fields.forwardedRequest }
+        set { mutate { $0.forwardedRequest = newValue } }
+    }
     /// The response as the upstream sent it (nil when there was none: a local answer, a block).
-    public var response: HTTPResponseHead?
+    public var response: HTTPResponseHead? {
+        get { box.fields.response }
+        set { mutate { $0.response = newValue } }
+    }
     /// The response as the client got it, when it differs from `response` (annotated with `X-ATS-*`, translated,
     /// or answered by the proxy itself).
-    public var clientResponse: HTTPResponseHead?
-    public var timings: ExchangeTimings
+    public var clientResponse: HTTPResponseHead? {
+        get { box.fields.clientResponse }
+        set { mutate { $0.clientResponse = newValue } }
+    }
+    public var timings: ExchangeTimings {
+        get { box.fields.timings }
+        set { mutate { $0.timings = newValue } }
+    }
     /// Body bytes seen, up to the recording's limit; nil when bodies are not recorded.
-    public var requestBody: CapturedBody?
-    public var responseBody: CapturedBody?
+    public var requestBody: CapturedBody? {
+        get { box.fields.requestBody }
+        set { mutate { $0.requestBody = newValue } }
+    }
+    public var responseBody: CapturedBody? {
+        get { box.fields.responseBody }
+        set { mutate { $0.responseBody = newValue } }
+    }
     /// The exchange's own trace records the session did not make, for a reader to rebuild from this record
     /// (`RecordingOptions.rebuildsExchangeTraces`); empty when they were made as the console shows them.
-    public var rebuiltTrace: RebuiltTrace = []
+    public var rebuiltTrace: RebuiltTrace {
+        get { box.fields.rebuiltTrace }
+        set { mutate { $0.rebuiltTrace = newValue } }
+    }
+
+    private struct Fields {
+        var request: HTTPRequestHead?
+        var forwardedRequest: HTTPRequestHead?
+        var response: HTTPResponseHead?
+        var clientResponse: HTTPResponseHead?
+        var timings: ExchangeTimings
+        var requestBody: CapturedBody?
+        var responseBody: CapturedBody?
+        var rebuiltTrace: RebuiltTrace = []
+    }
+
+    // The fields live in one copy-on-write box: a record is copied through commands, sinks and the capture's
+    // encoder, and a copy of the fields inline retained each head, body and string of them every time.
+    private final class Box: @unchecked Sendable {
+        // @unchecked: mutated only through `mutate`, when this value is the box's only owner.
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    private mutating func mutate(_ change: (inout Fields) -> Void) {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        change(&box.fields)
+    }
 
     public init(
         request: HTTPRequestHead? = nil, forwardedRequest: HTTPRequestHead? = nil, response: HTTPResponseHead? = nil,
         clientResponse: HTTPResponseHead? = nil, timings: ExchangeTimings, requestBody: CapturedBody? = nil,
         responseBody: CapturedBody? = nil
     ) {
-        self.request = request
-        self.forwardedRequest = forwardedRequest
-        self.response = response
-        self.clientResponse = clientResponse
-        self.timings = timings
-        self.requestBody = requestBody
-        self.responseBody = responseBody
+        box = Box(Fields(
+            request: request, forwardedRequest: forwardedRequest, response: response, clientResponse: clientResponse,
+            timings: timings, requestBody: requestBody, responseBody: responseBody))
     }
 }
 
@@ -130,34 +176,84 @@ public enum ExchangeAction: String, Sendable, Equatable, Codable {
 /// The connection an exchange belongs to, and the ATS verdict that applied to it.
 public struct ConnectionRecord: Sendable {
     /// The client connection (the trace's Connection ID).
-    public var connectionID: UInt64
+    public var connectionID: UInt64 {
+        get { box.fields.connectionID }
+        set { mutate { $0.connectionID = newValue } }
+    }
     /// `192.168.1.20:51234`, when known.
-    public var clientAddress: String?
+    public var clientAddress: String? {
+        get { box.fields.clientAddress }
+        set { mutate { $0.clientAddress = newValue } }
+    }
     /// The upstream's address as connected to (`93.184.216.34:443`, `[::1]:8443`): the name's resolved address,
     /// after `--map`; nil when no upstream connection was made (a refusal, a name that did not resolve).
-    public var upstreamAddress: String?
+    public var upstreamAddress: String? {
+        get { box.fields.upstreamAddress }
+        set { mutate { $0.upstreamAddress = newValue } }
+    }
     /// The TLS between the client and the proxy (nil for plain HTTP and tunnels).
-    public var clientTLS: TLSLegFacts?
+    public var clientTLS: TLSLegFacts? {
+        get { box.fields.clientTLS }
+        set { mutate { $0.clientTLS = newValue } }
+    }
     /// The TLS between the proxy and the upstream, with the certificate facts it was judged on.
-    public var upstreamTLS: TLSLegFacts?
-    public var upstreamHandshake: HandshakeFacts?
+    public var upstreamTLS: TLSLegFacts? {
+        get { box.fields.upstreamTLS }
+        set { mutate { $0.upstreamTLS = newValue } }
+    }
+    public var upstreamHandshake: HandshakeFacts? {
+        get { box.fields.upstreamHandshake }
+        set { mutate { $0.upstreamHandshake = newValue } }
+    }
     /// The plist entry (or the defaults) that decided, and why; nil when ATS was not evaluated.
-    public var decision: PolicyDecision?
+    public var decision: PolicyDecision? {
+        get { box.fields.decision }
+        set { mutate { $0.decision = newValue } }
+    }
     /// The violations found, with their codes and fixes (empty when allowed).
-    public var violations: [ATSViolation]
+    public var violations: [ATSViolation] {
+        get { box.fields.violations }
+        set { mutate { $0.violations = newValue } }
+    }
+
+    private struct Fields {
+        var connectionID: UInt64
+        var clientAddress: String?
+        var upstreamAddress: String?
+        var clientTLS: TLSLegFacts?
+        var upstreamTLS: TLSLegFacts?
+        var upstreamHandshake: HandshakeFacts?
+        var decision: PolicyDecision?
+        var violations: [ATSViolation]
+    }
+
+    // The fields live in one copy-on-write box: a record is copied through commands, sinks and the capture's
+    // encoder, and a copy of the fields inline retained each head, body and string of them every time.
+    private final class Box: @unchecked Sendable {
+        // @unchecked: mutated only through `mutate`, when this value is the box's only owner.
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    private mutating func mutate(_ change: (inout Fields) -> Void) {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        change(&box.fields)
+    }
+
+    /// True when `other` is this record or an unchanged copy of it (the same storage): then every field is equal,
+    /// and a session that keeps its connection's record hands out such copies until something of it changes.
+    public func isUnchangedCopy(of other: ConnectionRecord) -> Bool { box === other.box }
 
     public init(
         connectionID: UInt64, clientAddress: String? = nil, upstreamAddress: String? = nil,
         clientTLS: TLSLegFacts? = nil, upstreamTLS: TLSLegFacts? = nil, upstreamHandshake: HandshakeFacts? = nil,
         decision: PolicyDecision? = nil, violations: [ATSViolation] = []
     ) {
-        self.connectionID = connectionID
-        self.clientAddress = clientAddress
-        self.upstreamAddress = upstreamAddress
-        self.clientTLS = clientTLS
-        self.upstreamTLS = upstreamTLS
-        self.upstreamHandshake = upstreamHandshake
-        self.decision = decision
-        self.violations = violations
+        box = Box(Fields(
+            connectionID: connectionID, clientAddress: clientAddress, upstreamAddress: upstreamAddress,
+            clientTLS: clientTLS, upstreamTLS: upstreamTLS, upstreamHandshake: upstreamHandshake, decision: decision,
+            violations: violations))
     }
 }
