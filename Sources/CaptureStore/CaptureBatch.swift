@@ -52,10 +52,9 @@ public struct CaptureBatch: Sendable {
         case exchange = 1, trace = 2, forget = 3
     }
 
+    /// A body's direction; also its place in `exchange_bodies`' id (exchange id × 2 + direction).
     enum Direction: UInt8 {
         case request = 0, response = 1
-
-        var column: String { self == .request ? "request" : "response" }
     }
 
     enum Tag: UInt8 {

@@ -54,9 +54,9 @@ public struct CaptureFilter: Sendable, Equatable {
     }
 }
 
-/// One condition on an exchange, or a combination of them: what a filter expression parses to. Each leaf is a
-/// comparison on an indexed column of `exchanges` (host, outcome, status, method: `(column, id)` indexes, read
-/// newest first) except `text` and `code`, which scan newest first and stop at the page's limit.
+/// One condition on an exchange, or a combination of them: what a filter expression parses to. `host` reads its
+/// `(host, id)` index newest first; problem verdicts, statuses of 400 and more and `problems` read the partial
+/// index of problems (`CaptureSchema.problems`); the rest scan newest first and stop at the page's limit.
 public indirect enum CaptureCondition: Sendable, Equatable {
     /// The host, or with a leading dot a domain and every name below it. Case-insensitive.
     case host(String)
@@ -81,6 +81,11 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     /// The SQL of a status range (`CaptureReader.summaries` may have it walk the table instead of the index).
     static let statusRangeSQL = "e.status BETWEEN ? AND ?"
 
+    /// `CaptureSchema.problems` as written over `e`: the same text, so that SQLite matches it with the partial index.
+    static let problemsSQL = CaptureSchema.problems
+
+
+
     /// The condition as SQL over `e`, appending its arguments. SQL's NULL never leaks out of a negation: `not
     /// status:4xx` holds for an exchange without a status.
     func sql(_ arguments: inout StatementArguments) -> String {
@@ -95,15 +100,21 @@ public indirect enum CaptureCondition: Sendable, Equatable {
             return "e.host = ?"
         case .outcome(let outcome):
             _ = arguments.append(contentsOf: [outcome.rawValue])
-            return "e.outcome = ?"
+            // A problem verdict implies the problems condition: said too, so SQLite reads the problems' index.
+            switch outcome {
+            case .blocked, .violation, .failed: return "(e.outcome = ? AND " + Self.problemsSQL + ")"
+            case .allowed, .notEvaluated: return "e.outcome = ?"
+            }
         case .status(let range):
-            // One status is an equality, which the (status, id) index serves newest first; a range is not.
+            let sql: String
             if range.lowerBound == range.upperBound {
                 _ = arguments.append(contentsOf: [range.lowerBound])
-                return "e.status = ?"
+                sql = "e.status = ?"
+            } else {
+                _ = arguments.append(contentsOf: [range.lowerBound, range.upperBound])
+                sql = Self.statusRangeSQL
             }
-            _ = arguments.append(contentsOf: [range.lowerBound, range.upperBound])
-            return Self.statusRangeSQL
+            return range.lowerBound >= 400 ? "(" + sql + " AND " + Self.problemsSQL + ")" : sql
         case .noStatus:
             return "e.status IS NULL"
         case .method(let method):
@@ -120,7 +131,7 @@ public indirect enum CaptureCondition: Sendable, Equatable {
             _ = arguments.append(contentsOf: [run])
             return "e.run_id = ?"
         case .problems:
-            return "(e.outcome IN ('blocked', 'violation', 'failed') OR e.status >= 400 OR e.interruption IS NOT NULL)"
+            return Self.problemsSQL
         case .not(let inner):
             return "((" + inner.sql(&arguments) + ") IS NOT 1)"
         case .all(let terms):

@@ -170,7 +170,11 @@ extension CaptureReader {
             // `2xx` in a capture of a million. When matches are that many, walking the table newest first finds a
             // page at once; when they are few, the index is the fast way. A count of at most 10,000 index entries
             // (a few milliseconds) tells which.
-            if let status = filter.status, status.lowerBound != status.upperBound {
+            // Files written since schema step 8 have no status index: a range walks the table (or, from 400 up,
+            // reads the problems' index).
+            if let status = filter.status, status.lowerBound != status.upperBound,
+                !schemaSteps.contains(CaptureSchema.Step.problemsIndex)
+            {
                 let many = try Int.fetchOne(
                     db,
                     sql: "SELECT count(*) FROM (SELECT 1 FROM exchanges WHERE status BETWEEN ? AND ? LIMIT 10000)",

@@ -155,13 +155,17 @@ public final class CaptureReader: @unchecked Sendable {
         guard bodyLimit > 0 else { return exchange }
         var request = CapturedBody(bytes: [], totalBytes: 0)
         var response = CapturedBody(bytes: [], totalBytes: 0)
-        for body in try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT direction, bytes, size FROM bodies WHERE exchange_id = ?"),
-            arguments: [exchange.id])
-        {
+        // Runs written before schema step 8 keep their bodies in `bodies`, later ones in `exchange_bodies`.
+        var sql = "SELECT direction = 'response' AS response, bytes, size FROM bodies WHERE exchange_id = ?"
+        var arguments: StatementArguments = [exchange.id]
+        if schemaSteps.contains(CaptureSchema.Step.problemsIndex) {
+            sql += " UNION ALL SELECT id % 2, bytes, size FROM exchange_bodies WHERE id IN (?, ?)"
+            _ = arguments.append(contentsOf: [exchange.id * 2, exchange.id * 2 + 1])
+        }
+        for body in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments) {
             let data: Data = body["bytes"]
             let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
-            if (body["direction"] as String) == "request" { request = captured } else { response = captured }
+            if body["response"] as Bool { response = captured } else { request = captured }
         }
         exchange.record.detail?.requestBody = request
         exchange.record.detail?.responseBody = response

@@ -7,8 +7,8 @@ import GRDB
 /// Steps are never edited once released: a change is a new step.
 ///
 /// The queries the tables are shaped for: the live view and `show` list exchanges newest first (`ORDER BY id
-/// DESC`: ids follow the order exchanges ended), filtered by host, verdict (`outcome`) or status (indexed), or by
-/// method or text in the URL (scanned newest first); `report` groups by host and verdict and reads the TLS facts and decisions; one exchange is shown in
+/// DESC`: ids follow the order exchanges ended), filtered by host (indexed), by a problem verdict or status (a
+/// partial index of the problems), or by anything else (scanned newest first: common values find a page at once); `report` groups by host and verdict and reads the TLS facts and decisions; one exchange is shown in
 /// full with its bodies and its connection's trace.
 enum CaptureSchema {
     /// `PRAGMA application_id`: marks the SQLite file as an ATSProxy capture ("ATSC").
@@ -172,8 +172,32 @@ enum CaptureSchema {
             // A method term now scans newest first, as a text term does.
             try db.execute(sql: "DROP INDEX exchanges_by_method")
         }
+        migrator.registerMigration(Step.problemsIndex) { db in
+            // Nearly every exchange is allowed with a 2xx: the (outcome, id) and (status, id) indexes each cost every
+            // exchange an entry to find the few that are not. One partial index holds just those (a filter for a
+            // problem verdict or a status of 400 or more carries its condition, `CaptureCondition.problemsSQL`); a
+            // filter for the common values walks the table newest first and finds a page at once.
+            try db.execute(sql: """
+                DROP INDEX exchanges_by_outcome;
+                DROP INDEX exchanges_by_status;
+                CREATE INDEX exchanges_problems ON exchanges(id) WHERE \(problems);
+                -- Body bytes from this step on: a row per body keyed by the exchange's id × 2 (+ 1 for the response),
+                -- which needs no index of its own (`bodies` keeps those of earlier runs).
+                CREATE TABLE exchange_bodies (
+                    id INTEGER PRIMARY KEY,                -- exchange id * 2 + (0 request, 1 response)
+                    bytes BLOB NOT NULL,
+                    size INTEGER NOT NULL,                 -- every byte that passed, kept or not
+                    truncated INTEGER NOT NULL             -- 1 when size > length(bytes)
+                );
+                """)
+        }
         return migrator
     }
+
+    /// What makes an exchange a problem (the `problems` filter term, the partial index `exchanges_problems`):
+    /// blocked, an ATS violation, a failed connect, a status of 400 or more, or cut off before its end. The
+    /// filter's SQL must contain this text exactly for SQLite to use the index.
+    static let problems = "(outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL)"
 
     /// The migration steps' names, in order.
     enum Step {
@@ -184,5 +208,6 @@ enum CaptureSchema {
         static let mirror = "5 mirror"
         static let rebuiltTrace = "6 rebuilt trace"
         static let noMethodIndex = "7 no method index"
+        static let problemsIndex = "8 problems index, exchange bodies"
     }
 }

@@ -209,7 +209,7 @@ public final class CaptureWriter: @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             body = try db.cachedStatement(
-                sql: "INSERT INTO bodies (exchange_id, direction, bytes, size, truncated) VALUES (?, ?, ?, ?, ?)")
+                sql: "INSERT INTO exchange_bodies (id, bytes, size, truncated) VALUES (?, ?, ?, ?)")
             chunk = try db.cachedStatement(sql: """
                 INSERT INTO trace_chunks (run_id, connection_id, first_time, last_time, records)
                 VALUES (?, ?, ?, ?, ?)
@@ -249,8 +249,7 @@ public final class CaptureWriter: @unchecked Sendable {
             let size = Int64(bitPattern: frames.raw())
             let kept = frames.bytes(Int(frames.raw32()))
             var body = SQLiteInsert(statements.body, db)
-            body.int(exchangeID)
-            body.text(direction.column)
+            body.int(exchangeID * 2 + Int64(direction.rawValue))
             body.blob(kept)
             body.int(size)
             body.bool(Int64(kept.count) < size)

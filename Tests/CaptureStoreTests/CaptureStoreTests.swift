@@ -201,10 +201,24 @@ struct CaptureStoreTests {
             #expect(tables.isSuperset(of: ["runs", "connections", "exchanges", "bodies", "trace_records", "decisions",
                                            "handshakes", "trace_chunks"]))
             let indexes = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
-            #expect(indexes.isSuperset(of: ["exchanges_by_host", "exchanges_by_outcome", "exchanges_by_status",
-                                            "trace_by_connection", "trace_chunks_by_connection"]))
-            // Every index costs each exchange an entry: only those a listing's common filters need.
-            #expect(!indexes.contains("exchanges_by_method"))
+            #expect(indexes.isSuperset(of: ["exchanges_by_host", "exchanges_problems", "trace_by_connection",
+                                            "trace_chunks_by_connection"]))
+            // Every index costs each exchange an entry: the host's, and the problems' for the few that are.
+            #expect(indexes.isDisjoint(with: ["exchanges_by_method", "exchanges_by_outcome", "exchanges_by_status"]))
+            // Bodies are keyed by exchange id (no index of their own).
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM exchange_bodies") == 1)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM bodies") == 0)
+            // Problem verdicts, statuses of 400 and more, and `problems` read the partial index of problems.
+            for filter in ["verdict:blocked", "status:4xx", "status:503", "problems", "host:a.test verdict:failed"] {
+                var sql = CaptureFilter.SQL()
+                try CaptureFilter(parsing: filter).compile(into: &sql)
+                let plan = try Row.fetchAll(
+                    db, sql: "EXPLAIN QUERY PLAN SELECT e.id FROM exchanges e WHERE "
+                        + sql.conditions.joined(separator: " AND ") + " ORDER BY e.id DESC LIMIT 50",
+                    arguments: sql.arguments)
+                let uses = plan.map { $0["detail"] as String }.joined(separator: "; ")
+                #expect(uses.contains("exchanges_problems") || uses.contains("exchanges_by_host"), "\(filter): \(uses)")
+            }
             // A keep-alive exchange costs one exchange row, one body row and one trace chunk, not a row per record.
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_chunks") == 1)
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_records") == 0)
