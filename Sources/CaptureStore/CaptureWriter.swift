@@ -26,6 +26,8 @@ public final class CaptureWriter: @unchecked Sendable {
     /// between two records refer to the same rows (`CaptureBatch`).
     private var connectionRows: [UInt64: References] = [:]
     private static let cacheLimit = 4096
+    /// The page size of a capture this build creates.
+    static let pageSize = 16384
     private let encoder = JSONEncoder()
     /// Encodes the items given to `write(_:)` (a proxy's sink encodes its own batches).
     private var itemEncoder = CaptureEncoder()
@@ -65,12 +67,19 @@ public final class CaptureWriter: @unchecked Sendable {
         }
         do {
             try queue.writeWithoutTransaction { db in
+                // 16 KiB pages for a new file (an existing one keeps its own): a captured exchange is a row of about
+                // 600 bytes and a 1 KiB body, which left a quarter of each 4 KiB page empty, and every page costs its
+                // B-tree work, its log frame (two writes) and its copy at the checkpoint. Measured with SQLite alone
+                // (the capture's rows, 150,000 of them): 6.5 µs of CPU per exchange with 4 KiB pages, 4.7 with 16.
+                // Must come before the first table, and before WAL mode.
+                try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 // A checkpoint copies every page of the log into the file once (the newest version of a page): with
                 // a longer log, the last pages of each table and index, rewritten by every commit, are copied fewer
-                // times. At most 64 MiB of log (16,384 pages of 4 KiB) before a checkpoint (SQLite's default: 4 MiB).
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = 16384")
+                // times. At most 64 MiB of log before a checkpoint (SQLite's default: 1,000 pages).
+                let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \((64 << 20) / max(512, pageSize))")
                 // The pages a batch touches besides the tables' ends (each index's pages for a host, a verdict, a
                 // status) stay cached between batches instead of being read back from the file: 16 MiB, fixed,
                 // where SQLite's default is 2 MiB.

@@ -147,23 +147,25 @@ struct CaptureTests {
         }
     }
 
+    // Both limits leave room for a new capture's schema (16 KiB pages: its tables and indexes, in the file and in
+    // the write-ahead log) and a few exchanges, then fill up within the 40 exchanges of 200 KB the tests send.
     @Test("A capture that cannot grow (file size limit): said once, the proxy goes on, what was committed stays")
     func fileSizeLimit() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let origin = try await Origin(e2e, tls: "good", in: folder)
         let capture = folder.appendingPathComponent("small.atscap").path
-        // RLIMIT_FSIZE of 1 MiB, with SIGXFSZ ignored so that writes past it fail with EFBIG instead of killing.
+        // RLIMIT_FSIZE of 4 MiB, with SIGXFSZ ignored so that writes past it fail with EFBIG instead of killing.
         let process = try TestProcess(
             "/bin/bash",
-            ["-c", "ulimit -f 1024 && trap '' XFSZ && exec \"$@\"", "limited", e2e.binary, "run", "--listen",
+            ["-c", "ulimit -f 4096 && trap '' XFSZ && exec \"$@\"", "limited", e2e.binary, "run", "--listen",
              "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--trust-ca", e2e.testCA, "--capture", capture]
                 + origin.map("good.test"),
             in: folder, name: "atsproxy-fsize")
         let port = try await bannerPort(process)
         func get() async throws -> CurlResult {
             try await curl(
-                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/60000"], in: folder)
+                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/200000"], in: folder)
         }
         var failedAfter: Int?
         for i in 1...40 {
@@ -173,7 +175,7 @@ struct CaptureTests {
                 break
             }
         }
-        #expect(failedAfter != nil, "40 exchanges of 60 KB fitted in 1 MiB? stderr: \(process.stderr)")
+        #expect(failedAfter != nil, "40 exchanges of 200 KB fitted in 4 MiB? stderr: \(process.stderr)")
         for _ in 0..<3 { #expect(try await get().status == 200) }
         kill(process.pid, SIGINT)
         #expect(try await process.waitForExit() == 0)
@@ -184,7 +186,7 @@ struct CaptureTests {
         #expect(kept >= 1 && kept < (failedAfter ?? 0), "kept \(kept) of \(failedAfter ?? 0)")
     }
 
-    @Test("A capture whose disk is full (a 512 KiB tmpfs): said once, the proxy goes on, what was committed stays")
+    @Test("A capture whose disk is full (a 2 MiB tmpfs): said once, the proxy goes on, what was committed stays")
     func diskFull() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
@@ -196,7 +198,7 @@ struct CaptureTests {
         // A private mount namespace with a small tmpfs for the capture. The shell forwards SIGINT to the proxy and,
         // once it has exited, copies the capture (and a write-ahead log, if one stayed) out of the namespace.
         let script = """
-            mount -t tmpfs -o size=512k tmpfs "$1" || exit 97
+            mount -t tmpfs -o size=2m tmpfs "$1" || exit 97
             dir=$1; out=$2; shift 2
             "$@" & pid=$!
             trap 'kill -INT $pid' INT TERM
@@ -213,7 +215,7 @@ struct CaptureTests {
         let port = try await bannerPort(process)
         func get() async throws -> CurlResult {
             try await curl(
-                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/60000"], in: folder)
+                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/200000"], in: folder)
         }
         var failedAfter: Int?
         for i in 1...40 {
@@ -223,7 +225,7 @@ struct CaptureTests {
                 break
             }
         }
-        #expect(failedAfter != nil, "40 exchanges of 60 KB fitted in 512 KiB? stderr: \(process.stderr)")
+        #expect(failedAfter != nil, "40 exchanges of 200 KB fitted in 2 MiB? stderr: \(process.stderr)")
         for _ in 0..<3 { #expect(try await get().status == 200) }
         kill(process.pid, SIGINT)
         #expect(try await process.waitForExit() == 0, "\(process.stderr)")
@@ -234,7 +236,7 @@ struct CaptureTests {
         #expect(kept >= 1 && kept < (failedAfter ?? 0), "kept \(kept) of \(failedAfter ?? 0)")
         for exchange in try reader.exchanges() {
             let body = try #require(try reader.exchange(id: exchange.id)?.record.detail?.responseBody)
-            #expect(body.bytes.count == 60000 && !body.isTruncated, "a committed exchange lost its body")
+            #expect(body.bytes.count == 200_000 && !body.isTruncated, "a committed exchange lost its body")
         }
     }
 
