@@ -26,6 +26,7 @@ def expand(path, target):
     seed_max = db.execute("SELECT max(id) FROM exchanges").fetchone()[0]
     seed_n = db.execute("SELECT count(*) FROM exchanges").fetchone()[0]
     body_columns = [row[1] for row in db.execute("PRAGMA table_info(bodies)") if row[1] != "exchange_id"]
+    keyed_bodies = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'exchange_bodies'").fetchone() is not None
     copied = seed_n
     while copied < target:
         offset = db.execute("SELECT max(id) FROM exchanges").fetchone()[0]
@@ -40,6 +41,11 @@ def expand(path, target):
         db.execute(f"INSERT INTO bodies (exchange_id, {', '.join(body_columns)}) SELECT exchange_id + ?, "
                    f"{', '.join(body_columns)} FROM bodies WHERE exchange_id <= ? AND exchange_id <= ?",
                    (offset, seed_max, take))
+        if keyed_bodies:
+            # Schema step 8: body rows keyed by exchange id × 2 (+ 1 for the response).
+            db.execute("INSERT INTO exchange_bodies (id, bytes, size, truncated) SELECT id + 2 * ?, bytes, size, "
+                       "truncated FROM exchange_bodies WHERE id < 2 * (? + 1) AND id < 2 * (? + 1)",
+                       (offset, seed_max, take))
         db.commit()
         copied += take
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
