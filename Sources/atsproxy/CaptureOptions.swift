@@ -3,7 +3,7 @@ import CaptureStore
 import Foundation
 import ProxyServer
 
-/// `atsproxy run`'s capture options: `--capture [FILE]` and `--capture-bodies SIZE`.
+/// `atsproxy run`'s capture options: `--capture [FILE]`, `--capture-bodies SIZE` and `--har FILE`.
 struct CaptureOptions: ParsableArguments {
     @Option(
         name: .customLong("capture"),
@@ -22,6 +22,14 @@ struct CaptureOptions: ParsableArguments {
                 + "A cut body is marked with its real size.",
             valueName: "SIZE"))
     var captureBodies: ByteSize?
+
+    @Option(
+        name: .customLong("har"),
+        help: ArgumentHelp(
+            "At exit (Ctrl-C, SIGTERM), write this run's exchanges to FILE as HAR 1.2 with the ATS verdicts in _ats, "
+                + "as `atsproxy har` does. Without --capture the run captures to a temporary file, deleted after.",
+            valueName: "FILE"))
+    var har: String?
 
     /// The value `--capture` gets when it is given without a file name (see `expandingBareCapture`).
     static let defaultMarker = "\u{1}default"

@@ -41,38 +41,9 @@ struct HarCommand: ParsableCommand {
             }
             return
         }
-        // A partial HAR is never left under OUT's name: written beside it, then renamed.
-        let temporary = output + ".partial-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600])
-        else {
-            throw failure(
-                "atsproxy har: error: \(output): cannot create the file: \(String(cString: strerror(errno)))", status: 2)
-        }
-        let handle: FileHandle
-        do { handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary)) } catch {
-            unlink(temporary)
-            throw failure("atsproxy har: error: \(output): cannot open: \(error.localizedDescription)", status: 2)
-        }
-        var problem: String?
-        var count = 0
-        let out = BufferedOutput(handle)
-        do {
-            count = try document.write(from: reader, to: out.write)
-            try out.flush()
-        } catch let error as CaptureFileError {
-            problem = error.description
-        } catch {
-            problem = "\(output): cannot write: \(error.localizedDescription)"
-        }
-        do { try handle.close() } catch {
-            problem = problem ?? "\(output): cannot write: \(error.localizedDescription)"
-        }
-        if problem == nil, rename(temporary, output) != 0 {
-            problem = "\(output): cannot rename the finished file into place: \(String(cString: strerror(errno)))"
-        }
-        if let problem {
-            unlink(temporary)
-            throw failure("atsproxy har: error: \(problem)", status: 2)
+        let count: Int
+        do { count = try HARFile.write(document, from: reader, to: output) } catch {
+            throw failure("atsproxy har: error: \(error)", status: 2)
         }
         FileHandle.standardError.write(Data("atsproxy har: \(count) entries written to \(output)\n".utf8))
     }

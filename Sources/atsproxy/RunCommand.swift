@@ -2,6 +2,7 @@ import ATSLint
 import ATSReport
 import ATSPolicy
 import ArgumentParser
+import CaptureExport
 import CaptureStore
 import Foundation
 import PolicyLoader
@@ -224,9 +225,11 @@ struct RunCommand: ParsableCommand {
                     + "--auth-file FILE (or $\(ProxyCredentialSource.environmentVariable), or --auth) with USER:PASSWORD, "
                     + "or add --allow-open-proxy to run without.")
         }
-        // Here rather than in CaptureOptions: --web captures too (to a temporary file), and takes the body cap.
-        if captureOptions.captureBodies != nil && captureOptions.capture == nil && webOptions.web == nil {
-            throw ValidationError("--capture-bodies goes with --capture (or --web)")
+        // Here rather than in CaptureOptions: --web and --har capture too (to a temporary file), and take the cap.
+        if captureOptions.captureBodies != nil && captureOptions.capture == nil && webOptions.web == nil
+            && captureOptions.har == nil
+        {
+            throw ValidationError("--capture-bodies goes with --capture (or --web, or --har)")
         }
         if let (webHost, _) = try webOptions.address() {
             try WebOptions.checkExposure(
@@ -267,9 +270,13 @@ struct RunCommand: ParsableCommand {
         let webAddress = try webOptions.address()
         var temporaryCapture: String?
         let caFile = URL(fileURLWithPath: caDir).appendingPathComponent(CertificateAuthority.certificateFileName).path
+        // The HAR is written at exit: a folder that cannot take it is said now, not after the session.
+        if let har = captureOptions.har, let problem = HARFile.problem(writing: har) {
+            throw failure("atsproxy run: error: --har: \(problem)")
+        }
         do {
             var path = try captureOptions.resolvedPath()
-            if path == nil, webAddress != nil {
+            if path == nil, webAddress != nil || captureOptions.har != nil {
                 path = Self.temporaryCapturePath()
                 temporaryCapture = path
             }
@@ -428,8 +435,9 @@ struct RunCommand: ParsableCommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
         let bodies = captureOptions.bodyLimit == 0 ? "no bodies" : "bodies up to \(captureOptions.bodyLimit) bytes each"
-        let captureLine =
+        var captureLine =
             temporaryCapture != nil ? "" : capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
+        if let har = captureOptions.har { captureLine += "\nHAR:     \(har) (written at exit, \(bodies))" }
         var webLine = ""
         var webReaders: [CaptureReader] = []
         if let webAddress, let capture, let feed {
@@ -486,6 +494,23 @@ struct RunCommand: ParsableCommand {
             do { try reader.close() } catch { ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n") }
         }
         capture?.close()
+        if let har = captureOptions.har, let capture {
+            try writeHAR(har, from: capture)
+        }
+    }
+
+    /// `--har`: this run's exchanges (a capture file may hold earlier runs) as HAR, once the capture is closed.
+    private func writeHAR(_ output: String, from capture: CaptureSink) throws {
+        do {
+            let reader = try CaptureReader(path: capture.path)
+            defer { try? reader.close() }
+            let document = HARDocument(
+                creatorVersion: ATSProxyCommand.configuration.version, filter: CaptureFilter(runID: capture.runID))
+            let count = try HARFile.write(document, from: reader, to: output)
+            ProxyLogSink.writeToStandardError("atsproxy: --har: \(count) entries written to \(output)\n")
+        } catch {
+            throw failure("atsproxy run: error: --har: \(error)")
+        }
     }
 
     /// What exchanges record beyond their console line: heads and bodies up to the limit for a capture; heads
@@ -498,7 +523,7 @@ struct RunCommand: ParsableCommand {
         return level >= 2 ? RecordingOptions(bodyLimit: 0) : nil
     }
 
-    /// A new capture file in the system's temporary folder, for `--web` without `--capture`.
+    /// A new capture file in the system's temporary folder, for `--web` or `--har` without `--capture`.
     static func temporaryCapturePath() -> String {
         let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         return (folder as NSString).appendingPathComponent(

@@ -1,3 +1,4 @@
+import CaptureStore
 import Foundation
 import TestSupport
 import Testing
@@ -11,6 +12,53 @@ import Testing
 /// a tunnel, an upgraded connection), then the HAR read by a HAR 1.2 JSON schema, haralyzer and mitmproxy.
 @Suite("HAR export and show on a real capture")
 struct HARExportTests {
+    @Test("run --har writes the run's exchanges as HAR at exit (from a temporary capture it then deletes); with --capture FILE, only this run's")
+    func harOnRun() async throws {
+        let e2e = try E2E.shared()
+        let files = try e2e.folder()
+        let old = try await Origin(e2e, tls: "tls10", tls10: true, in: files)
+        let temporary = files.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        let har = files.appendingPathComponent("live.har").path
+        let stage = try await Stage(old.map("tls10.test") + ["--har", har], environment: ["TMPDIR": temporary.path])
+        #expect(stage.proxy.process.stdout.contains("HAR:     \(har) (written at exit"), "\(stage.proxy.process.stdout)")
+        #expect(try await stage.curl(["https://\(Stage.httpsHost)/bytes/300"]).status == 200)
+        #expect(try await stage.curl(["https://tls10.test/"]).exit == 35)
+        #expect(!FileManager.default.fileExists(atPath: har), "written at exit, not before")
+        kill(stage.proxy.process.pid, SIGINT)
+        #expect(try await stage.proxy.process.waitForExit() == 0, "\(stage.proxy.process.stderr)")
+        #expect(stage.proxy.process.stderr.contains("--har: 2 entries written to \(har)"), "\(stage.proxy.process.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty, "the temporary capture is gone")
+        let checker = e2e.packageRoot.appendingPathComponent("Tests/CaptureExportTests/Schema/check_har.py").path
+        let check = try await runProcess(try TestPython.path(), [checker, har], in: files, timeout: .seconds(120))
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        func verdicts(_ path: String) throws -> [String] {
+            let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+            let entries = (doc?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+            return entries.compactMap { ($0["_ats"] as? [String: Any])?["verdict"] as? String }.sorted()
+        }
+        #expect(try verdicts(har) == ["allowed", "blocked"])
+
+        // Appended to a capture that already holds a run: the HAR has this run's exchanges only.
+        let capture = files.appendingPathComponent("kept.atscap").path
+        let second = files.appendingPathComponent("second.har").path
+        for (i, output) in [har, second].enumerated() {
+            let run = try await Stage(["--capture", capture, "--har", output])
+            for _ in 0...i { #expect(try await run.curl(["https://\(Stage.httpsHost)/bytes/10"]).status == 200) }
+            kill(run.proxy.process.pid, SIGINT)
+            #expect(try await run.proxy.process.waitForExit() == 0, "\(run.proxy.process.stderr)")
+        }
+        #expect(try verdicts(second) == ["allowed", "allowed"], "the second run's two, not the first run's one")
+        #expect(try CaptureReader(path: capture).count() == 3, "the capture keeps both runs")
+
+        // A HAR that cannot be written is said before the proxy starts.
+        let refused = try await runProcess(
+            e2e.binary, ["run", "--listen", "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--har", "/nonexistent/x.har"],
+            in: files)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("--har: the directory /nonexistent does not exist"), "\(refused.stderr)")
+    }
+
     @Test("A session of mixed traffic exports to HAR that mitmproxy, haralyzer and the HAR 1.2 schema accept")
     func mixedSession() async throws {
         let e2e = try E2E.shared()

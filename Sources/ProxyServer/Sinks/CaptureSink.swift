@@ -47,6 +47,8 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     }
 
     public var path: String { writer.path }
+    /// This run's id in the file (`runs.id`): a file may hold earlier runs.
+    public var runID: Int64 { writer.runID }
 
     public func accepts(_ entry: ProxyLog) -> Bool {
         switch entry {
