@@ -12,44 +12,44 @@ public struct ExchangeDetail: Sendable {
     /// The request as the client sent it. For an HTTP/2 client, its pseudo-headers as a request line
     /// (`:method`, `:path`) and its other fields in order.
     public var request: HTTPRequestHead? {
-        get { box.fields.request }
-        set { mutate { $0.request = newValue } }
+        get { box.value.request }
+        set { box.value.request = newValue }
     }
     /// The request as it went upstream, when it differs from `request` (absolute-form made origin-form, a
     /// translated h1↔h2 head, proxy fields removed); nil when the same bytes went up.
     public var forwardedRequest: HTTPRequestHead? {
-        get { box.fields.forwardedRequest }
-        set { mutate { $0.forwardedRequest = newValue } }
+        get { box.value.forwardedRequest }
+        set { box.value.forwardedRequest = newValue }
     }
     /// The response as the upstream sent it (nil when there was none: a local answer, a block).
     public var response: HTTPResponseHead? {
-        get { box.fields.response }
-        set { mutate { $0.response = newValue } }
+        get { box.value.response }
+        set { box.value.response = newValue }
     }
     /// The response as the client got it, when it differs from `response` (annotated with `X-ATS-*`, translated,
     /// or answered by the proxy itself).
     public var clientResponse: HTTPResponseHead? {
-        get { box.fields.clientResponse }
-        set { mutate { $0.clientResponse = newValue } }
+        get { box.value.clientResponse }
+        set { box.value.clientResponse = newValue }
     }
     public var timings: ExchangeTimings {
-        get { box.fields.timings }
-        set { mutate { $0.timings = newValue } }
+        get { box.value.timings }
+        set { box.value.timings = newValue }
     }
     /// Body bytes seen, up to the recording's limit; nil when bodies are not recorded.
     public var requestBody: CapturedBody? {
-        get { box.fields.requestBody }
-        set { mutate { $0.requestBody = newValue } }
+        get { box.value.requestBody }
+        set { box.value.requestBody = newValue }
     }
     public var responseBody: CapturedBody? {
-        get { box.fields.responseBody }
-        set { mutate { $0.responseBody = newValue } }
+        get { box.value.responseBody }
+        set { box.value.responseBody = newValue }
     }
     /// The exchange's own trace records the session did not make, for a reader to rebuild from this record
     /// (`RecordingOptions.rebuildsExchangeTraces`); empty when they were made as the console shows them.
     public var rebuiltTrace: RebuiltTrace {
-        get { box.fields.rebuiltTrace }
-        set { mutate { $0.rebuiltTrace = newValue } }
+        get { box.value.rebuiltTrace }
+        set { box.value.rebuiltTrace = newValue }
     }
 
     private struct Fields {
@@ -63,27 +63,16 @@ public struct ExchangeDetail: Sendable {
         var rebuiltTrace: RebuiltTrace = []
     }
 
-    // The fields live in one copy-on-write box: a record is copied through commands, sinks and the capture's
-    // encoder, and a copy of the fields inline retained each head, body and string of them every time.
-    private final class Box: @unchecked Sendable {
-        // @unchecked: mutated only through `mutate`, when this value is the box's only owner.
-        var fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private var box: Box
-
-    private mutating func mutate(_ change: (inout Fields) -> Void) {
-        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-        change(&box.fields)
-    }
+    // A record is copied through commands, sinks and the capture's encoder: with the fields inline, every copy
+    // retained each head, body and string of them.
+    private var box: CopyOnWrite<Fields>
 
     public init(
         request: HTTPRequestHead? = nil, forwardedRequest: HTTPRequestHead? = nil, response: HTTPResponseHead? = nil,
         clientResponse: HTTPResponseHead? = nil, timings: ExchangeTimings, requestBody: CapturedBody? = nil,
         responseBody: CapturedBody? = nil
     ) {
-        box = Box(Fields(
+        box = CopyOnWrite(Fields(
             request: request, forwardedRequest: forwardedRequest, response: response, clientResponse: clientResponse,
             timings: timings, requestBody: requestBody, responseBody: responseBody))
     }
@@ -177,43 +166,43 @@ public enum ExchangeAction: String, Sendable, Equatable, Codable {
 public struct ConnectionRecord: Sendable {
     /// The client connection (the trace's Connection ID).
     public var connectionID: UInt64 {
-        get { box.fields.connectionID }
-        set { mutate { $0.connectionID = newValue } }
+        get { box.value.connectionID }
+        set { box.value.connectionID = newValue }
     }
     /// `192.168.1.20:51234`, when known.
     public var clientAddress: String? {
-        get { box.fields.clientAddress }
-        set { mutate { $0.clientAddress = newValue } }
+        get { box.value.clientAddress }
+        set { box.value.clientAddress = newValue }
     }
     /// The upstream's address as connected to (`93.184.216.34:443`, `[::1]:8443`): the name's resolved address,
     /// after `--map`; nil when no upstream connection was made (a refusal, a name that did not resolve).
     public var upstreamAddress: String? {
-        get { box.fields.upstreamAddress }
-        set { mutate { $0.upstreamAddress = newValue } }
+        get { box.value.upstreamAddress }
+        set { box.value.upstreamAddress = newValue }
     }
     /// The TLS between the client and the proxy (nil for plain HTTP and tunnels).
     public var clientTLS: TLSLegFacts? {
-        get { box.fields.clientTLS }
-        set { mutate { $0.clientTLS = newValue } }
+        get { box.value.clientTLS }
+        set { box.value.clientTLS = newValue }
     }
     /// The TLS between the proxy and the upstream, with the certificate facts it was judged on.
     public var upstreamTLS: TLSLegFacts? {
-        get { box.fields.upstreamTLS }
-        set { mutate { $0.upstreamTLS = newValue } }
+        get { box.value.upstreamTLS }
+        set { box.value.upstreamTLS = newValue }
     }
     public var upstreamHandshake: HandshakeFacts? {
-        get { box.fields.upstreamHandshake }
-        set { mutate { $0.upstreamHandshake = newValue } }
+        get { box.value.upstreamHandshake }
+        set { box.value.upstreamHandshake = newValue }
     }
     /// The plist entry (or the defaults) that decided, and why; nil when ATS was not evaluated.
     public var decision: PolicyDecision? {
-        get { box.fields.decision }
-        set { mutate { $0.decision = newValue } }
+        get { box.value.decision }
+        set { box.value.decision = newValue }
     }
     /// The violations found, with their codes and fixes (empty when allowed).
     public var violations: [ATSViolation] {
-        get { box.fields.violations }
-        set { mutate { $0.violations = newValue } }
+        get { box.value.violations }
+        set { box.value.violations = newValue }
     }
 
     private struct Fields {
@@ -227,33 +216,47 @@ public struct ConnectionRecord: Sendable {
         var violations: [ATSViolation]
     }
 
-    // The fields live in one copy-on-write box: a record is copied through commands, sinks and the capture's
-    // encoder, and a copy of the fields inline retained each head, body and string of them every time.
-    private final class Box: @unchecked Sendable {
-        // @unchecked: mutated only through `mutate`, when this value is the box's only owner.
-        var fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private var box: Box
-
-    private mutating func mutate(_ change: (inout Fields) -> Void) {
-        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-        change(&box.fields)
-    }
+    // A record is copied through commands, sinks and the capture's encoder: with the fields inline, every copy
+    // retained each head, body and string of them.
+    private var box: CopyOnWrite<Fields>
 
     /// True when `other` is this record or an unchanged copy of it (the same storage): then every field is equal,
     /// and a session that keeps its connection's record hands out such copies until something of it changes.
-    public func isUnchangedCopy(of other: ConnectionRecord) -> Bool { box === other.box }
+    public func isUnchangedCopy(of other: ConnectionRecord) -> Bool { box.sharesStorage(with: other.box) }
 
     public init(
         connectionID: UInt64, clientAddress: String? = nil, upstreamAddress: String? = nil,
         clientTLS: TLSLegFacts? = nil, upstreamTLS: TLSLegFacts? = nil, upstreamHandshake: HandshakeFacts? = nil,
         decision: PolicyDecision? = nil, violations: [ATSViolation] = []
     ) {
-        box = Box(Fields(
+        box = CopyOnWrite(Fields(
             connectionID: connectionID, clientAddress: clientAddress, upstreamAddress: upstreamAddress,
             clientTLS: clientTLS, upstreamTLS: upstreamTLS, upstreamHandshake: upstreamHandshake, decision: decision,
             violations: violations))
     }
+}
+
+/// A value's fields behind one reference, copied when changed while shared (copy-on-write): copying the value is one
+/// retain, however many strings, arrays and heads the fields hold.
+struct CopyOnWrite<Value: Sendable>: Sendable {
+    private final class Box: @unchecked Sendable {
+        // @unchecked: changed only through `value`'s modify, when this box has one owner.
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    private var box: Box
+
+    init(_ value: Value) { box = Box(value) }
+
+    var value: Value {
+        get { box.value }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.value) }
+            yield &box.value
+        }
+    }
+
+    /// True when both hold the same storage: one is an unchanged copy of the other.
+    func sharesStorage(with other: CopyOnWrite<Value>) -> Bool { box === other.box }
 }
