@@ -151,7 +151,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace"],
+            name: "ProxyServerTests",
+            dependencies: ["ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "CaptureStore", "ATSPolicy", "HTTP1Core"],
             swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(

@@ -20,7 +20,9 @@ import ProxyTrace
 /// A value is a tag byte (null, integer, real, text) and its bytes: integers and reals as 8 little-endian bytes,
 /// text as a 4-byte length and its UTF-8 bytes. The format lives only in memory, between two threads of one
 /// process; it is never stored.
-public struct CaptureBatch: Sendable {
+///
+/// Not copyable: a batch is one buffer with one owner at a time (the sink's queue, then the writer's side of the swap).
+public struct CaptureBatch: ~Copyable, Sendable {
     var storage = BatchBytes()
     /// Connection records the frames refer to by slot: a connection's record is sent when it first appears and
     /// whenever it changed (its decision, its handshake, its client TLS), not with every exchange.

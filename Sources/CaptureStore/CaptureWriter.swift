@@ -130,7 +130,7 @@ public final class CaptureWriter: @unchecked Sendable {
 
     /// Writes a batch encoded by a `CaptureEncoder` in one transaction: all of it is in the file afterwards, or (on
     /// an error) none of it, and every earlier batch stays. Batches must come in the order their encoder made them.
-    public func write(_ batch: CaptureBatch) throws(CaptureFileError) {
+    public func write(_ batch: borrowing CaptureBatch) throws(CaptureFileError) {
         guard !batch.isEmpty else { return }
         var exchanges = 0
         defer {
