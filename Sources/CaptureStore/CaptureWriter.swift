@@ -80,9 +80,9 @@ public final class CaptureWriter: @unchecked Sendable {
                 // times. At most 64 MiB of log before a checkpoint (SQLite's default: 1,000 pages).
                 let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = \((64 << 20) / max(512, pageSize))")
-                // The pages a batch touches besides the tables' ends (each index's pages for a host, a verdict, a
-                // status) stay cached between batches instead of being read back from the file: 16 MiB, fixed,
-                // where SQLite's default is 2 MiB.
+                // The pages a batch touches besides the tables' ends (the host index's pages of each host) stay
+                // cached between batches instead of being read back from the file: 16 MiB, fixed, where SQLite's
+                // default is 2 MiB.
                 try db.execute(sql: "PRAGMA cache_size = -16384")
             }
             try CaptureSchema.migrator.migrate(queue)
@@ -125,7 +125,11 @@ public final class CaptureWriter: @unchecked Sendable {
     public func write(_ items: some Collection<CaptureItem>) throws(CaptureFileError) {
         defer { itemBatch.removeAll() }
         for item in items { itemEncoder.append(item, to: &itemBatch) }
-        try write(itemBatch)
+        do { try write(itemBatch) } catch {
+            // The writer forgot the connections of the rolled-back batch: the encoder must send them again.
+            itemEncoder = CaptureEncoder()
+            throw error
+        }
     }
 
     /// Writes a batch encoded by a `CaptureEncoder` in one transaction: all of it is in the file afterwards, or (on
