@@ -100,18 +100,7 @@ public final class CaptureReader: @unchecked Sendable {
     public func exchanges(
         matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, before: Int64? = nil
     ) throws(CaptureFileError) -> [CapturedExchange] {
-        var (clause, arguments) = Self.whereClause(filter)
-        if let before {
-            clause += clause.isEmpty ? " WHERE " : " AND "
-            clause += "e.id < ?"
-            _ = arguments.append(contentsOf: [before])
-        }
-        _ = arguments.append(contentsOf: [limit])
-        return try read { db in
-            try Row.fetchAll(
-                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id DESC LIMIT ?"), arguments: arguments)
-                .map { try exchange(from: $0) }
-        }
+        try page(filter, limit: limit, from: before.map { ("<", $0) }, order: "DESC")
     }
 
     /// Exchanges matching `filter`, oldest first, at most `limit`, newer than the exchange `after` (nil: from the
@@ -119,16 +108,22 @@ public final class CaptureReader: @unchecked Sendable {
     public func exchanges(
         matching filter: CaptureFilter = CaptureFilter(), limit: Int = 100, after: Int64?
     ) throws(CaptureFileError) -> [CapturedExchange] {
+        try page(filter, limit: limit, from: after.map { (">", $0) }, order: "ASC")
+    }
+
+    /// One page of a listing: the exchanges matching `filter` past the id `from` (`<` or `>` it), in id `order`.
+    private func page(_ filter: CaptureFilter, limit: Int, from: (comparison: String, id: Int64)?, order: String)
+        throws(CaptureFileError) -> [CapturedExchange]
+    {
         var (clause, arguments) = Self.whereClause(filter)
-        if let after {
-            clause += clause.isEmpty ? " WHERE " : " AND "
-            clause += "e.id > ?"
-            _ = arguments.append(contentsOf: [after])
+        if let from {
+            clause += (clause.isEmpty ? " WHERE " : " AND ") + "e.id \(from.comparison) ?"
+            _ = arguments.append(contentsOf: [from.id])
         }
         _ = arguments.append(contentsOf: [limit])
         return try read { db in
             try Row.fetchAll(
-                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id LIMIT ?"), arguments: arguments)
+                db.cachedStatement(sql: Self.select + clause + " ORDER BY e.id \(order) LIMIT ?"), arguments: arguments)
                 .map { try exchange(from: $0) }
         }
     }

@@ -147,6 +147,31 @@ struct CaptureTests {
         }
     }
 
+    /// Sends 200 KB exchanges through the proxy `process` until it says its capture cannot be written (at most 40),
+    /// then three more, which must still be proxied; stops it with SIGINT and checks it exited cleanly having said
+    /// the failure once. Returns the exchange after which it said so.
+    private func requestsUntilCaptureFails(_ process: TestProcess, _ e2e: E2E, in folder: URL) async throws -> Int? {
+        let port = try await bannerPort(process)
+        func get() async throws -> CurlResult {
+            try await curl(
+                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/200000"], in: folder)
+        }
+        var failedAfter: Int?
+        for i in 1...40 {
+            #expect(try await get().status == 200, "request \(i) through a proxy whose capture is full")
+            if process.stderr.contains("cannot write the capture") {
+                failedAfter = i
+                break
+            }
+        }
+        #expect(failedAfter != nil, "40 exchanges of 200 KB fitted? stderr: \(process.stderr)")
+        for _ in 0..<3 { #expect(try await get().status == 200) }
+        kill(process.pid, SIGINT)
+        #expect(try await process.waitForExit() == 0, "\(process.stderr)")
+        #expect(process.stderr.components(separatedBy: "cannot write the capture").count == 2, "\(process.stderr)")
+        return failedAfter
+    }
+
     // Both limits leave room for a new capture's schema (16 KiB pages: its tables and indexes, in the file and in
     // the write-ahead log) and a few exchanges, then fill up within the 40 exchanges of 200 KB the tests send.
     @Test("A capture that cannot grow (file size limit): said once, the proxy goes on, what was committed stays")
@@ -162,24 +187,7 @@ struct CaptureTests {
              "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--trust-ca", e2e.testCA, "--capture", capture]
                 + origin.map("good.test"),
             in: folder, name: "atsproxy-fsize")
-        let port = try await bannerPort(process)
-        func get() async throws -> CurlResult {
-            try await curl(
-                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/200000"], in: folder)
-        }
-        var failedAfter: Int?
-        for i in 1...40 {
-            #expect(try await get().status == 200, "request \(i) through a proxy whose capture is full")
-            if process.stderr.contains("cannot write the capture") {
-                failedAfter = i
-                break
-            }
-        }
-        #expect(failedAfter != nil, "40 exchanges of 200 KB fitted in 4 MiB? stderr: \(process.stderr)")
-        for _ in 0..<3 { #expect(try await get().status == 200) }
-        kill(process.pid, SIGINT)
-        #expect(try await process.waitForExit() == 0)
-        #expect(process.stderr.components(separatedBy: "cannot write the capture").count == 2, "\(process.stderr)")
+        let failedAfter = try await requestsUntilCaptureFails(process, e2e, in: folder)
         #expect(process.stderr.contains("\(capture): cannot write the capture"))
         let reader = try CaptureReader(path: capture)
         let kept = try reader.count()
@@ -212,24 +220,7 @@ struct CaptureTests {
              "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--trust-ca", e2e.testCA, "--capture", capture]
                 + origin.map("good.test"),
             in: folder, name: "atsproxy-diskfull")
-        let port = try await bannerPort(process)
-        func get() async throws -> CurlResult {
-            try await curl(
-                ["-x", "http://127.0.0.1:\(port)", "--cacert", e2e.proxyCA, "https://good.test/bytes/200000"], in: folder)
-        }
-        var failedAfter: Int?
-        for i in 1...40 {
-            #expect(try await get().status == 200, "request \(i) through a proxy whose disk is full")
-            if process.stderr.contains("cannot write the capture") {
-                failedAfter = i
-                break
-            }
-        }
-        #expect(failedAfter != nil, "40 exchanges of 200 KB fitted in 2 MiB? stderr: \(process.stderr)")
-        for _ in 0..<3 { #expect(try await get().status == 200) }
-        kill(process.pid, SIGINT)
-        #expect(try await process.waitForExit() == 0, "\(process.stderr)")
-        #expect(process.stderr.components(separatedBy: "cannot write the capture").count == 2, "\(process.stderr)")
+        let failedAfter = try await requestsUntilCaptureFails(process, e2e, in: folder)
         #expect(process.stderr.lowercased().contains("full"), "\(process.stderr)")
         let reader = try CaptureReader(path: saved.appendingPathComponent("full.atscap").path)
         let kept = try reader.count()
