@@ -65,7 +65,18 @@ private func forwarded(_ version: HTTPVersion) -> HTTPVersion {
     version.minor > 1 ? .http1_1 : version
 }
 
+/// The line form a capture stores (`appendLines`) is the same whether it is copied from the wire in one piece (when
+/// the head is already in that form) or written field by field.
+private func checkLineForm(_ headers: HTTPHeaders) {
+    var parsed: [UInt8] = []
+    headers.appendLines(to: &parsed)
+    var built: [UInt8] = []
+    HTTPHeaders(headers.fields.map { ($0.name, $0.value) }).appendLines(to: &built)
+    invariant(parsed == built, "line form differs: \(parsed) from the wire, \(built) field by field")
+}
+
 private func checkRoundTrip(_ head: HTTPRequestHead) {
+    checkLineForm(head.headers)
     var wire: [UInt8] = []
     do {
         try HTTP1Serializer.write(head, into: &wire)
@@ -87,6 +98,7 @@ private func checkRoundTrip(_ head: HTTPRequestHead) {
 }
 
 private func checkRoundTrip(_ head: HTTPResponseHead, method: String) {
+    checkLineForm(head.headers)
     var wire: [UInt8] = []
     do {
         try HTTP1Serializer.write(head, into: &wire)
