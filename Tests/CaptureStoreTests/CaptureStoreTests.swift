@@ -271,6 +271,38 @@ struct CaptureStoreTests {
         }
     }
 
+    @Test("A file written before schema step 8 keeps its bodies and verdicts readable after a run appended by this build")
+    func migrationAcrossStepEight() throws {
+        let path = try folder().appendingPathComponent("v7.atscap").path
+        let old = try DatabaseQueue(path: path)
+        try CaptureSchema.migrator.migrate(old, upTo: CaptureSchema.Step.noMethodIndex)
+        // As step 7's writer made them: the body in `bodies`, found then by the verdict index this step drops.
+        try old.write { db in
+            try db.execute(sql: """
+                INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 1024, '[]');
+                INSERT INTO exchanges (run_id, connection_id, started, ended, method, url, host, status,
+                    http_version, outcome, errors, request_bytes, response_bytes, duration_ms)
+                VALUES (1, 3, 1, 2, 'GET', 'http://a.test/', 'a.test', 403, 'HTTP/1.1', 'blocked', '-1022', 0, 5,
+                    1000);
+                INSERT INTO bodies (exchange_id, direction, bytes, size, truncated)
+                VALUES (1, 'response', X'68656C6C6F', 5, 0);
+                """)
+        }
+        try old.close()
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange(connection: 4))])
+        try writer.close(ended: 3)
+        let reader = try CaptureReader(path: path)
+        #expect(reader.schemaSteps == CaptureSchema.migrator.migrations)
+        #expect(try reader.exchange(id: 1)?.record.detail?.responseBody?.bytes == Array("hello".utf8))
+        #expect(try reader.exchange(id: 2)?.record.detail?.requestBody?.totalBytes == 2000)
+        #expect(try reader.exchange(id: 2)?.record.detail?.requestBody?.bytes.count == 1024)
+        // The partial index of problems holds the old row too: both blocked exchanges, newest first.
+        let blocked = try reader.exchanges(matching: CaptureFilter(parsing: "verdict:blocked")).map(\.id)
+        #expect(blocked == [2, 1])
+        #expect(try reader.count(matching: CaptureFilter(parsing: "problems")) == 2)
+    }
+
     @Test("Trace records come back per connection in the order they were made, across batches")
     func traceOrder() throws {
         let path = try folder().appendingPathComponent("c.atscap").path
