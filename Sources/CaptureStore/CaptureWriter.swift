@@ -23,7 +23,7 @@ public final class CaptureWriter: @unchecked Sendable {
     private var decisionIDs: [DecisionKey: Int64] = [:]
     private var handshakeIDs: [HandshakeFacts: Int64] = [:]
     /// Each connection's decision and handshake rows, from the last record of it a batch carried: its exchanges
-    /// between two records refer to the same rows (`CaptureBatch`).
+    /// between two records refer to the same rows (`CaptureBatch`). Emptied when the encoder says `forget`.
     private var connectionRows: [UInt64: References] = [:]
     private static let cacheLimit = 4096
     /// The page size of a capture this build creates.
@@ -297,7 +297,7 @@ public final class CaptureWriter: @unchecked Sendable {
         var references = References()
         references.decisionRow = try decisionID(c.decision, c.violations, db)
         references.handshakeRow = try c.upstreamHandshake.map { try handshakeID($0, db) }
-        if connectionRows.count >= Self.cacheLimit { connectionRows.removeAll() }
+        // Bounded by the encoder, whose `forget` frame empties it: the two must hold the same connections.
         connectionRows[c.connectionID] = references
         return references
     }
