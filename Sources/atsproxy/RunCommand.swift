@@ -271,8 +271,14 @@ struct RunCommand: ParsableCommand {
         var temporaryCapture: String?
         let caFile = URL(fileURLWithPath: caDir).appendingPathComponent(CertificateAuthority.certificateFileName).path
         // The HAR is written at exit: a folder that cannot take it is said now, not after the session.
-        if let har = captureOptions.har, let problem = HARFile.problem(writing: har) {
-            throw failure("atsproxy run: error: --har: \(problem)")
+        if let har = captureOptions.har {
+            if let problem = HARFile.problem(writing: har) { throw failure("atsproxy run: error: --har: \(problem)") }
+            // The HAR replaces its file when complete: never the capture it is read from.
+            if let capture = captureOptions.capture,
+                URL(fileURLWithPath: har).standardizedFileURL == URL(fileURLWithPath: capture).standardizedFileURL
+            {
+                throw failure("atsproxy run: error: --har and --capture name the same file (\(har))")
+            }
         }
         do {
             var path = try captureOptions.resolvedPath()
@@ -503,10 +509,11 @@ struct RunCommand: ParsableCommand {
     private func writeHAR(_ output: String, from capture: CaptureSink) throws {
         do {
             let reader = try CaptureReader(path: capture.path)
-            defer { try? reader.close() }
             let document = HARDocument(
                 creatorVersion: ATSProxyCommand.configuration.version, filter: CaptureFilter(runID: capture.runID))
-            let count = try HARFile.write(document, from: reader, to: output)
+            let written = Result { () throws(HARFileError) in try HARFile.write(document, from: reader, to: output) }
+            try reader.close()
+            let count = try written.get()
             ProxyLogSink.writeToStandardError("atsproxy: --har: \(count) entries written to \(output)\n")
         } catch {
             throw failure("atsproxy run: error: --har: \(error)")

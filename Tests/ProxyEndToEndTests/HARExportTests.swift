@@ -57,6 +57,14 @@ struct HARExportTests {
             in: files)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("--har: the directory /nonexistent does not exist"), "\(refused.stderr)")
+        // Nor over the capture it is read from.
+        let before = try Data(contentsOf: URL(fileURLWithPath: capture))
+        let same = try await runProcess(
+            e2e.binary, ["run", "--listen", "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--capture", capture, "--har",
+                         capture], in: files)
+        #expect(same.status == 1)
+        #expect(same.stderr.contains("--har and --capture name the same file"), "\(same.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: capture)) == before, "the capture is left as it was")
     }
 
     @Test("A session of mixed traffic exports to HAR that mitmproxy, haralyzer and the HAR 1.2 schema accept")
