@@ -34,7 +34,9 @@ let package = Package(
 
         // Pure cores: bytes and values in, values out. No file descriptors, no clocks.
         .target(name: "ATSPolicy", swiftSettings: strict),
-        .target(name: "ATSLint", dependencies: ["ATSPolicy"], swiftSettings: strict),
+        // Ordered JSON values, written by hand: lint's reports and HAR exports.
+        .target(name: "OrderedJSON", swiftSettings: strict),
+        .target(name: "ATSLint", dependencies: ["ATSPolicy", "OrderedJSON"], swiftSettings: strict),
         .target(name: "HTTP1Core", swiftSettings: strict),
         .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
@@ -68,7 +70,7 @@ let package = Package(
         // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
         .target(
             name: "CaptureExport",
-            dependencies: ["CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace", "Inflate"],
+            dependencies: ["CaptureStore", "ATSPolicy", "HTTP1Core", "ProxyTrace", "Inflate", "OrderedJSON"],
             swiftSettings: strict),
         // `atsproxy report`: a policy against observed traffic (a capture, or a live session's exchange records).
         .target(

@@ -1,24 +1,25 @@
+import OrderedJSON
 extension LintReport {
     /// Machine-readable report: source, profile, notes, summary counts and the findings.
     public func json() -> String {
-        JSONValue.object([
+        JSONValue.fields([
             ("tool", .string("atsproxy lint")),
             ("file", .string(artifactPath)),
             ("source", .string(sourceDescription)),
-            ("ios", .number(profile.rawValue)),
+            ("ios", .int(profile.rawValue)),
             ("notes", .array(notes.map(JSONValue.string))),
             (
                 "summary",
-                .object([
-                    ("error", .number(count(.error))), ("warning", .number(count(.warning))),
-                    ("note", .number(count(.note))),
+                .fields([
+                    ("error", .int(count(.error))), ("warning", .int(count(.warning))),
+                    ("note", .int(count(.note))),
                 ])
             ),
             (
                 "findings",
                 .array(
                     findings.map { f in
-                        .object([
+                        .fields([
                             ("severity", .string(f.severity.rawValue)),
                             ("ruleID", .string(f.ruleID)),
                             ("keyPath", .array(f.keyPath.map(JSONValue.string))),
@@ -27,6 +28,6 @@ extension LintReport {
                         ])
                     })
             ),
-        ]).rendered()
+        ]).rendered() + "\n"
     }
 }

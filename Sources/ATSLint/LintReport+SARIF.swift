@@ -1,3 +1,4 @@
+import OrderedJSON
 extension LintReport {
     /// SARIF 2.1.0 (OASIS) for code-scanning tools: one run, the full rule catalogue in `tool.driver.rules`, one
     /// result per finding located by the plist path and a logical location named by the key path.
@@ -9,27 +10,27 @@ extension LintReport {
             var members: [(String, JSONValue)] = [
                 ("id", .string(rule.rawValue)),
                 ("name", .string(rule.name)),
-                ("shortDescription", .object([("text", .string(rule.shortDescription))])),
+                ("shortDescription", .fields([("text", .string(rule.shortDescription))])),
             ]
             if let help = rule.helpURI { members.append(("helpUri", .string(help))) }
-            members.append(("defaultConfiguration", .object([("level", .string(rule.defaultSeverity.rawValue))])))
-            return .object(members)
+            members.append(("defaultConfiguration", .fields([("level", .string(rule.defaultSeverity.rawValue))])))
+            return .fields(members)
         }
         let results: [JSONValue] = findings.map { f in
             var result: [(String, JSONValue)] = [("ruleId", .string(f.ruleID))]
-            if let i = ruleIndex[f.ruleID] { result.append(("ruleIndex", .number(i))) }
+            if let i = ruleIndex[f.ruleID] { result.append(("ruleIndex", .int(i))) }
             result += [
                 ("level", .string(f.severity.rawValue)),
-                ("message", .object([("text", .string("\(Self.sentence(f.message)) Fix: \(Self.sentence(f.fix))"))])),
+                ("message", .fields([("text", .string("\(Self.sentence(f.message)) Fix: \(Self.sentence(f.fix))"))])),
                 (
                     "locations",
                     .array([
-                        .object([
-                            ("physicalLocation", .object(physicalLocation(uri: uri, finding: f))),
+                        .fields([
+                            ("physicalLocation", .fields(physicalLocation(uri: uri, finding: f))),
                             (
                                 "logicalLocations",
                                 .array([
-                                    .object([
+                                    .fields([
                                         ("fullyQualifiedName", .string(f.keyPathString)),
                                         ("kind", .string("member")),
                                     ])
@@ -40,24 +41,24 @@ extension LintReport {
                 ),
                 (
                     "properties",
-                    .object([("fix", .string(f.fix)), ("keyPath", .array(f.keyPath.map(JSONValue.string)))])
+                    .fields([("fix", .string(f.fix)), ("keyPath", .array(f.keyPath.map(JSONValue.string)))])
                 ),
             ]
-            return .object(result)
+            return .fields(result)
         }
-        return JSONValue.object([
+        return JSONValue.fields([
             ("$schema", .string("https://json.schemastore.org/sarif-2.1.0.json")),
             ("version", .string("2.1.0")),
             (
                 "runs",
                 .array([
-                    .object([
+                    .fields([
                         (
                             "tool",
-                            .object([
+                            .fields([
                                 (
                                     "driver",
-                                    .object([
+                                    .fields([
                                         ("name", .string("atsproxy lint")),
                                         ("version", .string(toolVersion)),
                                         ("rules", .array(driverRules)),
@@ -65,21 +66,21 @@ extension LintReport {
                                 )
                             ])
                         ),
-                        ("artifacts", .array([.object([("location", .object([("uri", .string(uri))]))])])),
+                        ("artifacts", .array([.fields([("location", .fields([("uri", .string(uri))]))])])),
                         ("results", .array(results)),
                     ])
                 ])
             ),
-        ]).rendered()
+        ]).rendered() + "\n"
     }
 
     /// The artifact and, when the key was found in the file, the region of its `<key>` (so that code-scanning
     /// annotations land on that line, not on the whole file).
     private func physicalLocation(uri: String, finding: LintFinding) -> [(String, JSONValue)] {
-        var members: [(String, JSONValue)] = [("artifactLocation", .object([("uri", .string(uri))]))]
+        var members: [(String, JSONValue)] = [("artifactLocation", .fields([("uri", .string(uri))]))]
         if let region = region(of: finding) {
             members.append(
-                ("region", .object([("startLine", .number(region.line)), ("startColumn", .number(region.column))])))
+                ("region", .fields([("startLine", .int(region.line)), ("startColumn", .int(region.column))])))
         }
         return members
     }
