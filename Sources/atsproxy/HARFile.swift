@@ -42,6 +42,9 @@ enum HARFile {
         return count
     }
 
+    /// "1 entry", "2 entries": for the line that says what was written.
+    static func entries(_ count: Int) -> String { count == 1 ? "1 entry" : "\(count) entries" }
+
     /// Why `output` cannot be written, checked before a run so that an hour of traffic is not lost at its end: its
     /// folder must exist and be writable, and `output` must not be a folder. Nil when it can be.
     static func problem(writing output: String) -> String? {

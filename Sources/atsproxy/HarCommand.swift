@@ -45,6 +45,6 @@ struct HarCommand: ParsableCommand {
         do { count = try HARFile.write(document, from: reader, to: output) } catch {
             throw failure("atsproxy har: error: \(error)", status: 2)
         }
-        FileHandle.standardError.write(Data("atsproxy har: \(count) entries written to \(output)\n".utf8))
+        FileHandle.standardError.write(Data("atsproxy har: \(HARFile.entries(count)) written to \(output)\n".utf8))
     }
 }

@@ -514,7 +514,7 @@ struct RunCommand: ParsableCommand {
             let written = Result { () throws(HARFileError) in try HARFile.write(document, from: reader, to: output) }
             try reader.close()
             let count = try written.get()
-            ProxyLogSink.writeToStandardError("atsproxy: --har: \(count) entries written to \(output)\n")
+            ProxyLogSink.writeToStandardError("atsproxy: --har: \(HARFile.entries(count)) written to \(output)\n")
         } catch {
             throw failure("atsproxy run: error: --har: \(error)")
         }
