@@ -251,8 +251,13 @@ public struct CaptureEncoder {
         if let mirror = e.mirror {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            // A MirrorRecord is strings, numbers and enums: it always encodes.
-            batch.text((try? encoder.encode(mirror)).map { String(decoding: $0, as: UTF8.self) })
+            do {
+                batch.text(String(decoding: try encoder.encode(mirror), as: UTF8.self))
+            } catch {
+                // Unreachable: a MirrorRecord holds strings, booleans and string arrays, which JSONEncoder always
+                // writes. Were it to fail, the exchange keeps its row without the device's verdict.
+                batch.null()
+            }
         } else {
             batch.null()
         }
