@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(
             name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // SQLite's process-wide configuration (sqlite3_config is variadic: Swift cannot call it).
+        .systemLibrary(name: "CSQLiteConfig", path: "Sources/CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
 
         // Pure cores: bytes and values in, values out. No file descriptors, no clocks.
         .target(name: "ATSPolicy", swiftSettings: strict),
@@ -64,7 +66,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the writer's rows without GRDB's per-value boxing (SQLiteInsert).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"), "CSQLiteConfig",
             ],
             swiftSettings: strict),
         // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).

@@ -35,6 +35,7 @@ enum CaptureFile {
 
     /// A read-only connection to the SQLite file at `path`.
     static func openReadOnly(_ path: String) throws(CaptureFileError) -> DatabaseQueue {
+        SQLiteSetup.ensure()
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "atsproxy.capture.reader"

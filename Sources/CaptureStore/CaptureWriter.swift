@@ -59,6 +59,7 @@ public final class CaptureWriter: @unchecked Sendable {
             }
             do { try check.close() } catch { throw CaptureFileError.reading(path, error) }
         }
+        SQLiteSetup.ensure()
         var configuration = Configuration()
         configuration.label = "atsproxy.capture.writer"
         let queue: DatabaseQueue

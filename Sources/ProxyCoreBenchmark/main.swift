@@ -96,7 +96,7 @@ private func collect(_ session: ProxySession, _ commands: consuming [ProxyComman
 /// What `CaptureSink` does with each entry on the loop thread, without its lock and writer.
 final class CaptureEncoding: @unchecked Sendable {
     // @unchecked: the benchmark is one thread.
-    nonisolated(unsafe) static let shared = CaptureEncoding()
+    static let shared = CaptureEncoding()
     nonisolated(unsafe) static var enabled = false
     private var encoder = CaptureEncoder()
     private var batch = CaptureBatch()
