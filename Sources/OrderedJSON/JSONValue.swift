@@ -38,34 +38,8 @@ public indirect enum JSONValue: Sendable, Equatable {
     /// On one line, without spaces: for a live view sending one entry at a time, or JSON Lines.
     public func compact() -> String {
         var out = ""
-        writeCompact(into: &out)
+        write(into: &out, level: nil)
         return out
-    }
-
-    private func writeCompact(into out: inout String) {
-        switch self {
-        case .string(let s): Self.quote(s, into: &out)
-        case .int(let n): out += String(n)
-        case .double(let d): out += Self.number(d)
-        case .bool(let b): out += b ? "true" : "false"
-        case .null: out += "null"
-        case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                item.writeCompact(into: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (i, member) in members.enumerated() {
-                if i > 0 { out += "," }
-                Self.quote(member.key, into: &out)
-                out += ":"
-                member.value.writeCompact(into: &out)
-            }
-            out += "}"
-        }
     }
 
     /// The member `key` of an object; nil for other values or a missing key.
@@ -74,9 +48,9 @@ public indirect enum JSONValue: Sendable, Equatable {
         return members.first { $0.key == key }?.value
     }
 
-    private func write(into out: inout String, level: Int) {
-        let pad = String(repeating: "  ", count: level + 1)
-        let close = String(repeating: "  ", count: level)
+    /// Pretty-printed at `level`, or compact when `level` is nil.
+    private func write(into out: inout String, level: Int?) {
+        let inner = level.map { $0 + 1 }
         switch self {
         case .string(let s): Self.quote(s, into: &out)
         case .int(let n): out += String(n)
@@ -84,32 +58,42 @@ public indirect enum JSONValue: Sendable, Equatable {
         case .bool(let b): out += b ? "true" : "false"
         case .null: out += "null"
         case .array(let items):
-            guard !items.isEmpty else {
-                out += "[]"
-                return
+            Self.writeContainer("[", "]", count: items.count, level: level, into: &out) { i, out in
+                items[i].write(into: &out, level: inner)
             }
-            out += "[\n"
-            for (i, item) in items.enumerated() {
-                out += pad
-                item.write(into: &out, level: level + 1)
-                out += i == items.count - 1 ? "\n" : ",\n"
-            }
-            out += close + "]"
         case .object(let members):
-            guard !members.isEmpty else {
-                out += "{}"
-                return
+            Self.writeContainer("{", "}", count: members.count, level: level, into: &out) { i, out in
+                Self.quote(members[i].key, into: &out)
+                out += level == nil ? ":" : ": "
+                members[i].value.write(into: &out, level: inner)
             }
-            out += "{\n"
-            for (i, member) in members.enumerated() {
-                out += pad
-                Self.quote(member.key, into: &out)
-                out += ": "
-                member.value.write(into: &out, level: level + 1)
-                out += i == members.count - 1 ? "\n" : ",\n"
-            }
-            out += close + "}"
         }
+    }
+
+    /// An array's or object's brackets, separators and indentation around its `count` items, each written by
+    /// `item`: compact (`[1,2]`) when `level` is nil, else one item per line indented one level deeper, and `[]`
+    /// or `{}` when empty.
+    private static func writeContainer(
+        _ open: String, _ close: String, count: Int, level: Int?, into out: inout String,
+        item: (Int, inout String) -> Void
+    ) {
+        guard let level, count > 0 else {
+            out += open
+            for i in 0..<count {
+                if i > 0 { out += "," }
+                item(i, &out)
+            }
+            out += close
+            return
+        }
+        let pad = String(repeating: "  ", count: level + 1)
+        out += open + "\n"
+        for i in 0..<count {
+            out += pad
+            item(i, &out)
+            out += i == count - 1 ? "\n" : ",\n"
+        }
+        out += String(repeating: "  ", count: level) + close
     }
 
     /// `12.5`, `3`, `0.125`: three decimals at most, in integer arithmetic (no locale, no exponent).
