@@ -118,6 +118,7 @@ let package = Package(
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
         .testTarget(name: "InflateTests", dependencies: ["Inflate"], swiftSettings: strict),
         .testTarget(name: "OrderedJSONTests", dependencies: ["OrderedJSON"], swiftSettings: strict),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "PolicyLoader", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PolicyLoaderTests", dependencies: ["PolicyLoader", "TestSupport"], swiftSettings: strict),
@@ -161,7 +162,8 @@ let package = Package(
             swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(
-            name: "ProxyLoadTests", dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop"],
+            name: "ProxyLoadTests",
+            dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop", "TestSupport"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(

@@ -1,36 +1,14 @@
 import Foundation
+import TestSupport
 import Testing
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Runs the built `atsproxy` binary with `arguments`, in `directory` when given; kills it by pid after `limit`
 /// seconds, so a hung command fails its test instead of hanging the suite.
 func runATSProxy(_ arguments: [String], in directory: URL? = nil, limit: Double = 120) throws
     -> (status: Int32, stdout: Data, stderr: String)
 {
-    let binary = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/debug/atsproxy")
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = directory }
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
-    // Read both pipes concurrently-safe: stderr is small, stdout is read to the end first.
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    watchdog.cancel()
-    return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
+    let run = try runCommand(LintCLITests.binary, arguments, in: directory, limit: limit)
+    return (run.status, run.stdout, run.stderrText)
 }
 
 /// A fresh folder under the temp directory, removed on deinit.
@@ -71,14 +49,9 @@ struct CACLITests {
           arguments: ["000", "077"])
     func modesDoNotDependOnTheUmask(umask: String) throws {
         let dir = try ScratchDirectory()
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "umask \(umask) && exec \"$0\" ca init --ca-dir ca", LintCLITests.binary]
-        shell.currentDirectoryURL = dir.url
-        shell.standardOutput = FileHandle.nullDevice
-        try shell.run()
-        shell.waitUntilExit()
-        #expect(shell.terminationStatus == 0)
+        let shell = try runCommand(
+            "/bin/sh", ["-c", "umask \(umask) && exec \"$0\" ca init --ca-dir ca", LintCLITests.binary], in: dir.url)
+        #expect(shell.status == 0, "\(shell.stderrText)")
         func mode(_ name: String) throws -> Int? {
             (try FileManager.default.attributesOfItem(atPath: dir.path("ca/\(name)"))[.posixPermissions] as? NSNumber)?
                 .intValue

@@ -2,28 +2,14 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Runs `openssl` to completion; throws with its stderr when it fails.
 @discardableResult
 private func openssl(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw DiagnoseTestError(message: "openssl \(arguments.first ?? ""): \(String(decoding: stderr, as: UTF8.self))")
+    let run = try runCommand("openssl", arguments)
+    guard run.status == 0 else {
+        throw DiagnoseTestError(message: "openssl \(arguments.first ?? ""): \(run.stderrText)")
     }
-    return String(decoding: stdout, as: UTF8.self)
+    return run.stdoutText
 }
 
 private struct DiagnoseTestError: Error, CustomStringConvertible {

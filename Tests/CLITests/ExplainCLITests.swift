@@ -3,11 +3,6 @@ import Testing
 
 /// Runs the built `atsproxy explain` as a user would.
 struct ExplainCLITests {
-    /// `.build/debug/atsproxy`, found from this file's place in the package.
-    static let binary: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/debug/atsproxy")
-
     static let browserPolicy = """
         <?xml version="1.0" encoding="UTF-8"?>
         <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -46,19 +41,8 @@ struct ExplainCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("ats.plist")
         if let policy { try Data(policy.utf8).write(to: file) }
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["explain"] + (plist ? ["--plist", file.path] : []) + args
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        let run = try runATSProxy(["explain"] + (plist ? ["--plist", file.path] : []) + args)
+        return Run(status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self), stderr: run.stderr)
     }
 
     @Test("a refused http:// URL: -1022, the deciding entry, the fix, exit status 1")

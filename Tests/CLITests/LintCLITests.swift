@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `atsproxy lint` run as a user would: the built binary, on the `config/` examples and on fixtures written to a
@@ -18,22 +19,8 @@ import Testing
 
     /// Runs `atsproxy lint args…` and waits for it (the process reads one small file and exits).
     static func lint(_ args: [String]) throws -> Run {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["lint"] + args
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // Read stdout to its end before waiting, so a large report cannot fill the pipe and block the child;
-        // stderr carries at most a line or two, well under the pipe buffer.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(
-            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        let run = try runCommand(binary, ["lint"] + args)
+        return Run(status: run.status, stdout: run.stdoutText, stderr: run.stderrText)
     }
 
     /// A temporary folder holding `files`, removed after `body`.
@@ -58,16 +45,11 @@ import Testing
 
     /// Zips `infoPlist` as `Payload/<app>.app/Info.plist` into the .ipa at `ipa` (python3's zipfile; no zip tool).
     static func zipIPA(_ ipa: String, app: String, infoPlist: String) throws {
-        let zip = Process()
-        zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        zip.arguments = [
-            "python3", "-c",
-            "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], sys.argv[3])",
+        let zip = try runCommand("python3", [
+            "-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'w').write(sys.argv[2], sys.argv[3])",
             ipa, infoPlist, "Payload/\(app).app/Info.plist",
-        ]
-        try zip.run()
-        zip.waitUntilExit()
-        #expect(zip.terminationStatus == 0)
+        ])
+        #expect(zip.status == 0, "\(zip.stderrText)")
     }
 
     static func binaryPlist(_ xml: [UInt8]) throws -> [UInt8] {

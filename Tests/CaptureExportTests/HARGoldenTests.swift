@@ -317,21 +317,10 @@ struct HARConsumerTests {
 
 private let schemaFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Schema")
 
-/// Runs a tool to its end (stopped after 120 s), with stdout and stderr together.
+/// Runs a tool to its end (killed after 120 s), with its stdout and then its stderr as one text.
 private func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
-    defer { watchdog.cancel() }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let run = try runCommand(path, arguments)
+    return (run.status, run.stdoutText + run.stderrText)
 }
 
 @Suite("HAR export details")

@@ -86,12 +86,8 @@ enum Fixture {
 
     /// Runs python3 with `script` and `args`; used to build .ipa (zip) fixtures independently of the loader.
     static func python(_ script: String, _ args: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script] + args
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        let run = try runCommand("python3", ["-c", script] + args)
+        guard run.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSDebugDescriptionErrorKey: run.stderrText]) }
     }
 
     /// Writes a zip at `path` with the given member names and contents (stored deflated).

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `atsproxy-load` with `arguments`; returns its exit status and its standard output as JSON.
@@ -6,18 +7,9 @@ func runLoadClient(_ arguments: [String]) throws -> (status: Int32, report: [Str
     let binary = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/debug/atsproxy-load")
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments + ["--json"]
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let report = try JSONSerialization.jsonObject(with: stdout) as? [String: Any]
-    return (process.terminationStatus, report ?? [:])
+    let run = try runCommand(binary.path, arguments + ["--json"])
+    let report = try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any]
+    return (run.status, report ?? [:])
 }
 
 @Suite("atsproxy-load against a local server")

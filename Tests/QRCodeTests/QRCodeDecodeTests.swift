@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import QRCode
@@ -99,17 +100,9 @@ struct QRCodeDecodeTests {
         }
         let image = dir.appendingPathComponent("code.pgm")
         try Data(pgm).write(to: image)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["zbarimg", "--raw", "-q", "-Sbinary", image.path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let bytes = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "zbarimg found no code")
+        let run = try runCommand("zbarimg", ["--raw", "-q", "-Sbinary", image.path])
+        #expect(run.status == 0, "zbarimg found no code")
         // -Sbinary: the decoded bytes as they are, with no newline added.
-        return String(decoding: bytes, as: UTF8.self)
+        return run.stdoutText
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A folder under the system temp directory, removed when the value is deinitialised.
 final class TempDirectory: Sendable {
@@ -17,25 +18,11 @@ final class TempDirectory: Sendable {
 /// Runs the `openssl` CLI to completion and returns its stdout; throws with stderr when it fails.
 @discardableResult
 func runOpenSSL(_ arguments: [String], input: String? = nil) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    let inPipe = Pipe()
-    process.standardInput = inPipe
-    try process.run()
-    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-    try inPipe.fileHandleForWriting.close()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw CLIError(message: "openssl \(arguments.joined(separator: " ")): " + String(decoding: stderr, as: UTF8.self))
+    let run = try runCommand("openssl", arguments, input: input.map { Data($0.utf8) })
+    guard run.status == 0 else {
+        throw CLIError(message: "openssl \(arguments.joined(separator: " ")): " + run.stderrText)
     }
-    return String(decoding: stdout, as: UTF8.self)
+    return run.stdoutText
 }
 
 struct CLIError: Error, CustomStringConvertible {
