@@ -8,7 +8,11 @@ extension SuggestedPolicy {
     public func plistFragment(indent: Int = 0) -> String {
         var lines: [String] = []
         if entries.isEmpty && pinnedDomains == nil {
-            lines.append(comment("Apple's defaults let every observed load through: no ATS key is needed."))
+            // With unfixable loads, "every observed load" would be false: those fail whatever the plist says.
+            lines.append(comment(
+                unfixable.isEmpty
+                    ? "Apple's defaults let every observed load through: no ATS key is needed."
+                    : "No ATS key is needed: Apple's defaults let through every observed load that a key could help."))
         }
         lines.append("<key>NSAppTransportSecurity</key>")
         if entries.isEmpty && pinnedDomains == nil {

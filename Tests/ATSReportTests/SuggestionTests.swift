@@ -71,9 +71,30 @@ struct SuggestionTests {
                 == sortedKeys(s.atsDictionary))
     }
 
+    @Test("The check's summary counts the loads it checked: none, one, several")
+    func checkSummary() {
+        let wrong = https("wrong.example.com", completed("wrong.example.com", hostnameMatches: false))
+        #expect(report([wrong]).suggestionCheckText == "nothing to check: no observed load is one an exception can let through")
+        #expect(
+            report([https("api.example.com"), wrong]).suggestionCheckText
+                == "checked: the 1 load an exception can let through passes with it, and explain does not refuse it")
+        #expect(
+            report(mixed).suggestionCheckText
+                == "checked: the 5 loads an exception can let through all pass with it, and explain refuses none")
+    }
+
     @Test("Nothing needed: an empty dictionary, said in a comment; pins of the judged policy are kept")
     func emptyAndPins() throws {
-        #expect(report([https("api.example.com")]).suggestion.plistFragment().contains("<dict/>"))
+        let fine = report([https("api.example.com")]).suggestion.plistFragment()
+        #expect(fine.contains("<dict/>"))
+        #expect(fine.contains("Apple's defaults let every observed load through"))
+        // A load no key can help fails whatever the plist says: the comment must not claim every load passes.
+        let withUnfixable = report([
+            https("api.example.com"), https("wrong.example.com", completed("wrong.example.com", hostnameMatches: false)),
+        ]).suggestion.plistFragment()
+        #expect(withUnfixable.contains("<dict/>"))
+        #expect(!withUnfixable.contains("every observed load through"), "\(withUnfixable)")
+        #expect(withUnfixable.contains("every observed load that a key could help"), "\(withUnfixable)")
         let pins = dict([
             "api.example.com": dict([
                 "NSPinnedLeafIdentities": .array([dict(["SPKI-SHA256-BASE64": .string("LEAFLEAFLEAFLEAFLEAFLEAFLEAFLEAFLEAFLEAFLEA=")])])
