@@ -158,7 +158,10 @@ let package = Package(
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         .testTarget(
             name: "ProxyServerTests",
-            dependencies: ["ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "CaptureStore", "ATSPolicy", "HTTP1Core"],
+            dependencies: [
+                "ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "CaptureStore", "ATSPolicy", "HTTP1Core",
+                "TestSupport",
+            ],
             swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.
         .testTarget(

@@ -4,6 +4,7 @@ import Foundation
 import HTTP1Core
 import ProxyTrace
 import Testing
+import TestSupport
 
 /// `atsproxy show` and `atsproxy har` run as a user would: the built binary on a capture file written by the store.
 @Suite struct ShowCLITests {
@@ -21,8 +22,7 @@ import Testing
     /// A capture with four exchanges: an allowed GET with a text body, a blocked TLS 1.0 handshake with its fix,
     /// a 404 whose body was cut, and a binary body; plus the first connection's trace.
     static func capture() throws -> (folder: URL, path: String) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ShowCLITests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("show")
         let path = folder.appendingPathComponent("session.atscap").path
         let writer = try CaptureWriter.open(
             path: path, run: CaptureRunInfo(started: 1_795_000_000, atsproxyVersion: "test", bodyLimit: 16, settings: [:]))

@@ -209,8 +209,7 @@ private func exchanges(_ name: String) -> [ExchangeSummary] {
 
 /// The HAR document of `name`'s exchanges, through a capture file (written, then read back).
 private func exported(_ name: String) throws -> String {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("har-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let folder = try TestScratch.folder("har")
     let path = folder.appendingPathComponent("c.atscap").path
     let writer = try CaptureWriter.open(
         path: path, run: CaptureRunInfo(started: t0, atsproxyVersion: "test", bodyLimit: 32, settings: [:]))
@@ -287,8 +286,7 @@ struct HARGoldenTests {
 struct HARConsumerTests {
     @Test("Every kind of exchange in one HAR: the JSON schema of HAR 1.2, haralyzer and mitmproxy (mitmdump -nr) read it")
     func consumers() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("harc-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("harc")
         let capture = folder.appendingPathComponent("all.atscap").path
         let writer = try CaptureWriter.open(
             path: capture, run: CaptureRunInfo(started: t0, atsproxyVersion: "test", bodyLimit: 32, settings: [:]))

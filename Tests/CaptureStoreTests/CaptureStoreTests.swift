@@ -4,14 +4,13 @@ import GRDB
 import HTTP1Core
 import ProxyTrace
 import Testing
+import TestSupport
 
 @testable import CaptureStore
 
 /// A folder of its own for one test, under the system's temporary directory.
 private func folder() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("capture-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    try TestScratch.folder("capture")
 }
 
 private let run = CaptureRunInfo(

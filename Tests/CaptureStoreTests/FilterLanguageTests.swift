@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import ProxyTrace
 import Testing
+import TestSupport
 
 @testable import CaptureStore
 
@@ -103,8 +104,7 @@ struct FilterLanguageTests {
 
     @Test("Parsed filters select the right exchanges from a capture, negations included where a column is NULL")
     func evaluation() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("filter-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try TestScratch.folder("filter")
         let path = dir.appendingPathComponent("c.atscap").path
         let writer = try CaptureWriter.open(
             path: path, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: [:]))

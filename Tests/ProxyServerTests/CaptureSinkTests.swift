@@ -5,6 +5,7 @@ import HTTP1Core
 import ProxyCore
 import ProxyTrace
 import Testing
+import TestSupport
 
 @testable import ProxyServer
 
@@ -34,8 +35,7 @@ struct CaptureSinkTests {
 
     @Test("Records from four threads at once all reach the file, each with its own connection's decision, body and trace")
     func concurrentThreads() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("sink")
         let path = folder.appendingPathComponent("c.atscap").path
         let writer = try CaptureWriter.open(
             path: path, run: CaptureRunInfo(started: 1, atsproxyVersion: "test", bodyLimit: 1024, settings: [:]))

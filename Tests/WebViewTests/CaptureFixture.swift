@@ -3,6 +3,7 @@ import CaptureStore
 import Foundation
 import HTTP1Core
 import ProxyTrace
+import TestSupport
 
 /// A capture with known content, in a folder of its own: 40 exchanges over four hosts (ids 1…40, in order), with
 /// a blocked exchange (id 40) that has a violation, a fix, bodies and trace records.
@@ -73,8 +74,7 @@ struct CaptureFixture {
 
     /// Creates the capture; the writer stays open (as in a running proxy) until `close()`.
     init() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webview-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("webview")
         path = folder.appendingPathComponent("c.atscap").path
         writer = try CaptureWriter.open(path: path, run: Self.run)
         var items: [CaptureItem] = (1...39).map { .exchange(Self.plain($0)) }
