@@ -14,6 +14,8 @@ let package = Package(
         .library(
             name: "ATSProxyCores",
             targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyCore"]),
+        // The same, for the filter language's harness (Fuzz/Sources/fuzz-filter), which runs filters on a capture.
+        .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -8,10 +8,10 @@ import PackageDescription
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 /// One executable per harness; `scripts/fuzz NAME` runs `fuzz-NAME`.
-func harness(_ name: String) -> Target {
+func harness(_ name: String, products: [String] = ["ATSProxyCores"]) -> Target {
     .executableTarget(
         name: "fuzz-\(name)",
-        dependencies: ["FuzzSupport", .product(name: "ATSProxyCores", package: "ATSProxy")],
+        dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: "ATSProxy") },
         swiftSettings: strict)
 }
 
@@ -26,5 +26,6 @@ let package = Package(
         harness("plist"),
         harness("h2"),
         harness("proxy-session"),
+        harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"]),
     ]
 )

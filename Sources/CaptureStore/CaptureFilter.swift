@@ -46,7 +46,7 @@ public struct CaptureFilter: Sendable, Equatable {
         if let method { parts.append(.method(method)) }
         if let text { parts.append(.text(text)) }
         if let runID { parts.append(.run(runID)) }
-        if let condition {
+        if let condition = condition?.normalized {
             // A top-level AND is flattened, so that each of its indexable terms stays a condition of its own.
             if case .all(let terms) = condition { parts += terms } else { parts.append(condition) }
         }
@@ -84,7 +84,35 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     /// `CaptureSchema.problems` as written over `e`: the same text, so that SQLite matches it with the partial index.
     static let problemsSQL = CaptureSchema.problems
 
+    /// The same condition with every negation pushed down to a term (De Morgan's laws; `not not x` is `x`) and
+    /// each AND or OR inside one of its own kind merged into it. Its SQL nests only as deep as `and` and `or`
+    /// alternate: SQLite's parser refuses an expression nested much past 30 levels ("parser stack overflow"), which
+    /// 45 negations in a row reached. It matches the same exchanges: the SQL treats NULL as false throughout (a
+    /// negation is `IS NOT 1`), so the two-valued laws hold.
+    var normalized: CaptureCondition { normalized(negated: false) }
 
+    private func normalized(negated: Bool) -> CaptureCondition {
+        switch self {
+        case .not(let inner):
+            return inner.normalized(negated: !negated)
+        case .all(let terms):
+            let parts = terms.map { $0.normalized(negated: negated) }
+            return negated ? Self.any(merging: parts) : Self.all(merging: parts)
+        case .any(let terms):
+            let parts = terms.map { $0.normalized(negated: negated) }
+            return negated ? Self.all(merging: parts) : Self.any(merging: parts)
+        default:
+            return negated ? .not(self) : self
+        }
+    }
+
+    private static func all(merging parts: [CaptureCondition]) -> CaptureCondition {
+        .all(parts.flatMap { part -> [CaptureCondition] in if case .all(let terms) = part { terms } else { [part] } })
+    }
+
+    private static func any(merging parts: [CaptureCondition]) -> CaptureCondition {
+        .any(parts.flatMap { part -> [CaptureCondition] in if case .any(let terms) = part { terms } else { [part] } })
+    }
 
     /// The condition as SQL over `e`, appending its arguments. SQL's NULL never leaks out of a negation: `not
     /// status:4xx` holds for an exchange without a status.

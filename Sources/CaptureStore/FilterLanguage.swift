@@ -12,7 +12,7 @@ import ProxyTrace
 // A tokenizer cuts the text into words and parentheses, each with its column; quotes (`text:"two words"`) keep
 // spaces and parentheses in a value. A recursive-descent parser (one function per rule) builds a
 // `CaptureCondition`; the first problem stops it with a `FilterSyntaxError` that says where and what was expected.
-// Nesting is bounded (`maxDepth`), so a hostile expression cannot exhaust the stack.
+// Nesting is bounded (`maxDepth`), so a hostile expression cannot exhaust the stack, ours or SQLite's parser's.
 
 /// A filter expression that does not parse: where (1-based column, in characters) and what was expected there.
 public struct FilterSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -74,7 +74,10 @@ private struct FilterParser {
     var index = 0
     var depth = 0
     var tokenizeError: FilterSyntaxError?
-    static let maxDepth = 64
+    /// Parentheses and negations nested deeper are an error. Bounds the parser's recursion, and the SQL's nesting:
+    /// SQLite's parser refuses an expression much past 30 levels, which the deepest filters of the worst shapes
+    /// (and/or alternating in parentheses, negated terms at the bottom) reach at 30 (a test runs them at this bound).
+    static let maxDepth = 20
 
     init(_ expression: String) {
         self.expression = expression

@@ -102,6 +102,48 @@ struct FilterLanguageTests {
         #expect(syntaxError(negations)?.message.hasPrefix("nested more than") == true)
     }
 
+    @Test(
+        "The deepest filter of each shape the parser accepts runs in SQLite, whose parser overflows past about 30 levels",
+        arguments: [
+            // and/or alternating inside parentheses: the SQL nests once per level.
+            { (n: Int) in String(repeating: "host:.a.test (verdict:blocked or (", count: n) + "-verdict:failed" + String(repeating: "))", count: n) },
+            // Negations in a row (the fuzzer's find: 45 of them overflowed before they were folded).
+            { (n: Int) in String(repeating: "not ", count: n) + "verdict:blocked" },
+            { (n: Int) in String(repeating: "-", count: n) + "status:5xx" },
+            // Negations around alternations: pushed down to the terms.
+            { (n: Int) in String(repeating: "not (host:.a.test or not (verdict:failed ", count: n) + "-status:4xx" + String(repeating: "))", count: n) },
+        ] as [@Sendable (Int) -> String])
+    func deepestRuns(shape: @Sendable (Int) -> String) throws {
+        let reader = try CaptureReader(path: Self.capturePath())
+        var deepest: String?
+        for n in 1...200 {
+            let expression = shape(n)
+            guard (try? CaptureFilter(parsing: expression)) != nil else {
+                #expect(syntaxError(expression)?.message.hasPrefix("nested more than") == true, "\(expression)")
+                break
+            }
+            deepest = expression
+        }
+        let expression = try #require(deepest)
+        let filter = try CaptureFilter(parsing: expression)
+        #expect(throws: Never.self, "\(expression)") { _ = try reader.count(matching: filter) }
+        #expect(throws: Never.self, "\(expression)") { _ = try reader.summaries(matching: filter, limit: 5) }
+    }
+
+    /// A capture with one exchange, for filters that only need to run.
+    static func capturePath() throws -> String {
+        let path = try TestScratch.folder("filter").appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(
+            path: path, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: [:]))
+        var e = ExchangeSummary(
+            method: "GET", url: "https://a.test/", status: nil, httpVersion: "HTTP/1.1", outcome: .blocked, errors: [],
+            requestBytes: 0, responseBytes: 0, durationMilliseconds: 1)
+        e.detail = ExchangeDetail(timings: ExchangeTimings(started: 1, ended: 2))
+        try writer.write([.exchange(e)])
+        try writer.close(ended: 3)
+        return path
+    }
+
     @Test("Parsed filters select the right exchanges from a capture, negations included where a column is NULL")
     func evaluation() throws {
         let dir = try TestScratch.folder("filter")
@@ -145,6 +187,11 @@ struct FilterLanguageTests {
         #expect(try ids("verdict:n/a") == [6])
         #expect(try reader.count(matching: CaptureFilter(parsing: "-verdict:ok")) == 3)
         #expect(try ids("host:api.example.com run:1") == [1, 2])
+        // Negations of combinations, pushed down to the terms (De Morgan) before SQL: NULL statuses included.
+        #expect(try ids("not (status:2xx verdict:ok)") == [2, 3, 4, 6])
+        #expect(try ids("not (status:4xx or problems)") == [1, 6])
+        #expect(try ids("not (not status:2xx or -verdict:ok)") == [1, 5])
+        #expect(try ids("not not not (status:none or method:POST)") == [1, 4, 5])
 
         // A host term ANDed with others stays a condition of its own, so the listing reads the host's index.
         var sql = CaptureFilter.SQL()
