@@ -101,15 +101,15 @@ extension PolicyReport {
     }
 
     var suggestionCheckText: String {
-        let n = suggestion.checks.count
-        return suggestion.verified
-            ? (n == 0
-                ? "nothing to check: no observed load is one an exception can let through"
-                : n == 1
-                    ? "checked: the 1 load an exception can let through passes with it, and explain does not refuse it"
-                    : "checked: the \(n) loads an exception can let through all pass with it, and explain refuses none")
-            : "CHECK FAILED: " + suggestion.checks.filter { $0.verdict == .fails || $0.explainVerdict == "blocked" }
+        guard suggestion.verified else {
+            return "CHECK FAILED: " + suggestion.checks.filter { $0.verdict == .fails || $0.explainVerdict == "blocked" }
                 .map(\.url).joined(separator: ", ") + " still fail with it"
+        }
+        switch suggestion.checks.count {
+        case 0: return "nothing to check: no observed load is one an exception can let through"
+        case 1: return "checked: the 1 load an exception can let through passes with it, and explain does not refuse it"
+        case let n: return "checked: the \(n) loads an exception can let through all pass with it, and explain refuses none"
+        }
     }
 
     func codes(_ h: HostReport) -> String {
