@@ -12,7 +12,8 @@ import ProxyTrace
 // A tokenizer cuts the text into words and parentheses, each with its column; quotes (`text:"two words"`) keep
 // spaces and parentheses in a value. A recursive-descent parser (one function per rule) builds a
 // `CaptureCondition`; the first problem stops it with a `FilterSyntaxError` that says where and what was expected.
-// Nesting is bounded (`maxDepth`), so a hostile expression cannot exhaust the stack, ours or SQLite's parser's.
+// Nesting is bounded (`maxDepth`), so a hostile expression cannot exhaust the stack, ours or SQLite's parser's; so
+// is the number of conditions (`maxTerms`), which SQLite's expression depth bounds.
 
 /// A filter expression that does not parse: where (1-based column, in characters) and what was expected there.
 public struct FilterSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -78,6 +79,10 @@ private struct FilterParser {
     /// SQLite's parser refuses an expression much past 30 levels, which the deepest filters of the worst shapes
     /// (and/or alternating in parentheses, negated terms at the bottom) reach at 30 (a test runs them at this bound).
     static let maxDepth = 20
+    /// Conditions (`KEY:VALUE` and `problems`) past this many are an error: SQLite joins a chain of them into an
+    /// expression one level deeper per condition, and refuses one deeper than 1,000 ("Expression tree is too large").
+    static let maxTerms = 256
+    var terms = 0
 
     init(_ expression: String) {
         self.expression = expression
@@ -180,6 +185,10 @@ private struct FilterParser {
         }
         if token.kind == .close { throw error(at: token.column, "a ) with no ( before it") }
         index += 1
+        terms += 1
+        guard terms <= Self.maxTerms else {
+            throw error(at: token.column, "more than \(Self.maxTerms) conditions in one filter")
+        }
         return try term(token)
     }
 

@@ -19,7 +19,11 @@ struct WebListQuery: Equatable {
         // `problems` and `q` are conditions; both given, both must hold.
         var conditions: [CaptureCondition] = []
         defer { filter.condition = conditions.count > 1 ? .all(conditions) : conditions.first }
+        var seen: Set<String> = []
         for (name, value) in request.query {
+            // A repeated `q` or `problems` would add a condition each time: a long enough query string made SQL
+            // that SQLite refuses, and a repeat of any other would silently keep only its last value.
+            guard seen.insert(name).inserted else { throw WebQueryError("parameter '\(name)' is given more than once") }
             switch name {
             case "host":
                 guard !value.isEmpty else { continue }

@@ -130,6 +130,22 @@ struct FilterLanguageTests {
         #expect(throws: Never.self, "\(expression)") { _ = try reader.summaries(matching: filter, limit: 5) }
     }
 
+    @Test("The longest filters the parser accepts run in SQLite, which refuses expressions deeper than 1,000")
+    func longestRuns() throws {
+        let reader = try CaptureReader(path: Self.capturePath())
+        let terms = 256
+        for expression in [
+            String(repeating: "-host:.a.test ", count: terms),
+            String(repeating: "problems or ", count: terms - 1) + "problems",
+            "(" + String(repeating: "status:5xx ", count: terms / 2) + ") or not (" + String(repeating: "-text:x ", count: terms / 2) + ")",
+        ] {
+            let filter = try CaptureFilter(parsing: expression)
+            #expect(throws: Never.self, "\(expression.prefix(40))") { _ = try reader.count(matching: filter) }
+            #expect(throws: Never.self, "\(expression.prefix(40))") { _ = try reader.summaries(matching: filter, limit: 5) }
+        }
+        #expect(syntaxError(String(repeating: "problems ", count: terms + 1))?.message == "more than 256 conditions in one filter")
+    }
+
     /// A capture with one exchange, for filters that only need to run.
     static func capturePath() throws -> String {
         let path = try TestScratch.folder("filter").appendingPathComponent("c.atscap").path

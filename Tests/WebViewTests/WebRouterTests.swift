@@ -97,6 +97,8 @@ struct WebRouterTests {
         ("/api/exchanges?before=x", "before"), ("/api/exchanges?hots=a", "unknown parameter 'hots'"),
         ("/api/exchanges/count?limit=3", "unknown parameter 'limit'"), ("/api/exchanges?problems=maybe", "problems"),
         ("/api/stream?verdict=nope", "verdict"), ("/api/exchanges?q=status:", "q: "),
+        ("/api/exchanges?q=problems&q=problems", "parameter 'q' is given more than once"),
+        ("/api/exchanges/count?problems=1&host=a&problems=1", "parameter 'problems' is given more than once"),
     ])
     func badParameters(target: String, named: String) throws {
         let (status, json, _) = try get(target)
