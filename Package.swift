@@ -14,8 +14,9 @@ let package = Package(
         .library(
             name: "ATSProxyCores",
             targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyCore"]),
-        // The same, for the filter language's harness (Fuzz/Sources/fuzz-filter), which runs filters on a capture.
-        .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace"]),
+        // The same, for the harnesses that query a capture: the filter language and the web view's router
+        // (Fuzz/Sources/fuzz-filter, fuzz-web-router).
+        .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

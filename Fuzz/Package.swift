@@ -8,10 +8,10 @@ import PackageDescription
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 /// One executable per harness; `scripts/fuzz NAME` runs `fuzz-NAME`.
-func harness(_ name: String, products: [String] = ["ATSProxyCores"]) -> Target {
+func harness(_ name: String, products: [String] = ["ATSProxyCores"], extra: [Target.Dependency] = []) -> Target {
     .executableTarget(
         name: "fuzz-\(name)",
-        dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: "ATSProxy") },
+        dependencies: ["FuzzSupport"] + extra + products.map { .product(name: $0, package: "ATSProxy") },
         swiftSettings: strict)
 }
 
@@ -21,11 +21,19 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], swiftSettings: strict),
+        // The small capture the filter and web-router harnesses query.
+        .target(
+            name: "FuzzCapture",
+            dependencies: [
+                .product(name: "ATSProxyCores", package: "ATSProxy"), .product(name: "ATSProxyCapture", package: "ATSProxy"),
+            ],
+            swiftSettings: strict),
         harness("http1"),
         harness("tls-hello"),
         harness("plist"),
         harness("h2"),
         harness("proxy-session"),
-        harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"]),
+        harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
+        harness("web-router", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
     ]
 )
