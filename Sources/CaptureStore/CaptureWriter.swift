@@ -26,6 +26,14 @@ public final class CaptureWriter: @unchecked Sendable {
     /// between two records refer to the same rows (`CaptureBatch`). Emptied when the encoder says `forget`.
     private var connectionRows: [UInt64: References] = [:]
     private static let cacheLimit = 4096
+    /// Exchanges the writer inserts between two `sched_yield()`s (about 0.3 ms of work). A batch is tens of
+    /// milliseconds of CPU; on a machine whose cores the proxy's loops share with the client and the origin, a loop
+    /// thread or the client waiting behind the writer for its whole slice stalls every connection at once, and the
+    /// cores sit idle meanwhile. Yielding lets whatever is runnable go first, and the writer goes on at once when
+    /// nothing is: capture-soak, 200k exchanges, seven alternated pairs: 33,200–35,500 req/s against 30,700–33,200
+    /// without, and 29.0 against 30.3 µs of proxy CPU per exchange on average (proxybench's short rounds showed no
+    /// difference).
+    static let yieldEvery = 64
     /// The page size of a capture this build creates.
     static let pageSize = 16384
     private let encoder = JSONEncoder()
@@ -154,6 +162,7 @@ public final class CaptureWriter: @unchecked Sendable {
                         case .exchange:
                             try insertExchange(&frames, batch.connections, statements, db)
                             exchanges += 1
+                            if exchanges % Self.yieldEvery == 0 { sched_yield() }
                         case .trace:
                             pendTrace(&frames)
                         case .forget:
