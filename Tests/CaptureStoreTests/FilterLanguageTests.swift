@@ -115,17 +115,21 @@ struct FilterLanguageTests {
         ] as [@Sendable (Int) -> String])
     func deepestRuns(shape: @Sendable (Int) -> String) throws {
         let reader = try CaptureReader(path: Self.capturePath())
-        var deepest: String?
+        var deepest: (expression: String, filter: CaptureFilter)?
+        var reachedBound = false
         for n in 1...200 {
             let expression = shape(n)
-            guard (try? CaptureFilter(parsing: expression)) != nil else {
-                #expect(syntaxError(expression)?.message.hasPrefix("nested more than") == true, "\(expression)")
+            do {
+                deepest = (expression, try CaptureFilter(parsing: expression))
+            } catch {
+                // Past the bound: the parser must say so, not refuse the expression for another reason.
+                #expect(error.message.hasPrefix("nested more than"), "\(expression): \(error)")
+                reachedBound = true
                 break
             }
-            deepest = expression
         }
-        let expression = try #require(deepest)
-        let filter = try CaptureFilter(parsing: expression)
+        #expect(reachedBound, "no depth up to 200 was refused")
+        let (expression, filter) = try #require(deepest)
         #expect(throws: Never.self, "\(expression)") { _ = try reader.count(matching: filter) }
         #expect(throws: Never.self, "\(expression)") { _ = try reader.summaries(matching: filter, limit: 5) }
     }

@@ -47,8 +47,17 @@ public func runCommand(
         signal(SIGPIPE, SIG_IGN)
         let writing = inPipe.fileHandleForWriting
         Thread {
-            try? writing.write(contentsOf: input)
-            try? writing.close()
+            do {
+                try writing.write(contentsOf: input)
+            } catch {
+                // The child closed its standard input before reading all of it (EPIPE). Whether that was right is
+                // for its exit status and output to say, which the caller checks; the pipe is closed all the same.
+            }
+            do {
+                try writing.close()
+            } catch {
+                // Closing fails only on a descriptor already closed: nothing is left to release.
+            }
         }.start()
     }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()

@@ -15,7 +15,13 @@ public enum TestScratch {
     private static let root: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(
             "atsproxy-tests-\(ProcessInfo.processInfo.processIdentifier)")
-        atexit { try? FileManager.default.removeItem(at: TestScratch.rootForExit) }
+        atexit {
+            do {
+                try FileManager.default.removeItem(at: TestScratch.rootForExit)
+            } catch {
+                // At exit nothing can be done about it: the folder, named with the pid, stays in the temp directory.
+            }
+        }
         return url
     }()
 
