@@ -102,7 +102,12 @@ extension ProxySession {
                 outcome: i.outcome == .failed ? .failed : .blocked, codes: codes)
         }
         traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
-        return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
+        // The proxy's credentials never go upstream, whichever leg carried them (a client may repeat them inside the
+        // tunnel). Checked first so that the common head is forwarded as the same value, and its bytes as received.
+        var forwarded = head
+        if head.headers.contains(name: "Proxy-Authorization") { forwarded.headers.remove(name: "Proxy-Authorization") }
+        return .forward(
+            head: forwarded, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
     }
 
     /// Everything `engine` has decrypted so far, with `incoming` lent to it, and whether the peer's side ended

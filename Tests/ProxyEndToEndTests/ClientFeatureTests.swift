@@ -22,6 +22,26 @@ struct ClientFeatureTests {
         #expect(wrong.status == 407)
     }
 
+    @Test("Proxy-Authorization never reaches the origin: plain, and inside an intercepted tunnel over h1 and h2")
+    func credentialsNeverForwarded() async throws {
+        let stage = try await Stage()
+        // -H puts the field on the request itself (inside the tunnel for https://), as a client that repeats the
+        // proxy's credentials on every request does.
+        for url in ["http://\(Stage.plainHost)/bytes/10", "https://\(Stage.httpsHost)/bytes/10"] {
+            let r = try await stage.curl(["-H", "Proxy-Authorization: Basic cWE6czNjcmV0", url])
+            #expect(r.status == 200, "\(url): \(r.stderr)")
+            #expect(r.header("X-Seen-Proxy-Headers") == "none", "\(url): forwarded upstream")
+        }
+        // An h2 client (to the HTTP/1.1 origin, through the translating relay).
+        let r = try await runH2LibraryClient(
+            stage.e2e, stage.proxy, host: Stage.httpsHost, alpn: ["h2"], mode: "get", ["/bytes/10"],
+            extraHeaders: [["proxy-authorization", "Basic cWE6czNjcmV0"]], in: stage.folder)
+        #expect(r["alpn"] as? String == "h2", "\(r)")
+        let stream = (r["streams"] as? [[String: Any]])?.first ?? [:]
+        #expect(stream["status"] as? Int == 200, "\(r)")
+        #expect((stream["headers"] as? [String: String])?["x-seen-proxy-headers"] == "none", "\(stream)")
+    }
+
     @Test("--auth: each 407 is a console line and a JSON event naming the client and missing or wrong credentials")
     func authFailuresLogged() async throws {
         let e2e = try E2E.shared()

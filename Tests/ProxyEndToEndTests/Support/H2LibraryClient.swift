@@ -5,12 +5,14 @@ import Foundation
 /// argv: PROXY_PORT PROXY_CA HOST ALPN(comma list) MODE ARGS…; prints one JSON object.
 /// MODE get PATH…: every GET on its own stream at once; reports status, body SHA-256, length and headers per path.
 /// MODE post PATH SIZE: one POST of SIZE random bytes without content-length (DATA frames only); reports the answer.
+/// `$H2_EXTRA_HEADERS`, a JSON list of [name, value] pairs, adds fields to every request.
 let h2LibraryClientScript = #"""
 import hashlib, json, os, socket, ssl, sys
 import h2.config, h2.connection, h2.events
 
 PORT, CA, HOST, ALPN, MODE = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4].split(","), sys.argv[5]
 ARGS = sys.argv[6:]
+EXTRA = [tuple(pair) for pair in json.loads(os.environ.get("H2_EXTRA_HEADERS", "[]"))]
 
 s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
 s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (HOST.encode(), HOST.encode()))
@@ -36,7 +38,7 @@ streams = {}
 def request(method, path, body=None):
     sid = conn.get_next_available_stream_id()
     headers = [(":method", method), (":scheme", "https"), (":authority", HOST), (":path", path),
-               ("cookie", "a=1"), ("cookie", "b=2")]
+               ("cookie", "a=1"), ("cookie", "b=2")] + EXTRA
     conn.send_headers(sid, headers, end_stream=body is None)
     streams[sid] = {"path": path, "status": None, "headers": {}, "body": bytearray(), "done": False, "reset": None}
     return sid
@@ -97,12 +99,14 @@ print(json.dumps(result))
 
 /// Runs `h2LibraryClientScript` through `proxy` and decodes its JSON line.
 func runH2LibraryClient(
-    _ e2e: E2E, _ proxy: Proxy, host: String, alpn: [String], mode: String, _ arguments: [String], in folder: URL
+    _ e2e: E2E, _ proxy: Proxy, host: String, alpn: [String], mode: String, _ arguments: [String],
+    extraHeaders: [[String]] = [], in folder: URL
 ) async throws -> [String: Any] {
     let script = try writeScript(h2LibraryClientScript, named: "h2libclient.py", in: folder)
+    let extra = String(decoding: try JSONSerialization.data(withJSONObject: extraHeaders), as: UTF8.self)
     let r = try await runProcess(
         "/usr/bin/python3", [script, String(proxy.port), e2e.proxyCA, host, alpn.joined(separator: ","), mode] + arguments,
-        in: folder, timeout: .seconds(60))
+        environment: ["H2_EXTRA_HEADERS": extra], in: folder, timeout: .seconds(60))
     guard r.status == 0, let line = r.stdout.split(separator: "\n").last,
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
     else { throw HarnessError("h2libclient.py \(mode) failed (\(r.status)): \(r.stdout)\n\(r.stderr.suffix(3000))") }
