@@ -36,7 +36,9 @@ public struct ObservationLog: Sendable {
     }
 
     /// Adds one finished exchange as the proxy records it (with its connection: the sinks that keep traffic get it).
+    /// The proxy's own set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is not added.
     public mutating func add(_ exchange: ExchangeSummary) {
+        guard exchange.action != .proxySite else { return }
         let carriage: Observation.Carriage =
             exchange.outcome == .failed
             ? .unreachable : exchange.action == .tunnelled || exchange.httpVersion == "TUNNEL" ? .tunnelled : .observed

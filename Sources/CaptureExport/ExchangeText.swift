@@ -96,6 +96,7 @@ public struct ExchangeText {
         case .blockedAnswer: "answered with the violation itself (--block http)"
         case .tunnelled: "tunnelled it without interception"
         case .refused: "refused it before any upstream was involved"
+        case .proxySite: "answered it with its own set-up site (not the app's traffic)"
         case .failed: "could not reach the upstream"
         }
     }

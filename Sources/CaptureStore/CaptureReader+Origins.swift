@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import GRDB
+import ProxyTrace
 
 /// The exchanges of a capture folded by origin and server behaviour: what `atsproxy report` judges a policy
 /// against. One row per origin and distinct upstream handshake facts, the time they were taken aside (each
@@ -24,7 +25,8 @@ public struct CapturedOrigin: Sendable {
 
 extension CaptureReader {
     /// Every origin the capture saw, with each distinct upstream handshake and how many exchanges used it. Grouped in
-    /// SQL, so a million exchanges come back as a few rows per server; one run when `runID` is given.
+    /// SQL, so a million exchanges come back as a few rows per server; one run when `runID` is given. The proxy's own
+    /// set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is left out.
     public func observedOrigins(runID: Int64? = nil) throws(CaptureFileError) -> [CapturedOrigin] {
         // The origin is the URL up to the first "/" after "://" (the whole URL when it has no scheme).
         let rest = "substr(e.url, instr(e.url, '://') + 3)"
@@ -34,7 +36,8 @@ extension CaptureReader {
                 + CASE WHEN instr(\(rest), '/') = 0 THEN length(\(rest)) ELSE instr(\(rest), '/') - 1 END)
             END
             """
-        let filter = runID == nil ? "" : " WHERE e.run_id = ?"
+        let own = "(e.action IS NULL OR e.action != '\(ExchangeAction.proxySite.rawValue)')"
+        let filter = runID == nil ? " WHERE \(own)" : " WHERE e.run_id = ? AND \(own)"
         // Facts are grouped without their time (SQLite's JSON functions), so a capture of many short connections
         // to one server comes back as one row, not one per connection.
         let sql = """

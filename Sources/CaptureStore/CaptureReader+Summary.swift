@@ -15,6 +15,8 @@ public struct CaptureHostCount: Sendable, Equatable {
     /// The plist entry that decided the newest of them (`NSExceptionDomains › example.com`; empty for ATS
     /// defaults), nil when none was judged.
     public var decidedBy: String?
+    /// The proxy's own set-up site answered these (`ExchangeAction.proxySite`): not the app's traffic.
+    public var proxySite: Bool = false
 }
 
 extension CaptureReader {
@@ -23,7 +25,8 @@ extension CaptureReader {
         try read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM exchanges") ?? 0 }
     }
 
-    /// Exchanges newer than `afterID`, counted by host and verdict. A caller that keeps the totals adds the
+    /// Exchanges newer than `afterID`, counted by host, verdict and whether the proxy's own set-up site answered
+    /// them (`proxySite`, counted apart: a host can be both, e.g. the proxy's own address). A caller that keeps the totals adds the
     /// counts of what arrived since its last call instead of reading the whole session again. `NOT INDEXED`: the
     /// rows after `afterID` are a range of the table itself; left to choose, SQLite walks the whole `(host, id)`
     /// index for the grouping, which cost 170 ms for no new rows in a capture of a million.
@@ -32,23 +35,24 @@ extension CaptureReader {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT g.host, g.outcome, g.n, g.last_id, g.errors, d.decided_by
+                    SELECT g.host, g.outcome, g.own, g.n, g.last_id, g.errors, d.decided_by
                     FROM (
-                        SELECT host, outcome, count(*) AS n, max(id) AS last_id, group_concat(DISTINCT errors) AS errors
-                        FROM exchanges NOT INDEXED WHERE id > ? GROUP BY host, outcome
+                        SELECT host, outcome, coalesce(action = ?, 0) AS own, count(*) AS n, max(id) AS last_id,
+                            group_concat(DISTINCT errors) AS errors
+                        FROM exchanges NOT INDEXED WHERE id > ? GROUP BY host, outcome, own
                     ) g
                     JOIN exchanges e ON e.id = g.last_id
                     LEFT JOIN decisions d ON d.id = e.decision_id
-                    ORDER BY g.host, g.outcome
+                    ORDER BY g.host, g.outcome, g.own
                     """,
-                arguments: [afterID]
+                arguments: [ExchangeAction.proxySite.rawValue, afterID]
             ).map { row in
                 let errors = ((row["errors"] as String?) ?? "").split(separator: ",").map(String.init)
                 return CaptureHostCount(
                     host: row["host"],
                     outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,
                     count: row["n"], lastID: row["last_id"], errors: Array(Set(errors)).sorted(),
-                    decidedBy: row["decided_by"])
+                    decidedBy: row["decided_by"], proxySite: row["own"] as Bool)
             }
         }
     }

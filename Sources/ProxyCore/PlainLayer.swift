@@ -86,6 +86,7 @@ extension ProxySession {
         let name = host.lowercased()
         if let site = env.onboarding, let role = site.role(ofHost: name, port: port ?? 80) {
             // The proxy's own site: answered here, never connected to, and no ATS verdict (not the app's traffic).
+            p.decisionRecord.proxySite = true
             return onboardingDecision(site, role: role, head: head, path: path, url: url, secure: false)
         }
         let (address, upstreamPort) = env.upstreamAddress(host: name, port: port ?? 80)

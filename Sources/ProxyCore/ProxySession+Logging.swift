@@ -119,8 +119,9 @@ extension ProxySession {
 
     /// One exchange in the console and, with `--log-json`, in the JSON log. `finishTraced`: false when the session
     /// left the exchange's Protocol Received and Did Finish records to the capture's reader.
-    func recordExchange(_ exchange: ExchangeSummary, finishTraced: Bool = true) {
-        let exchange = env.recording == nil ? exchange : recorded(exchange, finishTraced: finishTraced)
+    func recordExchange(_ exchange: ExchangeSummary, finishTraced: Bool = true, proxySite: Bool = false) {
+        let exchange =
+            env.recording == nil ? exchange : recorded(exchange, finishTraced: finishTraced, proxySite: proxySite)
         commands.append(.log(.exchange(exchange)))
         if env.jsonEvents {
             commands.append(.log(.event(TraceEvent(

@@ -13,7 +13,8 @@ import TLSCore
 // - Over TLS (`CONNECT atsproxy.invalid:443`): no upstream is connected; the client's handshake is answered with a
 //   leaf from the proxy's CA and each request with the site's page, so that `/trust-check` loads only on a client
 //   that trusts the CA.
-// Every answer is an exchange line with no ATS outcome: the site is the proxy's, not the app's traffic.
+// Every answer is an exchange line with no ATS outcome, recorded with the action `proxySite`: the site is the
+// proxy's, not the app's traffic, and the report and the web view's hosts leave it out.
 
 extension ProxySession {
     /// The site's answer as a relay decision (plain and intercepted requests).
@@ -69,7 +70,7 @@ extension ProxySession {
             httpVersion: "HTTP/1.1", outcome: .notEvaluated, errors: [], requestBytes: f.bytes.count,
             responseBytes: answer.bodyCount,
             durationMilliseconds: f.started.map { max(0, (now() - $0) * 1000) } ?? 0,
-            note: "ATSProxy's set-up page"))
+            note: "ATSProxy's set-up page"), proxySite: true)
         commands.append(.sendToClient(answer.bytes))
         closeAll()
         return true

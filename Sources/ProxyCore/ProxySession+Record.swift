@@ -20,6 +20,8 @@ struct InterceptionLegs {
 struct PlainDecisionRecord {
     var decision: PolicyDecision?
     var violations: [ATSViolation] = []
+    /// The proxy's own set-up site answered it (`ExchangeAction.proxySite`).
+    var proxySite = false
 }
 
 extension TLSLegFacts {
@@ -35,7 +37,8 @@ extension TLSLegFacts {
 extension ProxySession {
     /// `exchange` with its connection, action and (for exchanges no relay recorded: blocked handshakes, tunnels,
     /// refused first requests) timings.
-    func recorded(_ exchange: ExchangeSummary, finishTraced: Bool = true) -> ExchangeSummary {
+    /// `proxySite`: the set-up site answered it (the plain and intercepted layers know it themselves).
+    func recorded(_ exchange: ExchangeSummary, finishTraced: Bool = true, proxySite: Bool = false) -> ExchangeSummary {
         var record = exchange
         let i = interception
         if let i {
@@ -69,7 +72,8 @@ extension ProxySession {
             detail.rebuiltTrace = left
         }
         // One copy of the record's boxed extras for all three.
-        record.setRecord(connection: connection, action: action(of: exchange), detail: detail)
+        let bySite = proxySite || i?.localSite != nil || plainDecision.proxySite
+        record.setRecord(connection: connection, action: bySite ? .proxySite : action(of: exchange), detail: detail)
         return record
     }
 

@@ -160,6 +160,9 @@ public enum ExchangeAction: String, Sendable, Equatable, Codable {
     case refused
     /// The upstream could not be reached or did not answer: a network failure, not an ATS verdict.
     case failed
+    /// Answered by the proxy's own set-up site (`http://atsproxy.invalid/`, the proxy's own address, the trust
+    /// check): the proxy's pages, not the app's traffic, so the report and the hosts summary leave it out.
+    case proxySite
 }
 
 /// The connection an exchange belongs to, and the ATS verdict that applied to it.

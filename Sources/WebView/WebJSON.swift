@@ -172,6 +172,8 @@ struct ExchangeDetailJSON: Encodable {
 /// One host of the session summary.
 struct HostJSON: Encodable {
     var host: String
+    /// The proxy's own set-up site answered these exchanges: not the app's traffic.
+    var proxySite: Bool
     var exchanges: Int
     /// Exchanges per verdict (`ok`, `blocked`, …).
     var verdicts: [String: Int]
@@ -184,7 +186,11 @@ struct HostJSON: Encodable {
 }
 
 struct HostListJSON: Encodable {
+    /// The app's hosts.
     var hosts: [HostJSON]
+    /// The proxy's own set-up site, by the host the client named (`atsproxy.invalid`, the proxy's address).
+    var proxySite: [HostJSON]
+    /// Every exchange of the capture, the proxy's own included.
     var exchanges: Int
 }
 

@@ -239,7 +239,9 @@ public final class WebRouter: Sendable {
 
     private func hostSummary() throws(CaptureFileError) -> WebResponse {
         let (hosts, total) = try self.hosts.update(from: reader)
-        return .json(HostListJSON(hosts: hosts, exchanges: total))
+        // The proxy's own set-up site is listed apart: it is not the app's traffic.
+        return .json(HostListJSON(
+            hosts: hosts.filter { !$0.proxySite }, proxySite: hosts.filter(\.proxySite), exchanges: total))
     }
 
     private enum ReportForm { case json, text, plist }
@@ -306,34 +308,40 @@ final class HostTotals: @unchecked Sendable {
     // @unchecked: every field is touched only under `lock`.
     private let lock = NSLock()
     private var lastID: Int64 = 0
-    private var hosts: [String: [ExchangeSummary.ATSOutcome: CaptureHostCount]] = [:]
+    private var hosts: [HostKey: [ExchangeSummary.ATSOutcome: CaptureHostCount]] = [:]
+
+    private struct HostKey: Hashable {
+        var host: String
+        var proxySite: Bool
+    }
 
     func update(from reader: CaptureReader) throws(CaptureFileError) -> ([HostJSON], Int) {
         lock.lock()
         defer { lock.unlock() }
         let fresh = try reader.hostCounts(afterID: lastID)
         for count in fresh {
-            if var known = hosts[count.host]?[count.outcome] {
+            let key = HostKey(host: count.host, proxySite: count.proxySite)
+            if var known = hosts[key]?[count.outcome] {
                 known.count += count.count
                 known.errors = Array(Set(known.errors + count.errors)).sorted()
                 known.lastID = max(known.lastID, count.lastID)
                 if let decidedBy = count.decidedBy { known.decidedBy = decidedBy }
-                hosts[count.host]?[count.outcome] = known
+                hosts[key]?[count.outcome] = known
             } else {
-                hosts[count.host, default: [:]][count.outcome] = count
+                hosts[key, default: [:]][count.outcome] = count
             }
             lastID = max(lastID, count.lastID)
         }
         let severity: [ExchangeSummary.ATSOutcome] = [.blocked, .violation, .failed, .notEvaluated, .allowed]
         var total = 0
-        let list = hosts.map { host, counts -> HostJSON in
+        let list = hosts.map { key, counts -> HostJSON in
             let n = counts.values.reduce(0) { $0 + $1.count }
             total += n
             let worst = severity.first { counts[$0] != nil } ?? .allowed
             let newest = counts.values.max { $0.lastID < $1.lastID }
             let judged = counts.values.filter { $0.decidedBy != nil }.max { $0.lastID < $1.lastID }
             return HostJSON(
-                host: host, exchanges: n,
+                host: key.host, proxySite: key.proxySite, exchanges: n,
                 verdicts: Dictionary(
                     uniqueKeysWithValues: counts.map { (ExchangeRowJSON.verdict($0.key), $0.value.count) }),
                 verdict: ExchangeRowJSON.verdict(worst),

@@ -8,6 +8,19 @@ import Testing
 
 @Suite("report: observations and renderings")
 struct ObservationTests {
+    @Test("A live record answered by the proxy's own set-up site is not an observation; the app's are")
+    func proxySiteIsNotObserved() {
+        var log = ObservationLog()
+        for (url, action) in [("http://atsproxy.invalid/", ExchangeAction.proxySite), ("http://a.test/", .relayed)] {
+            var e = ExchangeSummary(
+                method: "GET", url: url, status: 200, httpVersion: "HTTP/1.1", outcome: .notEvaluated, errors: [],
+                requestBytes: 0, responseBytes: 1, durationMilliseconds: 1)
+            e.action = action
+            log.add(e)
+        }
+        #expect(log.observations.map(\.url) == ["http://a.test/"])
+    }
+
     @Test("Connections to the same server fold into one observation; the later facts' time is kept")
     func folding() {
         var log = ObservationLog()

@@ -159,4 +159,39 @@ struct ReportTests {
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         #expect(r.stdout.contains("The policy fits: every observed load passes."))
     }
+
+    @Test("The proxy's own set-up site is not the app's traffic: left out of the report, marked in the capture")
+    func proxySiteLeftOut() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let capture = folder.appendingPathComponent("site.atscap").path
+        let good = try await Origin(e2e, tls: "good", in: folder)
+        let proxy = try await Proxy(e2e, ["--capture", capture] + good.map("good.test"), in: folder)
+        func viaProxy(_ arguments: [String]) async throws -> CurlResult {
+            try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA] + arguments, in: folder)
+        }
+        #expect(try await viaProxy(["https://good.test/bytes/10"]).status == 200)
+        // The site by its name, the proxy's own address through the proxy, and directly with any Host.
+        #expect(try await viaProxy(["http://atsproxy.invalid/"]).status == 200)
+        #expect(try await viaProxy(["\(proxy.url)/atsproxy-ca.pem"]).status == 200)
+        #expect(try await curl(["-H", "Host: www.example.org", "\(proxy.url)/"], in: folder).status == 200)
+        #expect(try await viaProxy(["https://atsproxy.invalid/trust-check"]).status == 200)
+        _ = try await proxy.process.waitForOutput { text in
+            ["http://www.example.org/", "https://atsproxy.invalid/trust-check"].allSatisfy(text.contains) ? true : nil
+        }
+        kill(proxy.process.pid, SIGINT)
+        #expect(try await proxy.process.waitForExit() == 0)
+
+        let r = try await runProcess(e2e.binary, ["report", capture, "--format", "json"], in: folder)
+        #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let hosts = (json["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String }
+        #expect(hosts == ["good.test"], "\(r.stdout)")
+        // Still listed, marked as the proxy's own.
+        let shown = try await runProcess(e2e.binary, ["show", capture, "--json"], in: folder)
+        let actions = try shown.stdout.split(separator: "\n").compactMap { line in
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["action"] as? String
+        }
+        #expect(actions.sorted() == ["proxySite", "proxySite", "proxySite", "proxySite", "relayed"], "\(shown.stdout)")
+    }
 }

@@ -1,6 +1,7 @@
 import CaptureStore
 import Foundation
 import HTTP1Core
+import ProxyTrace
 import Testing
 
 @testable import WebView
@@ -194,6 +195,29 @@ struct WebRouterTests {
         #expect(summary["h1.test"]?["exchanges"] as? Int == 11)
         #expect(summary["old.test"]?["verdicts"] as? [String: Int] == ["blocked": 2])
         #expect(try get("/api/hosts").json["exchanges"] as? Int == 42)
+    }
+
+    @Test("The proxy's own set-up site is listed apart from the app's hosts, marked as the proxy's own")
+    func proxySiteHosts() throws {
+        var site = ExchangeSummary(
+            method: "GET", url: "http://atsproxy.invalid/", status: 200, httpVersion: "HTTP/1.1",
+            outcome: .notEvaluated, errors: [], requestBytes: 0, responseBytes: 900, durationMilliseconds: 1)
+        site.connection = ConnectionRecord(connectionID: 500, decision: nil, violations: [])
+        site.action = .proxySite
+        var relayed = CaptureFixture.plain(41)
+        relayed.url = "http://atsproxy.invalid/x"
+        try fixture.writer.write([.exchange(site), .exchange(site), .exchange(relayed)])
+        let json = try get("/api/hosts").json
+        let hosts = try #require(json["hosts"] as? [[String: Any]])
+        let own = try #require(json["proxySite"] as? [[String: Any]])
+        #expect(own.map { $0["host"] as? String } == ["atsproxy.invalid"])
+        #expect(own.first?["exchanges"] as? Int == 2)
+        #expect(own.first?["proxySite"] as? Bool == true)
+        // The same name relayed as ordinary traffic (a capture of an older build could hold one) stays a host.
+        let app = hosts.first { $0["host"] as? String == "atsproxy.invalid" }
+        #expect(app?["exchanges"] as? Int == 1)
+        #expect(app?["proxySite"] as? Bool == false)
+        #expect(json["exchanges"] as? Int == 43)
     }
 
     @Test("A stream sends what arrived after its cursor, oldest first, and asks for a re-sync past one batch")

@@ -65,6 +65,11 @@ function verdictBadge(verdict) {
   return el("span", { class: `verdict v-${verdict}`, text: VERDICT_TEXT[verdict] || verdict });
 }
 
+/// The proxy's own set-up site (action `proxySite`): its pages, not the app's traffic.
+function ownBadge() {
+  return el("span", { class: "verdict v-own", text: "proxy's own", title: "answered by the proxy's set-up site" });
+}
+
 function formatBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -140,7 +145,7 @@ function rowElement(row) {
     el("td", { class: "c-path", text: row.path || "", title }),
     el("td", { class: "c-status", text: row.status ?? "—" }),
     el("td", { class: "c-proto", text: protocolLabel(row.protocol) }),
-    el("td", { class: "c-verdict" }, verdictBadge(row.verdict)),
+    el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict)),
     el("td", { class: "c-errors mono", text: row.errors.join(" "), title: row.errors.join(" ") }),
     el("td", { class: "c-size", text: formatBytes(row.responseBytes) }),
     el("td", { class: "c-dur", text: formatDuration(row.durationMs) }),
@@ -723,10 +728,11 @@ async function refreshHosts() {
       `${summary.hosts.length} host${summary.hosts.length === 1 ? "" : "s"}, ` +
       `${summary.exchanges.toLocaleString()} exchanges. ` +
       "Click a host to list its exchanges.";
-    $("hosts-rows").replaceChildren(...summary.hosts.map((h) => {
+    const hostRow = (h) => {
       const counts = Object.entries(h.verdicts).map(([v, n]) => `${VERDICT_TEXT[v] || v} ${n}`).join(", ");
-      const tr = el("tr", { class: "host-row", tabindex: "0" },
-        el("td", { class: "mono", text: h.host || "(none)" }), el("td", {}, verdictBadge(h.verdict)),
+      const verdict = h.proxySite ? ownBadge() : verdictBadge(h.verdict);
+      const tr = el("tr", { class: h.proxySite ? "host-row own" : "host-row", tabindex: "0" },
+        el("td", { class: "mono", text: h.host || "(none)" }), el("td", {}, verdict),
         el("td", { text: h.exchanges }), el("td", { text: counts }),
         el("td", { class: "mono", text: h.errors.join(" ") }),
         el("td", { text: h.decidedBy === undefined ? "—" : (h.decidedBy || "ATS defaults") }));
@@ -734,7 +740,13 @@ async function refreshHosts() {
       tr.addEventListener("click", open);
       tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
       return tr;
-    }));
+    };
+    // The proxy's own set-up site is listed apart, below: its pages are not the app's traffic.
+    const own = (summary.proxySite || []).length === 0 ? [] : [
+      el("tr", { class: "own-heading" },
+        el("th", { colspan: "6", text: "The proxy's own set-up site (not the app's traffic; left out of the report)" })),
+      ...summary.proxySite.map(hostRow)];
+    $("hosts-rows").replaceChildren(...summary.hosts.map(hostRow), ...own);
   } catch (error) {
     $("hosts-total").textContent = `Cannot load the summary: ${error.message}`;
   }
