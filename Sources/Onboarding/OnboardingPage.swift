@@ -10,10 +10,17 @@ enum OnboardingPage {
         .init("X-Content-Type-Options", "nosniff"),
     ]
 
-    static func render(certificate: OnboardingCertificate, settings: OnboardingSettings) -> String {
+    /// `showsPolicy`: false for a request without the proxy's credentials (the policy's path names a file on the
+    /// operator's machine, and a device needs only the certificate and the steps).
+    static func render(certificate: OnboardingCertificate, settings: OnboardingSettings, showsPolicy: Bool = true)
+        -> String
+    {
         let stem = OnboardingSite.fileStem
         let proxy = settings.proxyAddress.map { "<code>\(escape($0))</code>" } ?? "this computer's address and port"
         let simulatorProxy = settings.proxyAddress.map(escape) ?? "HOST:PORT"
+        let policy = showsPolicy
+            ? escape(settings.policy)
+            : "shown through the proxy, with its credentials: <a href=\"\(OnboardingSite.url)\">\(OnboardingSite.url)</a>"
         return document(title: "ATSProxy: set up this device", body: """
             <h1>ATSProxy</h1>
             <p class="lead">Set up this device so that ATSProxy can show the app's traffic and judge it by the app's \
@@ -51,7 +58,7 @@ enum OnboardingPage {
 
             <h2>This proxy</h2>
             <dl>
-            <dt>Policy</dt><dd>\(escape(settings.policy))</dd>
+            <dt>Policy</dt><dd>\(policy)</dd>
             <dt>Simulates</dt><dd>\(escape(settings.iosProfile))</dd>
             <dt>ATS</dt><dd>\(escape(settings.atsMode))</dd>
             <dt>CA</dt><dd>\(escape(certificate.name))</dd>

@@ -11,6 +11,9 @@ import Foundation
 //   proxy's CA) the same pages are served: `/trust-check` loading at all is the proof that the device trusts the CA.
 // - Only public material is served: the CA certificate (PEM, DER, a configuration profile) and what the proxy
 //   simulates. The site is built from those values and never holds the CA's private key.
+// - With proxy credentials (`--auth`), a page asked for without them (`credentialed: false`: the proxy's own address
+//   opened directly, as a phone that follows the QR code does before it has any) leaves out the policy's path, which
+//   names a file on the operator's machine; the certificate and the steps are the same.
 
 /// The onboarding site: its names and its pages, built once at start-up from the CA certificate and the settings.
 public final class OnboardingSite: Sendable {
@@ -36,12 +39,19 @@ public final class OnboardingSite: Sendable {
         var settings: OnboardingSettings
         var ownAuthorities: Set<Authority> = []
         var page: [UInt8]
+        /// The page without the policy's path, for a request without the proxy's credentials.
+        var publicPage: [UInt8]
+
+        init(certificate: OnboardingCertificate, settings: OnboardingSettings) {
+            self.settings = settings
+            page = Array(OnboardingPage.render(certificate: certificate, settings: settings).utf8)
+            publicPage = Array(OnboardingPage.render(certificate: certificate, settings: settings, showsPolicy: false).utf8)
+        }
     }
 
     public init(certificate: OnboardingCertificate, settings: OnboardingSettings) {
         self.certificate = certificate
-        state = Locked(State(
-            settings: settings, page: Array(OnboardingPage.render(certificate: certificate, settings: settings).utf8)))
+        state = Locked(State(certificate: certificate, settings: settings))
     }
 
     /// `http://atsproxy.invalid/`: the page's address through the proxy.
@@ -58,8 +68,11 @@ public final class OnboardingSite: Sendable {
         state.update { s in
             s.ownAuthorities.insert(Authority(host: host.lowercased(), port: port))
             guard shown else { return }
-            s.settings.proxyAddress = authority
-            s.page = Array(OnboardingPage.render(certificate: certificate, settings: s.settings).utf8)
+            var settings = s.settings
+            settings.proxyAddress = authority
+            let own = s.ownAuthorities
+            s = State(certificate: certificate, settings: settings)
+            s.ownAuthorities = own
         }
     }
 
@@ -80,8 +93,9 @@ public final class OnboardingSite: Sendable {
     }
 
     /// The answer to `GET path` (query ignored). `secure`: the request came over TLS with the proxy's leaf, which
-    /// the client accepted.
-    public func respond(role: Role = .site, path: String, secure: Bool) -> OnboardingResponse {
+    /// the client accepted. `credentialed`: false when the proxy requires credentials and the request came without
+    /// them; the page then leaves out the policy's path.
+    public func respond(role: Role = .site, path: String, secure: Bool, credentialed: Bool = true) -> OnboardingResponse {
         if case .otherProxy(let product) = role {
             return OnboardingResponse(
                 status: 200, contentType: "text/html; charset=utf-8",
@@ -91,7 +105,8 @@ public final class OnboardingSite: Sendable {
         switch plainPath {
         case "/", "/index.html", "":
             return OnboardingResponse(
-                status: 200, contentType: "text/html; charset=utf-8", body: state.read { $0.page },
+                status: 200, contentType: "text/html; charset=utf-8",
+                body: state.read { credentialed ? $0.page : $0.publicPage },
                 headers: OnboardingPage.securityHeaders)
         case "/\(Self.fileStem).pem":
             return download(Array(certificate.pem.utf8), type: "application/x-pem-file", name: "\(Self.fileStem).pem")

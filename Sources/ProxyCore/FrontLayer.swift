@@ -8,7 +8,8 @@ import ProxyTrace
 // - An origin-form GET of the set-up site's pages (`http://PROXY:PORT/`, opened directly): the site answers
 //   (ProxySession+Onboarding).
 // - The head must be complete within `--client-timeout` of its first byte (408 otherwise, from the router).
-// - `--auth`: a request without the credentials is answered 407 and the connection closed.
+// - `--auth`: a request without the credentials is answered 407 and the connection closed, except an origin-form GET
+//   of the set-up site's pages (public: the certificate and the steps, without the policy's path).
 // - `CONNECT host:port` with no body: one of Apple's own hosts (AppleHosts), a --passthrough host, one the app
 //   pins (NSPinnedDomains: interception would break the pin), or one this client keeps refusing the proxy's
 //   certificate for (auto-passthrough: it pins in code), becomes a raw tunnel (TunnelLayer), answered 200 once its
@@ -54,6 +55,11 @@ extension ProxySession {
         }
         guard case .requestHead(let head) = event else { return }
         if let reason = authFailureReason(head) {
+            // The set-up site's pages opened directly need no credentials: a phone following the QR code has none
+            // yet, and the pages hold the public certificate and the steps (the policy's path is left out).
+            if head.target.hasPrefix("/"), answerOnboardingDirectly(head, path: head.target, f, credentialed: false) {
+                return
+            }
             logAuthFailure(ProxyAuthFailure(
                 reason: reason, method: head.method, target: Redaction.url(head.target), client: clientAddress))
             answerFront(status: 407, body: Self.authRequiredBody, extra: [Self.authChallenge])

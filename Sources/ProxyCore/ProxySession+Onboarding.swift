@@ -9,7 +9,8 @@ import TLSCore
 // - Through the proxy over plain HTTP (`GET http://atsproxy.invalid/…`, the proxy's own address, or another
 //   proxy's onboarding name): the plain layer's decision is the site's answer, before any ATS verdict.
 // - Directly (`GET /…` in origin form to the proxy's port, as a phone opens `http://PROXY:PORT/` before it is set
-//   up): the front answers the site's pages and closes; other origin-form requests keep their 400.
+//   up): the front answers the site's pages and closes, with `--auth` also without credentials (leaving out the
+//   policy's path); other origin-form requests keep their 400, or their 407 without credentials.
 // - Over TLS (`CONNECT atsproxy.invalid:443`): no upstream is connected; the client's handshake is answered with a
 //   leaf from the proxy's CA and each request with the site's page, so that `/trust-check` loads only on a client
 //   that trusts the CA.
@@ -44,10 +45,13 @@ extension ProxySession {
 
     /// A direct origin-form request for one of the site's pages (`http://PROXY:PORT/`): answered, and the connection
     /// closed (a browser opens another for the next page). Returns false for requests the site does not serve, which
-    /// keep the front's 400.
-    func answerOnboardingDirectly(_ head: HTTPRequestHead, path: String, _ f: FrontLayer) -> Bool {
+    /// keep the front's 400 (or, without credentials, the front's 407). `credentialed`: false when the proxy requires
+    /// credentials and the request came without them (the page then leaves out the policy's path).
+    func answerOnboardingDirectly(_ head: HTTPRequestHead, path: String, _ f: FrontLayer, credentialed: Bool = true)
+        -> Bool
+    {
         guard let site = env.onboarding, head.method == "GET" || head.method == "HEAD" else { return false }
-        let response = site.respond(path: path, secure: false)
+        let response = site.respond(path: path, secure: false, credentialed: credentialed)
         // Only the site's own pages: a stray origin-form request (a client that does not know it talks to a
         // proxy) is better told so than shown a 404 page.
         guard response.status == 200 else { return false }

@@ -154,6 +154,32 @@ struct DeviceSessionTests {
         #expect(other.clientText.hasPrefix("HTTP/1.1 400 "))
     }
 
+    @Test("--auth: the site's pages opened directly need no credentials and leave out the policy; through the proxy, 407")
+    func onboardingWithCredentials() throws {
+        let env = try SessionHarness.environment(
+            credentials: try ProxyCredentials(parsing: "qa:s3cret"), onboarding: Self.site())
+        for path in ["/", "/atsproxy-ca.mobileconfig", "/atsproxy-ca.cer", "/atsproxy-ca.pem"] {
+            let out = SessionHarness.session(env).handle(.clientBytes(bytes(
+                "GET \(path) HTTP/1.1\r\nHost: 192.168.1.20:8080\r\n\r\n")))
+            #expect(out.clientText.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(path): \(out.clientText.prefix(200))")
+        }
+        let page = SessionHarness.session(env).handle(.clientBytes(bytes("GET / HTTP/1.1\r\nHost: p\r\n\r\n")))
+        #expect(page.clientText.contains("Certificate Trust Settings"))
+        #expect(!page.clientText.contains("App.ipa"), "the policy's path is shown only with the credentials")
+        // Other origin-form requests, and every request through the proxy, still need the credentials.
+        for request in ["GET /index.php HTTP/1.1\r\nHost: p\r\n\r\n",
+                        "POST / HTTP/1.1\r\nHost: p\r\nContent-Length: 0\r\n\r\n",
+                        "GET http://atsproxy.invalid/ HTTP/1.1\r\nHost: atsproxy.invalid\r\n\r\n"] {
+            let out = SessionHarness.session(env).handle(.clientBytes(bytes(request)))
+            #expect(out.clientText.hasPrefix("HTTP/1.1 407 "), "\(request)")
+        }
+        let credentialed = SessionHarness.session(env).handle(.clientBytes(bytes(
+            "GET http://atsproxy.invalid/ HTTP/1.1\r\nHost: atsproxy.invalid\r\n"
+                + "Proxy-Authorization: Basic cWE6czNjcmV0\r\n\r\n")))
+        #expect(credentialed.clientText.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(credentialed.clientText.contains("App.ipa"))
+    }
+
     @Test("The proxy's own address through the proxy is the site, not a loop")
     func ownAddressThroughProxy() throws {
         let site = Self.site()

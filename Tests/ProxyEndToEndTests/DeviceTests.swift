@@ -271,6 +271,57 @@ struct DeviceTests {
         #expect(decoded.stdout == url, "\(decoded.stdout) \(decoded.stderr)")
     }
 
+    @Test("--auth on a LAN address: a client in a network namespace gets the set-up pages directly without credentials (no policy path); through the proxy they need them")
+    func setUpSiteWithCredentialsOnTheLAN() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let namespace = try NetworkNamespace()
+        defer { namespace.remove() }
+        let plist = e2e.packageRoot.appendingPathComponent("config/media-server.plist").path
+        let process = try TestProcess(
+            e2e.binary,
+            ["run", "--listen", "\(namespace.hostAddress):0", "--allow-lan", "--auth", "qa:lan-s3cret",
+             "--ca-dir", e2e.caDir.path, "--plist", plist],
+            in: folder, name: "atsproxy-netns")
+        defer { process.stop() }
+        let banner = try await process.waitForOutput { text in text.contains("Set-up:") && text.hasSuffix("\n\n") ? text : nil }
+        let setUp = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Set-up:") })
+        let page = try #require(
+            setUp.split(separator: " ").first { $0.hasPrefix("http://\(namespace.hostAddress):") }.map(String.init))
+        let proxyURL = String(page.dropLast())  // http://198.18.x.y:PORT
+        func curlInside(_ arguments: [String]) async throws -> CurlResult {
+            let (ip, prefix) = namespace.exec(["/usr/bin/curl"])
+            let tag = UUID().uuidString.prefix(8)
+            let headers = folder.appendingPathComponent("ns-\(tag).headers"), body = folder.appendingPathComponent("ns-\(tag).body")
+            let r = try await runProcess(
+                ip, prefix + ["-sS", "--max-time", "20", "-D", headers.path, "-o", body.path] + arguments, in: folder,
+                timeout: .seconds(30))
+            return CurlResult(
+                exit: r.status, headerText: try String(contentsOf: headers, encoding: .utf8), body: body, stderr: r.stderr)
+        }
+
+        // The phone following the QR code: no credentials, straight to the proxy's address.
+        let direct = try await curlInside([page])
+        #expect(direct.status == 200, "\(direct.headerText) \(direct.stderr)")
+        #expect(direct.bodyText.contains("Certificate Trust Settings"))
+        #expect(!direct.bodyText.contains("media-server.plist"), "the policy's path is shown only with credentials")
+        let profile = try await curlInside(["\(proxyURL)/atsproxy-ca.mobileconfig"])
+        #expect(profile.status == 200)
+        #expect(profile.header("Content-Type") == "application/x-apple-aspen-config")
+        #expect(try Data(contentsOf: profile.body) == (try await export(e2e, "mobileconfig", in: folder)))
+        for (suffix, format) in [("pem", "pem"), ("cer", "der")] {
+            let file = try await curlInside(["\(proxyURL)/atsproxy-ca.\(suffix)"])
+            #expect(file.status == 200, "\(suffix)")
+            #expect(try Data(contentsOf: file.body) == (try await export(e2e, format, in: folder)), "\(suffix)")
+        }
+        // Anything else on the proxy's address, and the site through the proxy, still need them.
+        #expect(try await curlInside(["\(proxyURL)/index.php"]).status == 407)
+        #expect(try await curlInside(["-x", proxyURL, "http://atsproxy.invalid/"]).status == 407)
+        let through = try await curlInside(["-x", proxyURL, "--proxy-user", "qa:lan-s3cret", "http://atsproxy.invalid/"])
+        #expect(through.status == 200)
+        #expect(through.bodyText.contains("media-server.plist"))
+    }
+
     /// Half-block text (▀ ▄ █, two module rows per character) as a PGM image, 4 pixels per module, with a white
     /// border around it.
     static func pgm(halfBlocks lines: [String]) -> Data {
