@@ -7,6 +7,10 @@ public struct CaptureFileError: Error, Sendable, Equatable, CustomStringConverti
     public enum Problem: Sendable, Equatable {
         /// No file at the path (reading).
         case missing
+        /// An empty file (reading): nothing was ever written to it.
+        case empty
+        /// Another atsproxy is writing this capture (it holds the file's lock).
+        case inUse
         /// A directory, not a file.
         case isDirectory
         /// The bytes are not a SQLite database at all (a HAR, a log, a truncated download).
@@ -36,6 +40,9 @@ public struct CaptureFileError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String {
         switch problem {
         case .missing: return "\(path): no such file"
+        case .empty: return "\(path): an empty file, not a capture (nothing was ever written to it)"
+        case .inUse:
+            return "\(path): another atsproxy is writing this capture; stop it first, or capture to another file"
         case .isDirectory: return "\(path): is a directory, not a capture file"
         case .notSQLite: return "\(path): not an ATSProxy capture (not a SQLite database); it was left as it is"
         case .notACapture:

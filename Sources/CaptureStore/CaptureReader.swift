@@ -44,7 +44,7 @@ public final class CaptureReader: @unchecked Sendable {
     public init(path: String) throws(CaptureFileError) {
         switch try CaptureFile.find(path) {
         case .nothing: throw CaptureFileError(path: path, problem: .missing)
-        case .emptyFile: throw CaptureFileError(path: path, problem: .notACapture)
+        case .emptyFile: throw CaptureFileError(path: path, problem: .empty)
         case .sqlite: break
         }
         self.path = path

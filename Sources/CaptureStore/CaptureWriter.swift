@@ -11,11 +11,25 @@ import ProxyTrace
 /// are not blocked), with `synchronous = NORMAL`: a committed batch survives the proxy being killed. `close()`
 /// folds the log back into the file and leaves it in rollback-journal mode, one self-contained file that opens
 /// read-only anywhere (a WAL file needs its `-shm` beside it, writable).
+///
+/// One writer per file: `open` takes an exclusive `flock` on the capture itself, held until `close()`, so a second
+/// proxy on a file another is writing is refused at start (`CaptureFileError.Problem.inUse`); the kernel drops the
+/// lock with its process, so a killed proxy leaves nothing stale behind. Other programs' short locks (a `sqlite3`
+/// holding a write transaction, a reader's checkpoint) are waited out: SQLite waits `busyTimeout` for each, and a
+/// batch still refused as busy is tried again, up to `busyAttempts` times, before the capture gives up.
 public final class CaptureWriter: @unchecked Sendable {
     // @unchecked: one thread at a time uses a writer (documented); GRDB's queue serialises its own access.
     public let path: String
     public let runID: Int64
     private let queue: DatabaseQueue
+    /// The descriptor holding the file's exclusive `flock` (-1 once closed).
+    private var lockDescriptor: Int32
+    /// How long SQLite waits for another connection's lock before a statement fails with `SQLITE_BUSY`.
+    static let busyTimeout: TimeInterval = 5
+    /// Times a batch refused as busy is written (about `busyTimeout` each): a lock held for a minute ends the capture.
+    static let busyAttempts = 12
+    /// Told once per wait when a batch had to be tried again because another program held the file's lock.
+    public var busyNotice: (@Sendable (String) -> Void)?
     /// Exchanges committed by this writer.
     public private(set) var exchangesWritten = 0
     /// Rows written once and referred to by id, remembered so each is stored once. Bounded: emptied when full,
@@ -47,14 +61,53 @@ public final class CaptureWriter: @unchecked Sendable {
 
     /// Opens `path` for a run: creates a new capture (mode 0600: bodies may hold secrets), fills an empty file, or
     /// appends a run to an existing capture after checking it (a capture this build can read, intact). Anything
-    /// else is refused before a byte is written.
+    /// else is refused before a byte is written, and so is a file another writer holds (`inUse`). A file this call
+    /// created is removed again when it fails (a full disk, an I/O error): no half-made capture is left behind.
     public static func open(path: String, run: CaptureRunInfo) throws(CaptureFileError) -> CaptureWriter {
-        switch try CaptureFile.find(path) {
-        case .nothing:
-            let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw CaptureFileError(path: path, problem: .cannotOpen(Self.createFailure(path))) }
-            Foundation.close(fd)
-        case .emptyFile:
+        var found = try CaptureFile.find(path)
+        var lock: Int32 = -1
+        var created = false
+        if found == .nothing {
+            lock = Foundation.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if lock >= 0 {
+                created = true
+            } else if errno == EEXIST {
+                found = .emptyFile  // another process made it meanwhile: its lock decides below
+            } else {
+                throw CaptureFileError(path: path, problem: .cannotOpen(Self.createFailure(path)))
+            }
+        }
+        if lock < 0 {
+            lock = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+            guard lock >= 0 else {
+                throw CaptureFileError(path: path, problem: .cannotOpen(String(cString: strerror(errno))))
+            }
+        }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Foundation.close(lock)
+            throw CaptureFileError(
+                path: path, problem: code == EWOULDBLOCK ? .inUse : .cannotOpen(String(cString: strerror(code))))
+        }
+        do {
+            return try open(path: path, run: run, found: created ? .nothing : found, lock: lock)
+        } catch {
+            if created { Self.removeHalfMade(path) }
+            Foundation.close(lock)
+            throw error
+        }
+    }
+
+    /// Removes a capture this process created and could not finish, with SQLite's files beside it.
+    private static func removeHalfMade(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+
+    private static func open(path: String, run: CaptureRunInfo, found: CaptureFile.Found, lock: Int32)
+        throws(CaptureFileError) -> CaptureWriter
+    {
+        switch found {
+        case .nothing, .emptyFile:
             break
         case .sqlite:
             let check = try CaptureFile.openReadOnly(path)
@@ -70,6 +123,7 @@ public final class CaptureWriter: @unchecked Sendable {
         SQLiteSetup.ensure()
         var configuration = Configuration()
         configuration.label = "atsproxy.capture.writer"
+        configuration.busyMode = .timeout(Self.busyTimeout)
         let queue: DatabaseQueue
         do { queue = try DatabaseQueue(path: path, configuration: configuration) } catch {
             throw CaptureFileError.reading(path, error)
@@ -104,17 +158,23 @@ public final class CaptureWriter: @unchecked Sendable {
                     ])
                 return db.lastInsertedRowID
             }
-            return CaptureWriter(path: path, queue: queue, runID: runID)
+            return CaptureWriter(path: path, queue: queue, runID: runID, lock: lock)
         } catch {
             throw CaptureFileError.writing(path, error)
         }
     }
 
-    private init(path: String, queue: DatabaseQueue, runID: Int64) {
+    private init(path: String, queue: DatabaseQueue, runID: Int64, lock: Int32) {
         self.path = path
         self.queue = queue
         self.runID = runID
+        lockDescriptor = lock
         encoder.outputFormatting = [.sortedKeys]
+    }
+
+    deinit {
+        // A writer dropped without `close()` (a failed start): the lock goes with it.
+        if lockDescriptor >= 0 { Foundation.close(lockDescriptor) }
     }
 
     private static func createFailure(_ path: String) -> String {
@@ -143,46 +203,76 @@ public final class CaptureWriter: @unchecked Sendable {
 
     /// Writes a batch encoded by a `CaptureEncoder` in one transaction: all of it is in the file afterwards, or (on
     /// an error) none of it, and every earlier batch stays. Batches must come in the order their encoder made them.
+    /// Another program's lock is waited out (`busyTimeout`, then the batch again, up to `busyAttempts` times).
     public func write(_ batch: borrowing CaptureBatch) throws(CaptureFileError) {
         guard !batch.isEmpty else { return }
+        // What the file holds before the batch: restored when a busy file rolls the batch back, to try it again.
+        let committed = (decisionIDs, handshakeIDs, connectionRows)
+        var attempt = 1
+        while true {
+            do {
+                try writeOnce(batch)
+                return
+            } catch let error as DatabaseError
+                where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED)
+                && attempt < Self.busyAttempts
+            {
+                (decisionIDs, handshakeIDs, connectionRows) = committed
+                if attempt == 1 {
+                    busyNotice?(
+                        "\(path): another program holds the capture's lock (\(error.sqliteText)); waiting for it, "
+                            + "nothing is dropped (the proxy slows to the capture's pace meanwhile)")
+                }
+                attempt += 1
+                // SQLite waited `busyTimeout` already, except for what it refuses at once (a stale snapshot).
+                usleep(20_000)
+            } catch {
+                // The transaction rolled back: ids remembered during it may name rows that are not there.
+                decisionIDs.removeAll()
+                handshakeIDs.removeAll()
+                connectionRows.removeAll()
+                if let error = error as? DatabaseError, error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                    throw CaptureFileError(
+                        path: path,
+                        problem: .cannotWrite("\(error.sqliteText): another program held the capture's lock for more than "
+                            + "\(Int(Self.busyTimeout) * Self.busyAttempts) s"))
+                }
+                throw CaptureFileError.writing(path, error)
+            }
+        }
+    }
+
+    private func writeOnce(_ batch: borrowing CaptureBatch) throws {
         var exchanges = 0
         defer {
             pendingTrace.removeAll(keepingCapacity: true)
             pendingOrder.removeAll(keepingCapacity: true)
         }
-        do {
-            try queue.write { db in
-                // Looked up once per batch: the cache is keyed by the SQL text, hashed on each lookup.
-                let statements = try Statements(db)
-                defer { statements.clearBindings() }
-                try batch.withBytes { bytes in
-                    var frames = CaptureBatchReader(bytes)
-                    while !frames.atEnd {
-                        switch frames.kind() {
-                        case .exchange:
-                            try insertExchange(&frames, batch.connections, statements, db)
-                            exchanges += 1
-                            if exchanges % Self.yieldEvery == 0 { sched_yield() }
-                        case .trace:
-                            pendTrace(&frames)
-                        case .forget:
-                            connectionRows.removeAll()
-                        case nil:
-                            preconditionFailure("a capture batch frame of no known kind")
-                        }
+        try queue.write { db in
+            // Looked up once per batch: the cache is keyed by the SQL text, hashed on each lookup.
+            let statements = try Statements(db)
+            defer { statements.clearBindings() }
+            try batch.withBytes { bytes in
+                var frames = CaptureBatchReader(bytes)
+                while !frames.atEnd {
+                    switch frames.kind() {
+                    case .exchange:
+                        try insertExchange(&frames, batch.connections, statements, db)
+                        exchanges += 1
+                        if exchanges % Self.yieldEvery == 0 { sched_yield() }
+                    case .trace:
+                        pendTrace(&frames)
+                    case .forget:
+                        connectionRows.removeAll()
+                    case nil:
+                        preconditionFailure("a capture batch frame of no known kind")
                     }
                 }
-                // A chunk per connection: a keep-alive connection's records of a whole batch in one row.
-                for key in pendingOrder {
-                    try writeChunk(of: key, statements, db)
-                }
             }
-        } catch {
-            // The transaction rolled back: ids remembered during it may name rows that are not there.
-            decisionIDs.removeAll()
-            handshakeIDs.removeAll()
-            connectionRows.removeAll()
-            throw CaptureFileError.writing(path, error)
+            // A chunk per connection: a keep-alive connection's records of a whole batch in one row.
+            for key in pendingOrder {
+                try writeChunk(of: key, statements, db)
+            }
         }
         exchangesWritten += exchanges
     }
@@ -191,12 +281,18 @@ public final class CaptureWriter: @unchecked Sendable {
     /// write the log may stay beside the file: SQLite reads it back on the next open, so nothing committed is lost.
     /// So it does, without an error, while another connection still reads the file (a live view of it).
     public func close(ended: Double) throws(CaptureFileError) {
+        defer {
+            if lockDescriptor >= 0 { Foundation.close(lockDescriptor) }
+            lockDescriptor = -1
+        }
         do {
             try queue.write { db in
                 try db.execute(sql: "UPDATE runs SET ended = ? WHERE id = ?", arguments: [ended, runID])
             }
             do {
                 try queue.writeWithoutTransaction { db in
+                    // Not waited for: another connection open on the file (a live view) keeps it in WAL mode anyway.
+                    sqlite3_busy_timeout(db.sqliteConnection, 0)
                     try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                     try db.execute(sql: "PRAGMA journal_mode = DELETE")
                 }

@@ -468,6 +468,61 @@ struct CaptureStoreTests {
         #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
     }
 
+    @Test("A second writer on a file another holds is refused, and the file is untouched; once closed, it may append")
+    func oneWriterPerFile() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let first = try CaptureWriter.open(path: path, run: run)
+        try first.write([.exchange(blockedExchange())])
+        #expect(throws: CaptureFileError(path: path, problem: .inUse)) { try CaptureWriter.open(path: path, run: run) }
+        #expect("\(CaptureFileError(path: path, problem: .inUse))".contains("another atsproxy is writing this capture"))
+        try first.write([.exchange(blockedExchange())])
+        try first.close(ended: 2)
+        let second = try CaptureWriter.open(path: path, run: run)
+        try second.close(ended: 3)
+        let reader = try CaptureReader(path: path)
+        #expect(try reader.count() == 2)
+        #expect(try reader.runs().count == 2)
+    }
+
+    @Test("Another program's write lock of a few hundred milliseconds is waited out: the batch is committed whole")
+    func shortLockWaitedOut() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        try writer.write([.exchange(blockedExchange())])
+        // A second connection (as `sqlite3 FILE` would be) takes the write lock for 300 ms on another thread.
+        let other = try DatabaseQueue(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        Thread {
+            do {
+                try other.writeWithoutTransaction { db in
+                    try db.execute(sql: "BEGIN IMMEDIATE")
+                    locked.signal()
+                    usleep(300_000)
+                    try db.execute(sql: "COMMIT")
+                }
+            } catch {
+                Issue.record("the other connection: \(error)")
+                locked.signal()
+            }
+            released.signal()
+        }.start()
+        locked.wait()
+        try writer.write((0..<50).map { _ in CaptureItem.exchange(blockedExchange()) })
+        #expect(released.wait(timeout: .now() + 10) == .success)
+        try writer.close(ended: 2)
+        #expect(try CaptureReader(path: path).count() == 51)
+    }
+
+    @Test("A reader given an empty file says so plainly")
+    func emptyFileRead() throws {
+        let url = try folder().appendingPathComponent("empty.atscap")
+        #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
+        #expect(throws: CaptureFileError(path: url.path, problem: .empty)) { try CaptureReader(path: url.path) }
+        #expect("\(CaptureFileError(path: url.path, problem: .empty))"
+            == "\(url.path): an empty file, not a capture (nothing was ever written to it)")
+    }
+
     @Test("A path in a missing folder is refused with the folder named")
     func missingFolder() throws {
         let path = try folder().appendingPathComponent("no/such/c.atscap").path

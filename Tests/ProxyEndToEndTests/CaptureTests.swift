@@ -231,6 +231,101 @@ struct CaptureTests {
         }
     }
 
+    @Test("A second proxy on a capture another is writing is refused at start; after a kill -9 of the first, it starts")
+    func secondWriterRefused() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "good", in: folder)
+        let capture = folder.appendingPathComponent("shared.atscap").path
+        let first = try await Proxy(e2e, ["--capture", capture] + origin.map("good.test"), in: folder)
+        #expect(try await curl(["-x", first.url, "--cacert", e2e.proxyCA, "https://good.test/bytes/10"], in: folder)
+            .status == 200)
+        let refused = try await runProcess(
+            e2e.binary, ["run", "--listen", "127.0.0.1:0", "--ca-dir", e2e.caDir.path, "--capture", capture], in: folder,
+            timeout: .seconds(30))
+        #expect(refused.status == 1, "\(refused.stdout)\n\(refused.stderr)")
+        #expect(refused.stderr.contains("--capture: \(capture): another atsproxy is writing this capture"), "\(refused.stderr)")
+        #expect(!refused.stdout.contains("ATSProxy listening"))
+        // A killed proxy leaves no stale lock: the next one appends its run.
+        kill(first.process.pid, SIGKILL)
+        _ = try await first.process.waitForExit()
+        let second = try await Proxy(e2e, ["--capture", capture] + origin.map("good.test"), in: folder)
+        #expect(try await curl(["-x", second.url, "--cacert", e2e.proxyCA, "https://good.test/bytes/20"], in: folder)
+            .status == 200)
+        try await interrupt(second)
+        let reader = try CaptureReader(path: capture)
+        #expect(try reader.runs().count == 2)
+        #expect(try reader.count() == 2)
+    }
+
+    @Test("A 300 ms write lock held by sqlite3 again and again while traffic passes: every exchange is captured")
+    func otherWritersLocksWaitedOut() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "good", in: folder)
+        let capture = folder.appendingPathComponent("locked.atscap").path
+        let proxy = try await Proxy(e2e, ["--capture", capture] + origin.map("good.test"), in: folder)
+        #expect(try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://good.test/bytes/1"], in: folder)
+            .status == 200)
+        // Python's sqlite3 (the library any SQLite client uses) takes the write lock six times for 300 ms.
+        let locker = try TestProcess(
+            "/usr/bin/python3",
+            ["-c", """
+                import sqlite3, sys, time
+                c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+                for i in range(6):
+                    c.execute("BEGIN IMMEDIATE"); print("locked", flush=True); time.sleep(0.3); c.execute("COMMIT")
+                    time.sleep(0.05)
+                print("done", flush=True)
+                """, capture],
+            in: folder, name: "sqlite-locker")
+        defer { locker.stop() }
+        _ = try await locker.waitForOutput { $0.contains("locked") ? true : nil }
+        let requests = 40
+        for i in 0..<requests {
+            let r = try await curl(["-x", proxy.url, "--cacert", e2e.proxyCA, "https://good.test/bytes/\(i)"], in: folder)
+            #expect(r.status == 200)
+        }
+        _ = try await locker.waitForOutput(timeout: .seconds(30)) { $0.contains("done") ? true : nil }
+        try await interrupt(proxy)
+        #expect(!proxy.process.stderr.contains("no more exchanges are captured"), "\(proxy.process.stderr)")
+        #expect(try CaptureReader(path: capture).count() == requests + 1)
+    }
+
+    @Test("A capture that cannot start on a full disk leaves no file behind; readers given an empty file say so")
+    func failedStartLeavesNothing() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let disk = folder.appendingPathComponent("full")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        // A private mount namespace with a small tmpfs, filled before the proxy starts; then what is left in it.
+        let script = """
+            mount -t tmpfs -o size=256k tmpfs "$1" || exit 97
+            dir=$1; shift
+            dd if=/dev/zero of="$dir/filler" bs=1k 2>/dev/null
+            "$@"; rc=$?
+            echo "left: $(ls -A "$dir" | tr '\n' ' ')"
+            exit $rc
+            """
+        let r = try await runProcess(
+            "/usr/bin/unshare",
+            ["-rm", "/bin/sh", "-c", script, "fullstart", disk.path, e2e.binary, "run", "--listen", "127.0.0.1:0",
+             "--ca-dir", e2e.caDir.path, "--capture", disk.appendingPathComponent("new.atscap").path],
+            in: folder, timeout: .seconds(30))
+        #expect(r.status == 1, "\(r.stdout)\n\(r.stderr)")
+        #expect(r.stderr.contains("cannot write the capture"), "\(r.stderr)")
+        #expect(r.stderr.lowercased().contains("full"), "\(r.stderr)")
+        #expect(r.stdout.contains("left: filler \n"), "\(r.stdout)")
+
+        let empty = folder.appendingPathComponent("empty.atscap").path
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        for command in [["show", empty], ["har", empty], ["report", empty], ["view", empty, "--web", "127.0.0.1:0"]] {
+            let read = try await runProcess(e2e.binary, command, in: folder, timeout: .seconds(30))
+            #expect(read.status == 2, "\(command): \(read.stderr)")
+            #expect(read.stderr.contains("\(empty): an empty file, not a capture"), "\(command): \(read.stderr)")
+        }
+    }
+
     @Test("A capture on a read-only file system is refused before the proxy starts, naming the file and why")
     func readOnlyFileSystem() async throws {
         let e2e = try E2E.shared()

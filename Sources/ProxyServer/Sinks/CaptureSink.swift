@@ -13,8 +13,10 @@ import Synchronization
 /// conclusions (an exception never used) would be wrong if exchanges were silently missing, so none is dropped
 /// while the file takes writes. When the disk is slower than the traffic, a loop thread that finds the queue full
 /// waits for the writer: the proxy slows to the disk's pace and memory stays bounded (`maxQueued` entries,
-/// `maxQueuedBytes` of bodies). When a write fails (disk full, file size limit, I/O error), the sink says so once,
-/// stops capturing and lets the proxy go on; every batch committed before stays in the file.
+/// `maxQueuedBytes` of bodies). Another program's short lock on the file is waited out by the writer (the proxy
+/// slows meanwhile, as under backpressure); when a write fails (disk full, file size limit, I/O error, a lock held
+/// for a minute), the sink says so once, stops capturing and lets the proxy go on; every batch committed before stays
+/// in the file.
 public final class CaptureSink: LogSink, @unchecked Sendable {
     // @unchecked: `queue`, `encoder`, `busy` and `stopping` are touched only under `condition`; `writer` only on the
     // writer thread, and in `close()` after that thread has finished.
@@ -41,6 +43,7 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     public init(writer: CaptureWriter, notice: @escaping @Sendable (String) -> Void) {
         self.writer = writer
         self.notice = notice
+        writer.busyNotice = notice
         let thread = Thread { [self] in run() }
         thread.name = "atsproxy.capture"
         thread.start()
