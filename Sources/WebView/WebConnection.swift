@@ -1,8 +1,9 @@
 // Theory of operation
 //
 // 1. One WebConnection per accepted socket, confined to its loop. Bytes go into an HTTP1Parser (requests role);
-//    a complete request (head and end) is checked (credentials, Host) and handed to the router on the server's
-//    worker queue. Meanwhile the parser stays paused, so pipelined requests wait their turn; the answer comes back
+//    a complete request (head and end) is checked (credentials, Host) and handed to the router on one of the
+//    server's worker queues (the report and HAR export on their own, so other connections are answered meanwhile).
+//    Meanwhile the parser stays paused, so pipelined requests wait their turn; the answer comes back
 //    to the loop with `EventLoop.execute`, is written, and the parser moves on to the next request.
 // 2. A stream request (`/api/stream`) turns the connection into a Server-Sent Events stream for good: the head is
 //    written without a length (the stream ends when the connection does), the connection subscribes to the
@@ -147,7 +148,8 @@ final class WebConnection: ConnectionHandler {
         answering = true
         let router = server.router
         let bound = LoopBound(self)
-        server.worker.async { [loop] in
+        let worker = WebRouter.runsLong(request) ? server.exportWorker : server.worker
+        worker.async { [loop] in
             let route = router.route(request)
             loop.execute { bound.value.routed(route, headOnly: headOnly, keepAlive: keepAlive) }
         }
@@ -182,7 +184,7 @@ final class WebConnection: ConnectionHandler {
         guard let connection else { return }
         stream = StreamState(filter: filter, after: after)
         let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-store\r\n"
-            + "X-Content-Type-Options: nosniff\r\n\r\n"
+            + "X-Content-Type-Options: nosniff\r\nCross-Origin-Resource-Policy: same-origin\r\n\r\n"
         // `retry`: how long the page's EventSource waits before it reconnects after the proxy went away.
         send(Array((head + "retry: 3000\n\nevent: hello\ndata: {\"after\":\(after)}\n\n").utf8))
         // A stream is quiet between events by design; its keep-alive comments are what the idle timeout sees.

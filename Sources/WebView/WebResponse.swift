@@ -35,12 +35,15 @@ public struct WebResponse: Sendable {
     }
 
     /// The head and body as bytes for the wire: `Content-Length`, `Cache-Control: no-store` (a capture changes
-    /// under the page) and `X-Content-Type-Options: nosniff` added; no body for `HEAD`.
+    /// under the page), `X-Content-Type-Options: nosniff` and `Cross-Origin-Resource-Policy: same-origin` added; no
+    /// body for `HEAD`.
     func serialized(headOnly: Bool, keepAlive: Bool) -> [UInt8] {
         var head = HTTPResponseHead(status: status, reason: Self.reason(status), headers: headers)
         head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
         if !head.headers.contains(name: "Cache-Control") { head.headers.add(name: "Cache-Control", value: "no-store") }
         head.headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        // Another site's page may not embed what the view serves (a captured image: its size would tell).
+        head.headers.add(name: "Cross-Origin-Resource-Policy", value: "same-origin")
         if !keepAlive { head.headers.add(name: "Connection", value: "close") }
         var out: [UInt8] = []
         out.reserveCapacity(256 + (headOnly ? 0 : body.count))

@@ -39,11 +39,27 @@ public final class WebRouter: Sendable {
     /// slow request of the page (a filtered count, a text no exchange contains: most of a second in a big capture).
     public let streamReader: CaptureReader
 
-    /// - Parameter streamReader: a second reader of the same file for the live streams; nil shares `reader`.
-    public init(reader: CaptureReader, streamReader: CaptureReader? = nil, context: WebViewContext) {
+    /// The slow routes' own connection to the file (`runsLong`: the session report and HAR export, seconds on a big
+    /// capture): while one runs, the page's other requests are read on `reader` and answered.
+    public let exportReader: CaptureReader
+
+    /// - Parameters:
+    ///   - streamReader: a second reader of the same file for the live streams; nil shares `reader`.
+    ///   - exportReader: another for the report and HAR export; nil shares `reader` (which then waits for them).
+    public init(
+        reader: CaptureReader, streamReader: CaptureReader? = nil, exportReader: CaptureReader? = nil,
+        context: WebViewContext
+    ) {
         self.reader = reader
         self.streamReader = streamReader ?? reader
+        self.exportReader = exportReader ?? reader
         self.context = context
+    }
+
+    /// Whether `request` is one of the routes that read the whole capture (the report, HAR export): the server runs
+    /// them on a queue of their own, so they never hold up the list or `/api/info`.
+    public static func runsLong(_ request: WebRequest) -> Bool {
+        request.path == "/api/har" || request.path.hasPrefix("/api/report")
     }
 
     public func route(_ request: WebRequest) -> WebRoute {
@@ -251,7 +267,7 @@ public final class WebRouter: Sendable {
             return .problem(404, "the session report is not part of this build")
         }
         do {
-            let report = try make(reader)
+            let report = try make(exportReader)
             if form == .text {
                 return WebResponse(
                     status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(report.readable.utf8))
@@ -285,7 +301,7 @@ public final class WebRouter: Sendable {
                     ("Content-Type", "application/json; charset=utf-8"),
                     ("Content-Disposition", "attachment; filename=\"atsproxy.har\""),
                 ],
-                body: try export(reader, query.filter))
+                body: try export(exportReader, query.filter))
         } catch {
             return .problem(500, "cannot export HAR: \(error)")
         }

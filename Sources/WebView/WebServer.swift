@@ -3,9 +3,11 @@ import ProxyCore
 import ProxyEventLoop
 
 /// The web view's server: listens on the proxy's own event loops and answers with `WebRouter`, over the
-/// project's HTTP/1.1 core. The router's calls read SQLite, so they run on worker queues of their own (one for the
-/// page's requests, one for the streams' looks), never on a loop thread; their answers go back to the connection's
-/// loop to be written.
+/// project's HTTP/1.1 core. The router's calls read SQLite, so they run on worker queues of their own, never on a
+/// loop thread: one for the page's requests, one for the streams' looks, and one for the routes that read the whole
+/// capture (`WebRouter.runsLong`: the report, HAR export), each with its own connection to the file, so a HAR export
+/// of several seconds holds up neither the list nor `/api/info`. Their answers go back to the connection's loop to
+/// be written.
 ///
 /// Access: with `credentials`, every request needs them in `Authorization: Basic` (a browser asks once and then
 /// sends them on every request, the stream included). On a loopback address the `Host` field must name a loopback
@@ -17,6 +19,8 @@ public final class WebServer: Sendable {
     let worker = DispatchQueue(label: "atsproxy.web", qos: .userInitiated)
     /// The streams' looks for new rows, on the router's `streamReader`.
     let streamWorker = DispatchQueue(label: "atsproxy.web.stream", qos: .userInitiated)
+    /// The report and HAR export, on the router's `exportReader`.
+    let exportWorker = DispatchQueue(label: "atsproxy.web.export", qos: .utility)
 
     public init(router: WebRouter, feed: LiveFeed, credentials: ProxyCredentials?) {
         self.router = router

@@ -461,10 +461,12 @@ struct RunCommand: ParsableCommand {
             do {
                 let reader = try CaptureReader(path: capture.path)
                 let streamReader = try CaptureReader(path: capture.path)
-                webReaders = [reader, streamReader]
+                let exportReader = try CaptureReader(path: capture.path)
+                webReaders = [reader, streamReader, exportReader]
                 let server = WebServer(
-                    router: WebRouter(reader: reader, streamReader: streamReader, context: context), feed: feed,
-                    credentials: credentials)
+                    router: WebRouter(
+                        reader: reader, streamReader: streamReader, exportReader: exportReader, context: context),
+                    feed: feed, credentials: credentials)
                 web = try server.listen(on: group, host: webAddress.0, port: webAddress.1)
             } catch let error as IOError {
                 throw failure(

@@ -68,10 +68,12 @@ struct ViewCommand: ParsableCommand {
         let credentials = try credentialSource.credentials()
         let reader: CaptureReader
         let streamReader: CaptureReader
+        let exportReader: CaptureReader
         let runs: [CapturedRun]
         do {
             reader = try CaptureReader(path: file)
             streamReader = try CaptureReader(path: file)
+            exportReader = try CaptureReader(path: file)
             runs = try reader.runs()
         } catch {
             throw failure("atsproxy view: error: \(error)", status: 2)
@@ -100,8 +102,9 @@ struct ViewCommand: ParsableCommand {
             version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions(policy: reportPolicy))
         let group = try EventLoopGroup(loopCount: 1)
         let server = WebServer(
-            router: WebRouter(reader: reader, streamReader: streamReader, context: context), feed: LiveFeed(),
-            credentials: credentials)
+            router: WebRouter(
+                reader: reader, streamReader: streamReader, exportReader: exportReader, context: context),
+            feed: LiveFeed(), credentials: credentials)
         let listener: Listener
         do { listener = try server.listen(on: group, host: host, port: port) } catch {
             group.shutdownGracefully(timeout: .zero)

@@ -16,11 +16,15 @@ struct WebServerTests {
         let feed = LiveFeed(delay: .milliseconds(20))
         let port: Int
 
-        init(credentials: ProxyCredentials? = nil) throws {
+        /// `extensions`: the report and HAR export, when the test wires them (as `run --web` does, with three readers).
+        init(credentials: ProxyCredentials? = nil, extensions: WebViewExtensions? = nil) throws {
             fixture = try CaptureFixture()
             group = try EventLoopGroup(loopCount: 1)
+            var context = WebRouterTests.context(fixture.path)
+            if let extensions { context.extensions = extensions }
             let router = WebRouter(
-                reader: try CaptureReader(path: fixture.path), context: WebRouterTests.context(fixture.path))
+                reader: try CaptureReader(path: fixture.path), streamReader: try CaptureReader(path: fixture.path),
+                exportReader: try CaptureReader(path: fixture.path), context: context)
             let server = WebServer(router: router, feed: feed, credentials: credentials)
             port = Int(try server.listen(on: group, host: "127.0.0.1", port: 0).port)
         }
@@ -67,6 +71,38 @@ struct WebServerTests {
         #expect(!text.contains("<!DOCTYPE html>"))  // HEAD: no body
     }
 
+    @Test("While a HAR export takes seconds, the list and /api/info are answered; every answer says same-origin only")
+    func slowExportHoldsNothing() throws {
+        let release = DispatchSemaphore(value: 0)
+        let exporting = DispatchSemaphore(value: 0)
+        // An export as slow as the test wants: it reads the capture, then waits to be released (at most 10 s).
+        let server = try Running(extensions: WebViewExtensions(harExport: { reader, _ in
+            let count = try reader.count()
+            exporting.signal()
+            _ = release.wait(timeout: .now() + 10)
+            return Array("{\"exported\":\(count)}".utf8)
+        }))
+        defer { server.stop() }
+        let export = try server.connect()
+        defer { export.close() }
+        try Self.send(export, "GET /api/har HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(exporting.wait(timeout: .now() + 5) == .success)
+        let other = try server.connect()
+        defer { other.close() }
+        let started = Date()
+        try Self.send(other, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            + "GET /api/exchanges?limit=5 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let answers = try Self.read(other, until: "\u{0}", seconds: 5)  // until closed
+        #expect(Date().timeIntervalSince(started) < 4, "the list waited for the export")
+        #expect(answers.matches(of: /HTTP\/1\.1 200\s/).count == 2, "\(answers)")
+        #expect(answers.contains("\"capturePath\""))
+        #expect(answers.matches(of: /Cross-Origin-Resource-Policy: same-origin\r\n/).count == 2)
+        release.signal()
+        let exported = try Self.read(export, until: "{\"exported\":40}")
+        #expect(exported.hasPrefix("HTTP/1.1 200 "), "\(exported)")
+        #expect(exported.contains("Cross-Origin-Resource-Policy: same-origin\r\n"))
+    }
+
     @Test("A Host that is not loopback is refused (DNS rebinding); a malformed request is answered 400")
     func hostAndMalformed() throws {
         let server = try Running()
@@ -105,6 +141,7 @@ struct WebServerTests {
         try Self.send(client, "GET /api/stream?verdict=blocked HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let hello = try Self.read(client, until: "event: hello\ndata: {\"after\":40}\n\n")
         #expect(hello.hasPrefix("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"))
+        #expect(hello.contains("Cross-Origin-Resource-Policy: same-origin\r\n"))
         #expect(server.feed.subscriberCount == 1)
         try server.fixture.writer.write([.exchange(CaptureFixture.plain(41)), .exchange(CaptureFixture.blocked())])
         server.feed.consume(.exchange(CaptureFixture.blocked()))
