@@ -13,6 +13,7 @@ struct PolicyFindings {
     func all() -> [PolicyFinding] {
         var out: [PolicyFinding] = []
         for entry in app.exceptionDomains where entry.origin == .app {
+            out += publicSuffixFindings(entry)
             out += entryFindings(entry)
         }
         out += arbitraryLoadsFindings()
@@ -27,6 +28,25 @@ struct PolicyFindings {
             else { return nil }
             return (item.observation, match.how)
         }
+    }
+
+    /// An entry with `NSIncludesSubdomains` on a name anyone can register under: whatever was observed, it relaxes
+    /// ATS for sites that are not the app's.
+    private func publicSuffixFindings(_ entry: ExceptionDomainEntry) -> [PolicyFinding] {
+        guard entry.includesSubdomains, entry.kind == .dnsName, let what = PublicSuffixes.kind(of: entry.key) else {
+            return []
+        }
+        let hosts = distinct(governed(by: entry).map(\.observation.host))
+        return [
+            PolicyFinding(
+                kind: .subdomainsOfPublicSuffix, keyPath: domains + [entry.key, ATSKey.includesSubdomains.rawValue],
+                problem: "NSIncludesSubdomains = YES on \(entry.key), \(what): the exception covers every site "
+                    + "registered under it, not only the app's",
+                advice: hosts.isEmpty
+                    ? "name the app's own domain instead (its registered name under \(entry.key))"
+                    : "name the app's own domains instead: \(list(hosts))",
+                hosts: hosts)
+        ]
     }
 
     private func entryFindings(_ entry: ExceptionDomainEntry) -> [PolicyFinding] {

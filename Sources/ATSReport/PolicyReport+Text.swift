@@ -143,6 +143,7 @@ extension PolicyFinding.Kind {
         switch self {
         case .unusedEntry: "unused entry"
         case .subdomainsOnlyApex: "NSIncludesSubdomains matched only the apex"
+        case .subdomainsOfPublicSuffix: "NSIncludesSubdomains on a public suffix"
         case .arbitraryLoadsTooBroad: "NSAllowsArbitraryLoads broader than needed"
         case .minimumTLSTooLow: "minimum TLS version lower than needed"
         case .insecureHTTPOnlyHTTPS: "insecure HTTP allowed but only HTTPS seen"

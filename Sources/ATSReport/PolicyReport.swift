@@ -134,6 +134,9 @@ public struct PolicyFinding: Sendable, Codable, Hashable {
         case unusedEntry
         /// `NSIncludesSubdomains = YES` on an entry that matched only its own name.
         case subdomainsOnlyApex
+        /// `NSIncludesSubdomains = YES` on a top-level domain or a public suffix (`com`, `co.uk`, `github.io`): the
+        /// exception covers every site registered under it (`PublicSuffixes`).
+        case subdomainsOfPublicSuffix
         /// `NSAllowsArbitraryLoads = YES` when at most one host it governs needed any relaxation.
         case arbitraryLoadsTooBroad
         /// `NSExceptionMinimumTLSVersion` lower than every observed server of the entry negotiates.

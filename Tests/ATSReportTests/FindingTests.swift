@@ -27,6 +27,33 @@ struct FindingTests {
         #expect(kinds(withSub).isEmpty)
     }
 
+    @Test("NSIncludesSubdomains on a top-level domain or a public suffix is flagged, used or not; on the app's domain it is not",
+          arguments: ["com", "co.uk", "github.io", "herokuapp.com"])
+    func subdomainsOfPublicSuffix(suffix: String) throws {
+        let ats = exceptions([suffix: dict(["NSIncludesSubdomains": yes]), "example.org": dict(["NSIncludesSubdomains": yes])])
+        let seen = "api.myapp.\(suffix)"
+        let r = report([https(seen), https("example.org"), https("cdn.example.org")], ats)
+        let flagged = r.findings.filter { $0.kind == .subdomainsOfPublicSuffix }
+        #expect(flagged.map { $0.keyPath.dropLast().last } == [suffix], "\(r.findings)")
+        let finding = try #require(flagged.first)
+        #expect(finding.keyPath.last == "NSIncludesSubdomains")
+        #expect(finding.problem.contains(suffix.contains(".") ? "a public suffix" : "a whole top-level domain"))
+        #expect(finding.hosts == [seen] && finding.advice.contains(seen))
+        #expect(r.renderText(colour: false).contains("NSIncludesSubdomains on a public suffix"))
+        #expect(r.renderMarkdown().contains("NSIncludesSubdomains on a public suffix"))
+        // Unused, it is flagged all the same (and unused).
+        let unused = report([https("example.org")], exceptions([suffix: dict(["NSIncludesSubdomains": yes])]))
+        #expect(kinds(unused).contains(.subdomainsOfPublicSuffix) && kinds(unused).contains(.unusedEntry))
+    }
+
+    @Test("localhost, local and names not on the built-in list are not public suffixes")
+    func notPublicSuffixes() {
+        for name in ["localhost", "local", "example.com", "myapp.co.uk", "a.github.io", "amazonaws.com"] {
+            #expect(PublicSuffixes.kind(of: name) == nil, "\(name)")
+        }
+        #expect(PublicSuffixes.kind(of: "com.") == "a whole top-level domain")
+    }
+
     @Test("NSAllowsArbitraryLoads when only one host needed anything: replace it with that host's exception")
     func arbitraryLoadsForOneHost() throws {
         let ats = dict(["NSAllowsArbitraryLoads": yes])
