@@ -73,19 +73,21 @@ enum WebAssets {
 </section>
 <section id="hosts" role="tabpanel" aria-labelledby="tab-hosts" hidden>
   <p id="hosts-total"></p>
+  <div class="table-scroll">
   <table id="hosts-table">
     <thead><tr>
       <th>Host</th><th>ATS</th><th>Exchanges</th><th>By verdict</th><th>Errors</th><th>Decided by</th>
     </tr></thead>
     <tbody id="hosts-rows"></tbody>
   </table>
+  </div>
   <section id="report" hidden>
     <h2>Session report <span id="report-time" class="sub"></span></h2>
     <p class="report-tools"><button id="report-refresh" type="button">Refresh</button>
       <a id="report-plist" href="/api/report/plist" download="suggested-ats.plist">Download the suggested plist</a>
       <span class="sub">The app's policy against what was observed: missing and unused exceptions, and the smallest
       NSAppTransportSecurity that lets every observed load through.</span></p>
-    <pre id="report-body"></pre>
+    <div id="report-body" aria-live="polite"></div>
   </section>
 </section>
 </main>
@@ -851,19 +853,122 @@ async function refreshHosts() {
 }
 
 /// The session report (`atsproxy report` over the capture): read when the tab opens and on Refresh, since it
-/// reads every observed origin of the capture.
+/// reads every observed origin of the capture. Drawn from its JSON as tables, verdicts in words and colour (the
+/// Markdown's emoji need an emoji font the machine may not have).
 async function refreshReport() {
   if (!(state.info && state.info.features && state.info.features.report)) return;
   $("report").hidden = false;
-  $("report-body").textContent = "Reading the capture…";
+  $("report-body").replaceChildren(el("p", { class: "sub", text: "Reading the capture…" }));
   try {
-    const response = await fetch("/api/report/text", { cache: "no-store" });
-    if (!response.ok) throw new Error(`${response.status}: ${(await response.json()).error}`);
-    $("report-body").textContent = await response.text();
+    const report = await api("/api/report");
+    $("report-body").replaceChildren(...renderReport(report));
     $("report-time").textContent = `as of ${new Date().toLocaleTimeString()}`;
   } catch (error) {
-    $("report-body").textContent = `Cannot make the report: ${error.message}`;
+    $("report-body").replaceChildren(el("p", { text: `Cannot make the report: ${error.message}` }));
   }
+}
+
+const LOAD_VERDICT = {
+  allowed: ["ok", "v-ok"], fails: ["FAILS", "v-blocked"], notChecked: ["not checked", "v-notJudged"],
+};
+
+const FINDING_TITLE = {
+  unusedEntry: "Unused entry",
+  subdomainsOnlyApex: "NSIncludesSubdomains matched only the apex",
+  subdomainsOfPublicSuffix: "NSIncludesSubdomains on a public suffix",
+  arbitraryLoadsTooBroad: "NSAllowsArbitraryLoads broader than needed",
+  minimumTLSTooLow: "Minimum TLS version lower than needed",
+  insecureHTTPOnlyHTTPS: "Insecure HTTP allowed but only HTTPS seen",
+};
+
+/// The codes a violation gives the app: `-1200/-9836`.
+function violationCodes(v) {
+  return [v.urlError && v.urlError.code, v.sslError && v.sslError.code].filter((c) => c !== undefined).join("/");
+}
+
+function reportTable(headings, rows) {
+  return el("div", { class: "table-scroll" }, el("table", { class: "report-table" },
+    el("thead", {}, el("tr", {}, ...headings.map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...rows)));
+}
+
+/// The report's parts as elements: verdict, hosts, missing exceptions with their fixes, findings, the suggestion.
+function renderReport(r) {
+  const parts = [];
+  parts.push(el("p", { class: `report-verdict ${r.fits ? "fits" : "fails"}` },
+    el("span", { class: `verdict ${r.fits ? "v-ok" : "v-blocked"}`, text: r.fits ? "FITS" : "FAILS" }), " ", r.verdict));
+  parts.push(el("p", { class: "sub", text: `${r.policySource}, judged on iOS ${r.profile}; ` +
+    `${r.exchangeCount.toLocaleString()} exchange${r.exchangeCount === 1 ? "" : "s"} observed.` }));
+  for (const note of r.notes) parts.push(el("p", { class: "sub", text: note }));
+  for (const d of r.policyDiagnostics) {
+    parts.push(el("p", { class: "sub", text: `${d.severity}: ${d.keyPath.join(" › ")}: ${d.problem}` }));
+  }
+
+  parts.push(el("h3", { text: `Hosts (${r.hosts.length})` }));
+  parts.push(reportTable(["Host", "Verdict", "Decided by", "TLS", "Exchanges"], r.hosts.map((h) => {
+    const [word, cls] = LOAD_VERDICT[h.verdict] || [h.verdict, "v-notJudged"];
+    const codes = [...new Set(h.loads.flatMap((l) => l.violations.map(violationCodes)))].filter(Boolean);
+    const tls = h.loads.map((l) => l.tls).find(Boolean);
+    const tlsText = tls ? [tls.version, tls.cipherSuite, tls.keyExchange].filter(Boolean).join(" ")
+      : h.loads.every((l) => l.url.startsWith("http://") || l.url.startsWith("ws://")) ? "cleartext" : "–";
+    return el("tr", {},
+      el("td", { class: "mono", text: h.host }),
+      el("td", {}, el("span", { class: `verdict ${cls}`, text: word }), codes.length ? ` ${codes.join(" ")}` : ""),
+      el("td", { text: h.decidedBy, title: h.reason || "" }),
+      el("td", { class: "mono", text: tlsText }),
+      el("td", { class: "num", text: h.exchanges.toLocaleString() }));
+  })));
+
+  parts.push(el("h3", { text: `Missing exceptions (${r.missingExceptions.length})` }));
+  if (r.missingExceptions.length === 0) parts.push(el("p", { text: "None: every judged load passes." }));
+  for (const m of r.missingExceptions) {
+    const box = el("div", { class: `missing ${m.fix ? "fixable" : "unfixable"}` },
+      el("p", {}, el("b", { class: "mono", text: m.host }),
+        ` (${m.exchanges} exchange${m.exchanges === 1 ? "" : "s"}): `,
+        el("span", { class: `verdict ${m.fix ? "v-violation" : "v-blocked"}`,
+          text: m.fix ? "fixable with an exception" : "no exception can help: fix the server" })),
+      el("ul", {}, ...m.violations.map((v) =>
+        el("li", {}, el("span", { class: "mono", text: violationCodes(v) }), ` ${v.explanation}`))));
+    if (m.fixPlist) {
+      box.append(el("p", { class: "sub", text: `Add inside ${m.fixPasteInside || "NSAppTransportSecurity"}:` }),
+        el("pre", { text: m.fixPlist }));
+    }
+    for (const why of m.unfixable) box.append(el("p", { class: "sub", text: why }));
+    parts.push(box);
+  }
+
+  parts.push(el("h3", { text: `Unused and over-broad exceptions (${r.findings.length})` }));
+  if (r.findings.length === 0) {
+    parts.push(el("p", { text: "None." }));
+  } else {
+    parts.push(reportTable(["Finding", "Key", "Problem", "Advice"], r.findings.map((f) => el("tr", {},
+      el("td", {}, el("span", { class: "verdict v-violation", text: FINDING_TITLE[f.kind] || f.kind })),
+      el("td", { class: "mono", text: f.keyPath.join(" › ") }),
+      el("td", { text: f.problem }), el("td", { text: f.advice })))));
+  }
+
+  if (r.mirror) {
+    parts.push(el("h3", { text: "Device verdicts (--ats mirror)" }));
+    for (const d of r.mirror.disagreements || []) {
+      parts.push(el("p", {}, el("span", { class: "verdict v-violation", text: "disagreement" }), " ",
+        el("span", { class: "mono", text: d.url }), `: ${d.text}`));
+    }
+  }
+
+  const s = r.suggestion;
+  parts.push(el("h3", { text: "Suggested NSAppTransportSecurity" }));
+  const failing = s.checks.filter((c) => c.verdict !== "allowed");
+  parts.push(el("p", {}, el("span", { class: `verdict ${s.verified ? "v-ok" : "v-blocked"}`,
+    text: s.verified ? "checked" : "not verified" }), " ", s.checks.length === 0
+    ? "Nothing to check: no observed load is one an exception can let through."
+    : s.verified ? `The ${s.checks.length} load${s.checks.length === 1 ? "" : "s"} an exception can let through ` +
+      "all pass with it, and explain refuses none."
+      : `Still failing with it: ${failing.map((c) => c.url).join(", ")}`));
+  for (const u of s.unfixable) {
+    parts.push(el("p", { class: "sub", text: `Left out (no exception can help): ${u.host}: ${u.reasons.join("; ")}` }));
+  }
+  parts.push(el("pre", { class: "report-plist", text: s.plist }));
+  return parts;
 }
 
 function showTab(name) {
@@ -1040,6 +1145,21 @@ aside#detail .placeholder { color: var(--muted); }
 #report .report-tools { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; }
 #report button { font: inherit; padding: 3px 10px; border: 1px solid var(--line); border-radius: 5px;
   background: var(--bg); cursor: pointer; }
+#report h3 { font-size: 13px; margin: 16px 0 6px; }
+#report .report-verdict { font-size: 14px; font-weight: 600; margin: 10px 0 4px; }
+#report .report-verdict.fails { color: var(--bad); }
+#report .report-verdict.fits { color: var(--ok); }
+.table-scroll { overflow-x: auto; }
+#report .report-table { border-collapse: collapse; width: 100%; }
+#report .report-table th, #report .report-table td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #eee;
+  vertical-align: top; }
+#report .report-table th { background: var(--head); }
+#report .report-table td.num { text-align: right; }
+#report .missing { border: 1px solid #e9c27a; background: #fffaf0; border-radius: 6px; padding: 4px 10px;
+  margin: 6px 0; }
+#report .missing.unfixable { border-color: #e8a29c; background: #fff7f6; }
+#report .missing ul { margin: 2px 0 6px; padding-left: 20px; }
+#report .missing p { margin: 6px 0; }
 #report pre { background: #f6f6f8; border: 1px solid #e6e6ea; border-radius: 5px; padding: 8px 10px;
   max-height: 420px; overflow: auto; white-space: pre-wrap; }
 

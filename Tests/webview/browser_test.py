@@ -289,6 +289,34 @@ def run(args):
             d.find_element(By.ID, "report-body").text), seconds=30)
         check("NSExceptionAllowsInsecureHTTPLoads" in report,
               "the session report names the missing exception for the blocked host")
+        # Formatted, not Markdown: tables, and verdicts in words and colour (no emoji, which need an emoji font).
+        verdicts = driver.execute_script(
+            "return [...document.querySelectorAll('#report-body table.report-table tbody tr')].map(tr => ["
+            "tr.cells[0].textContent, tr.cells[1].querySelector('.verdict').textContent,"
+            "getComputedStyle(tr.cells[1].querySelector('.verdict')).color])")
+        blocked = [v for v in verdicts if v[0] == "api.plain.test"]
+        check(blocked and blocked[0][1] == "FAILS" and blocked[0][2] == "rgb(179, 38, 30)",
+              "the report's hosts table says FAILS in red for the blocked host: %r" % verdicts)
+        check(any(v[1] == "ok" and v[2] == "rgb(23, 105, 43)" for v in verdicts),
+              "the report's hosts table says ok in green for a host that passes: %r" % verdicts)
+        check(not any(mark in report for mark in ("\u274c", "\u2705", "\u2796", "|---", "###", "**")),
+              "the report shows no raw Markdown or emoji")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#report-body .missing pre")) == 1,
+              "the missing exception's fix is a plist snippet of its own")
+        driver.execute_script("document.getElementById('report').scrollIntoView()")
+        driver.save_screenshot(os.path.join(args.artifacts, "report.png"))
+        size = driver.get_window_size()
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        driver.set_window_size(390 + size["width"] - inner[0], 844 + size["height"] - inner[1])
+        driver.execute_script("document.getElementById('report').scrollIntoView()")
+        overflow = driver.execute_script(
+            "const h = document.getElementById('hosts');"
+            "return [h.scrollWidth, h.clientWidth, document.getElementById('report').getBoundingClientRect().right,"
+            "window.innerWidth]")
+        driver.save_screenshot(os.path.join(args.artifacts, "report-phone.png"))
+        check(overflow[0] <= overflow[1] and overflow[2] <= overflow[3] + 1,
+              "at phone width the tab does not scroll sideways (its tables do, each in its own box): %r" % overflow)
+        driver.set_window_size(size["width"], size["height"])
         suggested = driver.execute_async_script(
             "const done = arguments[arguments.length - 1];"
             "fetch('/api/report/plist').then(r => r.text()).then(done, e => done('error ' + e));")
@@ -343,7 +371,7 @@ def main():
     args = parser.parse_args()
     args.atsproxy = os.path.abspath(args.atsproxy)
     os.makedirs(args.artifacts, exist_ok=True)
-    for name in ("list.png", "blocked-detail.png", "hosts.png", "failure.png"):
+    for name in ("list.png", "blocked-detail.png", "hosts.png", "report.png", "report-phone.png", "failure.png"):
         if os.path.exists(os.path.join(args.artifacts, name)):
             os.remove(os.path.join(args.artifacts, name))
 
