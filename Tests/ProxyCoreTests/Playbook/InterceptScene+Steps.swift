@@ -21,6 +21,17 @@ extension Playbook {
         self << .sendToUpstream(.tlsRecords)
     }
 
+    /// After `connects`, with an origin the policy allows: both handshakes complete (the origin's first, then the
+    /// client's, answered with the minted leaf), and the client may send its request.
+    func completesHandshakes() {
+        self >> .originFlight
+        self << .sendToUpstream(.tlsRecords)
+        self << .startTimer(.clientHandshake)
+        self << .sendToClient(.tlsRecords)
+        self >> .clientFlight
+        self << .sendToClient(.tlsRecords)
+    }
+
     /// A TLS 1.0-only origin refuses the iOS-like ClientHello; the session's permissive probe (a second
     /// connection) then completes a TLS 1.0 handshake with it, which is judged.
     func probesTLS10Origin() {

@@ -9,12 +9,7 @@ struct CredentialPlaybooks {
         let scene = try InterceptScene()
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb.connects(scene)
-        pb >> .originFlight
-        pb << .sendToUpstream(.tlsRecords)
-        pb << .startTimer(.clientHandshake)
-        pb << .sendToClient(.tlsRecords)
-        pb >> .clientFlight
-        pb << .sendToClient(.tlsRecords)
+        pb.completesHandshakes()
         pb >> .client(sends: "GET /a HTTP/1.1\r\nHost: good.test\r\nProxy-Authorization: Basic cWE6czNjcmV0\r\n"
             + "Accept: */*\r\n\r\n")
         pb << .sendToUpstream(.tls("GET /a HTTP/1.1\r\nHost: good.test\r\nAccept: */*\r\n\r\n"))

@@ -14,12 +14,7 @@ struct ConnectionEndPlaybooks {
         let scene = try InterceptScene(mode: .annotate)
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb.connects(scene)
-        pb >> .originFlight
-        pb << .sendToUpstream(.tlsRecords)
-        pb << .startTimer(.clientHandshake)
-        pb << .sendToClient(.tlsRecords)
-        pb >> .clientFlight
-        pb << .sendToClient(.tlsRecords)
+        pb.completesHandshakes()
         pb >> .client(sends: "GET / HTTP/1.1\r\nHost: good.test\r\n\r\n")
         pb << .sendToUpstream(.tls("GET / HTTP/1.1\r\nHost: good.test\r\n\r\n"))
         pb << .startTimer(.response)
