@@ -29,7 +29,7 @@ struct NetworkNamespace {
                 ["netns", "exec", name, "ip", "link", "set", inner, "up"],
                 ["netns", "exec", name, "ip", "link", "set", "lo", "up"],
             ] {
-                let r = try runCommand("/usr/sbin/ip", arguments, limit: 20)
+                let r = try runCommand("/bin/ip", arguments, limit: 20)
                 guard r.status == 0 else {
                     throw HarnessError("ip \(arguments.joined(separator: " ")) failed (\(r.status)): \(r.stderrText)")
                 }
@@ -45,7 +45,7 @@ struct NetworkNamespace {
 
     /// The command line that runs `arguments` inside the namespace.
     func exec(_ arguments: [String]) -> (String, [String]) {
-        ("/usr/sbin/ip", ["netns", "exec", name] + arguments)
+        ("/bin/ip", ["netns", "exec", name] + arguments)
     }
 
     /// Deletes the namespace (which takes its end of the pair, and so the pair) and, should it remain, the host's end.
@@ -55,12 +55,12 @@ struct NetworkNamespace {
         for arguments in [["netns", "delete", name], ["link", "delete", hostEnd]] {
             // Either may be gone already (a half-made namespace, or the pair went with the namespace): what matters
             // is that neither is left, which the check below makes sure of.
-            do { _ = try runCommand("/usr/sbin/ip", arguments, limit: 20) } catch {
+            do { _ = try runCommand("/bin/ip", arguments, limit: 20) } catch {
                 FileHandle.standardError.write(Data("ip \(arguments.joined(separator: " ")): \(error)\n".utf8))
             }
         }
         do {
-            let left = try runCommand("/usr/sbin/ip", ["netns", "list"], limit: 20).stdoutText
+            let left = try runCommand("/bin/ip", ["netns", "list"], limit: 20).stdoutText
             if left.split(separator: "\n").contains(where: { $0.split(separator: " ").first.map(String.init) == name }) {
                 FileHandle.standardError.write(Data("network namespace \(name) could not be removed\n".utf8))
             }
