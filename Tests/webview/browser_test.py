@@ -324,6 +324,23 @@ def run(args):
               "the suggested plist downloads as a plist that lets the blocked host through")
         driver.save_screenshot(os.path.join(args.artifacts, "hosts.png"))
 
+        # The proxy's own set-up site: listed apart, marked as the proxy's own, and not in the report.
+        session.curl("http://atsproxy.invalid/")
+        own = wait_for(driver, "the proxy's own site in the hosts summary", lambda d: [
+            r.text for r in d.find_elements(By.CSS_SELECTOR, "#hosts-rows tr.own")] or None)
+        check(len(own) == 1 and "atsproxy.invalid" in own[0] and "proxy's own" in own[0],
+              "the set-up site is listed apart, marked as the proxy's own: %r" % own)
+        check(driver.find_element(By.CSS_SELECTOR, "#hosts-rows tr.own-heading").text.startswith("The proxy's own"),
+              "a heading says the rows below are not the app's traffic")
+        driver.execute_script("document.getElementById('hosts').scrollTop = 0")
+        driver.save_screenshot(os.path.join(args.artifacts, "hosts-own.png"))
+        driver.find_element(By.ID, "report-refresh").click()
+        # The click shows "Reading the capture…" at once; the report replaces it.
+        refreshed = wait_for(driver, "the refreshed report", lambda d: (lambda t: t if "Hosts (" in t else None)(
+            d.find_element(By.ID, "report-body").text), seconds=30)
+        check("Hosts (3)" in refreshed and "768 exchanges observed" in refreshed and "atsproxy.invalid" not in refreshed,
+              "the report leaves the proxy's own site out")
+
         # The HAR download of the list's filter: HAR 1.2 with the ATS fields.
         driver.find_element(By.ID, "tab-traffic").click()
         driver.find_element(By.ID, "filter-host").send_keys("api.plain.test")
@@ -371,7 +388,7 @@ def main():
     args = parser.parse_args()
     args.atsproxy = os.path.abspath(args.atsproxy)
     os.makedirs(args.artifacts, exist_ok=True)
-    for name in ("list.png", "blocked-detail.png", "hosts.png", "report.png", "report-phone.png", "failure.png"):
+    for name in ("list.png", "blocked-detail.png", "hosts.png", "hosts-own.png", "report.png", "report-phone.png", "failure.png"):
         if os.path.exists(os.path.join(args.artifacts, name)):
             os.remove(os.path.join(args.artifacts, name))
 
