@@ -206,49 +206,53 @@ public final class CaptureWriter: @unchecked Sendable {
     /// Another program's lock is waited out (`busyTimeout`, then the batch again, up to `busyAttempts` times).
     public func write(_ batch: borrowing CaptureBatch) throws(CaptureFileError) {
         guard !batch.isEmpty else { return }
-        // What the file holds before the batch: restored when a busy file rolls the batch back, to try it again.
-        let committed = (decisionIDs, handshakeIDs, connectionRows)
         var attempt = 1
         while true {
+            // Whether the transaction began: a busy file refuses its BEGIN IMMEDIATE (the write lock), before the
+            // batch changed anything the writer remembers, so the batch can simply be written again.
+            var began = false
             do {
-                try writeOnce(batch)
+                try writeOnce(batch, began: &began)
                 return
             } catch let error as DatabaseError
-                where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED)
+                where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && !began
                 && attempt < Self.busyAttempts
             {
-                (decisionIDs, handshakeIDs, connectionRows) = committed
                 if attempt == 1 {
                     busyNotice?(
                         "\(path): another program holds the capture's lock (\(error.sqliteText)); waiting for it, "
                             + "nothing is dropped (the proxy slows to the capture's pace meanwhile)")
                 }
                 attempt += 1
-                // SQLite waited `busyTimeout` already, except for what it refuses at once (a stale snapshot).
+                // SQLite waited `busyTimeout` already, except for what it refuses at once.
                 usleep(20_000)
             } catch {
                 // The transaction rolled back: ids remembered during it may name rows that are not there.
                 decisionIDs.removeAll()
                 handshakeIDs.removeAll()
                 connectionRows.removeAll()
-                if let error = error as? DatabaseError, error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                if let error = error as? DatabaseError, !began,
+                    error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+                {
+                    let waited = Int(Self.busyTimeout) * Self.busyAttempts
                     throw CaptureFileError(
                         path: path,
-                        problem: .cannotWrite("\(error.sqliteText): another program held the capture's lock for more than "
-                            + "\(Int(Self.busyTimeout) * Self.busyAttempts) s"))
+                        problem: .cannotWrite(
+                            "\(error.sqliteText): another program held the capture's lock for more than \(waited) s"))
                 }
                 throw CaptureFileError.writing(path, error)
             }
         }
     }
 
-    private func writeOnce(_ batch: borrowing CaptureBatch) throws {
+    private func writeOnce(_ batch: borrowing CaptureBatch, began: inout Bool) throws {
         var exchanges = 0
         defer {
             pendingTrace.removeAll(keepingCapacity: true)
             pendingOrder.removeAll(keepingCapacity: true)
         }
         try queue.write { db in
+            began = true
             // Looked up once per batch: the cache is keyed by the SQL text, hashed on each lookup.
             let statements = try Statements(db)
             defer { statements.clearBindings() }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HTTP1Core
 import ProxyTrace
+import Synchronization
 import Testing
 import TestSupport
 
@@ -512,6 +513,43 @@ struct CaptureStoreTests {
         #expect(released.wait(timeout: .now() + 10) == .success)
         try writer.close(ended: 2)
         #expect(try CaptureReader(path: path).count() == 51)
+    }
+
+    @Test("A lock held past SQLite's busy timeout: the batch is tried again once it is free, said once, nothing lost")
+    func longerLockRetried() throws {
+        let path = try folder().appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(path: path, run: run)
+        let notices = Mutex<[String]>([])
+        writer.busyNotice = { text in notices.withLock { $0.append(text) } }
+        try writer.write([.exchange(blockedExchange(connection: 1))])
+        let other = try DatabaseQueue(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let hold = CaptureWriter.busyTimeout + 0.5
+        Thread {
+            do {
+                try other.writeWithoutTransaction { db in
+                    try db.execute(sql: "BEGIN IMMEDIATE")
+                    locked.signal()
+                    usleep(useconds_t(hold * 1_000_000))
+                    try db.execute(sql: "COMMIT")
+                }
+            } catch {
+                Issue.record("the other connection: \(error)")
+                locked.signal()
+            }
+        }.start()
+        locked.wait()
+        // The same connection again (its rows are remembered from the first batch) and a new one.
+        try writer.write([.exchange(blockedExchange(connection: 1)), .exchange(blockedExchange(connection: 2))])
+        try writer.close(ended: 2)
+        #expect(notices.withLock { $0.count } == 1)
+        #expect(notices.withLock { $0.first?.contains("another program holds the capture's lock") } == true)
+        let reader = try CaptureReader(path: path)
+        #expect(try reader.count() == 3)
+        for exchange in try reader.exchanges() {
+            #expect(try reader.exchange(id: exchange.id)?.record.connection?.decision?.keyPath
+                == ["NSExceptionDomains", "old.example"])
+        }
     }
 
     @Test("A reader given an empty file says so plainly")
