@@ -24,6 +24,8 @@ public final class CaptureWriter: @unchecked Sendable {
     private let queue: DatabaseQueue
     /// The descriptor holding the file's exclusive `flock` (-1 once closed).
     private var lockDescriptor: Int32
+    /// `open` made the file (there was nothing at the path): `discard()` removes it.
+    private let createdFile: Bool
     /// How long SQLite waits for another connection's lock before a statement fails with `SQLITE_BUSY`.
     static let busyTimeout: TimeInterval = 5
     /// Times a batch refused as busy is written (about `busyTimeout` each): a lock held for a minute ends the capture.
@@ -90,20 +92,21 @@ public final class CaptureWriter: @unchecked Sendable {
                 path: path, problem: code == EWOULDBLOCK ? .inUse : .cannotOpen(String(cString: strerror(code))))
         }
         do {
-            return try open(path: path, run: run, found: created ? .nothing : found, lock: lock)
+            return try open(path: path, run: run, found: created ? .nothing : found, lock: lock, created: created)
         } catch {
-            if created { Self.removeHalfMade(path) }
+            if created { Self.removeFiles(at: path) }
             Foundation.close(lock)
             throw error
         }
     }
 
-    /// Removes a capture this process created and could not finish, with SQLite's files beside it.
-    private static func removeHalfMade(_ path: String) {
+    /// Removes a capture file with SQLite's files beside it (a capture this process created and could not finish, or
+    /// a temporary one), whichever of them exist.
+    public static func removeFiles(at path: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }
 
-    private static func open(path: String, run: CaptureRunInfo, found: CaptureFile.Found, lock: Int32)
+    private static func open(path: String, run: CaptureRunInfo, found: CaptureFile.Found, lock: Int32, created: Bool)
         throws(CaptureFileError) -> CaptureWriter
     {
         switch found {
@@ -158,17 +161,18 @@ public final class CaptureWriter: @unchecked Sendable {
                     ])
                 return db.lastInsertedRowID
             }
-            return CaptureWriter(path: path, queue: queue, runID: runID, lock: lock)
+            return CaptureWriter(path: path, queue: queue, runID: runID, lock: lock, created: created)
         } catch {
             throw CaptureFileError.writing(path, error)
         }
     }
 
-    private init(path: String, queue: DatabaseQueue, runID: Int64, lock: Int32) {
+    private init(path: String, queue: DatabaseQueue, runID: Int64, lock: Int32, created: Bool) {
         self.path = path
         self.queue = queue
         self.runID = runID
         lockDescriptor = lock
+        createdFile = created
         encoder.outputFormatting = [.sortedKeys]
     }
 
@@ -310,6 +314,37 @@ public final class CaptureWriter: @unchecked Sendable {
         } catch {
             throw CaptureFileError.writing(path, error)
         }
+    }
+
+    /// Undoes `open` for a run that never started (the proxy could not listen, say): a file `open` made is removed
+    /// with SQLite's files beside it; in a capture that was there before, the run's rows are deleted and the file
+    /// closed as `close` does. Either way nothing of the run is left. Instead of `close`, not after it.
+    public func discard() throws(CaptureFileError) {
+        defer {
+            if lockDescriptor >= 0 { Foundation.close(lockDescriptor) }
+            lockDescriptor = -1
+        }
+        guard createdFile else {
+            do {
+                try queue.write { db in
+                    // Children first: the schema's foreign keys are enforced.
+                    let ofRun = "SELECT id FROM exchanges WHERE run_id = ?"
+                    for (table, condition) in [
+                        ("exchange_bodies", "id / 2 IN (\(ofRun))"), ("bodies", "exchange_id IN (\(ofRun))"),
+                        ("trace_chunks", "run_id = ?"), ("trace_records", "run_id = ?"), ("exchanges", "run_id = ?"),
+                        ("connections", "run_id = ?"), ("runs", "id = ?"),
+                    ] where try db.tableExists(table) {
+                        try db.execute(sql: "DELETE FROM \(table) WHERE \(condition)", arguments: [runID])
+                    }
+                }
+            } catch {
+                throw CaptureFileError.writing(path, error)
+            }
+            try close(ended: 0)
+            return
+        }
+        do { try queue.close() } catch { throw CaptureFileError.writing(path, error) }
+        Self.removeFiles(at: path)
     }
 
     // MARK: - Rows

@@ -305,7 +305,11 @@ struct RunCommand: ParsableCommand {
         } catch {
             throw failure("atsproxy run: error: --capture: \(error)")
         }
-        defer { if let temporaryCapture { Self.removeCapture(temporaryCapture) } }
+        defer { if let temporaryCapture { CaptureWriter.removeFiles(at: temporaryCapture) } }
+        // A run that fails before it listens (a port in use, a bad CA, a policy that cannot be read) leaves nothing in
+        // the capture: a file it made is removed, an existing one loses the run's row. Runs before the removal above.
+        var listening = false
+        defer { if !listening { capture?.discard() } }
         let feed = webAddress == nil ? nil : LiveFeed()
         if let feed { sink.add(feed) }
 
@@ -478,6 +482,7 @@ struct RunCommand: ParsableCommand {
             let kept = temporaryCapture != nil ? " (a temporary capture, deleted at exit; --capture FILE keeps it)" : ""
             webLine = "\nWeb:     http://\(webHost):\(web.port)/\(kept)"
         }
+        listening = true
         FileHandle.standardOutput.write(Data("""
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
@@ -537,11 +542,6 @@ struct RunCommand: ParsableCommand {
         let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         return (folder as NSString).appendingPathComponent(
             "atsproxy-web-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).atscap")
-    }
-
-    /// Deletes a temporary capture and the files SQLite keeps beside it.
-    static func removeCapture(_ path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }
 
     /// The diagnostics level: `--diagnostics`, else `CFNETWORK_DIAGNOSTICS` (0…3), else 0. The warning, when set,

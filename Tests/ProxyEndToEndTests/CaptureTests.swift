@@ -326,6 +326,29 @@ struct CaptureTests {
         }
     }
 
+    @Test("A run that cannot listen leaves nothing in its capture: a new file is removed, an existing one keeps its runs")
+    func runThatNeverListened() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let holder = try await Proxy(e2e, [], in: folder)  // holds the port the next runs ask for
+        let existing = folder.appendingPathComponent("old.atscap").path
+        let writer = try CaptureWriter.open(
+            path: existing, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: [:]))
+        try writer.close(ended: 2)
+        for file in ["new.atscap", "old.atscap"] {
+            let path = folder.appendingPathComponent(file).path
+            let r = try await runProcess(
+                e2e.binary, ["run", "--listen", holder.address, "--ca-dir", e2e.caDir.path, "--capture", path],
+                in: folder, timeout: .seconds(30))
+            #expect(r.status == 1 && r.stderr.contains("cannot listen on \(holder.address)"), "\(r.stderr)")
+            for suffix in ["-wal", "-shm", "-journal"] {
+                #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(file)\(suffix) left behind")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("new.atscap").path))
+        #expect(try CaptureReader(path: existing).runs().count == 1)
+    }
+
     @Test("A capture on a read-only file system is refused before the proxy starts, naming the file and why")
     func readOnlyFileSystem() async throws {
         let e2e = try E2E.shared()

@@ -92,16 +92,30 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
 
     /// Writes what is queued, ends the run in the file and closes it. Call once, after the proxy stopped.
     public func close() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while !threadDone { condition.wait() }
-        condition.unlock()
+        stopWriting()
         do { try writer.close(ended: Date().timeIntervalSince1970) } catch {
             if !failed.load(ordering: .relaxed) {
                 notice("\(error); the exchanges committed before stay in the file")
             }
         }
+    }
+
+    /// For a run that never started (the proxy could not listen): leaves nothing of it (`CaptureWriter.discard`).
+    /// Call once, instead of `close()`.
+    public func discard() {
+        stopWriting()
+        do { try writer.discard() } catch {
+            notice("\(error); the capture may keep an empty run")
+        }
+    }
+
+    /// Lets the writer thread commit what is queued and end.
+    private func stopWriting() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while !threadDone { condition.wait() }
+        condition.unlock()
     }
 
     private func run() {
