@@ -56,6 +56,30 @@ private func trace(_ title: String, connection: UInt64 = 7, time: Double = 1_700
 
 private func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
 
+/// Another connection to the capture (as `sqlite3 FILE` would be) takes its write lock on a thread of its own and
+/// holds it for `seconds`; returns once the lock is held, with a semaphore signalled when it is released.
+private func holdWriteLock(_ path: String, seconds: Double) throws -> DispatchSemaphore {
+    let other = try DatabaseQueue(path: path)
+    let locked = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
+    Thread {
+        do {
+            try other.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.signal()
+                usleep(useconds_t(seconds * 1_000_000))
+                try db.execute(sql: "COMMIT")
+            }
+        } catch {
+            Issue.record("the other connection: \(error)")
+            locked.signal()
+        }
+        released.signal()
+    }.start()
+    locked.wait()
+    return released
+}
+
 @Suite("Capture store")
 struct CaptureStoreTests {
     @Test("An exchange record comes back whole: heads in order, codes, decision, violations with fixes, TLS, bodies, trace")
@@ -490,25 +514,7 @@ struct CaptureStoreTests {
         let path = try folder().appendingPathComponent("c.atscap").path
         let writer = try CaptureWriter.open(path: path, run: run)
         try writer.write([.exchange(blockedExchange())])
-        // A second connection (as `sqlite3 FILE` would be) takes the write lock for 300 ms on another thread.
-        let other = try DatabaseQueue(path: path)
-        let locked = DispatchSemaphore(value: 0)
-        let released = DispatchSemaphore(value: 0)
-        Thread {
-            do {
-                try other.writeWithoutTransaction { db in
-                    try db.execute(sql: "BEGIN IMMEDIATE")
-                    locked.signal()
-                    usleep(300_000)
-                    try db.execute(sql: "COMMIT")
-                }
-            } catch {
-                Issue.record("the other connection: \(error)")
-                locked.signal()
-            }
-            released.signal()
-        }.start()
-        locked.wait()
+        let released = try holdWriteLock(path, seconds: 0.3)
         try writer.write((0..<50).map { _ in CaptureItem.exchange(blockedExchange()) })
         #expect(released.wait(timeout: .now() + 10) == .success)
         try writer.close(ended: 2)
@@ -522,25 +528,10 @@ struct CaptureStoreTests {
         let notices = Mutex<[String]>([])
         writer.busyNotice = { text in notices.withLock { $0.append(text) } }
         try writer.write([.exchange(blockedExchange(connection: 1))])
-        let other = try DatabaseQueue(path: path)
-        let locked = DispatchSemaphore(value: 0)
-        let hold = CaptureWriter.busyTimeout + 0.5
-        Thread {
-            do {
-                try other.writeWithoutTransaction { db in
-                    try db.execute(sql: "BEGIN IMMEDIATE")
-                    locked.signal()
-                    usleep(useconds_t(hold * 1_000_000))
-                    try db.execute(sql: "COMMIT")
-                }
-            } catch {
-                Issue.record("the other connection: \(error)")
-                locked.signal()
-            }
-        }.start()
-        locked.wait()
+        let released = try holdWriteLock(path, seconds: CaptureWriter.busyTimeout + 0.5)
         // The same connection again (its rows are remembered from the first batch) and a new one.
         try writer.write([.exchange(blockedExchange(connection: 1)), .exchange(blockedExchange(connection: 2))])
+        #expect(released.wait(timeout: .now() + 10) == .success)
         try writer.close(ended: 2)
         #expect(notices.withLock { $0.count } == 1)
         #expect(notices.withLock { $0.first?.contains("another program holds the capture's lock") } == true)
