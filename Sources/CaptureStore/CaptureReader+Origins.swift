@@ -24,6 +24,17 @@ public struct CapturedOrigin: Sendable {
 }
 
 extension CaptureReader {
+    /// How many exchanges the proxy's own set-up site answered (`ExchangeAction.proxySite`), which `observedOrigins`
+    /// leaves out; one run when `runID` is given.
+    public func proxySiteCount(runID: Int64? = nil) throws(CaptureFileError) -> Int {
+        try read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT count(*) FROM exchanges WHERE action = ?" + (runID == nil ? "" : " AND run_id = ?"),
+                arguments: StatementArguments([ExchangeAction.proxySite.rawValue] + (runID.map { [$0] } ?? []))) ?? 0
+        }
+    }
+
     /// Every origin the capture saw, with each distinct upstream handshake and how many exchanges used it. Grouped in
     /// SQL, so a million exchanges come back as a few rows per server; one run when `runID` is given. The proxy's own
     /// set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is left out.

@@ -69,6 +69,7 @@ struct ReportCommand: ParsableCommand {
         let runs: [CapturedRun]
         let log: ObservationLog
         let mirrorVerdicts: [CapturedMirrorVerdict]
+        let proxySite: Int
         do {
             reader = try CaptureReader(path: file)
             runs = try reader.runs()
@@ -79,6 +80,7 @@ struct ReportCommand: ParsableCommand {
             }
             log = try ObservationLog(reading: reader, runID: runID)
             mirrorVerdicts = try reader.mirrorVerdicts(runID: runID)
+            proxySite = try reader.proxySiteCount(runID: runID)
         } catch let error as CaptureFileError {
             throw failure("atsproxy report: \(error)", status: 2)
         }
@@ -101,7 +103,14 @@ struct ReportCommand: ParsableCommand {
                     + "\(captureIOS) offers, so version and suite verdicts may differ from a real iOS \(iosVersion)")
         }
         if let band = profile.bandNote(forVersion: iosVersion, verb: "judged") { notes.append(band) }
-        if log.observations.isEmpty { notes.append("the capture holds no exchanges: nothing to judge") }
+        if proxySite > 0 {
+            notes.append(
+                "\(proxySite) exchange\(proxySite == 1 ? "" : "s") with the proxy's own set-up site left out: not the "
+                    + "app's traffic")
+        }
+        if log.observations.isEmpty {
+            notes.append("the capture holds no exchanges\(proxySite > 0 ? " of the app's" : ""): nothing to judge")
+        }
 
         var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
         var source = AppleDefaultPolicy.source

@@ -187,6 +187,8 @@ struct ReportTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let hosts = (json["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String }
         #expect(hosts == ["good.test"], "\(r.stdout)")
+        #expect((json["notes"] as? [String])?.contains(
+            "4 exchanges with the proxy's own set-up site left out: not the app's traffic") == true, "\(r.stdout)")
         // Still listed, marked as the proxy's own.
         let shown = try await runProcess(e2e.binary, ["show", capture, "--json"], in: folder)
         let actions = try shown.stdout.split(separator: "\n").compactMap { line in
