@@ -26,6 +26,9 @@ public final class CaptureWriter: @unchecked Sendable {
     private var lockDescriptor: Int32
     /// `open` made the file (there was nothing at the path): `discard()` removes it.
     private let createdFile: Bool
+    /// Whether this writer holds the file's exclusive lock: false on a file system without `flock`, where a second
+    /// proxy on the same file is not refused.
+    public private(set) var exclusive = true
     /// How long SQLite waits for another connection's lock before a statement fails with `SQLITE_BUSY`.
     static let busyTimeout: TimeInterval = 5
     /// Times a batch refused as busy is written (about `busyTimeout` each): a lock held for a minute ends the capture.
@@ -85,14 +88,23 @@ public final class CaptureWriter: @unchecked Sendable {
                 throw CaptureFileError(path: path, problem: .cannotOpen(String(cString: strerror(errno))))
             }
         }
-        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+        var exclusive = true
+        if flock(lock, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
-            Foundation.close(lock)
-            throw CaptureFileError(
-                path: path, problem: code == EWOULDBLOCK ? .inUse : .cannotOpen(String(cString: strerror(code))))
+            // A file system without flock (some network and FUSE ones) still takes SQLite's own locks: the capture
+            // goes on without the one-writer check, and says so (`exclusive`).
+            if code == ENOLCK || code == EOPNOTSUPP || code == ENOSYS || code == EINVAL {
+                exclusive = false
+            } else {
+                Foundation.close(lock)
+                throw CaptureFileError(
+                    path: path, problem: code == EWOULDBLOCK ? .inUse : .cannotOpen(String(cString: strerror(code))))
+            }
         }
         do {
-            return try open(path: path, run: run, found: created ? .nothing : found, lock: lock, created: created)
+            let writer = try open(path: path, run: run, found: created ? .nothing : found, lock: lock, created: created)
+            writer.exclusive = exclusive
+            return writer
         } catch {
             if created { Self.removeFiles(at: path) }
             Foundation.close(lock)

@@ -297,6 +297,11 @@ struct RunCommand: ParsableCommand {
                             "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
                             "block": block.rawValue, "listen": listen, "ca": caFile,
                         ]))
+                if !writer.exclusive {
+                    ProxyLogSink.writeToStandardError(
+                        "atsproxy: warning: --capture: \(path): its file system has no flock, so another atsproxy "
+                            + "writing the same file would not be refused\n")
+                }
                 let notices = sink
                 let opened = CaptureSink(writer: writer) { text in notices.notice(text) }
                 sink.add(opened)
