@@ -42,6 +42,20 @@ struct ClientFeatureTests {
         #expect((stream["headers"] as? [String: String])?["x-seen-proxy-headers"] == "none", "\(stream)")
     }
 
+    @Test("Proxy-Authorization inside the tunnel never reaches an HTTP/2 origin, from an h2 or an HTTP/1.1 client",
+          arguments: ["--http2", "--http1.1"])
+    func credentialsNeverForwardedToH2Origin(version: String) async throws {
+        // nghttpd -v prints every header block it receives.
+        let stage = try await H2Stage(files: ["a": 10], originArguments: ["-v"], ["--upstream-alpn", "ios"])
+        let r = try await stage.curlResult(
+            [version, "-H", "Proxy-Authorization: Basic cWE6czNjcmV0", "-H", "X-Probe: \(version)", stage.url("a")])
+        #expect(r.status == 200, "\(r.stderr)")
+        let received = try await stage.origin.process.waitForOutput { text in
+            text.contains("x-probe: \(version)") ? text : nil
+        }
+        #expect(!received.lowercased().contains("proxy-authorization"), "\(received.suffix(2000))")
+    }
+
     @Test("--auth: each 407 is a console line and a JSON event naming the client and missing or wrong credentials")
     func authFailuresLogged() async throws {
         let e2e = try E2E.shared()
