@@ -26,7 +26,8 @@ extension CaptureReader {
     }
 
     /// Exchanges newer than `afterID`, counted by host, verdict and whether the proxy's own set-up site answered
-    /// them (`proxySite`, counted apart: a host can be both, e.g. the proxy's own address). A caller that keeps the totals adds the
+    /// them (`proxySite`, counted apart: a host can be both, e.g. the proxy's own address).
+    /// A caller that keeps the totals adds the
     /// counts of what arrived since its last call instead of reading the whole session again. `NOT INDEXED`: the
     /// rows after `afterID` are a range of the table itself; left to choose, SQLite walks the whole `(host, id)`
     /// index for the grouping, which cost 170 ms for no new rows in a capture of a million.

@@ -18,9 +18,8 @@ enum OnboardingPage {
         let stem = OnboardingSite.fileStem
         let proxy = settings.proxyAddress.map { "<code>\(escape($0))</code>" } ?? "this computer's address and port"
         let simulatorProxy = settings.proxyAddress.map(escape) ?? "HOST:PORT"
-        let policy = showsPolicy
-            ? escape(settings.policy)
-            : "shown through the proxy, with its credentials: <a href=\"\(OnboardingSite.url)\">\(OnboardingSite.url)</a>"
+        let link = "<a href=\"\(OnboardingSite.url)\">\(OnboardingSite.url)</a>"
+        let policy = showsPolicy ? escape(settings.policy) : "shown through the proxy, with its credentials: \(link)"
         return document(title: "ATSProxy: set up this device", body: """
             <h1>ATSProxy</h1>
             <p class="lead">Set up this device so that ATSProxy can show the app's traffic and judge it by the app's \

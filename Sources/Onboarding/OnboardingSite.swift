@@ -45,7 +45,8 @@ public final class OnboardingSite: Sendable {
         init(certificate: OnboardingCertificate, settings: OnboardingSettings) {
             self.settings = settings
             page = Array(OnboardingPage.render(certificate: certificate, settings: settings).utf8)
-            publicPage = Array(OnboardingPage.render(certificate: certificate, settings: settings, showsPolicy: false).utf8)
+            publicPage = Array(
+                OnboardingPage.render(certificate: certificate, settings: settings, showsPolicy: false).utf8)
         }
     }
 
@@ -95,7 +96,9 @@ public final class OnboardingSite: Sendable {
     /// The answer to `GET path` (query ignored). `secure`: the request came over TLS with the proxy's leaf, which
     /// the client accepted. `credentialed`: false when the proxy requires credentials and the request came without
     /// them; the page then leaves out the policy's path.
-    public func respond(role: Role = .site, path: String, secure: Bool, credentialed: Bool = true) -> OnboardingResponse {
+    public func respond(role: Role = .site, path: String, secure: Bool, credentialed: Bool = true)
+        -> OnboardingResponse
+    {
         if case .otherProxy(let product) = role {
             return OnboardingResponse(
                 status: 200, contentType: "text/html; charset=utf-8",

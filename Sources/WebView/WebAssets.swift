@@ -843,7 +843,8 @@ async function refreshHosts() {
     // The proxy's own set-up site is listed apart, below: its pages are not the app's traffic.
     const own = (summary.proxySite || []).length === 0 ? [] : [
       el("tr", { class: "own-heading" },
-        el("th", { colspan: "6", text: "The proxy's own set-up site (not the app's traffic; left out of the report)" })),
+        el("th", { colspan: "6",
+          text: "The proxy's own set-up site (not the app's traffic; left out of the report)" })),
       ...summary.proxySite.map(hostRow)];
     $("hosts-rows").replaceChildren(...summary.hosts.map(hostRow), ...own);
   } catch (error) {
@@ -896,7 +897,8 @@ function reportTable(headings, rows) {
 function renderReport(r) {
   const parts = [];
   parts.push(el("p", { class: `report-verdict ${r.fits ? "fits" : "fails"}` },
-    el("span", { class: `verdict ${r.fits ? "v-ok" : "v-blocked"}`, text: r.fits ? "FITS" : "FAILS" }), " ", r.verdict));
+    el("span", { class: `verdict ${r.fits ? "v-ok" : "v-blocked"}`, text: r.fits ? "FITS" : "FAILS" }), " ",
+    r.verdict));
   parts.push(el("p", { class: "sub", text: `${r.policySource}, judged on iOS ${r.profile}; ` +
     `${r.exchangeCount.toLocaleString()} exchange${r.exchangeCount === 1 ? "" : "s"} observed.` }));
   for (const note of r.notes) parts.push(el("p", { class: "sub", text: note }));
