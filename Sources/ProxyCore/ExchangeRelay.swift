@@ -114,6 +114,12 @@ protocol ExchangeRelay: AnyObject {
     /// head or body stalled (a close once its response has started); for a silent upstream, a 504 carrying
     /// `timeoutAnswer`'s `X-ATS-*` fields and the app's -1001. Either way the connection ends.
     func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput
+    /// A relay of many requests at once (an h2 client): when the earliest of its streams' deadlines falls (the
+    /// session's clock), nil when none runs (StreamDeadlines).
+    var nextStreamDeadline: Double? { get }
+    /// Ends the streams whose deadlines passed (a stalled header block ends the connection); `timeoutAnswer` gives
+    /// a 504 its `X-ATS-*` fields. Streams not yet due are left for the next `nextStreamDeadline`.
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput
 }
 
 extension ExchangeRelay {
@@ -122,6 +128,8 @@ extension ExchangeRelay {
     var wait: RelayWait { .nothing }
     var lastRequestProgress: Double { 0 }
     func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
+    var nextStreamDeadline: Double? { nil }
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
 }
 
 /// What an exchange relay waits for, so the session can keep a deadline on it (ProxySession+Deadlines). The number

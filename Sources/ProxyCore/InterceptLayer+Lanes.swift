@@ -33,7 +33,11 @@ extension ProxySession {
         guard let relay = i.relay as? LaneRelay else { return }
         switch event {
         case .laneConnected(let lane):
-            guard let tls = i.lanes[lane], let context = i.upstreamContext else { return }
+            guard let tls = i.lanes[lane], let context = i.upstreamContext else {
+                // A lane the relay gave up while it connected: nothing will ever use it.
+                commands.append(.closeLane(lane))
+                return
+            }
             do {
                 // The lane speaks what the first connection negotiated (HTTP/1.1).
                 tls.engine = try TLSEngine(

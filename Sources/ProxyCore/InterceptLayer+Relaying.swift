@@ -23,13 +23,16 @@ extension ProxySession {
             self.decideIntercepted(head, i)
         }
         let clientH2 = engine.negotiated?.alpn == "h2"
+        let streamLimits = StreamDeadlineLimits(env.timeouts)
         let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
         do {
             switch (clientH2, upstreamH2) {
-            case (true, true): i.relay = try H2Relay(now: now, recording: env.recording, decide: decide)
+            case (true, true):
+                i.relay = try H2Relay(now: now, recording: env.recording, limits: streamLimits, decide: decide)
             case (true, false):
                 i.relay = try H2ToH1Relay(
-                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
+                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, limits: streamLimits,
+                    decide: decide)
             case (false, true):
                 i.relay = try H1ToH2Relay(
                     now: now, recording: env.recording,

@@ -96,6 +96,9 @@ final class ClientSide: ConnectionHandler {
     private var tunnelled = false
     /// Extra upstream connections of the session (an HTTP/1.1 pool behind an h2 client).
     private var lanes: [UpstreamLane: Connection] = [:]
+    /// Lanes asked for whose name is still being resolved: one closed meanwhile is not connected afterwards (else
+    /// every lane a client's resets closed during its resolution became an orphan connection to the origin).
+    private var resolvingLanes: Set<UpstreamLane> = []
     /// Connections whose reading the session paused (flow control), which socket backpressure must not resume.
     private var sessionPaused: Set<ProxyPeer> = []
     /// The session's pending deadlines.
@@ -250,6 +253,7 @@ final class ClientSide: ConnectionHandler {
                 if !connection.isWritable { client?.pauseReading() }
             case .closeLane(let lane):
                 // Detached first: the session is done with the lane and wants none of its late events.
+                resolvingLanes.remove(lane)
                 if let connection = lanes.removeValue(forKey: lane) {
                     (connection.handler as? OutboundSide)?.detach()
                     connection.close()
@@ -323,8 +327,9 @@ final class ClientSide: ConnectionHandler {
 
     private func connectLane(_ lane: UpstreamLane, address: String, port: Int) {
         let timeout = server.environment.timeouts.connect
+        resolvingLanes.insert(lane)
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
-            guard client != nil else { return }
+            guard client != nil, resolvingLanes.remove(lane) != nil else { return }
             switch result {
             case .success(let addresses):
                 guard let target = Self.preferredAddress(addresses) else {
