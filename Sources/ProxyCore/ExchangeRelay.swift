@@ -44,6 +44,9 @@ struct RelayOutput {
     /// The upstream sent bytes with no request outstanding (a response nobody asked for): its connection is closed
     /// (`closeUpstream`) rather than its bytes served as the answer to the client's next request. Names the upstream.
     var unsolicitedUpstream: UpstreamTarget?
+    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`closeLanes`/`closeUpstream`)
+    /// rather than served as the next stream's answer; the session says so in a notice (H2ToH1Relay only).
+    var unsolicitedLanes: [UpstreamLane] = []
     /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: these bytes (the
     /// request, and anything after it) go again over a new upstream connection that offers only http/1.1, as
     /// URLSession makes a WebSocket's connection (H1ToH2Relay with `--upstream-alpn ios`). The relay is done.

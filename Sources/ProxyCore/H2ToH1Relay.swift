@@ -22,7 +22,9 @@ import ProxyTrace
 //    proxy holds at most about 512 KiB of response per client connection beyond the client's windows, plus one
 //    read per lane, whatever windows the client advertises.
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
-//    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM.
+//    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
+//    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
+//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer.
 // 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
 //    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
 //    makes, since RFC 8441 §5 leaves it out); the origin's 101, its Sec-WebSocket-Accept checked, becomes the
@@ -446,9 +448,12 @@ final class H2ToH1Relay: LaneRelay {
             lanes[lane] = l
             guard let id = l.streamID, var s = streams[id] else {
                 switch event {
-                case .connectionClosed, .responseHead, .body, .end, .switchedProtocols:
-                    // A response nobody asked for, or the end of an idle connection: the lane is done.
+                case .connectionClosed:
+                    // The end of an idle connection: the lane is done.
                     dropLane(lane, close: true)
+                case .responseHead, .body, .end, .switchedProtocols:
+                    // A response nobody asked for: the lane is done, and the session says so.
+                    dropUnsolicited(lane)
                 case .needMoreData, .paused, .requestHead:
                     break
                 }
@@ -570,10 +575,22 @@ final class H2ToH1Relay: LaneRelay {
                 assignLanes()
                 return
             }
+            if lanes[lane]?.responses.bufferedByteCount ?? 0 > 0 {
+                // More came with the response than was asked for (a second response in the same write): it must
+                // not become the next stream's answer.
+                dropUnsolicited(lane)
+            }
         } else {
             dropLane(lane, close: true)
         }
         assignLanes()
+    }
+
+    /// Closes a lane that sent a response nobody asked for, for the session's notice.
+    private func dropUnsolicited(_ lane: UpstreamLane) {
+        guard lanes[lane] != nil else { return }
+        dropLane(lane, close: true)
+        out.unsolicitedLanes.append(lane)
     }
 
     private func dropLane(_ lane: UpstreamLane, close: Bool) {

@@ -16,6 +16,10 @@ final class LaneTLS {
 extension ProxySession {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
+        for lane in o.unsolicitedLanes {
+            notice("\(i.host):\(i.port): the upstream sent bytes with no request outstanding on \(lane) (a response "
+                + "nobody asked for); closed that connection")
+        }
         for lane in o.openLanes { openLane(lane, i) }
         for (lane, bytes) in o.toLanes { sendToLane(lane, bytes, i) }
         for lane in o.closeLanes { closeLane(lane, i) }
@@ -33,11 +37,7 @@ extension ProxySession {
         guard let relay = i.relay as? LaneRelay else { return }
         switch event {
         case .laneConnected(let lane):
-            guard let tls = i.lanes[lane], let context = i.upstreamContext else {
-                // A lane the relay gave up while it connected: nothing will ever use it.
-                commands.append(.closeLane(lane))
-                return
-            }
+            guard let tls = i.lanes[lane], let context = i.upstreamContext else { return }
             do {
                 // The lane speaks what the first connection negotiated (HTTP/1.1).
                 tls.engine = try TLSEngine(

@@ -14,6 +14,7 @@ private final class PoolScene {
     var closed: [UpstreamLane] = []
     var responses: [Int32: (status: String?, body: [UInt8], ended: Bool)] = [:]
     var resets: [Int32: H2ErrorCode] = [:]
+    var unsolicited: [UpstreamLane] = []
     var paused: [ProxyPeer: Bool] = [:]
     /// The relay's clock (seconds), moved by the tests of deadlines.
     let clock = TestClock()
@@ -41,6 +42,7 @@ private final class PoolScene {
 
     func take(_ o: RelayOutput) {
         opened += o.openLanes
+        unsolicited += o.unsolicitedLanes
         paused.merge(o.pauseReading) { _, new in new }
         closed += o.closeLanes
         if o.closeUpstream { closed.append(.primary) }
@@ -336,6 +338,25 @@ struct H2ToH1RelayBoundsTests {
         try scene.exchange()
         // The GET's answer is due at 60 s; the waiting POST has no deadline until it gets the lane.
         #expect(scene.relay.nextStreamDeadline == 60)
+    }
+
+    @Test("Two responses in one write to one request: the lane closes with a notice; the extra is nobody's answer")
+    func extraResponseClosesTheLane() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let first = try scene.get("/double")
+        let second = try scene.get("/next")
+        try scene.exchange()
+        // The second stream waits for lane 1, still connecting, while the first connection answers twice.
+        scene.take(scene.relay.upstreamBytes(bytes(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirstHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra")))
+        #expect(scene.responses[first]?.body == bytes("first"))
+        #expect(scene.responses[first]?.ended == true)
+        #expect(scene.unsolicited == [.primary])
+        #expect(scene.closed == [.primary])
+        #expect(scene.responses[second] == nil, "the extra response is not the next stream's")
+        scene.take(scene.relay.laneConnected(UpstreamLane(1)))
+        scene.take(scene.relay.laneBytes(UpstreamLane(1), bytes("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")))
+        #expect(scene.responses[second]?.body == bytes("next"))
     }
 
     @Test("An upstream that sends no response head within --response-timeout: 504 on that stream, its lane closed")
