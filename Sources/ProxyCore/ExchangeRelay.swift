@@ -51,6 +51,10 @@ struct RelayOutput {
     /// request, and anything after it) go again over a new upstream connection that offers only http/1.1, as
     /// URLSession makes a WebSocket's connection (H1ToH2Relay with `--upstream-alpn ios`). The relay is done.
     var retryOverHTTP1: [UInt8]?
+    /// The upstream's GOAWAY refused the request in flight (its stream is above the GOAWAY's last stream id: never
+    /// processed, RFC 9113 §6.8): these bytes, the request whole, go again over a new upstream connection, as
+    /// URLSession retries such a request. The relay is done (H1ToH2Relay only).
+    var retryOnNewConnection: [UInt8]?
 }
 
 extension RelayOutput {

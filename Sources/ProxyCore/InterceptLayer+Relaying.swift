@@ -36,7 +36,8 @@ extension ProxySession {
             case (false, true):
                 i.relay = try H1ToH2Relay(
                     now: now, recording: env.recording,
-                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream, decide: decide)
+                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream,
+                    retryRefused: i.refusedRetries < InterceptLayer.maxRefusedRetries, decide: decide)
             case (false, false):
                 i.relay = HTTP1Relay(
                     connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
@@ -58,6 +59,11 @@ extension ProxySession {
             retryUpstreamOverHTTP1(i, replaying: replay)
             return
         }
+        if let replay = o.retryOnNewConnection {
+            retryRefusedRequest(i, replaying: replay)
+            return
+        }
+        if !o.exchanges.isEmpty { i.refusedRetries = 0 }
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
         i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)

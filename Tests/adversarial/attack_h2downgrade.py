@@ -124,6 +124,8 @@ class LaneOrigin:
 #   hold-*:    answers nothing; counts the HEADERS (requests) and RST_STREAM frames it receives.
 #   early-*:   answers each request at once with 413 and a body, then RST_STREAM(NO_ERROR) (RFC 9113 §8.1).
 #   bighead-*: answers its first request with a header section over 64 KiB, every later one with 200 "ok".
+#   refuse-*:  answers a connection's first request with 200 "ok" and refuses the second with GOAWAY (last stream
+#              id: the first), as nginx does after `http2_max_requests`.
 
 
 class H2Origin:
@@ -216,6 +218,12 @@ class H2Origin:
             else:
                 sock.sendall(frame(HEADERS, END_HEADERS, stream, literal(b":status", b"200")
                                    + literal(b"content-length", b"2")) + frame(DATA, END_STREAM, stream, b"ok"))
+        elif mode == "refuse":
+            if answered == 0:
+                sock.sendall(frame(HEADERS, END_HEADERS, stream, literal(b":status", b"200")
+                                   + literal(b"content-length", b"2")) + frame(DATA, END_STREAM, stream, b"ok"))
+            else:
+                sock.sendall(frame(GOAWAY, 0, 0, struct.pack(">II", stream - 2, NO_ERROR)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -224,13 +232,15 @@ class H2Origin:
 ORIGINS = {}
 LANE_HOSTS = ["window.tls.test", "resets.tls.test", "stall.tls.test", "silent.tls.test", "twice.tls.test",
               "endless.tls.test", "slowbody.tls.test"]
-H2_HOSTS = ["hold.tls.test", "early.tls.test", "bighead.tls.test", "holdbody.tls.test"]
+H2_HOSTS = ["hold.tls.test", "early.tls.test", "bighead.tls.test", "holdbody.tls.test", "refuse.tls.test"]
 
 
 def proxy_args(env):
     ORIGINS["lane"] = LaneOrigin(leaf_files(env))
     ORIGINS["h2"] = H2Origin(leaf_files(env))
-    args = ["--client-timeout", str(CLIENT_TIMEOUT), "--response-timeout", str(RESPONSE_TIMEOUT)]
+    # `ios`: an HTTP/1.1 client's requests reach the h2 origin translated, as URLSession's connection would.
+    args = ["--client-timeout", str(CLIENT_TIMEOUT), "--response-timeout", str(RESPONSE_TIMEOUT),
+            "--upstream-alpn", "ios"]
     for host in LANE_HOSTS:
         args += ["--map", "%s=127.0.0.1:%d" % (host, ORIGINS["lane"].port)]
     for host in H2_HOSTS:
@@ -687,6 +697,22 @@ def reset_mid_download(env):
         (after - at_reset) >> 10)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Item 6: an HTTP/1.1 client's request refused by the h2 upstream's GOAWAY is retried on a new connection.
+
+
+def goaway_refused_retry(env):
+    with env.proxy.tls_client("refuse.tls.test", env.proxy_ca) as tls:
+        first = harness.exchange(tls, b"GET /first HTTP/1.1\r\nHost: refuse.tls.test\r\n\r\n")
+        second = harness.exchange(tls, b"GET /second HTTP/1.1\r\nHost: refuse.tls.test\r\n\r\n")
+    harness.ensure(first[0] == 200 and first[2] == b"ok", "the first request got %d %r" % (first[0], first[2][:80]))
+    harness.ensure(second[0] == 200 and second[2] == b"ok",
+                   "a request the upstream's GOAWAY refused (never processed) got %d %r, not a retry on a new "
+                   "connection" % (second[0], second[2][:80]))
+    requests, _ = ORIGINS["h2"].counts("refuse")
+    return "refused request retried on a new connection (%d requests reached the origin)" % requests
+
+
 CHECKS = [
     ("flow-control-window-1-10x100-streams", flow_control_bound, 60),
     ("made-you-reset-window-overflow-goaway", made_you_reset_goaway, 60),
@@ -700,4 +726,5 @@ CHECKS = [
     ("oversized-response-head-h2", oversized_response_head, 30),
     ("extra-response-h1-origin", extra_response, 30),
     ("http1-client-reset-mid-download", reset_mid_download, 30),
+    ("goaway-refused-request-retried", goaway_refused_retry, 30),
 ]
