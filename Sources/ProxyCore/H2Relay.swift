@@ -519,12 +519,7 @@ final class H2Relay: ExchangeRelay {
 
 extension H2Relay {
     var nextStreamDeadline: Double? {
-        var earliest = headerBlock.due(limits)
-        for s in streams.values {
-            guard let due = s.clock.due(limits, bodyHeldByProxy: s.uncreditedToUpstream > 0) else { continue }
-            earliest = min(earliest ?? due.at, due.at)
-        }
-        return earliest
+        limits.earliest(headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.uncreditedToUpstream > 0) })
     }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {

@@ -718,12 +718,7 @@ final class H2ToH1Relay: LaneRelay {
 
 extension H2ToH1Relay {
     var nextStreamDeadline: Double? {
-        var earliest = headerBlock.due(limits)
-        for s in streams.values where !s.local {
-            guard let due = s.clock.due(limits, bodyHeldByProxy: s.lane == nil) else { continue }
-            earliest = min(earliest ?? due.at, due.at)
-        }
-        return earliest
+        limits.earliest(headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) })
     }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
@@ -750,22 +745,20 @@ extension H2ToH1Relay {
                     dropLane(lane, close: true)
                 }
                 let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
+                let body = s.method == "HEAD" ? [] : answer.body
                 streams[id]?.lane = nil
-                streams[id]?.local = true
                 streams[id]?.status = 504
                 streams[id]?.outcome = .failed
                 streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
-                streams[id]?.responseBytes = answer.body.count
-                streams[id]?.responseHeadSent = true
-                streams[id]?.clock = .answered(at: time)
-                streams[id]?.interruption = "no response from the upstream within \(Int(limits.response)) s (--response-timeout)"
+                streams[id]?.responseBytes = body.count
                 do {
                     try client.answerLocally(
-                        streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) },
-                        body: s.method == "HEAD" ? [] : answer.body)
+                        streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: body)
                 } catch {
                     reset(id, .internalError)
                 }
+                // Logged now; the rest of the stream (the client's closing frames) is dropped as for a reset one.
+                finish(id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
             }
         }
         assignLanes()

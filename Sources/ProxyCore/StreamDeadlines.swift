@@ -27,6 +27,17 @@ struct StreamDeadlineLimits {
         client = timeouts.client.seconds
         response = timeouts.response.seconds
     }
+
+    /// The earliest deadline of a connection: its header block's, and each stream's (its clock, and whether the
+    /// proxy holds back its body).
+    func earliest(headerBlock: HeaderBlockClock, _ streams: some Sequence<(StreamClock, Bool)>) -> Double? {
+        var earliest = headerBlock.due(self)
+        for (clock, held) in streams {
+            guard let due = clock.due(self, bodyHeldByProxy: held) else { continue }
+            earliest = min(earliest ?? due.at, due.at)
+        }
+        return earliest
+    }
 }
 
 /// What one stream's deadline waits for.
