@@ -50,9 +50,6 @@ final class H2Relay: ExchangeRelay {
         var upstreamEnded = false
         var recorder: ExchangeRecorder?
         var clock: StreamClock
-        /// The upstream reset the stream with NO_ERROR after its complete response: the client's stream is reset
-        /// the same way once that response went out (theory of operation, 8).
-        var resetAfterResponse = false
     }
 
     private var streams: [Int32: Stream] = [:]
@@ -73,6 +70,9 @@ final class H2Relay: ExchangeRelay {
     private var heldExtendedConnects: [(id: Int32, fields: [H2Header], endStream: Bool)] = []
     private let limits: StreamDeadlineLimits
     private var headerBlock = HeaderBlockClock()
+    /// Streams the upstream reset with NO_ERROR after its complete response: each is reset the same way towards
+    /// the client once that response went out (theory of operation, 8).
+    private var resetAfterResponse: Set<Int32> = []
 
     init(
         now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
@@ -414,16 +414,21 @@ final class H2Relay: ExchangeRelay {
         if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
         s.uncreditedToUpstream = 0
         s.uncreditedToClient = 0
-        s.resetAfterResponse = true
         s.clock.requestEnded = true
         streams[id] = s
+        resetAfterResponse.insert(id)
     }
 
     /// Resets (NO_ERROR) the client streams of `stopRequest` whose response END_STREAM has gone out; returns whether
     /// any was.
     private func resetAnsweredStreams() -> Bool {
+        guard !resetAfterResponse.isEmpty else { return false }
         var any = false
-        for (id, s) in streams where s.resetAfterResponse {
+        for id in resetAfterResponse {
+            guard streams[id] != nil else {
+                resetAfterResponse.remove(id)
+                continue
+            }
             switch client.streamState(id) {
             case .halfClosedLocal?:
                 reset(client, id, .noError)
@@ -432,6 +437,7 @@ final class H2Relay: ExchangeRelay {
             default:
                 continue
             }
+            resetAfterResponse.remove(id)
             finish(clientID: id)
             any = true
         }

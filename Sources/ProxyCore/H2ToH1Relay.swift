@@ -677,8 +677,11 @@ final class H2ToH1Relay: LaneRelay {
     /// is always read (its end must be seen).
     private func regulateLanes() {
         let total = client.outboundQueuedBytesTotal
-        for lane in Array(lanes.keys) {
-            guard let l = lanes[lane] else { continue }
+        // By index, changing each lane where it lies (no copy of the pool per step).
+        var index = lanes.startIndex
+        while index != lanes.endIndex {
+            defer { lanes.formIndex(after: &index) }
+            let (lane, l) = (lanes.keys[index], lanes.values[index])
             let queued = l.streamID.map { client.outboundQueuedBytes(streamID: $0) } ?? 0
             let pause: Bool
             if l.streamID == nil {
@@ -689,7 +692,7 @@ final class H2ToH1Relay: LaneRelay {
                 pause = queued > Self.streamQueueHighWater || total > Self.connectionQueueHighWater
             }
             guard pause != l.paused else { continue }
-            lanes[lane]?.paused = pause
+            lanes.values[index].paused = pause
             out.pauseReading[peer(lane)] = pause
         }
     }
