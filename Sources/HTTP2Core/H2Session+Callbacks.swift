@@ -78,8 +78,16 @@ extension H2Session {
         guard let index = headerBlocks.index(forKey: streamID) else { return 0 }
         headerBlocks.values[index].size += name.count + value.count + 32
         if headerBlocks.values[index].size > Int(localSettings.maxHeaderListSize) {
-            // Above the limit we advertised: a connection error (choice and source: H2ConnectionFailure.headerListTooLarge).
             headerBlocks[streamID] = nil
+            if role == .client {
+                // A response head above our limit costs its stream only (the other requests on the connection are
+                // the client's too): nghttp2 resets the stream with INTERNAL_ERROR and still decodes the rest of
+                // the block, so HPACK stays in step. The close event then tells why (`takeOversizedHeaderBlock`).
+                oversizedHeaderBlocks.insert(streamID)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+            }
+            // A request above the limit we advertised: a connection error (choice and source:
+            // H2ConnectionFailure.headerListTooLarge).
             if pendingFailureKind == nil, let session {
                 pendingFailureKind = .headerListTooLarge
                 nghttp2_session_terminate_session(session, H2ErrorCode.enhanceYourCalm.rawValue)
@@ -149,8 +157,9 @@ extension H2Session {
         }
     }
 
-    /// The peer cancelled more open streams than `resetLimit` allows (rapid reset): GOAWAY ENHANCE_YOUR_CALM, the
-    /// RFC 9113 §7 code for excessive load; nghttp2's own limiter would have said INTERNAL_ERROR.
+    /// The peer cancelled more open streams than `resetLimit` allows (rapid reset), or made us reset that many
+    /// (MadeYouReset): GOAWAY ENHANCE_YOUR_CALM, the RFC 9113 §7 code for excessive load; nghttp2's own limiter would
+    /// have said INTERNAL_ERROR.
     private func excessiveResets() {
         guard pendingFailureKind == nil, let session else { return }
         pendingFailureKind = .excessiveLoad
@@ -166,6 +175,7 @@ extension H2Session {
         outbound[streamID] = nil
         headerBlocks[streamID] = nil
         activeStreams.remove(streamID)
+        applicationResets.remove(streamID)
         // Bytes the application never consumed would otherwise shrink the connection window for good.
         if let leftover = unconsumed.removeValue(forKey: streamID), leftover > 0, let session {
             nghttp2_session_consume_connection(session, leftover)
@@ -176,6 +186,10 @@ extension H2Session {
     // MARK: - Sending
 
     func frameSent(_ frame: nghttp2_frame) {
+        if UInt32(frame.hd.type) == NGHTTP2_RST_STREAM.rawValue {
+            ourResetSent(streamID: frame.hd.stream_id)
+            return
+        }
         guard UInt32(frame.hd.type) == NGHTTP2_GOAWAY.rawValue else { return }
         if localGoAwaysPending > 0 {
             localGoAwaysPending -= 1
@@ -198,6 +212,15 @@ extension H2Session {
             }
         }
         failure = .connection(kind, code: code)
+    }
+
+    /// A RST_STREAM we sent (server role): unless the application reset the stream for its own reasons, the peer's
+    /// frames caused it (a WINDOW_UPDATE overflow, DATA past the window or on a closed stream, a malformed request)
+    /// and it takes a token from the same bucket as the peer's own resets. Else a client could make the proxy start
+    /// and abandon work without limit by provoking resets instead of sending them (MadeYouReset, CVE-2025-8671).
+    private func ourResetSent(streamID: Int32) {
+        guard role == .server, applicationResets.remove(streamID) == nil else { return }
+        if !resetLimit.allowReset(at: H2Session.monotonicSeconds()) { excessiveResets() }
     }
 
     func frameNotSent(_ frame: nghttp2_frame) {

@@ -20,6 +20,9 @@ extension H2Session {
     /// Body bytes queued with `sendData` and not yet handed to nghttp2 (the proxy's send-side backpressure).
     public func outboundQueuedBytes(streamID: Int32) -> Int { outbound[streamID]?.count ?? 0 }
 
+    /// Body bytes queued on all streams together and not yet handed to nghttp2.
+    public var outboundQueuedBytesTotal: Int { outbound.values.reduce(0) { $0 + $1.count } }
+
     /// How many body bytes the peer currently lets us send on `streamID` (stream and connection window), or
     /// `nil` if the stream is unknown.
     public func sendWindow(streamID: Int32) -> Int? {

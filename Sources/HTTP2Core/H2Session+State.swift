@@ -53,4 +53,14 @@ extension H2Session {
             enablePush: value(NGHTTP2_SETTINGS_ENABLE_PUSH) != 0,
             enableConnectProtocol: value(NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 0)
     }
+
+    /// Whether the response header block of `streamID` (client role) was refused for exceeding our
+    /// SETTINGS_MAX_HEADER_LIST_SIZE, which reset that stream alone; answers once per stream.
+    public func takeOversizedHeaderBlock(streamID: Int32) -> Bool {
+        oversizedHeaderBlocks.remove(streamID) != nil
+    }
+
+    /// Whether a header block from the peer has begun and not ended (HEADERS waiting for its CONTINUATIONs):
+    /// until it ends no other frame may cross the connection.
+    public var isReceivingHeaderBlock: Bool { !headerBlocks.isEmpty }
 }

@@ -103,10 +103,15 @@ extension H2Session {
     }
 
     /// Resets a stream with `errorCode` (RST_STREAM); queued body bytes are dropped.
-    public func submitRSTStream(streamID: Int32, errorCode: H2ErrorCode) throws(H2Error) {
+    ///
+    /// - Parameter blamingPeer: the peer's own frames made the stream unusable (a malformed request): in the server
+    ///   role the reset then counts towards the rapid-reset limit, as the resets nghttp2 sends by itself do
+    ///   (MadeYouReset, CVE-2025-8671). Resets for the application's reasons (the other leg failed) do not.
+    public func submitRSTStream(streamID: Int32, errorCode: H2ErrorCode, blamingPeer: Bool = false) throws(H2Error) {
         let session = try liveSession()
         let rv = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode.rawValue)
         guard rv == 0 else { throw H2Session.libraryError(rv, "submit_rst_stream") }
+        if !blamingPeer { applicationResets.insert(streamID) }
         outbound[streamID] = nil
     }
 

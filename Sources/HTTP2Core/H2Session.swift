@@ -44,8 +44,14 @@ public final class H2Session {
     var localGoAwaysPending = 0
     /// Whether a GOAWAY arrived from the peer.
     public internal(set) var goAwayReceived = false
-    /// The peer's resets of open streams (server role); replaces nghttp2's limiter, which counts every reset.
+    /// The peer's resets of open streams, and the resets the peer's frames made us send (server role); replaces
+    /// nghttp2's limiter, which counts every reset the peer sends and none of ours.
     var resetLimit = H2ResetRateLimit()
+    /// Streams the application reset for its own reasons (`submitRSTStream` without `blamingPeer`): their
+    /// RST_STREAM is not held against the peer. Every other RST_STREAM we send answers the peer's frames.
+    var applicationResets: Set<Int32> = []
+    /// Streams (client role) whose response header block exceeded our limit: reset alone, not the connection.
+    var oversizedHeaderBlocks: Set<Int32> = []
 
     /// Creates a session and queues our SETTINGS frame (and, for clients, the connection preface).
     ///

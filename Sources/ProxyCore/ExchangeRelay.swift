@@ -44,10 +44,17 @@ struct RelayOutput {
     /// The upstream sent bytes with no request outstanding (a response nobody asked for): its connection is closed
     /// (`closeUpstream`) rather than its bytes served as the answer to the client's next request. Names the upstream.
     var unsolicitedUpstream: UpstreamTarget?
+    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`closeLanes`/`closeUpstream`)
+    /// rather than served as the next stream's answer; the session says so in a notice (H2ToH1Relay only).
+    var unsolicitedLanes: [UpstreamLane] = []
     /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: these bytes (the
     /// request, and anything after it) go again over a new upstream connection that offers only http/1.1, as
     /// URLSession makes a WebSocket's connection (H1ToH2Relay with `--upstream-alpn ios`). The relay is done.
     var retryOverHTTP1: [UInt8]?
+    /// The upstream's GOAWAY refused the request in flight (its stream is above the GOAWAY's last stream id: never
+    /// processed, RFC 9113 §6.8): these bytes, the request whole, go again over a new upstream connection, as
+    /// URLSession retries such a request. The relay is done (H1ToH2Relay only).
+    var retryOnNewConnection: [UInt8]?
 }
 
 extension RelayOutput {
@@ -114,6 +121,12 @@ protocol ExchangeRelay: AnyObject {
     /// head or body stalled (a close once its response has started); for a silent upstream, a 504 carrying
     /// `timeoutAnswer`'s `X-ATS-*` fields and the app's -1001. Either way the connection ends.
     func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput
+    /// A relay of many requests at once (an h2 client): when the earliest of its streams' deadlines falls (the
+    /// session's clock), nil when none runs (StreamDeadlines).
+    var nextStreamDeadline: Double? { get }
+    /// Ends the streams whose deadlines passed (a stalled header block ends the connection); `timeoutAnswer` gives
+    /// a 504 its `X-ATS-*` fields. Streams not yet due are left for the next `nextStreamDeadline`.
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput
 }
 
 extension ExchangeRelay {
@@ -122,6 +135,8 @@ extension ExchangeRelay {
     var wait: RelayWait { .nothing }
     var lastRequestProgress: Double { 0 }
     func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
+    var nextStreamDeadline: Double? { nil }
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
 }
 
 /// What an exchange relay waits for, so the session can keep a deadline on it (ProxySession+Deadlines). The number

@@ -18,6 +18,9 @@ import ProxyTrace
 //    request of a connection asks the session to reconnect the upstream offering only http/1.1 and replay it
 //    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
 //    a later one, or CONNECT, gets a 501.
+// 6. A GOAWAY that refuses the request in flight (its stream above the last stream id: never processed) makes the
+//    session send it again on a new connection (`retryOnNewConnection`), as URLSession does, when the relay kept it
+//    whole (a head, and a Content-Length body up to `replayLimit`) and nothing is pipelined behind it; else 502.
 
 final class H1ToH2Relay: ExchangeRelay {
     private var requests = HTTP1Parser(role: .requests)
@@ -49,6 +52,11 @@ final class H1ToH2Relay: ExchangeRelay {
         /// A local answer: the request body is read and dropped, then this goes out.
         var localAnswer: [UInt8]?
         var recorder: ExchangeRecorder?
+        /// The request as received, kept for a retry on a new connection (theory of operation, 6); nil when not
+        /// kept (a chunked body, or one over `replayLimit`).
+        var replay: [UInt8]?
+        /// The upstream's GOAWAY refused the request: it is retried once read whole.
+        var refused = false
     }
 
     private var exchange: Exchange?
@@ -63,6 +71,10 @@ final class H1ToH2Relay: ExchangeRelay {
     private let recording: RecordingOptions?
     /// Whether an Upgrade as the connection's first request may be replayed over an http/1.1-only upstream.
     private let retryUpgradeOverHTTP1: Bool
+    /// Whether a request the upstream's GOAWAY refused may be sent again on a new connection.
+    private let retryRefused: Bool
+    /// The largest request body kept for such a retry.
+    static let replayLimit = 64 << 10
     /// No request has begun on this connection yet.
     private var firstRequest = true
     /// The first request's head, to replay over an http/1.1 upstream once its end is read.
@@ -70,10 +82,11 @@ final class H1ToH2Relay: ExchangeRelay {
 
     init(
         now: @escaping () -> Double, recording: RecordingOptions? = nil, retryUpgradeOverHTTP1: Bool = false,
-        decide: @escaping (HTTPRequestHead) -> RequestDecision
+        retryRefused: Bool = false, decide: @escaping (HTTPRequestHead) -> RequestDecision
     ) throws(H2Error) {
         self.recording = recording
         self.retryUpgradeOverHTTP1 = retryUpgradeOverHTTP1
+        self.retryRefused = retryRefused
         upstream = try H2Session(role: .client)
         self.now = now
         self.decide = decide
@@ -144,8 +157,9 @@ final class H1ToH2Relay: ExchangeRelay {
                 guard var ex = exchange else { return }
                 ex.requestBytes += piece.count
                 ex.recorder?.requestBody(piece)
+                ex.replay? += piece
                 exchange = ex
-                if let id = ex.streamID {
+                if let id = ex.streamID, !ex.refused {
                     do { try upstream.sendData(streamID: id, piece, endStream: false) } catch {
                         failExchange(reason: "the upstream refused the request body: \(error)")
                         return
@@ -169,6 +183,10 @@ final class H1ToH2Relay: ExchangeRelay {
                 ex.requestEnded = true
                 if ex.streamID != nil, let recorder = ex.recorder, recorder.requestSent == nil { recorder.requestSent = now() }
                 exchange = ex
+                if ex.refused {
+                    retryRefusedRequest()
+                    return
+                }
                 if let id = ex.streamID, ex.requestStreaming {
                     do {
                         if trailers.isEmpty {
@@ -255,6 +273,13 @@ final class H1ToH2Relay: ExchangeRelay {
                 answerLocally(head, &ex, status: 502, reason: "Bad Gateway",
                     body: "ATSProxy: the upstream's HTTP/2 connection is going away; retry on a new connection\n")
                 return
+            }
+            if retryRefused, let raw = requests.lastHeadBytes {
+                switch framing {
+                case .none: ex.replay = Array(raw)
+                case .contentLength(let length) where length <= Self.replayLimit: ex.replay = Array(raw)
+                case .contentLength, .chunked, .untilClose, .switchProtocols: break
+                }
             }
             do {
                 ex.streamID = try upstream.submitRequest(fields, body: framing == .none ? .none : .streaming)
@@ -371,16 +396,35 @@ final class H1ToH2Relay: ExchangeRelay {
             guard exchange?.streamID == id else { return }
             failExchange(reason: "the upstream reset the stream (\(code))")
         case .streamClosed(let id, let code):
-            guard exchange?.streamID == id, code != .noError, exchange?.responseEnded == false else { return }
+            guard exchange?.streamID == id, code != .noError, exchange?.responseEnded == false,
+                exchange?.refused == false
+            else { return }
             failExchange(reason: "the upstream closed the stream (\(code))")
         case .goAway(let last, _, _):
             upstreamGone = true
-            if let id = exchange?.streamID, id > last {
+            guard let ex = exchange, let id = ex.streamID, id > last else { return }
+            if ex.replay != nil, !ex.responseHeadSent {
+                exchange?.refused = true
+                if ex.requestEnded { retryRefusedRequest() }
+            } else {
                 failExchange(reason: "the upstream went away (GOAWAY) before processing the request; retry it")
             }
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
+    }
+
+    /// Hands the refused request, read whole, to the session to send again on a new connection (theory of
+    /// operation, 6). With requests pipelined behind it (bytes the relay cannot hand over), a 502 instead.
+    private func retryRefusedRequest() {
+        guard let ex = exchange, let replay = ex.replay, requests.bufferedByteCount == 0 else {
+            exchange?.refused = false
+            failExchange(reason: "the upstream went away (GOAWAY) before processing the request; retry it")
+            return
+        }
+        exchange = nil
+        finished = true
+        out.retryOnNewConnection = replay
     }
 
     private func writeHead(_ head: HTTPResponseHead) {

@@ -14,6 +14,14 @@ import ProxyTrace
 // 4. RST_STREAM affects only its stream, mirrored to the other side. A GOAWAY from the upstream refuses the
 //    client streams it did not process and tells the client to go elsewhere for new ones.
 // 5. nghttp2 is never re-entered: all submits happen after `receive` has returned, and output is pumped last.
+// 6. A stream the proxy resets itself (nghttp2 on a frame that breaks the stream's rules), or that closes before
+//    the upstream finished, has its upstream stream reset at once (RST_STREAM CANCEL); such resets count towards
+//    the client's rapid-reset limit in H2Session (MadeYouReset). A response head over the upstream session's
+//    header list limit costs its stream alone: a 502 when no head went out yet.
+// 7. Each request keeps the deadlines of StreamDeadlines (head, body inactivity, response).
+// 8. An upstream that sent its whole response and then RST_STREAM(NO_ERROR) wants no more of the request (RFC 9113
+//    §8.1): the response still reaches the client whole; the rest of the request body is dropped, and once the
+//    response's END_STREAM went out the client gets the same RST_STREAM(NO_ERROR).
 
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
@@ -41,6 +49,7 @@ final class H2Relay: ExchangeRelay {
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
         var recorder: ExchangeRecorder?
+        var clock: StreamClock
     }
 
     private var streams: [Int32: Stream] = [:]
@@ -59,12 +68,18 @@ final class H2Relay: ExchangeRelay {
     private var upstreamSettingsSeen = false
     /// Extended CONNECTs that arrived before that (the proxy advertised the setting at once), opened when it comes.
     private var heldExtendedConnects: [(id: Int32, fields: [H2Header], endStream: Bool)] = []
+    private let limits: StreamDeadlineLimits
+    private var headerBlock = HeaderBlockClock()
+    /// Streams the upstream reset with NO_ERROR after its complete response: each is reset the same way towards
+    /// the client once that response went out (theory of operation, 8).
+    private var resetAfterResponse: Set<Int32> = []
 
     init(
-        now: @escaping () -> Double, recording: RecordingOptions? = nil,
+        now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
         decide: @escaping (HTTPRequestHead) -> RequestDecision
     ) throws(H2Error) {
         self.recording = recording
+        self.limits = limits
         // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
         // reader stopped (its window at the client is 0), or request bodies waiting for an upstream stream slot
         // (the origin allows fewer concurrent streams than the client opened). With the RFC's 64 KiB connection
@@ -92,6 +107,7 @@ final class H2Relay: ExchangeRelay {
         } catch {
             connectionFailed(clientSide: true, error)
         }
+        headerBlock.update(assembling: client.isReceivingHeaderBlock, now: now())
         pump()
         return out.take()
     }
@@ -144,6 +160,7 @@ final class H2Relay: ExchangeRelay {
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
             guard let up = streams[id]?.upstreamID else { return }
+            streams[id]?.clock.requestEnded(at: now())
             do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
         case .data(let id, let bytes, let endStream):
             guard var s = streams[id] else {
@@ -153,6 +170,8 @@ final class H2Relay: ExchangeRelay {
             s.requestBytes += bytes.count
             s.recorder?.requestBody(bytes)
             if endStream, s.upstreamID != nil, let recorder = s.recorder { recorder.requestSent = now() }
+            s.clock.lastRequestProgress = now()
+            if endStream { s.clock.requestEnded(at: now()) }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
                 streams[id] = s
@@ -167,6 +186,11 @@ final class H2Relay: ExchangeRelay {
             if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
             finish(clientID: id, interruption: "reset by the client (\(code))")
         case .streamClosed(let id, let code):
+            // A stream the proxy reset itself (nghttp2 on a WINDOW_UPDATE overflow, say) or that closed before the
+            // upstream finished: its upstream request is cancelled now, never sent later (MadeYouReset).
+            if let s = streams[id], let up = s.upstreamID, code != .noError || !s.upstreamEnded {
+                reset(upstream, up, .cancel)
+            }
             finish(clientID: id, interruption: code == .noError ? nil : "stream closed with \(code)")
         case .goAway:
             // The client opens no more streams; the ones in flight finish, then the client closes.
@@ -179,7 +203,7 @@ final class H2Relay: ExchangeRelay {
     private func openStream(_ id: Int32, fields: [H2Header], endStream: Bool) {
         let head: HTTPRequestHead
         do { head = try HTTPRequestHead(h2Request: fields) } catch {
-            reset(client, id, .protocolError)
+            reset(client, id, .protocolError, blamingPeer: true)
             return
         }
         let extendedConnect = fields.first(named: ":protocol") != nil
@@ -192,7 +216,9 @@ final class H2Relay: ExchangeRelay {
             where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
             // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
             // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
-            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            var s = Stream(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                clock: .answered(at: now()))
             s.local = true
             s.status = 501
             let body = Array(("ATSProxy: the origin does not accept extended CONNECT (it sent no "
@@ -204,10 +230,13 @@ final class H2Relay: ExchangeRelay {
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
+                clock: StreamClock(opened: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: forwarded)
             if endStream, let recorder = s.recorder { recorder.requestSent = s.started }
+            // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
+            if endStream || extendedConnect { s.clock.requestEnded(at: now()) }
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
@@ -220,11 +249,14 @@ final class H2Relay: ExchangeRelay {
                 byUpstream[up] = id
                 streams[id] = s
             } catch {
+                s.clock = .answered(at: now())
                 streams[id] = s
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused a new stream (\(error))\n".utf8))
             }
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            var s = Stream(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                clock: .answered(at: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: nil)
             s.recorder?.recordLocalResponse(response)
@@ -261,6 +293,7 @@ final class H2Relay: ExchangeRelay {
                     try client.submitInformational(streamID: id, headers: fields)
                 } else {
                     s.status = status
+                    s.clock.responseStarted = true
                     s.upstreamEnded = endStream
                     if let recorder = s.recorder { Self.record(fields, annotation: s.annotation, in: recorder, at: now()) }
                     streams[id] = s
@@ -285,15 +318,26 @@ final class H2Relay: ExchangeRelay {
             streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
-            if let id = byUpstream[up] {
-                reset(client, id, code)
-                finish(clientID: id, interruption: "reset by the upstream (\(code))")
+            guard let id = byUpstream[up] else { return }
+            if code == .noError, streams[id]?.upstreamEnded == true {
+                stopRequest(clientID: id, upstreamID: up)
+                return
             }
+            reset(client, id, code)
+            finish(clientID: id, interruption: "reset by the upstream (\(code))")
         case .streamClosed(let up, let code):
-            if let id = byUpstream[up], code != .noError {
-                reset(client, id, code)
-                finish(clientID: id, interruption: "the upstream closed the stream with \(code)")
+            guard let id = byUpstream[up], code != .noError else { return }
+            if upstream.takeOversizedHeaderBlock(streamID: up), streams[id]?.status == nil {
+                // Only this stream is lost, and the client is told why.
+                let limit = upstream.localSettings.maxHeaderListSize
+                let reason = "the upstream's response header section exceeds \(limit) bytes"
+                streams[id]?.status = 502
+                answer(id, status: 502, headers: [], body: Array("ATSProxy: \(reason)\n".utf8))
+                finish(clientID: id, interruption: reason)
+                return
             }
+            reset(client, id, code)
+            finish(clientID: id, interruption: "the upstream closed the stream with \(code)")
         case .goAway(let last, _, _):
             // Streams the upstream never processed are refused, so the client may retry them elsewhere.
             for (up, id) in byUpstream where up > last {
@@ -334,8 +378,8 @@ final class H2Relay: ExchangeRelay {
     // MARK: - Bookkeeping
 
     /// Queues RST_STREAM. A session that cannot even queue a reset is beyond saving: the connection ends.
-    private func reset(_ session: H2Session, _ id: Int32, _ code: H2ErrorCode) {
-        do { try session.submitRSTStream(streamID: id, errorCode: code) } catch { abandon() }
+    private func reset(_ session: H2Session, _ id: Int32, _ code: H2ErrorCode, blamingPeer: Bool = false) {
+        do { try session.submitRSTStream(streamID: id, errorCode: code, blamingPeer: blamingPeer) } catch { abandon() }
     }
 
     /// Queues GOAWAY, or ends the connection when even that is impossible.
@@ -358,6 +402,46 @@ final class H2Relay: ExchangeRelay {
             if s.uncreditedToClient > 0 { upstream.consume(streamID: up, count: s.uncreditedToClient) }
         }
         out.exchanges.append(s.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
+    }
+
+    /// The upstream has answered in full and wants no more of the request: the stream lets go of its upstream
+    /// stream (later request DATA is credited and dropped, as for a local answer) and is reset towards the client
+    /// once the response is out (`resetAnsweredStreams`).
+    private func stopRequest(clientID id: Int32, upstreamID up: Int32) {
+        guard var s = streams[id] else { return }
+        byUpstream[up] = nil
+        s.upstreamID = nil
+        if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
+        s.uncreditedToUpstream = 0
+        s.uncreditedToClient = 0
+        s.clock.requestEnded = true
+        streams[id] = s
+        resetAfterResponse.insert(id)
+    }
+
+    /// Resets (NO_ERROR) the client streams of `stopRequest` whose response END_STREAM has gone out; returns whether
+    /// any was.
+    private func resetAnsweredStreams() -> Bool {
+        guard !resetAfterResponse.isEmpty else { return false }
+        var any = false
+        for id in resetAfterResponse {
+            guard streams[id] != nil else {
+                resetAfterResponse.remove(id)
+                continue
+            }
+            switch client.streamState(id) {
+            case .halfClosedLocal?:
+                reset(client, id, .noError)
+            case .closed?, nil:
+                break  // the client had ended its request too: the stream closed by itself
+            default:
+                continue
+            }
+            resetAfterResponse.remove(id)
+            finish(clientID: id)
+            any = true
+        }
+        return any
     }
 
     /// Logs every stream still open as cut off: the connection is ending.
@@ -412,6 +496,8 @@ final class H2Relay: ExchangeRelay {
             if let up = streams.values[index].upstreamID {
                 let toUpstream = Self.credit(
                     &streams.values[index].uncreditedToUpstream, sentBy: upstream, as: up, to: client, as: id)
+                // The client may send again: its body's inactivity counts from now.
+                if toUpstream { streams.values[index].clock.lastRequestProgress = now() }
                 let toClient = Self.credit(
                     &streams.values[index].uncreditedToClient, sentBy: client, as: id, to: upstream, as: up)
                 credited = credited || toUpstream || toClient
@@ -425,11 +511,53 @@ final class H2Relay: ExchangeRelay {
         for event in clientRaised { clientEvent(event) }
         let upstreamRaised = upstream.takeEvents()
         for event in upstreamRaised { upstreamEvent(event) }
-        if credited || !clientRaised.isEmpty || !upstreamRaised.isEmpty {
+        let answeredReset = resetAnsweredStreams()
+        if credited || answeredReset || !clientRaised.isEmpty || !upstreamRaised.isEmpty {
             let more = upstream.pendingOutput()
             if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
         }
         if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
+    }
+}
+
+// MARK: - Deadlines
+
+extension H2Relay {
+    var nextStreamDeadline: Double? {
+        limits.earliest(headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.uncreditedToUpstream > 0) })
+    }
+
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
+        guard !failed else { return out.take() }
+        let time = now()
+        if let due = headerBlock.due(limits), due <= time {
+            // Nothing else may cross the connection until the block ends: the connection goes.
+            finishAll(interruption: "a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
+            goAway(client, last: 0, .enhanceYourCalm)
+            pump()
+            abandon()
+            return out.take()
+        }
+        for (id, s) in streams {
+            guard let due = s.clock.due(limits, bodyHeldByProxy: s.uncreditedToUpstream > 0), due.at <= time else {
+                continue
+            }
+            if let up = s.upstreamID { reset(upstream, up, .cancel) }
+            switch due.stall {
+            case .requestBody:
+                reset(client, id, .cancel)
+                finish(clientID: id, interruption: "no byte of the request body for \(Int(limits.client)) s (--client-timeout)")
+            case .response:
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
+                streams[id]?.status = 504
+                streams[id]?.outcome = .failed
+                streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                self.answer(id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: answer.body)
+                finish(clientID: id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
+            }
+        }
+        pump()
+        return out.take()
     }
 }

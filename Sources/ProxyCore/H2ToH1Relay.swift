@@ -15,15 +15,25 @@ import ProxyTrace
 //    Content-Length is sent chunked. Trailers cross both ways.
 // 4. Flow control: request DATA is credited back once written to its lane (the lane's socket backpressure pauses
 //    the client when the upstream reads slowly); DATA of a stream still waiting for a lane stays uncredited, so its
-//    window bounds it. Response bodies wait in the client stream's outbound queue; past `queueHighWater` the lane
-//    stops being read until the client's window lets them out.
+//    window bounds it. Response bytes go out as the client's stream and connection windows allow; what they hold
+//    back waits in the stream's outbound queue. A lane stops being read while its stream holds more than
+//    `streamQueueHighWater` or all streams together more than `connectionQueueHighWater` (a finished response
+//    frees its lane but keeps its bytes until the client takes them), and resumes below the low waters. So the
+//    proxy holds at most about 512 KiB of response per client connection beyond the client's windows, plus one
+//    read per lane, whatever windows the client advertises.
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
-//    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM.
+//    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
+//    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
+//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer.
 // 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
 //    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
 //    makes, since RFC 8441 §5 leaves it out); the origin's 101, its Sec-WebSocket-Accept checked, becomes the
 //    stream's 200. From then on the lane is raw: its bytes are the stream's DATA and the stream's DATA its bytes,
 //    until the lane ends (END_STREAM) or the client resets the stream (the lane closes).
+// 7. A stream the proxy resets itself (nghttp2 on a frame that breaks the stream's rules) closes its lane like a
+//    client's reset; such resets count towards the client's rapid-reset limit in H2Session (MadeYouReset).
+// 8. Each request keeps the deadlines of StreamDeadlines: its body's inactivity once it has a lane (a stream
+//    waiting for one cannot send: its window is held), and the response from the request's end on its lane.
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
@@ -38,9 +48,14 @@ final class H2ToH1Relay: LaneRelay {
 
     /// The pool of upstream HTTP/1.1 connections a browser would open per host (Chrome and Safari use 6).
     static let defaultMaxLanes = 6
-    /// Response bytes allowed to wait for the client's window before the lane stops being read.
-    static let queueHighWater = 256 << 10
-    static let queueLowWater = 64 << 10
+    /// Response bytes one stream may hold for the client's windows before its lane stops being read, and the level
+    /// below which it is read again.
+    static let streamQueueHighWater = 64 << 10
+    static let streamQueueLowWater = 16 << 10
+    /// The same for all the connection's streams together: responses that ended wait for the client with their
+    /// lanes serving other streams, so without this bound 100 streams would hold 100 × the stream's.
+    static let connectionQueueHighWater = 512 << 10
+    static let connectionQueueLowWater = 256 << 10
 
     private struct Lane {
         var connected: Bool
@@ -82,6 +97,7 @@ final class H2ToH1Relay: LaneRelay {
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
         var upgradeAccept: String?
         var isTunnel = false
+        var clock: StreamClock
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
@@ -93,10 +109,14 @@ final class H2ToH1Relay: LaneRelay {
     /// - Parameter primaryConnected: the session's upstream is connected and serves as the first lane (false when
     ///   every request is answered locally, as with `--block http`).
     private let recording: RecordingOptions?
+    private let limits: StreamDeadlineLimits
+    private var headerBlock = HeaderBlockClock()
 
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
-         recording: RecordingOptions? = nil, decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+         recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
+         decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
         self.recording = recording
+        self.limits = limits
         // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
         // (its DATA uncredited) never stalls the others.
         let defaults = H2Settings()
@@ -124,6 +144,7 @@ final class H2ToH1Relay: LaneRelay {
             // The session queued its GOAWAY; the lanes have nothing left to do.
             abandon()
         }
+        headerBlock.update(assembling: client.isReceivingHeaderBlock, now: now())
         pump()
         return out.take()
     }
@@ -210,6 +231,7 @@ final class H2ToH1Relay: LaneRelay {
         case .headers(let id, let fields, .trailers, _):
             guard streams[id] != nil else { return }
             streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            streams[id]!.clock.requestEnded = true
             endRequest(id)
         case .data(let id, let bytes, let endStream):
             guard var s = streams[id], !s.local else {
@@ -218,6 +240,8 @@ final class H2ToH1Relay: LaneRelay {
             }
             s.requestBytes += bytes.count
             s.recorder?.requestBody(bytes)
+            s.clock.lastRequestProgress = now()
+            if endStream { s.clock.requestEnded = true }
             if let lane = s.lane, lanes[lane]?.raw == true {
                 streams[id] = s
                 send(bytes, to: lane)
@@ -243,14 +267,16 @@ final class H2ToH1Relay: LaneRelay {
     private func openStream(_ id: Int32, fields: [H2Header], endStream: Bool) {
         let head: HTTPRequestHead
         do { head = try HTTPRequestHead(h2Request: fields) } catch {
-            reset(id, .protocolError)
+            reset(id, .protocolError, blamingPeer: true)
             return
         }
         switch decide(head) {
         case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now())
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
+                clock: StreamClock(opened: now()))
+            s.clock.requestEnded = endStream
             s.recorder = ExchangeRecorder.make(recording)
             streams[id] = s
             guard head.method != "CONNECT" else {
@@ -260,6 +286,8 @@ final class H2ToH1Relay: LaneRelay {
             if let upgrade = fields.first(named: ":protocol") {
                 // RFC 8441 §5: the HTTP/1.1 handshake the origin expects, with the key HTTP/2 leaves out.
                 s.isTunnel = true
+                // Its DATA is a tunnel's, not a body with a deadline: only the 101 is waited for.
+                s.clock.requestEnded = true
                 if upgrade.lowercased() == "websocket", !forwarded.headers.contains(name: "Sec-WebSocket-Key") {
                     let key = WebSocketKey.make()
                     forwarded.headers.add(name: "Sec-WebSocket-Key", value: key)
@@ -299,7 +327,9 @@ final class H2ToH1Relay: LaneRelay {
             waiting.append(id)
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now())
+            var s = Stream(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                clock: .answered(at: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: nil)
             s.recorder?.recordLocalResponse(response)
@@ -334,6 +364,7 @@ final class H2ToH1Relay: LaneRelay {
         lanes[lane] = l
         send(bytes, to: lane)
         if let recorder = s.recorder { recorder.requestSent = now() }
+        streams[id]?.clock.requestSent = now()
         releaseIfDone(lane)
     }
 
@@ -385,6 +416,8 @@ final class H2ToH1Relay: LaneRelay {
         l.responses.expectResponse(toRequestMethod: s.method)
         lanes[lane] = l
         s.lane = lane
+        // The stream may send now (its window was held while it waited): its body's inactivity counts from here.
+        s.clock.lastRequestProgress = now()
         let pending = s.pendingBody
         s.pendingBody = []
         let ended = s.requestEnded
@@ -392,6 +425,7 @@ final class H2ToH1Relay: LaneRelay {
         streams[id] = s
         send(s.head, to: lane)
         if s.isTunnel {
+            streams[id]?.clock.requestSent = now()
             // The handshake has no body; DATA waits for the 101 (kept in pendingBody, uncredited).
             streams[id]?.pendingBody = pending
             streams[id]?.requestEnded = ended
@@ -414,9 +448,12 @@ final class H2ToH1Relay: LaneRelay {
             lanes[lane] = l
             guard let id = l.streamID, var s = streams[id] else {
                 switch event {
-                case .connectionClosed, .responseHead, .body, .end, .switchedProtocols:
-                    // A response nobody asked for, or the end of an idle connection: the lane is done.
+                case .connectionClosed:
+                    // The end of an idle connection: the lane is done.
                     dropLane(lane, close: true)
+                case .responseHead, .body, .end, .switchedProtocols:
+                    // A response nobody asked for: the lane is done, and the session says so.
+                    dropUnsolicited(lane)
                 case .needMoreData, .paused, .requestHead:
                     break
                 }
@@ -440,6 +477,7 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 s.status = 200
                 s.responseHeadSent = true
+                s.clock.responseStarted = true
                 s.responseStreaming = true
                 s.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
                 streams[id] = s
@@ -473,6 +511,7 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 s.status = head.status
                 s.responseHeadSent = true
+                s.clock.responseStarted = true
                 s.responseStreaming = !bodyless
                 if let recorder = s.recorder {
                     // The upstream's HTTP/1.1 head as received, and the h2 head the client got.
@@ -486,10 +525,6 @@ final class H2ToH1Relay: LaneRelay {
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
                     continue
-                }
-                if !l.paused, client.outboundQueuedBytes(streamID: id) > Self.queueHighWater {
-                    lanes[lane]?.paused = true
-                    out.pauseReading[peer(lane)] = true
                 }
             case .end(let trailers):
                 if s.responseStreaming {
@@ -540,14 +575,22 @@ final class H2ToH1Relay: LaneRelay {
                 assignLanes()
                 return
             }
-            if l.paused {
-                lanes[lane]?.paused = false
-                out.pauseReading[peer(lane)] = false
+            if lanes[lane]?.responses.bufferedByteCount ?? 0 > 0 {
+                // More came with the response than was asked for (a second response in the same write): it must
+                // not become the next stream's answer.
+                dropUnsolicited(lane)
             }
         } else {
             dropLane(lane, close: true)
         }
         assignLanes()
+    }
+
+    /// Closes a lane that sent a response nobody asked for, for the session's notice.
+    private func dropUnsolicited(_ lane: UpstreamLane) {
+        guard lanes[lane] != nil else { return }
+        dropLane(lane, close: true)
+        out.unsolicitedLanes.append(lane)
     }
 
     private func dropLane(_ lane: UpstreamLane, close: Bool) {
@@ -574,11 +617,6 @@ final class H2ToH1Relay: LaneRelay {
         streams[id]?.recorder?.responseBody(bytes)
         do { try client.sendData(streamID: id, bytes, endStream: false) } catch {
             failStream(id, reason: "\(error)")
-            return
-        }
-        if lanes[lane]?.paused == false, client.outboundQueuedBytes(streamID: id) > Self.queueHighWater {
-            lanes[lane]?.paused = true
-            out.pauseReading[peer(lane)] = true
         }
     }
 
@@ -590,6 +628,7 @@ final class H2ToH1Relay: LaneRelay {
         s.status = status
         s.responseBytes = body.utf8.count
         s.responseHeadSent = true
+        s.clock = .answered(at: now())
         streams[id] = s
         do {
             try client.answerLocally(
@@ -616,8 +655,8 @@ final class H2ToH1Relay: LaneRelay {
         }
     }
 
-    private func reset(_ id: Int32, _ code: H2ErrorCode) {
-        do { try client.submitRSTStream(streamID: id, errorCode: code) } catch { abandon() }
+    private func reset(_ id: Int32, _ code: H2ErrorCode, blamingPeer: Bool = false) {
+        do { try client.submitRSTStream(streamID: id, errorCode: code, blamingPeer: blamingPeer) } catch { abandon() }
     }
 
     /// The client's stream is closed (normally or reset): log it, and free or close its lane.
@@ -633,21 +672,42 @@ final class H2ToH1Relay: LaneRelay {
         assignLanes()
     }
 
+    /// Stops reading a lane whose stream, or the whole connection, holds more response bytes than the client's
+    /// windows let out (theory of operation, 4); reads it again once both are below their low waters. An idle lane
+    /// is always read (its end must be seen).
+    private func regulateLanes() {
+        let total = client.outboundQueuedBytesTotal
+        // By index, changing each lane where it lies (no copy of the pool per step).
+        var index = lanes.startIndex
+        while index != lanes.endIndex {
+            defer { lanes.formIndex(after: &index) }
+            let (lane, l) = (lanes.keys[index], lanes.values[index])
+            let queued = l.streamID.map { client.outboundQueuedBytes(streamID: $0) } ?? 0
+            let pause: Bool
+            if l.streamID == nil {
+                pause = false
+            } else if l.paused {
+                pause = queued > Self.streamQueueLowWater || total > Self.connectionQueueLowWater
+            } else {
+                pause = queued > Self.streamQueueHighWater || total > Self.connectionQueueHighWater
+            }
+            guard pause != l.paused else { continue }
+            lanes.values[index].paused = pause
+            out.pauseReading[peer(lane)] = pause
+        }
+    }
+
     private func abandon() {
         failed = true
         out.closeClient = true
         for lane in Array(lanes.keys) { dropLane(lane, close: true) }
     }
 
-    /// Writes what the client session queued, and resumes lanes whose response bodies drained.
+    /// Writes what the client session queued, and pauses or resumes the lanes by what waits for the client.
     private func pump() {
         out.toClient += client.pendingOutput()
         for event in client.takeEvents() { clientEvent(event) }
-        for (lane, l) in lanes where l.paused {
-            guard let id = l.streamID, client.outboundQueuedBytes(streamID: id) < Self.queueLowWater else { continue }
-            lanes[lane]?.paused = false
-            out.pauseReading[peer(lane)] = false
-        }
+        regulateLanes()
         out.toClient += client.pendingOutput()
         if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty {
             failed = true
@@ -656,3 +716,57 @@ final class H2ToH1Relay: LaneRelay {
         }
     }
 }
+
+// MARK: - Deadlines
+
+extension H2ToH1Relay {
+    var nextStreamDeadline: Double? {
+        limits.earliest(headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) })
+    }
+
+    func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
+        guard !failed else { return out.take() }
+        let time = now()
+        if let due = headerBlock.due(limits), due <= time {
+            // Nothing else may cross the connection until the block ends: the connection goes.
+            do { try client.submitGoAway(lastStreamID: 0, errorCode: .enhanceYourCalm) } catch {
+                // The session is beyond sending anything: the close below is all there is.
+            }
+            out.toClient += client.pendingOutput()
+            return clientGone("a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
+        }
+        for (id, s) in streams where !s.local {
+            guard let due = s.clock.due(limits, bodyHeldByProxy: s.lane == nil), due.at <= time else { continue }
+            switch due.stall {
+            case .requestBody:
+                reset(id, .cancel)
+                // Its lane closes with it (HTTP/1.1 cannot cancel one exchange).
+                finish(id, interruption: "no byte of the request body for \(Int(limits.client)) s (--client-timeout)")
+            case .response:
+                if let lane = s.lane, lanes[lane]?.streamID == id {
+                    lanes[lane]?.streamID = nil
+                    dropLane(lane, close: true)
+                }
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
+                let body = s.method == "HEAD" ? [] : answer.body
+                streams[id]?.lane = nil
+                streams[id]?.status = 504
+                streams[id]?.outcome = .failed
+                streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                streams[id]?.responseBytes = body.count
+                do {
+                    try client.answerLocally(
+                        streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: body)
+                } catch {
+                    reset(id, .internalError)
+                }
+                // Logged now; the rest of the stream (the client's closing frames) is dropped as for a reset one.
+                finish(id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
+            }
+        }
+        assignLanes()
+        pump()
+        return out.take()
+    }
+}
+

@@ -16,6 +16,10 @@ final class LaneTLS {
 extension ProxySession {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
+        for lane in o.unsolicitedLanes {
+            notice("\(i.host):\(i.port): the upstream sent bytes with no request outstanding on \(lane) (a response "
+                + "nobody asked for); closed that connection")
+        }
         for lane in o.openLanes { openLane(lane, i) }
         for (lane, bytes) in o.toLanes { sendToLane(lane, bytes, i) }
         for lane in o.closeLanes { closeLane(lane, i) }

@@ -23,17 +23,21 @@ extension ProxySession {
             self.decideIntercepted(head, i)
         }
         let clientH2 = engine.negotiated?.alpn == "h2"
+        let streamLimits = StreamDeadlineLimits(env.timeouts)
         let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
         do {
             switch (clientH2, upstreamH2) {
-            case (true, true): i.relay = try H2Relay(now: now, recording: env.recording, decide: decide)
+            case (true, true):
+                i.relay = try H2Relay(now: now, recording: env.recording, limits: streamLimits, decide: decide)
             case (true, false):
                 i.relay = try H2ToH1Relay(
-                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, decide: decide)
+                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, limits: streamLimits,
+                    decide: decide)
             case (false, true):
                 i.relay = try H1ToH2Relay(
                     now: now, recording: env.recording,
-                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream, decide: decide)
+                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream,
+                    retryRefused: i.refusedRetries < InterceptLayer.maxRefusedRetries, decide: decide)
             case (false, false):
                 i.relay = HTTP1Relay(
                     connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
@@ -55,6 +59,11 @@ extension ProxySession {
             retryUpstreamOverHTTP1(i, replaying: replay)
             return
         }
+        if let replay = o.retryOnNewConnection {
+            retryRefusedRequest(i, replaying: replay)
+            return
+        }
+        if !o.exchanges.isEmpty { i.refusedRetries = 0 }
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(i, unsolicited: unsolicited) }
         i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)

@@ -188,14 +188,28 @@ extension ProxySession {
     /// connection over http/1.1, and gets the 101: reconnect offering only http/1.1 and replay the request there.
     func retryUpstreamOverHTTP1(_ i: InterceptLayer, replaying request: [UInt8]) {
         i.http1OnlyUpstream = true
+        reconnectUpstream(i, replaying: request, reason: "the client's first request asks to switch protocols "
+            + "(Upgrade), which HTTP/2 cannot carry; offering only http/1.1, as the app's connection for it would")
+    }
+
+    /// The h2 upstream's GOAWAY refused the HTTP/1.1 client's request in flight, which it never processed: the
+    /// app's URLSession sends such a request again on a new connection (nginx sends GOAWAY every 1,000 requests, so
+    /// long sessions meet this), and so does the proxy, instead of a 502.
+    func retryRefusedRequest(_ i: InterceptLayer, replaying request: [UInt8]) {
+        i.refusedRetries += 1
+        reconnectUpstream(i, replaying: request, reason: "the upstream's GOAWAY refused the request in flight "
+            + "(never processed); sending it again on a new connection, as URLSession does")
+    }
+
+    /// Replaces the upstream connection and its relay: `request` goes to the new one once it is ready.
+    private func reconnectUpstream(_ i: InterceptLayer, replaying request: [UInt8], reason: String) {
         i.resumeStage = .relaying
         i.relay = nil
         i.unansweredClientPlaintext = request
         commands.append(.closeUpstream)
         i.upstreamOpen = false
         i.upstream = nil
-        connectInterceptionUpstream(i, reason: "the client's first request asks to switch protocols (Upgrade), which "
-            + "HTTP/2 cannot carry; offering only http/1.1, as the app's connection for it would")
+        connectInterceptionUpstream(i, reason: reason)
     }
 
     /// An ALPN offer as traces show it: `http/1.1`, `h2, http/1.1`, or `(none)`.

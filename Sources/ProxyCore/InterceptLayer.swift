@@ -84,6 +84,10 @@ final class InterceptLayer: RelayingLayer {
     /// The client's first request asked to switch protocols and the upstream had chosen h2: the upstream is
     /// reconnected offering only http/1.1 (`retryUpstreamOverHTTP1`).
     var http1OnlyUpstream = false
+    /// Requests sent again on a new connection after an upstream's GOAWAY refused them, since the last exchange that
+    /// ended: an upstream that refuses every request gets a 502 after `maxRefusedRetries`, not a reconnect storm.
+    var refusedRetries = 0
+    static let maxRefusedRetries = 3
     /// The upstream's TLS client context and SNI, kept for the extra connections of an HTTP/1.1 upstream pool.
     var upstreamContext: TLSContext?
     var upstreamSNI: String?

@@ -52,6 +52,8 @@ public enum ProxyTimer: Hashable, Sendable {
     case requestBody
     /// The upstream must have started its response by then, counted from the request's end.
     case response
+    /// The earliest deadline of an h2 client's streams (StreamDeadlines) falls then.
+    case streamDeadlines
 }
 
 /// Why a connect failed, told apart as the app's URL loading would report it.

@@ -14,6 +14,10 @@ import ProxyTrace
 // it last saw and starts a timer when it changed. A timer that fires checks that the same wait is still on (else it
 // is stale). A body's inactivity timer is not restarted per read: when it fires early it is started again for what
 // is left since the last body byte. The clock and the timers stay the adapter's (`startTimer`, `timerFired`).
+//
+// An h2 client's requests run side by side, each with its own deadlines (StreamDeadlines): the relay says when
+// the earliest falls (`nextStreamDeadline`), and one timer (`.streamDeadlines`) is started whenever that is
+// earlier than the one running. When it fires the relay ends what is due; the next is timed after that step.
 
 /// A layer that relays HTTP exchanges (plain forwarding, interception): its relay, and what the deadlines last saw
 /// it wait for.
@@ -37,6 +41,10 @@ extension ProxySession {
     func relayStepped(_ layer: some RelayingLayer, unsolicited: UpstreamTarget?) {
         if let unsolicited { upstreamSentUnasked(unsolicited) }
         guard isRelaying, let relay = layer.exchangeRelay else { return }
+        if let due = relay.nextStreamDeadline, due < streamDeadlineTimer ?? .infinity {
+            streamDeadlineTimer = due
+            commands.append(.startTimer(.streamDeadlines, after: .milliseconds(Int64(max(0, (due - now()) * 1000)) + 1)))
+        }
         let wait = relay.wait
         guard wait != layer.watchedWait else { return }
         layer.watchedWait = wait
@@ -63,7 +71,35 @@ extension ProxySession {
             relayDeadlinePassed(timer)
         case .upstreamHandshake:
             upstreamHandshakeDeadlinePassed()
+        case .streamDeadlines:
+            streamDeadlineTimer = nil
+            streamDeadlinesPassed()
         }
+    }
+
+    /// The earliest deadline of an h2 client's streams came: the relay ends what is due (a stalled request reset
+    /// with its upstream request, a 504 for a silent upstream); stepping it times the next one.
+    private func streamDeadlinesPassed() {
+        guard let i = interception, let relay = i.relay else { return }
+        let output = relay.streamDeadlinesPassed(timeoutAnswer: timeoutAnswer(limit: env.timeouts.response))
+        let ended = output.exchanges.compactMap(\.interruption).filter { $0.contains("--") }
+        if let first = ended.first {
+            notice("\(i.host):\(i.port): \(ended.count) HTTP/2 request(s) passed a deadline: \(first)",
+                kind: "h2-stream-deadline")
+        }
+        applyIntercepted(output, i)
+    }
+
+    /// The answer to a request whose upstream did not answer within `limit`: a 504 with the app's -1001, in the
+    /// X-ATS-* style of the proxy's other local answers.
+    private func timeoutAnswer(limit: Duration) -> ATSAnswer {
+        let violation = ATSViolation(
+            kind: .timedOut, urlError: .timedOut, sslError: nil,
+            explanation: "the server accepted the request but sent no response within \(limit)",
+            fix: .noExceptionCanHelp(reason: "the server does not answer; this is not an ATS failure"))
+        let decision = interception?.decision
+            ?? PolicyDecision(keyPath: [], reason: "the upstream did not answer; no ATS rule is involved")
+        return ATSAnswer(url: "", decision: decision, violations: [violation])
     }
 
     /// Whether the connection is in a layer that relays HTTP exchanges.
@@ -114,14 +150,7 @@ extension ProxySession {
         let place = interception.map { "\($0.host):\($0.port)" } ?? clientAddress ?? "a client"
         notice("\(place): \(what) (\(timer == .response ? "--response-timeout" : "--client-timeout"))")
         layer.watchedWait = .nothing
-        let violation = ATSViolation(
-            kind: .timedOut, urlError: .timedOut, sslError: nil,
-            explanation: "the server accepted the request but sent no response within \(limit)",
-            fix: .noExceptionCanHelp(reason: "the server does not answer; this is not an ATS failure"))
-        let decision = interception?.decision
-            ?? PolicyDecision(keyPath: [], reason: "the upstream did not answer; no ATS rule is involved")
-        let answer = ATSAnswer(url: "", decision: decision, violations: [violation])
-        let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: answer)
+        let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: timeoutAnswer(limit: limit))
         switch phase {
         case .plain(let p): applyPlain(output, p)
         case .intercepting(let i): applyIntercepted(output, i)

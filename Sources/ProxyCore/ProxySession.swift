@@ -62,6 +62,8 @@ public final class ProxySession {
     var interception: InterceptLayer? { if case .intercepting(let i) = phase { i } else { nil } }
     /// The client connection is gone, or the session closed it.
     var clientClosed = false
+    /// When the pending `.streamDeadlines` timer fires (the session's clock), if one runs (ProxySession+Deadlines).
+    var streamDeadlineTimer: Double?
     /// The proxy is shutting down: a connection closed from now on was cut off by the shutdown's deadline.
     var stopping = false
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the

@@ -102,6 +102,8 @@ final class ClientSide: ConnectionHandler {
     private var timers: [ProxyTimer: TimerID] = [:]
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
     private var clientIsLoopback = true
+    /// The client's connection closed (or was reset): nothing more can reach it.
+    private var clientGone = false
     /// Holds this side while its session finishes work after its tunnel ended (a pin check's side connection):
     /// nothing else does once the relay let go.
     private var finishing: ClientSide?
@@ -166,12 +168,13 @@ final class ClientSide: ConnectionHandler {
     }
 
     func connectionClosed(_ connection: Connection, error: IOError?) {
+        clientGone = true
         if !tunnelled { run(session.handle(.clientClosed(error: error?.description))) }
-        upstream?.close()
+        endUpstream()
         upstream = nil
         for connection in lanes.values {
             (connection.handler as? OutboundSide)?.detach()
-            connection.close()
+            connection.abort()
         }
         lanes = [:]
         client = nil
@@ -252,7 +255,7 @@ final class ClientSide: ConnectionHandler {
                 // Detached first: the session is done with the lane and wants none of its late events.
                 if let connection = lanes.removeValue(forKey: lane) {
                     (connection.handler as? OutboundSide)?.detach()
-                    connection.close()
+                    if clientGone { connection.abort() } else { connection.close() }
                 }
             case .pauseReading(let peer):
                 sessionPaused.insert(peer)
@@ -274,7 +277,7 @@ final class ClientSide: ConnectionHandler {
                 client?.close()
             case .closeUpstream:
                 upstreamGeneration += 1
-                upstream?.close()
+                endUpstream()
                 upstream = nil
             case .startTunnel:
                 if let client, let upstream {
@@ -309,6 +312,13 @@ final class ClientSide: ConnectionHandler {
         }
         session.recycle(consume commands)
         if finishing != nil, !session.awaitsSideCheck { finishing = nil }
+    }
+
+    /// Closes the upstream connection. Once the client is gone it ends at once: a close would linger, reading and
+    /// discarding the rest of a response for up to 2 s (1.3 GB of a large download on loopback), where nginx closes.
+    /// A raw tunnel's upstream still lingers: the client's last bytes may be on their way to it.
+    private func endUpstream() {
+        if clientGone && !tunnelled { upstream?.abort() } else { upstream?.close() }
     }
 
     private func connection(for peer: ProxyPeer) -> Connection? {

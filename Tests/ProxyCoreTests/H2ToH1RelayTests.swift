@@ -1,3 +1,4 @@
+import ATSPolicy
 import HTTP1Core
 import HTTP2Core
 import Testing
@@ -12,14 +13,19 @@ private final class PoolScene {
     var opened: [UpstreamLane] = []
     var closed: [UpstreamLane] = []
     var responses: [Int32: (status: String?, body: [UInt8], ended: Bool)] = [:]
+    var resets: [Int32: H2ErrorCode] = [:]
+    var unsolicited: [UpstreamLane] = []
     var paused: [ProxyPeer: Bool] = [:]
+    /// The relay's clock (seconds), moved by the tests of deadlines.
+    let clock = TestClock()
     /// Whether this client gives flow-control credit back for what it receives (a reader that keeps up).
     var reads = true
     var consumed: [Int32: Int] = [:]
 
-    init(maxLanes: Int) throws {
-        client = try H2Session(role: .client)
-        relay = try H2ToH1Relay(primaryConnected: true, maxLanes: maxLanes, now: { 0 }) { head in
+    init(maxLanes: Int, clientSettings: H2Settings = H2Settings()) throws {
+        client = try H2Session(role: .client, settings: clientSettings)
+        let clock = clock
+        relay = try H2ToH1Relay(primaryConnected: true, maxLanes: maxLanes, now: { clock.now }) { head in
             .forward(head: head, url: "https://good.test" + head.target, upstream: nil, annotation: [], outcome: .allowed, codes: [])
         }
         take(relay.upstreamBytes([]))
@@ -36,6 +42,7 @@ private final class PoolScene {
 
     func take(_ o: RelayOutput) {
         opened += o.openLanes
+        unsolicited += o.unsolicitedLanes
         paused.merge(o.pauseReading) { _, new in new }
         closed += o.closeLanes
         if o.closeUpstream { closed.append(.primary) }
@@ -55,6 +62,8 @@ private final class PoolScene {
                 responses[id]?.body += bytes
                 if end { responses[id]?.ended = true }
                 if reads { client.consume(streamID: id, count: bytes.count) }
+            case .rstStream(let id, let code):
+                resets[id] = code
             default: break
             }
         }
@@ -107,7 +116,7 @@ struct H2ToH1RelayTests {
         #expect(scene.responses[first]?.ended == true)
     }
 
-    @Test("A client that stops reading: its lane stops being read once 256 KiB wait, and resumes as the client reads")
+    @Test("A client that stops reading: its lane stops being read once 64 KiB wait, and resumes as the client reads")
     func slowReaderPausesLane() throws {
         let scene = try PoolScene(maxLanes: 1)
         scene.reads = false
@@ -245,3 +254,124 @@ struct H2ToH1ZeroWindowUpdateTests {
         #expect(out.closeClient)
     }
 }
+
+/// A clock the tests move by hand.
+final class TestClock: @unchecked Sendable {
+    var now: Double = 0
+}
+
+@Suite("H2ToH1Relay: the client's windows bound what is read from the lanes; deadlines per request")
+struct H2ToH1RelayBoundsTests {
+    static let timeoutAnswer = ATSAnswer(
+        url: "", decision: PolicyDecision(keyPath: [], reason: "test"),
+        violations: [ATSViolation(kind: .timedOut, urlError: .timedOut, sslError: nil, explanation: "silent",
+                                  fix: .noExceptionCanHelp(reason: "test"))])
+
+    @Test("SETTINGS_INITIAL_WINDOW_SIZE 1 and 40 responses of 256 KiB: at most 512 KiB wait for the client, then every lane is paused")
+    func windowOneBoundsWhatIsRead() throws {
+        let scene = try PoolScene(maxLanes: 6, clientSettings: H2Settings(initialWindowSize: 1))
+        scene.reads = false
+        let ids = try (0..<40).map { try scene.get("/big\($0)") }
+        try scene.exchange()
+        for lane in scene.opened { scene.take(scene.relay.laneConnected(lane)) }
+        let size = 256 << 10
+        let head = bytes("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n")
+        let piece = [UInt8](repeating: 0x62, count: 16 << 10)
+        // Each lane is fed its responses 16 KiB at a time (a read) for as long as the relay reads it.
+        var fed: [UpstreamLane: Int] = [:]
+        var total = 0
+        for _ in 0..<10_000 {
+            var moved = false
+            for lane in [UpstreamLane.primary] + scene.opened {
+                let peer: ProxyPeer = lane == .primary ? .upstream : .lane(lane)
+                let asked = (scene.toLanes[lane] ?? "").components(separatedBy: "GET /big").count - 1
+                let answered = (fed[lane] ?? 0) / (size + 1)
+                guard scene.paused[peer] != true, answered < asked else { continue }
+                let offset = (fed[lane] ?? 0) % (size + 1)
+                let bytes = offset == 0 ? head : piece
+                let step = offset == 0 ? 1 : piece.count
+                let out = lane == .primary ? scene.relay.upstreamBytes(bytes) : scene.relay.laneBytes(lane, bytes)
+                fed[lane, default: 0] += step
+                total += bytes.count - (offset == 0 ? head.count : 0)
+                scene.take(out)
+                moved = true
+            }
+            if !moved { break }
+        }
+        let delivered = ids.reduce(0) { $0 + (scene.responses[$1]?.body.count ?? 0) }
+        // What the relay holds: bytes read from the origin and not given to the client. Before the bound, every
+        // response was read whole (10 MiB).
+        let held = total - delivered
+        #expect(held <= (512 << 10) + 7 * piece.count, "\(held >> 10) KiB held")
+        #expect(held >= 256 << 10, "the bound, not something else, stopped the reading: \(held >> 10) KiB held")
+    }
+
+    @Test("A stalled request body on a lane: RST_STREAM CANCEL after --client-timeout, and its lane closes")
+    func stalledBodyIsReset() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let id = try scene.client.submitRequest(
+            [H2Header(":method", "POST"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+             H2Header(":path", "/upload")], body: .streaming)
+        try scene.client.sendData(streamID: id, bytes("part"), endStream: false)
+        try scene.exchange()
+        #expect(scene.relay.nextStreamDeadline == 30)
+        scene.clock.now = 20
+        try scene.client.sendData(streamID: id, bytes("more"), endStream: false)
+        try scene.exchange()
+        #expect(scene.relay.nextStreamDeadline == 50, "inactivity: counted from the last DATA")
+        scene.clock.now = 50
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        try scene.exchange()
+        #expect(scene.resets[id] == .cancel)
+        #expect(scene.closed == [.primary])
+        #expect(scene.relay.nextStreamDeadline == nil)
+    }
+
+    @Test("A stream waiting for a lane keeps no body deadline (its window is held); the one in flight does")
+    func waitingStreamHasNoBodyDeadline() throws {
+        let scene = try PoolScene(maxLanes: 1)
+        _ = try scene.get("/slow")
+        let waiting = try scene.client.submitRequest(
+            [H2Header(":method", "POST"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+             H2Header(":path", "/upload")], body: .streaming)
+        try scene.client.sendData(streamID: waiting, bytes("part"), endStream: false)
+        try scene.exchange()
+        // The GET's answer is due at 60 s; the waiting POST has no deadline until it gets the lane.
+        #expect(scene.relay.nextStreamDeadline == 60)
+    }
+
+    @Test("Two responses in one write to one request: the lane closes with a notice; the extra is nobody's answer")
+    func extraResponseClosesTheLane() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let first = try scene.get("/double")
+        let second = try scene.get("/next")
+        try scene.exchange()
+        // The second stream waits for lane 1, still connecting, while the first connection answers twice.
+        scene.take(scene.relay.upstreamBytes(bytes(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirstHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra")))
+        #expect(scene.responses[first]?.body == bytes("first"))
+        #expect(scene.responses[first]?.ended == true)
+        #expect(scene.unsolicited == [.primary])
+        #expect(scene.closed == [.primary])
+        #expect(scene.responses[second] == nil, "the extra response is not the next stream's")
+        scene.take(scene.relay.laneConnected(UpstreamLane(1)))
+        scene.take(scene.relay.laneBytes(UpstreamLane(1), bytes("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")))
+        #expect(scene.responses[second]?.body == bytes("next"))
+    }
+
+    @Test("An upstream that sends no response head within --response-timeout: 504 on that stream, its lane closed")
+    func silentUpstreamIs504() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let id = try scene.get("/silent")
+        try scene.exchange()
+        scene.clock.now = 59
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        #expect(scene.responses[id] == nil, "not yet due")
+        scene.clock.now = 60
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        #expect(scene.responses[id]?.status == "504")
+        #expect(scene.responses[id]?.ended == true)
+        #expect(scene.closed == [.primary])
+    }
+}
+
