@@ -13,8 +13,9 @@ import ProxyTrace
 // 4. Flow control: response DATA is credited back as soon as it is handed to the client connection, whose socket
 //    backpressure stops reading the upstream when the client is slow. Request bodies wait in the stream's outbound
 //    queue for the upstream's window; past `queueHighWater` the client connection stops being read.
-// 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection closes
-//    (HTTP/1 has no other way to say a body is incomplete). Upgrade requests cannot cross to HTTP/2: the first
+// 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection is reset
+//    (`abortClient`: HTTP/1 has no other way to say a body is incomplete, and a close would end a close-delimited
+//    one). Upgrade requests cannot cross to HTTP/2: the first
 //    request of a connection asks the session to reconnect the upstream offering only http/1.1 and replay it
 //    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
 //    a later one, or CONNECT, gets a 501.
@@ -462,6 +463,8 @@ final class H1ToH2Relay: ExchangeRelay {
             return
         }
         let cutOff = ex.responseHeadSent ? text : nil
+        // A response cut off after its head: only a reset tells the client (a close ends a close-delimited body).
+        if ex.responseHeadSent, ex.localAnswer == nil { out.abortClient = true }
         if !ex.responseHeadSent {
             out.toClient += ex.recordClosingAnswer(status: status, reason: text)
             exchange = ex

@@ -169,6 +169,16 @@ final class HTTP1Relay {
         return out.take()
     }
 
+    /// The upstream connection failed (a reset): a response in flight ends here cut off, even a close-delimited one
+    /// that an EOF would have completed, and the client is told so by its own connection's reset.
+    func upstreamReset(_ reason: String) -> RelayOutput {
+        guard let ex = exchange, !finished, ex.localAnswer == nil else { return upstreamEOF() }
+        failExchange(status: 502, reason: reason)
+        out.closeUpstream = true
+        connectedUpstream = nil
+        return out.take()
+    }
+
     /// The upstream asked for with `RelayOutput.connect` is open: release what was held for it.
     func upstreamConnected(_ target: UpstreamTarget) -> RelayOutput {
         connectedUpstream = target
@@ -476,7 +486,8 @@ final class HTTP1Relay {
     }
 
     /// Ends the exchange in flight: an error answer if no response head went out yet, else it is logged as cut off
-    /// (closing is the only way HTTP/1 has to say a response is incomplete). The client connection ends.
+    /// and the client's connection is reset (`abortClient`: a close is how a close-delimited body ends, so only a
+    /// reset says that the response is incomplete). The client connection ends.
     private func failExchange(status: Int, reason: String) {
         guard var ex = exchange else {
             out.closeClient = true
@@ -484,6 +495,7 @@ final class HTTP1Relay {
             return
         }
         if ex.responseHeadSent {
+            if ex.localAnswer == nil { out.abortClient = true }
             complete(keepParsing: false, interruption: ex.localAnswer == nil ? reason : nil)
         } else {
             out.toClient += ex.recordClosingAnswer(status: status, reason: reason)

@@ -69,7 +69,7 @@ extension ProxySession {
             if let upgrade = o.exchanges.last { i.upgraded = UpgradedConnection(after: upgrade, at: now()) }
             i.raw = true
         }
-        if o.closeClient { closeAll(tlsClose: true) }
+        if o.closeClient { closeAll(tlsClose: true, reset: o.abortClient) }
     }
 
     func decideIntercepted(_ head: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {

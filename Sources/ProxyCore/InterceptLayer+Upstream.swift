@@ -142,7 +142,7 @@ extension ProxySession {
             i.upstream?.feedEndOfInput()
             stepUpstreamHandshake(i)
         case .relaying:
-            upstreamGone(i)
+            upstreamGone(i, failure: error)
         default:
             break
         }
@@ -210,16 +210,27 @@ extension ProxySession {
         return ["GET ", "HEAD ", "OPTIONS "].contains { plaintext.starts(with: $0.utf8) }
     }
 
-    func upstreamGone(_ i: InterceptLayer) {
+    /// The upstream connection ended: cleanly, or with `failure` (a TCP reset), which cuts off what was in flight
+    /// and is passed on to the client as such.
+    func upstreamGone(_ i: InterceptLayer, failure: String? = nil) {
         guard !i.upstreamFinished, i.blockAnswer == nil else { return }
         i.upstreamFinished = true
         if i.raw {
-            upgradeEnded(i, by: "the upstream closed it")
-            shutdownClientTLS(i)
+            if let failure {
+                upgradeEnded(i, by: "the upstream connection failed: \(failure)")
+                closeAll(reset: true)
+            } else {
+                upgradeEnded(i, by: "the upstream closed it")
+                shutdownClientTLS(i)
+            }
             return
         }
         guard let relay = i.relay else { return }
-        applyIntercepted(relay.upstreamEOF(), i)
+        if let failure {
+            applyIntercepted(relay.upstreamReset("the upstream connection failed: \(failure)"), i)
+        } else {
+            applyIntercepted(relay.upstreamEOF(), i)
+        }
         // The upstream TLS session is over; the client reconnects for its next request. A pool of lanes only lost
         // one of its connections and opens another when needed.
         if relay.isIdle, !(relay is LaneRelay), !isDone { closeAll(tlsClose: true) }
