@@ -21,8 +21,8 @@ public enum HTTP1Framing {
         return true
     }
 
-    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, and a final
-    /// coding other than chunked are all rejected.
+    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, any transfer
+    /// coding but `chunked` alone, and a `Connection` that names a framing field are all rejected.
     public static func forRequest(_ head: HTTPRequestHead, limits: HTTP1Limits = .init()) throws(HTTP1Error)
         -> HTTP1BodyFraming
     {
@@ -45,6 +45,7 @@ public enum HTTP1Framing {
         throws(HTTP1Error) -> HTTP1BodyFraming
     {
         let errorStatus = isRequest ? 400 : 502
+        if headers.contains(.connection) { try checkConnectionOptions(headers, errorStatus: errorStatus) }
         let hasTE = headers.contains(.transferEncoding)
         let hasCL = headers.contains(.contentLength)
         if hasTE {
@@ -59,12 +60,14 @@ public enum HTTP1Framing {
                     detail: "Transfer-Encoding in an HTTP/1.0 message")
             }
             let codings = headers.listTokens(for: .transferEncoding)
-            // Only `chunked` is understood; a final coding other than chunked cannot be delimited safely. Other codings
-            // before chunked (e.g. "gzip, chunked") stay in the body untouched, which is what a relaying proxy wants.
-            guard codings.last == "chunked", codings.filter({ $0 == "chunked" }).count == 1 else {
+            // Only `chunked` is implemented (RFC 9112 §6.1: a coding the server does not understand gets 501, as
+            // nginx answers). A final coding other than chunked cannot be delimited at all, and one before it
+            // (`identity, chunked`, `gzip, chunked`) is a coding a next hop may implement differently, or not at all.
+            guard codings == ["chunked"] else {
                 throw HTTP1Error(
                     .remote, .unsupportedTransferEncoding, status: isRequest ? 501 : 502,
-                    detail: "Transfer-Encoding must end with exactly one chunked: \(codings.joined(separator: ", "))")
+                    detail: "Transfer-Encoding other than chunked alone is not implemented: "
+                        + codings.joined(separator: ", "))
             }
             return .chunked
         }
@@ -95,6 +98,18 @@ public enum HTTP1Framing {
             return length == 0 ? .none : .contentLength(length)
         }
         return isRequest ? .none : .untilClose
+    }
+
+    /// Fields named in `Connection` are removed by each hop that forwards the message (RFC 9110 §7.6.1). Naming one
+    /// that frames the message or names its host would make one hop read a different message than the next (a
+    /// proxy that honours the option drops the field, one that does not keeps it): refused.
+    private static func checkConnectionOptions(_ headers: HTTPHeaders, errorStatus: Int) throws(HTTP1Error) {
+        for option in headers.listTokens(for: .connection)
+        where option == "content-length" || option == "transfer-encoding" || option == "host" {
+            throw HTTP1Error(
+                .remote, .invalidHeaderValue, status: errorStatus,
+                detail: "Connection names \(option), a field that frames the message or names its host")
+        }
     }
 
     /// The value of one Content-Length field: digits only after OWS is trimmed, at most 18 of them. A list

@@ -54,6 +54,12 @@ public enum HTTPRequestTarget: Equatable, Sendable {
         self = .absolute(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
     }
 
+    /// Whether `text` is an authority as a request names its host: host[:port], an IPv6 literal in brackets, no
+    /// userinfo, no list (the form a Host field and HTTP/2's `:authority` must have).
+    public static func isValidAuthority(_ text: String) -> Bool {
+        splitAuthority(Substring(text)) != nil
+    }
+
     /// Where `needle` (ASCII) first starts in `haystack`.
     private static func firstIndex(of needle: StaticString, in haystack: String.UTF8View) -> String.Index? {
         let wanted = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)

@@ -205,7 +205,9 @@ final class H1ToH2Relay: ExchangeRelay {
     private func begin(_ head: HTTPRequestHead) {
         let first = firstRequest
         firstRequest = false
-        if first, retryUpgradeOverHTTP1, head.method != "CONNECT", head.headers.contains(name: "Upgrade"),
+        // An h2c upgrade is no upgrade the proxy relays (HopByHopFields): such a request goes as a plain one.
+        let asksUpgrade = HopByHopFields.request(head).headers.contains(name: "Upgrade")
+        if first, retryUpgradeOverHTTP1, head.method != "CONNECT", asksUpgrade,
             !head.headers.contains(name: "Content-Length"), !head.headers.contains(name: "Transfer-Encoding")
         {
             // Decided and logged on the new connection; sent there once the request's end is read.
@@ -228,7 +230,7 @@ final class H1ToH2Relay: ExchangeRelay {
                 started: now(), clientVersion: head.version, requestKeepAlive: head.keepAlive)
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: forwarded)
-            if head.mayChangeProtocol {
+            if head.method == "CONNECT" || asksUpgrade {
                 exchange = ex
                 answerLocally(head, &ex, status: 501, reason: "Not Implemented",
                     body: "ATSProxy: the upstream speaks HTTP/2, which cannot carry this \(head.method == "CONNECT" ? "CONNECT" : "Upgrade") request from an HTTP/1.1 client\n")

@@ -21,7 +21,11 @@ import ProxyTrace
 // 7. Upstream bytes with no request outstanding (a second response after the first, say) close the upstream
 //    connection instead of waiting to be served as the answer to the next request; a 101 to a request that asked
 //    for no upgrade is answered 502. The next request reconnects (plain HTTP) or the client does (intercepted).
-// 8. `wait` tells the session what is outstanding (a head, a body, a response) so it can keep a deadline on it;
+// 8. Heads lose what belongs to one hop before they go on (`HopByHopFields`): the fields named in `Connection`, both
+//    ways, and a request's `h2c` upgrade (an origin's 101 to it would hand the connection to HTTP/2 nobody parses).
+//    A chunked response to an HTTP/1.0 client goes de-chunked and close-delimited. A cut-off response (the upstream
+//    reset, or its framing broke after the head went out) resets the client's connection (`abortClient`).
+// 9. `wait` tells the session what is outstanding (a head, a body, a response) so it can keep a deadline on it;
 //    `deadlinePassed` ends the exchange when one passes (408, or 504 for a silent upstream).
 
 // Exclusivity: the mutable state below is touched only by the relay's own methods, on its session's loop thread,
@@ -49,6 +53,8 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var number = 0
         /// The request carries `Upgrade`: only then may the upstream answer 101.
         @exclusivity(unchecked) var asksUpgrade = false
+        /// The client spoke HTTP/1.0, which knows no chunked coding: a chunked response reaches it close-delimited.
+        @exclusivity(unchecked) var clientIsHTTP10 = false
         /// The client holds its body back for `100 Continue`: until the upstream answers or the body starts anyway,
         /// the wait is the upstream's, not the client's.
         @exclusivity(unchecked) var awaitingContinue = false
@@ -276,13 +282,16 @@ final class HTTP1Relay {
         let decision = decide(head)
         headsBegun += 1
         switch decision {
-        case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
+        case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes):
+            let forwarded = HopByHopFields.request(decided)
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now(),
                 recorder: ExchangeRecorder.make(recording))
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             ex.number = headsBegun
-            ex.asksUpgrade = head.headers.contains(name: "Upgrade")
+            // What went up decides: an h2c upgrade removed there may not be answered 101.
+            ex.asksUpgrade = forwarded.headers.contains(name: "Upgrade")
+            ex.clientIsHTTP10 = head.version.minor == 0
             ex.awaitingContinue = forwarded.expectsContinue
             ex.requestKeepAlive = requests.lastMessageKeepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
@@ -357,13 +366,24 @@ final class HTTP1Relay {
                     out.closeUpstream = true
                     return
                 }
-                let received = responses.lastHeadBytes
+                // Fields the upstream named in Connection stay on its hop; nothing to remove leaves `head` as it
+                // was, and its received bytes can go on as they came.
+                var sent = HopByHopFields.response(head)
+                var framing = responses.lastBodyFraming
+                if !head.isInterim, framing == .chunked, ex.clientIsHTTP10 {
+                    // RFC 9112 §6.1: chunked must not reach an HTTP/1.0 recipient; the body is de-chunked and ends
+                    // with the connection.
+                    sent.headers.remove(name: "Transfer-Encoding")
+                    sent.headers.replaceOrAdd(name: "Connection", value: "close")
+                    framing = .untilClose
+                }
+                let received = sent == head ? responses.lastHeadBytes : nil
                 if head.isInterim {
                     if let received {
                         out.toClient.append(contentsOf: received)
                     } else {
                         var bytes: [UInt8] = []
-                        do { try HTTP1Serializer.write(head, into: &bytes) } catch {
+                        do { try HTTP1Serializer.write(sent, into: &bytes) } catch {
                             protocolError(error, fromClient: false)
                             return
                         }
@@ -381,7 +401,7 @@ final class HTTP1Relay {
                         // Validates the annotation before appending anything, so `out` stays whole on failure.
                         try HTTP1Serializer.write(rawHead: received, adding: ex.annotation, into: &out.toClient)
                     } else {
-                        var annotated = head
+                        var annotated = sent
                         for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
                         var bytes: [UInt8] = []
                         try HTTP1Serializer.write(annotated, into: &bytes)
@@ -392,11 +412,11 @@ final class HTTP1Relay {
                     return
                 }
                 // The parser framed this head for the method the request had (`expectResponse` in `begin`).
-                ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
+                ex.responseWriter = HTTP1BodyWriter(framing: framing)
                 if let recorder = ex.recorder {
                     var annotated: HTTPResponseHead?
-                    if !ex.annotation.isEmpty {
-                        annotated = head
+                    if !ex.annotation.isEmpty || sent != head {
+                        annotated = sent
                         for (name, value) in ex.annotation { annotated?.headers.add(name: name, value: value) }
                     }
                     recorder.recordResponse(head, toClient: annotated, at: now())

@@ -72,7 +72,15 @@ extension ProxySession {
         if o.closeClient { closeAll(tlsClose: true, reset: o.abortClient) }
     }
 
-    func decideIntercepted(_ head: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
+    func decideIntercepted(_ received: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
+        var head = received
+        if !head.target.hasPrefix("/"), head.target != "*", head.method != "CONNECT" {
+            switch Self.originForm(of: head, forHost: i.host, port: i.port) {
+            case .some(.success(let rewritten)): head = rewritten
+            case .some(.failure(let refusal)): return refusal.decision
+            case nil: break
+            }
+        }
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
@@ -103,6 +111,33 @@ extension ProxySession {
         }
         traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         return .forward(head: head, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
+    }
+
+    /// A request inside a tunnel that names its target in absolute form (`GET https://h.test/x`): RFC 9112 §3.2.2 says
+    /// the target's host wins over `Host`, so the origin and the proxy must both read that one. The tunnel's own host
+    /// and port go on in origin form with `Host` from the target; any other is refused with 421 (it cannot be sent on
+    /// this connection, and forwarding it would let the origin read a host the proxy never judged). nil for a target
+    /// that is not absolute-form.
+    static func originForm(of head: HTTPRequestHead, forHost host: String, port: Int)
+        -> Result<HTTPRequestHead, MisdirectedRequest>?
+    {
+        let target: HTTPRequestTarget
+        do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return nil }
+        guard case .absolute(let scheme, let targetHost, let targetPort, let path) = target else { return nil }
+        guard scheme == "https", targetHost.lowercased() == host.lowercased(), (targetPort ?? 443) == port else {
+            let answer = HTTPResponseHead(
+                status: 421, reason: "Misdirected Request", headers: [("Content-Type", "text/plain; charset=utf-8")])
+            let text = "ATSProxy: this connection is for https://\(host):\(port); a request for "
+                + "\(Redaction.url(head.target)) cannot be sent on it\n"
+            return .failure(MisdirectedRequest(decision: .answer(
+                head: answer, body: Array(text.utf8), url: Redaction.url(head.target), outcome: .notEvaluated,
+                codes: [])))
+        }
+        var rewritten = head
+        rewritten.target = path
+        let name = targetHost.contains(":") ? "[\(targetHost)]" : targetHost
+        rewritten.headers.replaceOrAdd(name: "Host", value: targetPort.map { "\(name):\($0)" } ?? name)
+        return .success(rewritten)
     }
 
     /// Everything `engine` has decrypted so far, with `incoming` lent to it, and whether the peer's side ended
@@ -234,6 +269,11 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
     }
+}
+
+/// The refusal of a request whose absolute-form target names another origin than its tunnel's.
+struct MisdirectedRequest: Error {
+    let decision: RequestDecision
 }
 
 extension ProxySession {
