@@ -92,8 +92,11 @@ final class HTTP1Relay {
     }
 
     @exclusivity(unchecked) private var exchange: Exchange?
-    /// Head bytes (and body) held while the upstream connects.
+    /// Head bytes (and body) held while the upstream connects; past `heldLimit` the client is not read until then.
     @exclusivity(unchecked) private var held: [UInt8] = []
+    @exclusivity(unchecked) private var clientPausedForUpstream = false
+    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream cannot make the proxy buffer more.
+    static let heldLimit = 64 * 1024
     @exclusivity(unchecked) private(set) var awaitingUpstream = false
     @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
     @exclusivity(unchecked) private var finished = false
@@ -141,7 +144,18 @@ final class HTTP1Relay {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
         pumpRequests()
+        if awaitingUpstream, held.count >= Self.heldLimit, !clientPausedForUpstream {
+            clientPausedForUpstream = true
+            out.pauseReading[.client] = true
+        }
         return out.take()
+    }
+
+    /// The wait for the upstream is over: the client is read again if `heldLimit` had paused it.
+    private func resumeClientAfterUpstream() {
+        guard clientPausedForUpstream else { return }
+        clientPausedForUpstream = false
+        out.pauseReading[.client] = false
     }
 
     func clientEOF() -> RelayOutput {
@@ -192,6 +206,7 @@ final class HTTP1Relay {
         if let ex = exchange, ex.requestEnded, let recorder = ex.recorder { recorder.requestSent = now() }
         out.toUpstream += held
         held = []
+        resumeClientAfterUpstream()
         return out.take()
     }
 
@@ -200,6 +215,7 @@ final class HTTP1Relay {
     func upstreamFailed(_ message: String, failure: ConnectFailure? = nil) -> RelayOutput {
         awaitingUpstream = false
         held = []
+        resumeClientAfterUpstream()
         if let failure, let ex = exchange, !ex.responseHeadSent {
             ex.outcome = .failed
             ex.codes = [ExchangeError(urlError: failure.urlError)]

@@ -229,8 +229,37 @@ def cut_by_reset(tls):
     return check
 
 
+def early_bytes_capped(env):
+    """Item 10: while the upstream connects or handshakes, the proxy holds at most 64 KiB of the client's early bytes
+    and then stops reading it, as a tunnel does: 64 MiB sent behind a ClientHello must not all be taken in."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    hello = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname="early.silent.test")
+    try:
+        hello.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    rss_before = env.proxy.rss_kib()
+    sent, junk = 0, b"\x17\x03\x03\x40\x00" + b"x" * 0x4000
+    with env.proxy.connect_tunnel("early.silent.test") as sock:
+        sock.sendall(outgoing.read())
+        sock.settimeout(3)
+        try:
+            while sent < 64 << 20:
+                sent += sock.send(junk)
+        except (socket.timeout, ConnectionResetError, BrokenPipeError):
+            pass
+        growth = (env.proxy.rss_kib() - rss_before) // 1024
+    harness.ensure(sent < 64 << 20, "the proxy took in all %d MiB while the upstream was silent (RSS +%d MiB)"
+                   % (sent >> 20, growth))
+    return "took %d MiB (socket buffers) before it stopped reading; RSS +%d MiB" % (sent >> 20, growth)
+
+
 def proxy_args(env):
-    return []
+    # An upstream that completes TCP and never answers the TLS handshake (a listener nobody accepts on).
+    env.silent = socket.socket()
+    env.silent.bind(("127.0.0.1", 0))
+    env.silent.listen(64)
+    return ["--map", "*.silent.test=127.0.0.1:%d" % env.silent.getsockname()[1]]
 
 
 CHECKS = [
@@ -253,4 +282,5 @@ CHECKS = [
     ("connection-names-content-length", connection_names_framing, 20),
     ("cut-by-reset-plain", cut_by_reset(False), 20),
     ("cut-by-reset-intercepted", cut_by_reset(True), 20),
+    ("early-bytes-capped-while-upstream-handshakes", early_bytes_capped, 30),
 ]
