@@ -117,6 +117,11 @@ def origin_h2(conn):
         for ev in c.receive_data(data):
             if isinstance(ev, h2.events.RequestReceived):
                 hdr = dict(ev.headers)
+                if b"host" in hdr and hdr[b"host"].lower() != hdr.get(b":authority", b"").lower():
+                    # RFC 9113 §8.3.1: a host field naming another host than :authority is malformed.
+                    c.reset_stream(ev.stream_id, error_code=1)
+                    conn.sendall(c.data_to_send())
+                    continue
                 if hdr.get(b":path") == b"/cut":
                     c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff"), (b"content-type", b"text/plain")])
                     c.send_data(ev.stream_id, b"partial body")
@@ -340,6 +345,13 @@ def client(host, port, ca, proto, proxy):
         st, ending = h2_ending(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", b"/cut")])
     out["cut"] = {"status": st, "ending": ending}
     t.close()
+    # 6. HTTP/2 only: :authority and a host field that names another host, malformed (RFC 9113 §8.3.1) on every path
+    if proto == "h2":
+        t = connect(host, port, ca, proto, proxy)
+        st, ending = h2_ending(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()),
+                                   (b":path", b"/plain"), (b"host", b"other.test")])
+        out["authority"] = {"status": st, "ending": ending}
+        t.close()
     print(json.dumps(out))
 
 if __name__ == "__main__":
