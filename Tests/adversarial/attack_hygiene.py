@@ -27,6 +27,15 @@ def client_for(env, tls, host, strict_eof=False):
     return ctx.wrap_socket(sock, server_hostname=host.decode(), suppress_ragged_eofs=not strict_eof), lambda p: p
 
 
+def refused_locally(origin, mark, sock, request, status, note):
+    """Sends `request`; the proxy must answer `status` itself, forwarding nothing since `mark`."""
+    with sock:
+        sock.sendall(request)
+        data, _ = harness.recv_until_closed(sock, 5)
+    harness.ensure(not origin.requests(mark), "%s reached the origin: %r" % (note, origin.requests(mark)))
+    harness.ensure(data.startswith(b"HTTP/1.1 %d" % status), "%s was answered %r" % (note, data[:60]))
+
+
 def h2c_upgrade(tls):
     """Item 7: `Upgrade: h2c` is stripped (with HTTP2-Settings): the origin never sees it and never switches."""
     def check(env):
@@ -128,11 +137,8 @@ def invalid_host(tls):
         origin = env.origin_for(tls)
         mark = origin.mark()
         sock, target = client_for(env, tls, host)
-        with sock:
-            sock.sendall(b"GET %s HTTP/1.1\r\nHost: %s, evil.test\r\n\r\n" % (target(b"/host"), host))
-            data, _ = harness.recv_until_closed(sock, 5)
-        harness.ensure(not origin.requests(mark), "the origin received %r" % origin.requests(mark))
-        harness.ensure(data.startswith(b"HTTP/1.1 400"), "a Host list was answered %r" % data[:60])
+        refused_locally(origin, mark, sock, b"GET %s HTTP/1.1\r\nHost: %s, evil.test\r\n\r\n" % (target(b"/host"), host),
+                        400, "a Host list")
 
     return check
 
@@ -140,13 +146,9 @@ def invalid_host(tls):
 def transfer_coding(coding):
     """Item 9: a transfer coding the proxy does not implement gets 501 (as nginx answers), not forwarded."""
     def check(env):
-        mark = env.origin.mark()
-        with env.proxy.connect() as sock:
-            sock.sendall(b"POST http://hy6.plain.test/te HTTP/1.1\r\nHost: hy6.plain.test\r\nTransfer-Encoding: %s"
-                         b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n" % coding)
-            data, _ = harness.recv_until_closed(sock, 5)
-        harness.ensure(not env.origin.requests(mark), "Transfer-Encoding %r reached the origin" % coding)
-        harness.ensure(data.startswith(b"HTTP/1.1 501"), "Transfer-Encoding %r was answered %r" % (coding, data[:60]))
+        refused_locally(env.origin, env.origin.mark(), env.proxy.connect(),
+                        b"POST http://hy6.plain.test/te HTTP/1.1\r\nHost: hy6.plain.test\r\nTransfer-Encoding: %s"
+                        b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n" % coding, 501, "Transfer-Encoding %r" % coding)
 
     return check
 
@@ -192,13 +194,9 @@ def connection_nominated(tls):
 
 def connection_names_framing(env):
     """Item 14: a Connection that names Content-Length would let one hop drop the body's framing: 400."""
-    mark = env.origin.mark()
-    with env.proxy.connect() as sock:
-        sock.sendall(b"POST http://hy9.plain.test/x HTTP/1.1\r\nHost: hy9.plain.test\r\nConnection: Content-Length\r\n"
-                     b"Content-Length: 5\r\n\r\nhello")
-        data, _ = harness.recv_until_closed(sock, 5)
-    harness.ensure(not env.origin.requests(mark), "the origin received %r" % env.origin.requests(mark))
-    harness.ensure(data.startswith(b"HTTP/1.1 400"), "answered %r" % data[:60])
+    refused_locally(env.origin, env.origin.mark(), env.proxy.connect(),
+                    b"POST http://hy9.plain.test/x HTTP/1.1\r\nHost: hy9.plain.test\r\nConnection: Content-Length\r\n"
+                    b"Content-Length: 5\r\n\r\nhello", 400, "Connection: Content-Length")
 
 
 def cut_by_reset(tls):
