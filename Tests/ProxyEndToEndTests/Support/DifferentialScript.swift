@@ -266,18 +266,21 @@ def h2_ending(t, headers):
     c.send_headers(sid, headers, end_stream=True)
     t.sendall(c.data_to_send())
     status = None
-    try:
-        while True:
+    while True:
+        try:
             data = t.recv(65536)
-            if not data: return status, "cut"
-            for ev in c.receive_data(data):
-                if isinstance(ev, h2.events.ResponseReceived): status = int(dict(ev.headers)[b":status"])
-                elif isinstance(ev, h2.events.DataReceived): c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamEnded): return status, "complete"
-                elif isinstance(ev, (h2.events.StreamReset, h2.events.ConnectionTerminated)): return status, "cut"
+        except (ConnectionResetError, ssl.SSLError):
+            return status, "cut"
+        if not data: return status, "cut"
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.ResponseReceived): status = int(dict(ev.headers)[b":status"])
+            elif isinstance(ev, h2.events.DataReceived): c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded): return status, "complete"
+            elif isinstance(ev, (h2.events.StreamReset, h2.events.ConnectionTerminated)): return status, "cut"
+        try:
             t.sendall(c.data_to_send())
-    except (ConnectionResetError, ssl.SSLError):
-        return status, "cut"
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+            pass  # the peer is gone: what it sent before its reset is still to be read
 
 def client(host, port, ca, proto, proxy):
     out = {}
