@@ -199,12 +199,16 @@ def connection_names_framing(env):
                     b"Content-Length: 5\r\n\r\nhello", 400, "Connection: Content-Length")
 
 
-def cut_by_reset(tls):
+def cut_by_reset(tls, tunnel=False):
     """Item 11: a close-delimited body the origin ends with a reset reaches the client cut (a reset; no TLS
-    close_notify), as it would directly, never as a complete response."""
+    close_notify), as it would directly, never as a complete response; through a raw tunnel (bytes after CONNECT
+    that are not TLS) too."""
     def check(env):
         host = b"hy10.tls.test" if tls else b"hy10.plain.test"
-        sock, target = client_for(env, tls, host, strict_eof=True)
+        if tunnel:
+            sock, target = env.proxy.connect_tunnel(host.decode(), port=80), lambda p: p
+        else:
+            sock, target = client_for(env, tls, host, strict_eof=True)
         data, ending = b"", None
         with sock:
             sock.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target(b"/cut-reset"), host))
@@ -280,5 +284,6 @@ CHECKS = [
     ("connection-names-content-length", connection_names_framing, 20),
     ("cut-by-reset-plain", cut_by_reset(False), 20),
     ("cut-by-reset-intercepted", cut_by_reset(True), 20),
+    ("cut-by-reset-raw-tunnel", cut_by_reset(False, tunnel=True), 20),
     ("early-bytes-capped-while-upstream-handshakes", early_bytes_capped, 30),
 ]
