@@ -21,8 +21,8 @@ public enum HTTP1Framing {
         return true
     }
 
-    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, any transfer
-    /// coding but `chunked` alone, and a `Connection` that names a framing field are all rejected.
+    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, and any
+    /// transfer coding but `chunked` alone are all rejected.
     public static func forRequest(_ head: HTTPRequestHead, limits: HTTP1Limits = .init()) throws(HTTP1Error)
         -> HTTP1BodyFraming
     {
@@ -45,7 +45,6 @@ public enum HTTP1Framing {
         throws(HTTP1Error) -> HTTP1BodyFraming
     {
         let errorStatus = isRequest ? 400 : 502
-        if headers.contains(.connection) { try checkConnectionOptions(headers, errorStatus: errorStatus) }
         let hasTE = headers.contains(.transferEncoding)
         let hasCL = headers.contains(.contentLength)
         if hasTE {
@@ -98,18 +97,6 @@ public enum HTTP1Framing {
             return length == 0 ? .none : .contentLength(length)
         }
         return isRequest ? .none : .untilClose
-    }
-
-    /// Fields named in `Connection` are removed by each hop that forwards the message (RFC 9110 §7.6.1). Naming one
-    /// that frames the message or names its host would make one hop read a different message than the next (a
-    /// proxy that honours the option drops the field, one that does not keeps it): refused.
-    private static func checkConnectionOptions(_ headers: HTTPHeaders, errorStatus: Int) throws(HTTP1Error) {
-        for option in headers.listTokens(for: .connection)
-        where option == "content-length" || option == "transfer-encoding" || option == "host" {
-            throw HTTP1Error(
-                .remote, .invalidHeaderValue, status: errorStatus,
-                detail: "Connection names \(option), a field that frames the message or names its host")
-        }
     }
 
     /// The value of one Content-Length field: digits only after OWS is trimmed, at most 18 of them. A list

@@ -205,8 +205,10 @@ final class H1ToH2Relay: ExchangeRelay {
     private func begin(_ head: HTTPRequestHead) {
         let first = firstRequest
         firstRequest = false
-        // An h2c upgrade is no upgrade the proxy relays (HopByHopFields): such a request goes as a plain one.
-        let asksUpgrade = HopByHopFields.request(head).headers.contains(name: "Upgrade")
+        // An h2c upgrade is no upgrade the proxy relays (HopByHopFields): such a request goes as a plain one. Whatever
+        // else Connection names, the translation to HTTP/2 drops (and frames the body itself).
+        let asksUpgrade = head.headers.contains(name: "Upgrade")
+            && !(head.headers.listTokens(for: "Upgrade").allSatisfy { $0 == "h2c" })
         if first, retryUpgradeOverHTTP1, head.method != "CONNECT", asksUpgrade,
             !head.headers.contains(name: "Content-Length"), !head.headers.contains(name: "Transfer-Encoding")
         {

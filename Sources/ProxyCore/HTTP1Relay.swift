@@ -299,7 +299,11 @@ final class HTTP1Relay {
         headsBegun += 1
         switch decision {
         case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes):
-            let forwarded = HopByHopFields.request(decided)
+            let forwarded: HTTPRequestHead
+            do { forwarded = try HopByHopFields.request(decided) } catch {
+                protocolError(error, fromClient: true)
+                return
+            }
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now(),
                 recorder: ExchangeRecorder.make(recording))
@@ -384,7 +388,11 @@ final class HTTP1Relay {
                 }
                 // Fields the upstream named in Connection stay on its hop; nothing to remove leaves `head` as it
                 // was, and its received bytes can go on as they came.
-                var sent = HopByHopFields.response(head)
+                var sent: HTTPResponseHead
+                do { sent = try HopByHopFields.response(head) } catch {
+                    protocolError(error, fromClient: false)
+                    return
+                }
                 var framing = responses.lastBodyFraming
                 if !head.isInterim, framing == .chunked, ex.clientIsHTTP10 {
                     // RFC 9112 §6.1: chunked must not reach an HTTP/1.0 recipient; the body is de-chunked and ends

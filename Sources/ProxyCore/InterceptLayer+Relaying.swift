@@ -73,13 +73,16 @@ extension ProxySession {
     }
 
     func decideIntercepted(_ received: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
-        var head = received
-        if !head.target.hasPrefix("/"), head.target != "*", head.method != "CONNECT" {
-            switch Self.originForm(of: head, forHost: i.host, port: i.port) {
+        let head: HTTPRequestHead
+        // Byte-wise: String.hasPrefix compares Unicode characters, and this runs for every request.
+        if received.target.utf8.first != UInt8(ascii: "/"), received.target != "*", received.method != "CONNECT" {
+            switch Self.originForm(of: received, forHost: i.host, port: i.port) {
             case .some(.success(let rewritten)): head = rewritten
             case .some(.failure(let refusal)): return refusal.decision
-            case nil: break
+            case nil: head = received
             }
+        } else {
+            head = received
         }
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy

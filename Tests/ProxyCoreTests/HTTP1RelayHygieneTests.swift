@@ -29,6 +29,19 @@ struct HTTP1RelayHygieneTests {
         #expect(text(down.toClient) == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     }
 
+    @Test("A Connection naming a framing field is refused, not honoured: 400 for a request, 502 for a response")
+    func connectionNamingFramingRefused() {
+        let request = relay().clientBytes(bytes(
+            "POST / HTTP/1.1\r\nHost: a.test\r\nConnection: close, Content-Length\r\nContent-Length: 3\r\n\r\nabc"))
+        #expect(request.toUpstream.isEmpty)
+        #expect(text(request.toClient).hasPrefix("HTTP/1.1 400 "))
+        let r = relay()
+        _ = r.clientBytes(bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"))
+        let response = r.upstreamBytes(bytes(
+            "HTTP/1.1 200 OK\r\nConnection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
+        #expect(text(response.toClient).hasPrefix("HTTP/1.1 502 "))
+    }
+
     @Test("A head without options to honour goes up as received, byte for byte")
     func plainConnectionUnchanged() {
         let wire = "GET / HTTP/1.1\r\nHost: a.test\r\nconnection:keep-alive\r\n\r\n"
