@@ -21,8 +21,8 @@ public enum HTTP1Framing {
         return true
     }
 
-    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, and a final
-    /// coding other than chunked are all rejected.
+    /// The framing of a request body, validated against smuggling: CL together with TE, differing CLs, and any
+    /// transfer coding but `chunked` alone are all rejected.
     public static func forRequest(_ head: HTTPRequestHead, limits: HTTP1Limits = .init()) throws(HTTP1Error)
         -> HTTP1BodyFraming
     {
@@ -59,12 +59,14 @@ public enum HTTP1Framing {
                     detail: "Transfer-Encoding in an HTTP/1.0 message")
             }
             let codings = headers.listTokens(for: .transferEncoding)
-            // Only `chunked` is understood; a final coding other than chunked cannot be delimited safely. Other codings
-            // before chunked (e.g. "gzip, chunked") stay in the body untouched, which is what a relaying proxy wants.
-            guard codings.last == "chunked", codings.filter({ $0 == "chunked" }).count == 1 else {
+            // Only `chunked` is implemented (RFC 9112 §6.1: a coding the server does not understand gets 501, as
+            // nginx answers). A final coding other than chunked cannot be delimited at all, and one before it
+            // (`identity, chunked`, `gzip, chunked`) is a coding a next hop may implement differently, or not at all.
+            guard codings == ["chunked"] else {
                 throw HTTP1Error(
                     .remote, .unsupportedTransferEncoding, status: isRequest ? 501 : 502,
-                    detail: "Transfer-Encoding must end with exactly one chunked: \(codings.joined(separator: ", "))")
+                    detail: "Transfer-Encoding other than chunked alone is not implemented: "
+                        + codings.joined(separator: ", "))
             }
             return .chunked
         }

@@ -482,10 +482,23 @@ public struct HTTP1Parser: Sendable {
         let head = HTTPRequestHead(
             method: HTTP1Syntax.string(methodBytes), target: HTTP1Syntax.string(targetBytes), version: version,
             headers: headers)
-        // RFC 9112 §3.2: HTTP/1.1 requests need exactly one Host field.
-        let hosts = headers.count(of: .host)
+        // RFC 9112 §3.2: HTTP/1.1 requests need exactly one Host field, holding uri-host [":" port] (or nothing, for
+        // a target without an authority). A list such as `a.test, b.test` would be read as one host by the proxy
+        // and as another by the next hop.
+        // One pass counts the fields and checks each value.
+        var hosts = 0
+        var invalid: ArraySlice<UInt8>?
+        headers.forEachValue(of: .host) { value in
+            hosts += 1
+            if !value.isEmpty, HTTPRequestTarget.authorityParts(value) == nil { invalid = value }
+        }
         if (version.minor >= 1 && hosts == 0) || hosts > 1 {
             throw remoteError(.invalidHeaderValue, requestStatus: 400, "HTTP/1.1 request needs exactly one Host field")
+        }
+        if let invalid {
+            throw remoteError(
+                .invalidHeaderValue, requestStatus: 400,
+                "invalid Host \(HTTP1Syntax.string(invalid).debugDescription): not host[:port]")
         }
         if head.method == "CONNECT" {
             _ = try HTTPRequestTarget(parsing: head.target, method: head.method)

@@ -227,6 +227,26 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByArrayLiteral {
         listTokens(for: Name(name))
     }
 
+    /// Whether a relay has something to remove before passing this head on (RFC 9110 §7.6.1): a `Connection` option
+    /// other than `close`, `keep-alive` and `upgrade` (it names a field meant for this hop only), `keep-alive` with a
+    /// `Keep-Alive` field, or, with `h2cUpgrade`, an `Upgrade` that lists `h2c`. Scans without allocating, since a
+    /// relay asks it of every head it forwards.
+    public func hasHopByHopFields(h2cUpgrade: Bool) -> Bool {
+        var foreign = false
+        var keepAlive = false
+        forEachValue(of: .connection) { value in
+            Self.forEachListElement(value) { option in
+                if Name.keepAlive.matches(option) {
+                    keepAlive = true
+                } else if !Name.close.matches(option), !Name.upgrade.matches(option) {
+                    foreign = true
+                }
+            }
+        }
+        if foreign || (keepAlive && contains(.keepAlive)) { return true }
+        return h2cUpgrade && containsToken(.h2c, for: .upgrade)
+    }
+
     func contains(_ name: Name) -> Bool {
         count(of: name) > 0
     }
@@ -331,6 +351,7 @@ extension HTTPHeaders {
         static let close = Name("close")
         static let keepAlive = Name("keep-alive")
         static let continue100 = Name("100-continue")
+        static let h2c = Name("h2c")
 
         /// ASCII case-insensitive equality with wire bytes.
         @inline(__always)

@@ -54,6 +54,12 @@ public enum HTTPRequestTarget: Equatable, Sendable {
         self = .absolute(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
     }
 
+    /// Whether `text` is an authority as a request names its host: host[:port], an IPv6 literal in brackets, no
+    /// userinfo, no list (the form a Host field and HTTP/2's `:authority` must have).
+    public static func isValidAuthority(_ text: String) -> Bool {
+        authorityParts(text.utf8[...]) != nil
+    }
+
     /// Where `needle` (ASCII) first starts in `haystack`.
     private static func firstIndex(of needle: StaticString, in haystack: String.UTF8View) -> String.Index? {
         let wanted = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
@@ -68,34 +74,54 @@ public enum HTTPRequestTarget: Equatable, Sendable {
 
     /// Splits `host[:port]`, handling bracketed IPv6 literals. Returns nil when malformed.
     static func splitAuthority(_ authority: Substring) -> (String, Int?)? {
-        let bytes = authority.utf8
-        var host: Substring
-        var portText: Substring?
+        authorityParts(authority.utf8).map { (String(authority[$0.host]), $0.port) }
+    }
+
+    /// Where the host of `host[:port]` lies in `bytes` (without an IPv6 literal's brackets) and its port; nil when
+    /// malformed. On bytes, so that a parser can check a `Host` field without making strings of it.
+    static func authorityParts<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes)
+        -> (host: Range<Bytes.Index>, port: Int?)?
+    {
+        var host: Range<Bytes.Index>
+        var portBytes: Bytes.SubSequence?
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
-            host = authority[bytes.index(after: bytes.startIndex)..<close]
-            let after = authority[bytes.index(after: close)...]
+            host = bytes.index(after: bytes.startIndex)..<close
+            let after = bytes[bytes.index(after: close)...]
             if !after.isEmpty {
-                guard after.utf8.first == UInt8(ascii: ":") else { return nil }
-                portText = after.dropFirst()
+                guard after.first == UInt8(ascii: ":") else { return nil }
+                portBytes = after.dropFirst()
             }
+            guard bytes[host].allSatisfy({ HTTP1Syntax.isHostChar($0) }) else { return nil }
         } else {
-            if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
-                host = authority[..<colon]
-                portText = authority[bytes.index(after: colon)...]
-            } else {
-                host = authority
+            // One pass (a parser checks every request's Host): host characters and at most one colon. The host
+            // characters other than the colon are token characters; the port's are checked as digits below.
+            var colon: Bytes.Index?
+            var i = bytes.startIndex
+            while i != bytes.endIndex {
+                if bytes[i] == UInt8(ascii: ":") {
+                    guard colon == nil else { return nil }
+                    colon = i
+                } else if !HTTP1Syntax.isToken(bytes[i]) {
+                    return nil
+                }
+                bytes.formIndex(after: &i)
             }
-            guard !host.utf8.contains(UInt8(ascii: ":")) else { return nil }
+            host = bytes.startIndex..<(colon ?? bytes.endIndex)
+            if let colon { portBytes = bytes[bytes.index(after: colon)...] }
         }
-        guard !host.isEmpty, host.utf8.allSatisfy({ HTTP1Syntax.isHostChar($0) }) else { return nil }
+        guard !host.isEmpty else { return nil }
         var port: Int?
-        if let portText {
-            guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                let value = Int(portText), value <= 65535
-            else { return nil }
+        if let portBytes {
+            guard !portBytes.isEmpty, portBytes.count <= 5 else { return nil }
+            var value = 0
+            for byte in portBytes {
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            guard value <= 65535 else { return nil }
             port = value
         }
-        return (String(host), port)
+        return (host, port)
     }
 }

@@ -54,4 +54,10 @@ public enum H2TranslationError: Error, Sendable, Equatable {
     case missingHost
     /// The request target cannot be expressed as HTTP/2 pseudo-headers.
     case invalidTarget(String)
+    /// An extended CONNECT (RFC 8441) for a protocol the proxy does not relay: only `websocket` is. An `h2c` one
+    /// would turn the origin's connection into HTTP/2 that nobody parses.
+    case unsupportedProtocol(String)
+    /// `:authority` (or `host`) is not host[:port] (userinfo, a list, RFC 9113 §8.3.1), or `host` names another
+    /// host than `:authority`: the proxy and the origin could read different hosts.
+    case invalidAuthority(String)
 }

@@ -1,10 +1,15 @@
+import HTTP1Core
+
 /// Pure translations between HTTP/2 header lists and HTTP/1.1 heads for the relay (RFC 9113 §8.2–8.3).
 ///
 /// Rules applied:
 /// - Connection-specific fields are dropped both ways: Connection, Keep-Alive, Proxy-Connection,
 ///   Transfer-Encoding, Upgrade, any field named in a Connection header, and TE unless it is "trailers"
 ///   (RFC 9113 §8.2.2).
-/// - `:authority` and Host map onto each other; `:authority` wins when both are present (RFC 9113 §8.3.1).
+/// - `:authority` and Host map onto each other; both must be host[:port] (no userinfo), and a request that carries
+///   both must name the same host in each, or it is malformed (RFC 9113 §8.3.1): the proxy and the origin would
+///   read different hosts.
+/// - An extended CONNECT (`:protocol`, RFC 8441) is relayed for `websocket` only.
 /// - Cookie crumbs are joined with "; " for HTTP/1 (RFC 9113 §8.2.3).
 /// - Names are lowercased for HTTP/2 (RFC 9113 §8.2.1).
 public enum H2HeaderTranslation {
@@ -31,12 +36,18 @@ public enum H2HeaderTranslation {
         }
         guard var method = pseudo[":method"] else { throw .missingPseudoHeader(":method") }
         let regular = fields.filter { !$0.isPseudo }
-        let authority = pseudo[":authority"] ?? regular.first(named: "host")
+        let hostField = regular.first(named: "host")
+        let authority = pseudo[":authority"] ?? hostField
+        if let authority, !HTTPRequestTarget.isValidAuthority(authority) { throw .invalidAuthority(authority) }
+        if let stated = pseudo[":authority"], let hostField, hostField.lowercased() != stated.lowercased() {
+            throw .invalidAuthority("\(stated) with host \(hostField)")
+        }
         let target: String
         var upgrade: String?
         if let upgradeTo = pseudo[":protocol"] {
             // RFC 8441 §4/§5: an extended CONNECT is HTTP/1.1's GET with Upgrade (the WebSocket handshake).
             guard method == "CONNECT" else { throw .unexpectedPseudoHeader(":protocol") }
+            guard upgradeTo.lowercased() == "websocket" else { throw .unsupportedProtocol(upgradeTo) }
             guard pseudo[":scheme"] != nil else { throw .missingPseudoHeader(":scheme") }
             guard let path = pseudo[":path"], !path.isEmpty else { throw .missingPseudoHeader(":path") }
             method = "GET"

@@ -30,6 +30,9 @@ struct RelayOutput {
     var connect: UpstreamTarget?
     /// Close the client after `toClient` is flushed (and the upstream with it).
     var closeClient = false
+    /// With `closeClient`: a response was cut off after its head went out, so the client's connection ends with a
+    /// reset (and no TLS close_notify), never an end that a close-delimited body would take for complete.
+    var abortClient = false
     /// The upstream connection is finished (not reusable).
     var closeUpstream = false
     /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
@@ -107,6 +110,9 @@ protocol ExchangeRelay: AnyObject {
     func clientGone(_ reason: String) -> RelayOutput
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput
     func upstreamEOF() -> RelayOutput
+    /// The upstream connection failed (a TCP reset): unlike `upstreamEOF`, it ends no close-delimited body, so a
+    /// response in flight is cut off (`abortClient`), not complete.
+    func upstreamReset(_ reason: String) -> RelayOutput
     /// No exchange in flight: closing now loses nothing.
     var isIdle: Bool { get }
     /// The owner has written `output`'s bytes on (into TLS): the relay may keep their storage for its next steps.
@@ -130,6 +136,8 @@ protocol ExchangeRelay: AnyObject {
 }
 
 extension ExchangeRelay {
+    /// Relays whose upstream frames every response itself (HTTP/2) lose nothing more to a reset than to an EOF.
+    func upstreamReset(_ reason: String) -> RelayOutput { upstreamEOF() }
     func recycle(_ output: inout RelayOutput) {}
     func releaseBuffers() {}
     var wait: RelayWait { .nothing }
@@ -158,6 +166,8 @@ protocol LaneRelay: ExchangeRelay {
     func laneFailed(_ lane: UpstreamLane, error: String) -> RelayOutput
     func laneBytes(_ lane: UpstreamLane, _ bytes: [UInt8]) -> RelayOutput
     func laneEOF(_ lane: UpstreamLane) -> RelayOutput
+    /// The lane's connection failed (a TCP reset): its response in flight is cut off, not ended.
+    func laneReset(_ lane: UpstreamLane, reason: String) -> RelayOutput
 }
 
 extension HTTP1Relay: ExchangeRelay {}

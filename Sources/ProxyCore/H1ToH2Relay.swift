@@ -13,8 +13,9 @@ import ProxyTrace
 // 4. Flow control: response DATA is credited back as soon as it is handed to the client connection, whose socket
 //    backpressure stops reading the upstream when the client is slow. Request bodies wait in the stream's outbound
 //    queue for the upstream's window; past `queueHighWater` the client connection stops being read.
-// 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection closes
-//    (HTTP/1 has no other way to say a body is incomplete). Upgrade requests cannot cross to HTTP/2: the first
+// 5. An upstream reset or GOAWAY before the response head becomes a 502; after it, the client connection is reset
+//    (`abortClient`: HTTP/1 has no other way to say a body is incomplete, and a close would end a close-delimited
+//    one). Upgrade requests cannot cross to HTTP/2: the first
 //    request of a connection asks the session to reconnect the upstream offering only http/1.1 and replay it
 //    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
 //    a later one, or CONNECT, gets a 501.
@@ -222,7 +223,11 @@ final class H1ToH2Relay: ExchangeRelay {
     private func begin(_ head: HTTPRequestHead) {
         let first = firstRequest
         firstRequest = false
-        if first, retryUpgradeOverHTTP1, head.method != "CONNECT", head.headers.contains(name: "Upgrade"),
+        // An h2c upgrade is no upgrade the proxy relays (HopByHopFields): such a request goes as a plain one. Whatever
+        // else Connection names, the translation to HTTP/2 drops (and frames the body itself).
+        let asksUpgrade = head.headers.contains(name: "Upgrade")
+            && !(head.headers.listTokens(for: "Upgrade").allSatisfy { $0 == "h2c" })
+        if first, retryUpgradeOverHTTP1, head.method != "CONNECT", asksUpgrade,
             !head.headers.contains(name: "Content-Length"), !head.headers.contains(name: "Transfer-Encoding")
         {
             // Decided and logged on the new connection; sent there once the request's end is read.
@@ -245,7 +250,7 @@ final class H1ToH2Relay: ExchangeRelay {
                 started: now(), clientVersion: head.version, requestKeepAlive: head.keepAlive)
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: forwarded)
-            if head.mayChangeProtocol {
+            if head.method == "CONNECT" || asksUpgrade {
                 exchange = ex
                 answerLocally(head, &ex, status: 501, reason: "Not Implemented",
                     body: "ATSProxy: the upstream speaks HTTP/2, which cannot carry this \(head.method == "CONNECT" ? "CONNECT" : "Upgrade") request from an HTTP/1.1 client\n")
@@ -506,6 +511,8 @@ final class H1ToH2Relay: ExchangeRelay {
             return
         }
         let cutOff = ex.responseHeadSent ? text : nil
+        // A response cut off after its head: only a reset tells the client (a close ends a close-delimited body).
+        if ex.responseHeadSent, ex.localAnswer == nil { out.abortClient = true }
         if !ex.responseHeadSent {
             out.toClient += ex.recordClosingAnswer(status: status, reason: text)
             exchange = ex

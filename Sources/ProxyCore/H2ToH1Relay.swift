@@ -24,7 +24,8 @@ import ProxyTrace
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
 //    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
 //    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
-//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer.
+//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer. A lane reset
+//    (`laneReset`) is such a failure even for a close-delimited body, which its EOF would have ended.
 // 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
 //    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
 //    makes, since RFC 8441 §5 leaves it out); the origin's 101, its Sec-WebSocket-Accept checked, becomes the
@@ -161,6 +162,7 @@ final class H2ToH1Relay: LaneRelay {
 
     func upstreamBytes(_ bytes: [UInt8]) -> RelayOutput { laneBytes(.primary, bytes) }
     func upstreamEOF() -> RelayOutput { laneEOF(.primary) }
+    func upstreamReset(_ reason: String) -> RelayOutput { laneReset(.primary, reason: reason) }
 
     func laneConnected(_ lane: UpstreamLane) -> RelayOutput {
         lanes[lane]?.connected = true
@@ -216,6 +218,17 @@ final class H2ToH1Relay: LaneRelay {
         if let id = lanes[lane]?.streamID {
             failStream(id, reason: "the upstream closed the connection before the response ended")
         }
+        dropLane(lane, close: true)
+        assignLanes()
+        pump()
+        return out.take()
+    }
+
+    func laneReset(_ lane: UpstreamLane, reason: String) -> RelayOutput {
+        guard lanes[lane] != nil else { return out.take() }
+        // Unlike an EOF, a reset ends no close-delimited body: the stream in flight is cut off (RST_STREAM once its
+        // head went out, a 502 before), as the origin's reset would have told the client directly.
+        if let id = lanes[lane]?.streamID { failStream(id, reason: reason) }
         dropLane(lane, close: true)
         assignLanes()
         pump()

@@ -21,7 +21,11 @@ import ProxyTrace
 // 7. Upstream bytes with no request outstanding (a second response after the first, say) close the upstream
 //    connection instead of waiting to be served as the answer to the next request; a 101 to a request that asked
 //    for no upgrade is answered 502. The next request reconnects (plain HTTP) or the client does (intercepted).
-// 8. `wait` tells the session what is outstanding (a head, a body, a response) so it can keep a deadline on it;
+// 8. Heads lose what belongs to one hop before they go on (`HopByHopFields`): the fields named in `Connection`, both
+//    ways, and a request's `h2c` upgrade (an origin's 101 to it would hand the connection to HTTP/2 nobody parses).
+//    A chunked response to an HTTP/1.0 client goes de-chunked and close-delimited. A cut-off response (the upstream
+//    reset, or its framing broke after the head went out) resets the client's connection (`abortClient`).
+// 9. `wait` tells the session what is outstanding (a head, a body, a response) so it can keep a deadline on it;
 //    `deadlinePassed` ends the exchange when one passes (408, or 504 for a silent upstream).
 
 // Exclusivity: the mutable state below is touched only by the relay's own methods, on its session's loop thread,
@@ -49,6 +53,8 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var number = 0
         /// The request carries `Upgrade`: only then may the upstream answer 101.
         @exclusivity(unchecked) var asksUpgrade = false
+        /// The client spoke HTTP/1.0, which knows no chunked coding: a chunked response reaches it close-delimited.
+        @exclusivity(unchecked) var clientIsHTTP10 = false
         /// The client holds its body back for `100 Continue`: until the upstream answers or the body starts anyway,
         /// the wait is the upstream's, not the client's.
         @exclusivity(unchecked) var awaitingContinue = false
@@ -86,8 +92,11 @@ final class HTTP1Relay {
     }
 
     @exclusivity(unchecked) private var exchange: Exchange?
-    /// Head bytes (and body) held while the upstream connects.
+    /// Head bytes (and body) held while the upstream connects; past `heldLimit` the client is not read until then.
     @exclusivity(unchecked) private var held: [UInt8] = []
+    @exclusivity(unchecked) private var clientPausedForUpstream = false
+    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream cannot make the proxy buffer more.
+    static let heldLimit = 64 * 1024
     @exclusivity(unchecked) private(set) var awaitingUpstream = false
     @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
     @exclusivity(unchecked) private var finished = false
@@ -135,7 +144,18 @@ final class HTTP1Relay {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
         pumpRequests()
+        if awaitingUpstream, held.count >= Self.heldLimit, !clientPausedForUpstream {
+            clientPausedForUpstream = true
+            out.pauseReading[.client] = true
+        }
         return out.take()
+    }
+
+    /// The wait for the upstream is over: the client is read again if `heldLimit` had paused it.
+    private func resumeClientAfterUpstream() {
+        guard clientPausedForUpstream else { return }
+        clientPausedForUpstream = false
+        out.pauseReading[.client] = false
     }
 
     func clientEOF() -> RelayOutput {
@@ -169,6 +189,16 @@ final class HTTP1Relay {
         return out.take()
     }
 
+    /// The upstream connection failed (a reset): a response in flight ends here cut off, even a close-delimited one
+    /// that an EOF would have completed, and the client is told so by its own connection's reset.
+    func upstreamReset(_ reason: String) -> RelayOutput {
+        guard let ex = exchange, !finished, ex.localAnswer == nil else { return upstreamEOF() }
+        failExchange(status: 502, reason: reason)
+        out.closeUpstream = true
+        connectedUpstream = nil
+        return out.take()
+    }
+
     /// The upstream asked for with `RelayOutput.connect` is open: release what was held for it.
     func upstreamConnected(_ target: UpstreamTarget) -> RelayOutput {
         connectedUpstream = target
@@ -176,6 +206,7 @@ final class HTTP1Relay {
         if let ex = exchange, ex.requestEnded, let recorder = ex.recorder { recorder.requestSent = now() }
         out.toUpstream += held
         held = []
+        resumeClientAfterUpstream()
         return out.take()
     }
 
@@ -184,6 +215,7 @@ final class HTTP1Relay {
     func upstreamFailed(_ message: String, failure: ConnectFailure? = nil) -> RelayOutput {
         awaitingUpstream = false
         held = []
+        resumeClientAfterUpstream()
         if let failure, let ex = exchange, !ex.responseHeadSent {
             ex.outcome = .failed
             ex.codes = [ExchangeError(urlError: failure.urlError)]
@@ -266,13 +298,20 @@ final class HTTP1Relay {
         let decision = decide(head)
         headsBegun += 1
         switch decision {
-        case .forward(let forwarded, let url, let upstream, let annotation, let outcome, let codes):
+        case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes):
+            let forwarded: HTTPRequestHead
+            do { forwarded = try HopByHopFields.request(decided) } catch {
+                protocolError(error, fromClient: true)
+                return
+            }
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now(),
                 recorder: ExchangeRecorder.make(recording))
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             ex.number = headsBegun
-            ex.asksUpgrade = head.headers.contains(name: "Upgrade")
+            // What went up decides: an h2c upgrade removed there may not be answered 101.
+            ex.asksUpgrade = forwarded.headers.contains(name: "Upgrade")
+            ex.clientIsHTTP10 = head.version.minor == 0
             ex.awaitingContinue = forwarded.expectsContinue
             ex.requestKeepAlive = requests.lastMessageKeepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
@@ -347,13 +386,28 @@ final class HTTP1Relay {
                     out.closeUpstream = true
                     return
                 }
-                let received = responses.lastHeadBytes
+                // Fields the upstream named in Connection stay on its hop; nothing to remove leaves `head` as it
+                // was, and its received bytes can go on as they came.
+                var sent: HTTPResponseHead
+                do { sent = try HopByHopFields.response(head) } catch {
+                    protocolError(error, fromClient: false)
+                    return
+                }
+                var framing = responses.lastBodyFraming
+                if !head.isInterim, framing == .chunked, ex.clientIsHTTP10 {
+                    // RFC 9112 §6.1: chunked must not reach an HTTP/1.0 recipient; the body is de-chunked and ends
+                    // with the connection.
+                    sent.headers.remove(name: "Transfer-Encoding")
+                    sent.headers.replaceOrAdd(name: "Connection", value: "close")
+                    framing = .untilClose
+                }
+                let received = sent == head ? responses.lastHeadBytes : nil
                 if head.isInterim {
                     if let received {
                         out.toClient.append(contentsOf: received)
                     } else {
                         var bytes: [UInt8] = []
-                        do { try HTTP1Serializer.write(head, into: &bytes) } catch {
+                        do { try HTTP1Serializer.write(sent, into: &bytes) } catch {
                             protocolError(error, fromClient: false)
                             return
                         }
@@ -371,7 +425,7 @@ final class HTTP1Relay {
                         // Validates the annotation before appending anything, so `out` stays whole on failure.
                         try HTTP1Serializer.write(rawHead: received, adding: ex.annotation, into: &out.toClient)
                     } else {
-                        var annotated = head
+                        var annotated = sent
                         for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
                         var bytes: [UInt8] = []
                         try HTTP1Serializer.write(annotated, into: &bytes)
@@ -382,11 +436,11 @@ final class HTTP1Relay {
                     return
                 }
                 // The parser framed this head for the method the request had (`expectResponse` in `begin`).
-                ex.responseWriter = HTTP1BodyWriter(framing: responses.lastBodyFraming)
+                ex.responseWriter = HTTP1BodyWriter(framing: framing)
                 if let recorder = ex.recorder {
                     var annotated: HTTPResponseHead?
-                    if !ex.annotation.isEmpty {
-                        annotated = head
+                    if !ex.annotation.isEmpty || sent != head {
+                        annotated = sent
                         for (name, value) in ex.annotation { annotated?.headers.add(name: name, value: value) }
                     }
                     recorder.recordResponse(head, toClient: annotated, at: now())
@@ -476,7 +530,8 @@ final class HTTP1Relay {
     }
 
     /// Ends the exchange in flight: an error answer if no response head went out yet, else it is logged as cut off
-    /// (closing is the only way HTTP/1 has to say a response is incomplete). The client connection ends.
+    /// and the client's connection is reset (`abortClient`: a close is how a close-delimited body ends, so only a
+    /// reset says that the response is incomplete). The client connection ends.
     private func failExchange(status: Int, reason: String) {
         guard var ex = exchange else {
             out.closeClient = true
@@ -484,6 +539,7 @@ final class HTTP1Relay {
             return
         }
         if ex.responseHeadSent {
+            if ex.localAnswer == nil { out.abortClient = true }
             complete(keepParsing: false, interruption: ex.localAnswer == nil ? reason : nil)
         } else {
             out.toClient += ex.recordClosingAnswer(status: status, reason: reason)

@@ -86,8 +86,7 @@ extension ProxySession {
             let context = try serverContext(for: i, leaf: .standard)
             let engine = try TLSEngine(context: context)
             engine.abortHandshake(with: alert)
-            engine.feed(i.pendingClientBytes)
-            i.pendingClientBytes = []
+            engine.feed(takePendingClientBytes(i))
             _ = engine.handshake()
             let out = engine.takeOutput()
             if !out.isEmpty { commands.append(.sendToClient(out)) }

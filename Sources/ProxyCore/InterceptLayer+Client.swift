@@ -37,8 +37,7 @@ extension ProxySession {
             return
         }
         i.resumeStage = nil
-        let held = i.pendingClientBytes
-        i.pendingClientBytes = []
+        let held = takePendingClientBytes(i)
         if resumed == .relaying {
             i.stage = .relaying
             startRelaying(i, engine)
@@ -52,6 +51,18 @@ extension ProxySession {
             engine.feed(held)
             stepClientHandshake(i)
         }
+    }
+
+    /// The client's bytes held while the upstream was connecting, handed over once: its reading resumes if the
+    /// limit had paused it.
+    func takePendingClientBytes(_ i: InterceptLayer) -> [UInt8] {
+        let held = i.pendingClientBytes
+        i.pendingClientBytes = []
+        if i.clientPausedWhileConnecting {
+            i.clientPausedWhileConnecting = false
+            commands.append(.resumeReading(.client))
+        }
+        return held
     }
 
     func startClientHandshake(_ i: InterceptLayer, leaf: LeafOptions) {
@@ -72,8 +83,7 @@ extension ProxySession {
             i.client = engine
             i.stage = .clientHandshake
             startClientHandshakeDeadline()
-            engine.feed(i.pendingClientBytes)
-            i.pendingClientBytes = []
+            engine.feed(takePendingClientBytes(i))
             stepClientHandshake(i)
         } catch {
             notice("\(i.host): cannot build the TLS server for the client: \(error)")
@@ -85,6 +95,10 @@ extension ProxySession {
         switch i.stage {
         case .connectingUpstream, .upstreamHandshake:
             i.pendingClientBytes += bytes
+            if i.pendingClientBytes.count >= InterceptLayer.pendingClientLimit, !i.clientPausedWhileConnecting {
+                i.clientPausedWhileConnecting = true
+                commands.append(.pauseReading(.client))
+            }
         case .clientHandshake:
             i.client?.feed(bytes)
             stepClientHandshake(i)

@@ -60,7 +60,16 @@ extension ProxySession {
             flushLane(lane, engine)
             if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
             if ended || error != nil { laneEnded(lane, i, relay) }
-        case .laneEOF(let lane), .laneClosed(let lane, _):
+        case .laneClosed(let lane, let error?):
+            // A reset: what the lane had in flight is cut off, not ended.
+            guard let tls = i.lanes[lane] else { return }
+            if tls.ready {
+                applyLaneOutput(i, relay.laneReset(lane, reason: "the upstream connection failed: \(error)"))
+                closeLane(lane, i)
+            } else {
+                laneFailed(lane, "the connection failed during the TLS handshake: \(error)", i, relay)
+            }
+        case .laneEOF(let lane), .laneClosed(let lane, nil):
             guard let tls = i.lanes[lane] else { return }
             if tls.ready, let engine = tls.engine {
                 engine.feedEndOfInput()

@@ -78,10 +78,21 @@ extension ProxySession {
             if let upgrade = o.exchanges.last { i.upgraded = UpgradedConnection(after: upgrade, at: now()) }
             i.raw = true
         }
-        if o.closeClient { closeAll(tlsClose: true) }
+        if o.closeClient { closeAll(tlsClose: true, reset: o.abortClient) }
     }
 
-    func decideIntercepted(_ head: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
+    func decideIntercepted(_ received: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
+        let head: HTTPRequestHead
+        // Byte-wise: String.hasPrefix compares Unicode characters, and this runs for every request.
+        if received.target.utf8.first != UInt8(ascii: "/"), received.target != "*", received.method != "CONNECT" {
+            switch Self.originForm(of: received, forHost: i.host, port: i.port) {
+            case .some(.success(let rewritten)): head = rewritten
+            case .some(.failure(let refusal)): return refusal.decision
+            case nil: head = received
+            }
+        } else {
+            head = received
+        }
         let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
@@ -117,6 +128,33 @@ extension ProxySession {
         if head.headers.contains(name: "Proxy-Authorization") { forwarded.headers.remove(name: "Proxy-Authorization") }
         return .forward(
             head: forwarded, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
+    }
+
+    /// A request inside a tunnel that names its target in absolute form (`GET https://h.test/x`): RFC 9112 §3.2.2 says
+    /// the target's host wins over `Host`, so the origin and the proxy must both read that one. The tunnel's own host
+    /// and port go on in origin form with `Host` from the target; any other is refused with 421 (it cannot be sent on
+    /// this connection, and forwarding it would let the origin read a host the proxy never judged). nil for a target
+    /// that is not absolute-form.
+    static func originForm(of head: HTTPRequestHead, forHost host: String, port: Int)
+        -> Result<HTTPRequestHead, MisdirectedRequest>?
+    {
+        let target: HTTPRequestTarget
+        do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return nil }
+        guard case .absolute(let scheme, let targetHost, let targetPort, let path) = target else { return nil }
+        guard scheme == "https", targetHost.lowercased() == host.lowercased(), (targetPort ?? 443) == port else {
+            let answer = HTTPResponseHead(
+                status: 421, reason: "Misdirected Request", headers: [("Content-Type", "text/plain; charset=utf-8")])
+            let text = "ATSProxy: this connection is for https://\(host):\(port); a request for "
+                + "\(Redaction.url(head.target)) cannot be sent on it\n"
+            return .failure(MisdirectedRequest(decision: .answer(
+                head: answer, body: Array(text.utf8), url: Redaction.url(head.target), outcome: .notEvaluated,
+                codes: [])))
+        }
+        var rewritten = head
+        rewritten.target = path
+        let name = targetHost.contains(":") ? "[\(targetHost)]" : targetHost
+        rewritten.headers.replaceOrAdd(name: "Host", value: targetPort.map { "\(name):\($0)" } ?? name)
+        return .success(rewritten)
     }
 
     /// Everything `engine` has decrypted so far, with `incoming` lent to it, and whether the peer's side ended
@@ -248,6 +286,11 @@ extension ProxySession {
         let out = engine.takeOutput()
         if !out.isEmpty { commands.append(.sendToClient(out)) }
     }
+}
+
+/// The refusal of a request whose absolute-form target names another origin than its tunnel's.
+struct MisdirectedRequest: Error {
+    let decision: RequestDecision
 }
 
 extension ProxySession {

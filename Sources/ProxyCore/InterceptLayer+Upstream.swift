@@ -142,7 +142,7 @@ extension ProxySession {
             i.upstream?.feedEndOfInput()
             stepUpstreamHandshake(i)
         case .relaying:
-            upstreamGone(i)
+            upstreamGone(i, failure: error)
         default:
             break
         }
@@ -217,23 +217,57 @@ extension ProxySession {
         offer.isEmpty ? "(none)" : offer.joined(separator: ", ")
     }
 
-    /// Requests that may be sent again after a connection closed before any response (RFC 9110 §9.2.2): safe
-    /// methods, complete in what was kept.
+    /// Requests that may be sent again after a connection closed before any response (RFC 9110 §9.2.2): every
+    /// request kept, pipelined ones included, is a safe method without a body (a POST after a GET must not be sent
+    /// twice), and a head still incomplete at the end begins with one.
     static func isReplayable(_ plaintext: [UInt8]) -> Bool {
-        guard !plaintext.isEmpty else { return false }
-        return ["GET ", "HEAD ", "OPTIONS "].contains { plaintext.starts(with: $0.utf8) }
+        let safe = ["GET", "HEAD", "OPTIONS"]
+        var parser = HTTP1Parser(role: .requests)
+        parser.receive(plaintext)
+        var heads = 0
+        // Bounded: every request takes at least one byte of what was kept, and every pass returns an event.
+        for _ in 0...(2 * plaintext.count + 2) {
+            let event: HTTP1Event
+            do { event = try parser.nextEvent() } catch { return false }
+            switch event {
+            case .requestHead(let head):
+                guard safe.contains(head.method) else { return false }
+                heads += 1
+            case .body(let piece):
+                if !piece.isEmpty { return false }
+            case .end:
+                do { try parser.startNextMessage() } catch { return parser.bufferedByteCount == 0 }
+            case .needMoreData:
+                let rest = plaintext.suffix(parser.bufferedByteCount)
+                return rest.isEmpty ? heads > 0 : safe.contains { rest.starts(with: ($0 + " ").utf8) }
+            case .paused, .connectionClosed, .switchedProtocols, .responseHead:
+                return false
+            }
+        }
+        return false
     }
 
-    func upstreamGone(_ i: InterceptLayer) {
+    /// The upstream connection ended: cleanly, or with `failure` (a TCP reset), which cuts off what was in flight
+    /// and is passed on to the client as such.
+    func upstreamGone(_ i: InterceptLayer, failure: String? = nil) {
         guard !i.upstreamFinished, i.blockAnswer == nil else { return }
         i.upstreamFinished = true
         if i.raw {
-            upgradeEnded(i, by: "the upstream closed it")
-            shutdownClientTLS(i)
+            if let failure {
+                upgradeEnded(i, by: "the upstream connection failed: \(failure)")
+                closeAll(reset: true)
+            } else {
+                upgradeEnded(i, by: "the upstream closed it")
+                shutdownClientTLS(i)
+            }
             return
         }
         guard let relay = i.relay else { return }
-        applyIntercepted(relay.upstreamEOF(), i)
+        if let failure {
+            applyIntercepted(relay.upstreamReset("the upstream connection failed: \(failure)"), i)
+        } else {
+            applyIntercepted(relay.upstreamEOF(), i)
+        }
         // The upstream TLS session is over; the client reconnects for its next request. A pool of lanes only lost
         // one of its connections and opens another when needed.
         if relay.isIdle, !(relay is LaneRelay), !isDone { closeAll(tlsClose: true) }

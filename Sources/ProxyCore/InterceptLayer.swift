@@ -38,7 +38,12 @@ final class InterceptLayer: RelayingLayer {
     let host: String
     let port: Int
     let hello: ClientHello
+    /// What the client sent while the upstream connects or handshakes, fed to the client's TLS once it may start.
+    /// Past `pendingClientLimit` the client is no longer read until then (`takePendingClientBytes`).
     var pendingClientBytes: [UInt8]
+    var clientPausedWhileConnecting = false
+    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream cannot make the proxy buffer more.
+    static let pendingClientLimit = 64 * 1024
     let requirements: ConnectionRequirements?
     let decision: PolicyDecision
     var attempt: Attempt

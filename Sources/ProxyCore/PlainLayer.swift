@@ -183,10 +183,15 @@ extension ProxySession {
         commands.append(.closeUpstream)
     }
 
-    func plainUpstreamClosed(_ p: PlainLayer) {
+    func plainUpstreamClosed(_ p: PlainLayer, _ error: String?) {
         let wasOpen = p.upstreamOpen
         p.upstreamOpen = false
-        if wasOpen { applyPlain(p.relay.upstreamEOF(), p) }
+        guard wasOpen else { return }
+        if let error {
+            applyPlain(p.relay.upstreamReset("the upstream connection failed: \(error)"), p)
+        } else {
+            applyPlain(p.relay.upstreamEOF(), p)
+        }
     }
 
     /// Carries out a relay step of plain forwarding: connects, bytes, exchange lines, a 101's hand-off, closes.
@@ -213,7 +218,7 @@ extension ProxySession {
             p.upstreamOpen = false
             commands.append(.closeUpstream)
         }
-        if o.closeClient { closeAll() }
+        if o.closeClient { closeAll(reset: o.abortClient) }
     }
 
     /// Reading paused or resumed because the other side's flow control filled or drained.

@@ -101,6 +101,9 @@ public enum ProxyCommand: Sendable, Equatable {
     case shutdownUpstreamWrite
     /// Close after the queued bytes are written.
     case closeClient
+    /// Close with a TCP reset after the queued bytes are handed to the kernel: the client must see its connection
+    /// fail, as it would have directly, because the response in flight was cut off.
+    case resetClient
     case closeUpstream
     /// Open an extra upstream connection (see `ProxyEvent.laneConnected`).
     case connectLane(UpstreamLane, address: String, port: Int)

@@ -256,7 +256,7 @@ public final class ProxySession {
 
     private func upstreamClosed(_ error: String?) {
         switch phase {
-        case .plain(let p): plainUpstreamClosed(p)
+        case .plain(let p): plainUpstreamClosed(p, error)
         case .intercepting(let i): interceptUpstreamClosed(i, error)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
@@ -297,8 +297,9 @@ public final class ProxySession {
         }
     }
 
-    /// Ends the session: close_notify to the client when intercepting (`tlsClose`), then both connections.
-    func closeAll(tlsClose: Bool = false) {
+    /// Ends the session: close_notify to the client when intercepting (`tlsClose`), then both connections. `reset`
+    /// ends the client's connection with a TCP reset instead, without close_notify: a response was cut off.
+    func closeAll(tlsClose: Bool = false, reset: Bool = false) {
         logRefusalIfClientRefused()
         let upstreamWasOpen = upstreamIsOpen
         switch phase {
@@ -306,7 +307,7 @@ public final class ProxySession {
             logUpgradeEnd(i, fallbackReason: "the proxy closed it")
             closeAllLanes(i)
             // A second close (a relay asking for one after a failed write already closed) sends nothing more.
-            if tlsClose, !clientClosed, let client = i.client {
+            if tlsClose, !reset, !clientClosed, let client = i.client {
                 client.close()
                 let bytes = client.takeOutput()
                 if !bytes.isEmpty { commands.append(.sendToClient(bytes)) }
@@ -320,7 +321,7 @@ public final class ProxySession {
         case .front, .sniffing, .tunnel, .done:
             break
         }
-        if !clientClosed { commands.append(.closeClient) }
+        if !clientClosed { commands.append(reset ? .resetClient : .closeClient) }
         if upstreamWasOpen { commands.append(.closeUpstream) }
         clientClosed = true
         phase = .done

@@ -33,6 +33,8 @@ public final class Connection {
     private var writeShutdownRequested = false
     private var writeShutdownDone = false
     private var closeRequested = false
+    /// Set by `reset()`: once the queued bytes are out, the connection ends with a TCP reset instead of a FIN.
+    private var resetRequested = false
     /// After `close()`: FIN sent, unread input discarded until the peer's EOF or `lingerLimit`.
     private var lingering = false
     private var lingerTimer: TimerID?
@@ -218,6 +220,16 @@ public final class Connection {
     /// So: FIN first, then read and discard until the peer's EOF, or `lingerLimit`, then close.
     private func beginLinger() {
         guard state != .closed else { return }
+        if resetRequested {
+            if fd >= 0 {
+                // SO_LINGER with a zero timeout: close(2) sends RST and drops whatever the kernel still holds. Should
+                // the option fail, the close below is a plain one (FIN): the best left to do on a closing socket.
+                var abortive = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, socklen_t(MemoryLayout<linger>.size))
+            }
+            finish(error: nil)
+            return
+        }
         if readEOF || state == .connecting || fd < 0 {
             finish(error: nil)
             return
@@ -233,6 +245,16 @@ public final class Connection {
         readingPaused = false
         updateInterest()
         lingerTimer = loop.scheduleTimer(after: Self.lingerLimit) { [weak self] in self?.finish(error: nil) }
+    }
+
+    /// Closes with a TCP reset once every queued byte is handed to the kernel: the peer sees its connection fail
+    /// (ECONNRESET) rather than end. A proxy ends a client's connection so when the response it relayed was cut off,
+    /// as the origin's own reset would have told that client directly. `connectionClosed(error: nil)` follows.
+    public func reset() {
+        loop.preconditionInEventLoop()
+        guard state != .closed else { return }
+        resetRequested = true
+        close()
     }
 
     /// Closes at once, dropping queued bytes. `connectionClosed(error: nil)` follows.

@@ -2,7 +2,8 @@
 ///
 /// Backpressure: when one side's write buffer passes its high-water mark, reading from the other side pauses until
 /// it drains below the low-water mark. A read EOF on one side becomes a half-close (FIN after the queued bytes) on the
-/// other; each connection closes itself once it has both read EOF and sent FIN. An error on either side aborts both.
+/// other; each connection closes itself once it has both read EOF and sent FIN. An error on either side (a reset)
+/// resets the other once the bytes queued for it are out, so a peer sees a cut connection as cut, never as an end.
 public enum Relay {
     /// Installs relay handlers on `a` and `b` (replacing their handlers) and starts forwarding. `toB` / `toA` are
     /// bytes already received that must be forwarded first (e.g. parser leftovers after CONNECT). `watch` sees
@@ -89,7 +90,7 @@ final class RelaySide: ConnectionHandler {
 
     func connectionClosed(_ connection: Connection, error: IOError?) {
         if let peer, !peer.isClosed {
-            if error != nil { peer.abort() } else { peer.close() }
+            if error != nil { peer.reset() } else { peer.close() }
         }
         peerRetainer = nil
         tally.watch = nil

@@ -275,6 +275,8 @@ final class ClientSide: ConnectionHandler {
                 upstream?.shutdownWrite()
             case .closeClient:
                 client?.close()
+            case .resetClient:
+                client?.reset()
             case .closeUpstream:
                 upstreamGeneration += 1
                 endUpstream()

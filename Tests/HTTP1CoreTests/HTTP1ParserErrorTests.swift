@@ -104,6 +104,28 @@ let badCorpus: [BadCase] = [
     BadCase(
         name: "two Host fields", wire: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", reason: .invalidHeaderValue,
         status: 400),
+    // Hosts and codings a next hop could read differently (issue 30, items 8 and 9).
+    BadCase(
+        name: "a Host list", wire: "GET / HTTP/1.1\r\nHost: h1.test, evil.test\r\n\r\n", reason: .invalidHeaderValue,
+        status: 400),
+    BadCase(
+        name: "a Host with userinfo", wire: "GET / HTTP/1.1\r\nHost: user@h1.test\r\n\r\n", reason: .invalidHeaderValue,
+        status: 400),
+    BadCase(
+        name: "a Host with an empty port", wire: "GET / HTTP/1.0\r\nHost: h1.test:x\r\n\r\n",
+        reason: .invalidHeaderValue, status: 400),
+    BadCase(
+        name: "identity before chunked",
+        wire: "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n",
+        reason: .unsupportedTransferEncoding, status: 501),
+    BadCase(
+        name: "gzip before chunked",
+        wire: "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        reason: .unsupportedTransferEncoding, status: 501),
+    BadCase(
+        name: "a response coded gzip before chunked", role: .responses,
+        wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", methods: ["GET"],
+        reason: .unsupportedTransferEncoding, status: 502),
     BadCase(
         name: "CONNECT without a port", wire: "CONNECT example.com HTTP/1.1\r\nHost: example.com\r\n\r\n",
         reason: .invalidTarget, status: 400),

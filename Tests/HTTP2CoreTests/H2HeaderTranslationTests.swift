@@ -42,9 +42,9 @@ struct H2HeaderTranslationTests {
                  H2Header(":path", "/"), H2Header("te", "gzip")],
             expected: H1RequestHead(method: "GET", target: "/", headers: [H2Header("host", "a.test")])),
         RequestToH1(
-            name: ":authority wins over a host field",
+            name: ":authority and a host field naming the same host become one Host",
             h2: [H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "a.test"),
-                 H2Header(":path", "/"), H2Header("host", "other.test")],
+                 H2Header(":path", "/"), H2Header("host", "A.test")],
             expected: H1RequestHead(method: "GET", target: "/", headers: [H2Header("host", "a.test")])),
         RequestToH1(
             name: "a host field stands in for a missing :authority",
@@ -128,6 +128,17 @@ struct H2HeaderTranslationTests {
               H2Header(":path", "/")], .duplicatePseudoHeader(":method")),
             ([H2Header(":method", "GET"), H2Header(":status", "200")], .unexpectedPseudoHeader(":status")),
             ([H2Header(":method", "CONNECT")], .missingPseudoHeader(":authority")),
+            // RFC 9113 §8.3.1: no userinfo, and a host field must name :authority's host (issue 30, item 8).
+            ([H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "user@a.test"),
+              H2Header(":path", "/")], .invalidAuthority("user@a.test")),
+            ([H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":path", "/"),
+              H2Header("host", "a.test, b.test")], .invalidAuthority("a.test, b.test")),
+            ([H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "a.test"),
+              H2Header(":path", "/"), H2Header("host", "b.test")], .invalidAuthority("a.test with host b.test")),
+            // Only a WebSocket crosses as an extended CONNECT; h2c would hand the origin's connection to HTTP/2
+            // nobody parses (item 7).
+            ([H2Header(":method", "CONNECT"), H2Header(":protocol", "h2c"), H2Header(":scheme", "https"),
+              H2Header(":authority", "a.test"), H2Header(":path", "/")], .unsupportedProtocol("h2c")),
         ])
     func invalidRequests(fields: [H2Header], error: H2TranslationError) {
         #expect(throws: error) { try H2HeaderTranslation.h1Request(from: fields) }

@@ -61,7 +61,7 @@ private final class RecordScene {
             case .sendToClient(let bytes): client.feed(bytes)
             case .sendToUpstream(let bytes): origin.feed(bytes)
             case .connectUpstream: upstreamConnected = false
-            case .closeClient: closedClient = true
+            case .closeClient, .resetClient: closedClient = true
             case .log(.exchange(let exchange)): exchanges.append(exchange)
             default: break
             }

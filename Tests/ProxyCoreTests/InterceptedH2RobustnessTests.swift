@@ -169,7 +169,7 @@ private final class H2Run {
             case .sendToClient(let b): client.feed(b)
             case .sendToUpstream(let b): origin.feed(b)
             case .closeUpstream: upstreamOpen = false
-            case .closeClient: clientClosed = true
+            case .closeClient, .resetClient: clientClosed = true
             case .connectLane(let lane, _, _): refusedLanes.append(lane)
             default: break
             }

@@ -75,7 +75,7 @@ private func drive(_ session: ProxySession, _ streams: MutatedSessionStreams, us
             switch command {
             case .connectUpstream: upstreamState = (true, false)
             case .closeUpstream: upstreamState = (false, false)
-            case .closeClient, .startTunnel: clientGone = true
+            case .closeClient, .resetClient, .startTunnel: clientGone = true
             default: break
             }
         }

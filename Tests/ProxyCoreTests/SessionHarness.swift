@@ -58,7 +58,7 @@ extension [ProxyCommand] {
             if case .connectUpstream(let a, let p) = c { (a, p) } else { nil }
         }
     }
-    var closesClient: Bool { contains(.closeClient) }
+    var closesClient: Bool { contains(.closeClient) || contains(.resetClient) }
     var notices: [String] {
         compactMap { (c: ProxyCommand) -> String? in if case .log(.notice(let text, _)) = c { text } else { nil } }
     }

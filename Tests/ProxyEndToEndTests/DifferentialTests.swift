@@ -5,7 +5,9 @@ import Testing
 /// headers byte for byte, body; a WebSocket's opening and its echo) must not differ. Proxy-added and hop-by-hop
 /// fields are not compared (the client reports only the origin's own fields). Cases: a plain GET; header values
 /// that are not UTF-8 both ways; a POST body (its SHA-256 as the origin got it); a WebSocket (HTTP/1.1 Upgrade, or
-/// RFC 8441 extended CONNECT on HTTP/2).
+/// RFC 8441 extended CONNECT on HTTP/2); a response without a length that the origin ends with a reset, which
+/// must reach the client cut (a reset, RST_STREAM), never complete (close_notify, END_STREAM); on HTTP/2, an
+/// `:authority` with a `host` naming another host, which the origin refuses as malformed and so must every path.
 @Suite("Differential: direct and through the proxy, h1→h1, h1→h2, h2→h1, h2→h2")
 struct DifferentialTests {
     /// One origin process speaking `alpns` with the good.test certificate.
@@ -71,13 +73,17 @@ struct DifferentialTests {
             e2e, ["--map", "good.test=127.0.0.1:\(origin.port)"] + path.proxyArguments, in: folder)
         let proxied = try await runClient(
             e2e, script: script, port: origin.port, ca: e2e.proxyCA, proto: path.client, proxy: proxy.port, in: folder)
-        for name in ["plain", "latin", "post", "websocket"] {
+        for name in ["plain", "latin", "post", "websocket", "cut", "authority"] {
             #expect(text(proxied[name]) == text(direct[name]), "\(name): direct \(text(direct[name]))")
         }
         // The non-UTF-8 values really were there to be compared.
         #expect(text(direct["latin"]).contains("6e61ef766520636166e9"), "\(text(direct["latin"]))")
         #expect((direct["websocket"] as? [String: Any])?["opened"] as? Bool == true, "\(text(direct["websocket"]))")
         #expect(text(direct["post"]).contains("got 30720 bytes"), "\(text(direct["post"]))")
+        #expect(text(direct["cut"]) == #"{"ending":"cut","status":200}"#, "\(text(direct["cut"]))")
+        if path.client == "h2" {
+            #expect(text(direct["authority"]) == #"{"ending":"cut","status":null}"#, "\(text(direct["authority"]))")
+        }
         // Each exchange has its line, the WebSocket's too.
         let version = path.upstreamVersion
         _ = try await proxy.process.waitForLine(startingWith: "GET https://good.test/latin 200 \(version) ATS ok")

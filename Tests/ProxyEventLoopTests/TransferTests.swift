@@ -164,3 +164,42 @@ struct TransferTests {
         #expect(open == 0, "\(open) sockets on the port after shutdown")
     }
 }
+
+/// Writes a few bytes, then resets the connection.
+final class ResettingHandler: ConnectionHandler {
+    func connectionOpened(_ connection: Connection) {
+        connection.write(Array("partial".utf8))
+        connection.reset()
+    }
+
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {}
+}
+
+@Suite("Connection.reset")
+struct ConnectionResetTests {
+    @Test("reset() sends the queued bytes, then a TCP reset: the peer reads them, then ECONNRESET, never an EOF")
+    func resetAfterQueuedBytes() throws {
+        let group = try EventLoopGroup(loopCount: 1)
+        defer { group.shutdownGracefully(timeout: .seconds(2)) }
+        let listener = try group.listen(host: "127.0.0.1", port: 0) { _ in ResettingHandler() }
+        let client = try RawClient(port: listener.port)
+        var received: [UInt8] = []
+        var ending = "nothing"
+        // Bounded: each pass reads at least a byte, or ends.
+        for _ in 0..<64 {
+            do {
+                let piece = try client.receive(max: 1024)
+                if piece.isEmpty {
+                    ending = "EOF"
+                    break
+                }
+                received += piece
+            } catch let error as IOError {
+                ending = error.errnoCode == ECONNRESET ? "reset" : "\(error)"
+                break
+            }
+        }
+        #expect(received == Array("partial".utf8))
+        #expect(ending == "reset")
+    }
+}

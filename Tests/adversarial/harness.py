@@ -2,6 +2,7 @@
 a good client. Python 3 standard library only; everything listens on 127.0.0.1 port 0."""
 
 import base64
+import fcntl
 import os
 import random
 import re
@@ -10,6 +11,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import termios
 import threading
 import time
 
@@ -33,6 +35,15 @@ def rst_close(sock):
     except OSError:
         pass
     sock.close()
+
+
+def wait_sent(sock, timeout=5):
+    """Waits until the kernel has sent every byte queued on `sock` (SIOCOUTQ), so a reset cannot overtake them."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0] == 0:
+            return
+        time.sleep(0.01)
 
 
 def recv_until_closed(sock, timeout, limit=1 << 20):
@@ -260,7 +271,7 @@ class Origin:
         return out
 
     def _serve(self, sock):
-        record = {"raw": bytearray(), "requests": [], "violations": []}
+        record = {"raw": bytearray(), "requests": [], "heads": [], "violations": []}
         with self.lock:
             self.connections.append(record)
         try:
@@ -277,9 +288,10 @@ class Origin:
                     record["raw"] += chunk
                     buf += chunk
                     continue
-                (method, target, host, body), buf = parsed
+                (method, target, host, body, fields), buf = parsed
                 record["requests"].append((method, target, host))
-                if not self._answer(sock, method, target, body):
+                record["heads"].append((method, target, fields))
+                if not self._answer(sock, method, target, body, fields):
                     return
         except Malformed as e:
             record["violations"].append("origin received %s (raw %r)" % (e, bytes(record["raw"][:200])))
@@ -309,17 +321,41 @@ class Origin:
         if kind == "length":
             if len(rest) < n:
                 return None
-            return (method, target, host, rest[:n]), rest[n:]
+            return (method, target, host, rest[:n], fields), rest[n:]
         if kind == "chunked":
             got = read_chunked(rest)
             if got is None:
                 return None
-            return (method, target, host, got[0]), got[1]
-        return (method, target, host, b""), rest
+            return (method, target, host, got[0], fields), got[1]
+        return (method, target, host, b"", fields), rest
 
-    def _answer(self, sock, method, target, body):
+    def heads(self, mark=0):
+        """(method, target, fields) of every request received since `mark`; field names lower-cased."""
+        return [h for c in self.since(mark) for h in c["heads"]]
+
+    def _answer(self, sock, method, target, body, fields=()):
         """Answers one request; False when the connection must end."""
         path = target.decode("latin-1")
+        upgrade = next((v for n, v in fields if n == b"upgrade"), b"")
+        if path == "/h2c" and b"h2c" in upgrade.lower():
+            # What an h2c origin does (RFC 7540 §3.2): 101, then HTTP/2 the proxy would never parse.
+            sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+                         b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+            time.sleep(0.5)
+            return False
+        if path == "/nominate":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nConnection: X-Resp-Hop, keep-alive\r\nX-Resp-Hop: origin-secret\r\n"
+                         b"Content-Length: 2\r\n\r\nok")
+            return True
+        if path == "/chunked":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+            return True
+        if path == "/cut-reset":
+            # A body delimited by the connection's end, which the origin then resets: cut, never complete.
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial body")
+            wait_sent(sock)
+            rst_close(sock)
+            return False
         if path.startswith("/resp/"):
             sock.sendall(self.response_variants[int(path[6:])])
             time.sleep(0.3)

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 FAMILIES = ["malformed", "smuggling", "tls", "h2flood", "slowloris", "resets", "selfloop", "credentials",
-            "unsolicited", "h2downgrade"]
+            "unsolicited", "h2downgrade", "hygiene"]
 
 
 class Env:

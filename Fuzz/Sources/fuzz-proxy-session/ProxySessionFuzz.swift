@@ -121,7 +121,7 @@ private struct Driver {
             switch command {
             case .connectUpstream: (connecting, upstreamOpen) = (true, false)
             case .closeUpstream: (connecting, upstreamOpen) = (false, false)
-            case .closeClient: clientGone = true
+            case .closeClient, .resetClient: clientGone = true
             case .startTunnel: (clientGone, tunnelled) = (true, true)
             default: break
             }

@@ -191,7 +191,7 @@ final class Playbook {
             origin?.closedBySession = true
         case .shutdownUpstreamWrite:
             origin?.deliverEnd()
-        case .closeClient:
+        case .closeClient, .resetClient:
             client?.closedBySession = true
         case .shutdownClientWrite:
             client?.deliverEnd()

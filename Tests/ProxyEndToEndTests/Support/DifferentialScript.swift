@@ -7,7 +7,7 @@ let differentialScript = #"""
 # client: diff.py client HOST PORT CA PROTO [PROXYPORT] (PROTO h1 or h2; with PROXYPORT, CONNECT through the proxy)
 # The client prints one JSON object: for each case, what an app would compare (status, chosen headers as hex
 # bytes, body, or for the WebSocket whether it opened and what came back).
-import base64, hashlib, json, socket, ssl, sys, threading
+import base64, fcntl, hashlib, json, socket, ssl, struct, sys, termios, threading, time
 import h2.config, h2.connection, h2.events, h2.settings
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -32,6 +32,14 @@ def respond_fields(path, headers, body=b""):
         fields.append((b"x-echo-latin", echo))
     return 200, fields, b"body of " + path
 
+def reset_after_sending(conn):
+    """Ends the connection with a TCP reset (no close_notify), once the kernel has sent every queued byte."""
+    for _ in range(500):
+        if struct.unpack("i", fcntl.ioctl(conn.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0] == 0: break
+        time.sleep(0.01)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
 def origin_h1(conn):
     data = b""
     while b"\r\n\r\n" not in data:
@@ -53,6 +61,11 @@ def origin_h1(conn):
             chunk = conn.recv(65536)
             if not chunk: break
             conn.sendall(b"echo:" + chunk)
+        return
+    if path == b"/cut":
+        # A response without a length that the origin ends with a reset: cut, not complete.
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Origin: diff\r\nContent-Type: text/plain\r\n\r\npartial body")
+        reset_after_sending(conn)
         return
     body = rest
     if get(b"content-length"):
@@ -104,6 +117,17 @@ def origin_h2(conn):
         for ev in c.receive_data(data):
             if isinstance(ev, h2.events.RequestReceived):
                 hdr = dict(ev.headers)
+                if b"host" in hdr and hdr[b"host"].lower() != hdr.get(b":authority", b"").lower():
+                    # RFC 9113 §8.3.1: a host field naming another host than :authority is malformed.
+                    c.reset_stream(ev.stream_id, error_code=1)
+                    conn.sendall(c.data_to_send())
+                    continue
+                if hdr.get(b":path") == b"/cut":
+                    c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff"), (b"content-type", b"text/plain")])
+                    c.send_data(ev.stream_id, b"partial body")
+                    conn.sendall(c.data_to_send())
+                    reset_after_sending(conn)
+                    return
                 if hdr.get(b":method") == b"CONNECT" and hdr.get(b":protocol") == b"websocket":
                     tunnels.add(ev.stream_id)
                     c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff")])
@@ -145,7 +169,8 @@ def origin(cert, key, alpns):
         threading.Thread(target=serve, args=(raw,), daemon=True).start()
 
 # ---------------------------------------------------------------- client
-def connect(host, port, ca, proto, proxy):
+def connect(host, port, ca, proto, proxy, strict_eof=False):
+    """With `strict_eof`, a TLS connection that ends without close_notify raises (a cut) instead of reading as an end."""
     if proxy:
         s = socket.create_connection(("127.0.0.1", proxy), timeout=20)
         s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host.encode(), host.encode()))
@@ -159,7 +184,7 @@ def connect(host, port, ca, proto, proxy):
         s = socket.create_connection(("127.0.0.1", port), timeout=20)
     ctx = ssl.create_default_context(cafile=ca)
     ctx.set_alpn_protocols(["h2"] if proto == "h2" else ["http/1.1"])
-    t = ctx.wrap_socket(s, server_hostname=host)
+    t = ctx.wrap_socket(s, server_hostname=host, suppress_ragged_eofs=not strict_eof)
     return t
 
 def watched(fields):
@@ -217,6 +242,45 @@ def h2_exchange(t, headers, send=None, body_out=None):
         t.sendall(c.data_to_send())
         if done: break
     return status, fields, body
+
+def h1_ending(t, host, path):
+    """Status and how a response read to the connection's end ended: "complete" (a clean end) or the error."""
+    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+    data = b""
+    try:
+        while True:
+            chunk = t.recv(65536)
+            if not chunk: break
+            data += chunk
+        ending = "complete"
+    except (ConnectionResetError, ssl.SSLError) as e:
+        ending = "cut"
+    status = int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else None
+    return status, ending
+
+def h2_ending(t, headers):
+    """Status and how an h2 response ended: "complete" (END_STREAM) or "cut" (RST_STREAM, or the connection lost)."""
+    c = h2.connection.H2Connection(config=h2cfg(True))
+    c.initiate_connection()
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, headers, end_stream=True)
+    t.sendall(c.data_to_send())
+    status = None
+    while True:
+        try:
+            data = t.recv(65536)
+        except (ConnectionResetError, ssl.SSLError):
+            return status, "cut"
+        if not data: return status, "cut"
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.ResponseReceived): status = int(dict(ev.headers)[b":status"])
+            elif isinstance(ev, h2.events.DataReceived): c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded): return status, "complete"
+            elif isinstance(ev, (h2.events.StreamReset, h2.events.ConnectionTerminated)): return status, "cut"
+        try:
+            t.sendall(c.data_to_send())
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+            pass  # the peer is gone: what it sent before its reset is still to be read
 
 def client(host, port, ca, proto, proxy):
     out = {}
@@ -276,6 +340,21 @@ def client(host, port, ca, proto, proxy):
                                send=payload)
         out["websocket"] = {"opened": st == 200, "status": st, "echo": b.decode("latin-1")}
     t.close()
+    # 5. a response without a length, cut by the origin's reset: the client must see the cut
+    t = connect(host, port, ca, proto, proxy, strict_eof=True)
+    if proto == "h1":
+        st, ending = h1_ending(t, host, b"/cut")
+    else:
+        st, ending = h2_ending(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", b"/cut")])
+    out["cut"] = {"status": st, "ending": ending}
+    t.close()
+    # 6. HTTP/2 only: :authority and a host field that names another host, malformed (RFC 9113 §8.3.1) on every path
+    if proto == "h2":
+        t = connect(host, port, ca, proto, proxy)
+        st, ending = h2_ending(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()),
+                                   (b":path", b"/plain"), (b"host", b"other.test")])
+        out["authority"] = {"status": st, "ending": ending}
+        t.close()
     print(json.dumps(out))
 
 if __name__ == "__main__":
