@@ -18,9 +18,13 @@ import ProxyTrace
 //    window bounds it. Response bytes go out as the client's stream and connection windows allow; what they hold
 //    back waits in the stream's outbound queue. A lane stops being read while its stream holds more than
 //    `streamQueueHighWater` or all streams together more than `connectionQueueHighWater` (a finished response
-//    frees its lane but keeps its bytes until the client takes them), and resumes below the low waters. So the
-//    proxy holds at most about 512 KiB of response per client connection beyond the client's windows, plus one
-//    read per lane, whatever windows the client advertises.
+//    frees its lane but keeps its bytes until the client takes them), and resumes below the low waters. The
+//    connection's bound spares a lane whose stream the client is draining (its queue below the low water, its
+//    window open, and credit given back beyond the initial window): a client that reads one response at a time
+//    while others wait unread would otherwise stall the very stream it reads, for good. A new stream earns that
+//    only by being read, so streams nobody reads still stop at the bound. So the proxy holds at most about 512 KiB
+//    of response per client connection beyond the client's windows, plus the stream's bound and one read per
+//    lane, whatever windows the client advertises.
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
 //    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
 //    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
@@ -687,9 +691,11 @@ final class H2ToH1Relay: LaneRelay {
 
     /// Stops reading a lane whose stream, or the whole connection, holds more response bytes than the client's
     /// windows let out (theory of operation, 4); reads it again once both are below their low waters. An idle lane
-    /// is always read (its end must be seen).
+    /// is always read (its end must be seen), and a lane whose stream the client is draining is spared the
+    /// connection's bound.
     private func regulateLanes() {
         let total = client.outboundQueuedBytesTotal
+        let initialWindow = Int(client.remoteSettings.initialWindowSize)
         // By index, changing each lane where it lies (no copy of the pool per step).
         var index = lanes.startIndex
         while index != lanes.endIndex {
@@ -697,12 +703,16 @@ final class H2ToH1Relay: LaneRelay {
             let (lane, l) = (lanes.keys[index], lanes.values[index])
             let queued = l.streamID.map { client.outboundQueuedBytes(streamID: $0) } ?? 0
             let pause: Bool
-            if l.streamID == nil {
-                pause = false
-            } else if l.paused {
-                pause = queued > Self.streamQueueLowWater || total > Self.connectionQueueLowWater
+            if let id = l.streamID {
+                let draining = queued <= Self.streamQueueLowWater && (client.sendWindow(streamID: id) ?? 0) > 0
+                    && (streams[id].map { $0.responseBytes - queued > initialWindow } ?? false)
+                if l.paused {
+                    pause = queued > Self.streamQueueLowWater || (total > Self.connectionQueueLowWater && !draining)
+                } else {
+                    pause = queued > Self.streamQueueHighWater || (total > Self.connectionQueueHighWater && !draining)
+                }
             } else {
-                pause = queued > Self.streamQueueHighWater || total > Self.connectionQueueHighWater
+                pause = false
             }
             guard pause != l.paused else { continue }
             lanes.values[index].paused = pause

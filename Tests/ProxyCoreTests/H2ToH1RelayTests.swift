@@ -20,6 +20,8 @@ private final class PoolScene {
     let clock = TestClock()
     /// Whether this client gives flow-control credit back for what it receives (a reader that keeps up).
     var reads = true
+    /// Streams this client reads when `reads` is off (an app that reads one response at a time).
+    var readsStreams: Set<Int32> = []
     var consumed: [Int32: Int] = [:]
 
     init(maxLanes: Int, clientSettings: H2Settings = H2Settings()) throws {
@@ -61,7 +63,7 @@ private final class PoolScene {
             case .data(let id, let bytes, let end):
                 responses[id]?.body += bytes
                 if end { responses[id]?.ended = true }
-                if reads { client.consume(streamID: id, count: bytes.count) }
+                if reads || readsStreams.contains(id) { client.consume(streamID: id, count: bytes.count) }
             case .rstStream(let id, let code):
                 resets[id] = code
             default: break
@@ -304,6 +306,53 @@ struct H2ToH1RelayBoundsTests {
         let held = total - delivered
         #expect(held <= (512 << 10) + 7 * piece.count, "\(held >> 10) KiB held")
         #expect(held >= 256 << 10, "the bound, not something else, stopped the reading: \(held >> 10) KiB held")
+    }
+
+    @Test("A client that reads one large response while 40 others wait unread: the one it reads still completes")
+    func drainedStreamIsReadPastTheConnectionBound() throws {
+        let scene = try PoolScene(maxLanes: 6, clientSettings: H2Settings(connectionWindowSize: 16 << 20))
+        scene.reads = false
+        let big = try scene.get("/big")
+        scene.readsStreams = [big]
+        let small = try (0..<40).map { try scene.get("/small\($0)") }
+        try scene.exchange()
+        for lane in scene.opened { scene.take(scene.relay.laneConnected(lane)) }
+        let sizes = ["/big": 4 << 20, "/small": 128 << 10]
+        let piece = [UInt8](repeating: 0x62, count: 16 << 10)
+        // Per lane: the paths asked for, in order, and how far its current answer has been fed.
+        var answered: [UpstreamLane: Int] = [:]
+        var offset: [UpstreamLane: Int] = [:]
+        var total = 0
+        for _ in 0..<20_000 {
+            var moved = false
+            for lane in [UpstreamLane.primary] + scene.opened {
+                let peer: ProxyPeer = lane == .primary ? .upstream : .lane(lane)
+                let asked = (scene.toLanes[lane] ?? "").components(separatedBy: "GET ").dropFirst()
+                    .map { String($0.prefix { $0 != " " }) }
+                let done = answered[lane] ?? 0
+                guard scene.paused[peer] != true, done < asked.count else { continue }
+                let size = asked[done].hasPrefix("/big") ? sizes["/big"]! : sizes["/small"]!
+                let at = offset[lane] ?? 0
+                let bytes = at == 0 ? bytes("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n")
+                    : Array(piece.prefix(size - (at - 1)))
+                offset[lane] = at + (at == 0 ? 1 : bytes.count)
+                if at > 0 { total += bytes.count }
+                if offset[lane]! == size + 1 {
+                    answered[lane] = done + 1
+                    offset[lane] = 0
+                }
+                scene.take(lane == .primary ? scene.relay.upstreamBytes(bytes) : scene.relay.laneBytes(lane, bytes))
+                moved = true
+            }
+            // The client's WINDOW_UPDATEs for what it read.
+            try scene.exchange()
+            if !moved || scene.responses[big]?.ended == true { break }
+        }
+        #expect(scene.responses[big]?.body.count == 4 << 20, "the stream the client reads stalled: \(scene.responses[big]?.body.count ?? 0) bytes")
+        #expect(scene.responses[big]?.ended == true)
+        // Streams nobody reads still stop at the connection's bound.
+        let delivered = ([big] + small).reduce(0) { $0 + (scene.responses[$1]?.body.count ?? 0) }
+        #expect(total - delivered <= (512 << 10) + 6 * ((64 << 10) + piece.count), "\((total - delivered) >> 10) KiB held")
     }
 
     @Test("A stalled request body on a lane: RST_STREAM CANCEL after --client-timeout, and its lane closes")
