@@ -308,18 +308,25 @@ def h2_exchange(t, headers, send=None, body_out=None):
         if done: break
     return status, fields, body
 
-def h1_ending(t, host, path):
-    """Status and how a response read to the connection's end ended: "complete" (a clean end) or the error."""
-    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+def read_to_end(t):
+    """Everything read until the connection's end, and how it ended: "closed" (cleanly), "cut" (a reset, or on a
+    strict socket TLS without close_notify) or "open" (still open at the socket's timeout)."""
     data = b""
     try:
         while True:
             chunk = t.recv(65536)
-            if not chunk: break
+            if not chunk: return data, "closed"
             data += chunk
-        ending = "complete"
-    except (ConnectionResetError, ssl.SSLError) as e:
-        ending = "cut"
+    except TimeoutError:
+        return data, "open"
+    except (ConnectionResetError, ssl.SSLError):
+        return data, "cut"
+
+def h1_ending(t, host, path):
+    """Status and how a response read to the connection's end ended: "complete" (a clean end) or the error."""
+    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+    data, ending = read_to_end(t)
+    ending = "complete" if ending == "closed" else ending
     status = int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else None
     return status, ending
 
@@ -465,17 +472,7 @@ def h10_request(t, host, path):
     """An HTTP/1.0 GET read to the connection's end: status, the body as decoded (de-chunked if it came chunked), how
     it ended ("closed" cleanly, "cut", or "open" when the connection stayed open), and whether it came chunked."""
     t.sendall(b"GET " + path + b" HTTP/1.0\r\nHost: " + host.encode() + b"\r\n\r\n")
-    data = b""
-    try:
-        while True:
-            chunk = t.recv(65536)
-            if not chunk: break
-            data += chunk
-        ending = "closed"
-    except TimeoutError:
-        ending = "open"
-    except (OSError, ssl.SSLError):
-        ending = "cut"
+    data, ending = read_to_end(t)
     head, raw = data.split(b"\r\n\r\n", 1) if b"\r\n\r\n" in data else (data, b"")
     lines = head.split(b"\r\n")
     chunked = any(l.lower().startswith(b"transfer-encoding:") and b"chunked" in l.lower() for l in lines[1:])
