@@ -7,7 +7,14 @@ import Testing
 /// that are not UTF-8 both ways; a POST body (its SHA-256 as the origin got it); a WebSocket (HTTP/1.1 Upgrade, or
 /// RFC 8441 extended CONNECT on HTTP/2); a response without a length that the origin ends with a reset, which
 /// must reach the client cut (a reset, RST_STREAM), never complete (close_notify, END_STREAM); on HTTP/2, an
-/// `:authority` with a `host` naming another host, which the origin refuses as malformed and so must every path.
+/// `:authority` with a `host` naming another host, which the origin refuses as malformed and so must every path;
+/// a complete early answer (413 and its body) to a 1 MiB upload still being sent, which an h2 origin follows with
+/// RST_STREAM(NO_ERROR) and an HTTP/1.1 origin with its connection's end (RFC 9113 §8.1), four times as losing it
+/// is a race; on HTTP/2 clients, a response whose header section is over the proxy's 64 KiB limit next to another
+/// on the same connection, which must still be answered as direct; on HTTP/1.1 clients, an HTTP/1.0 request the
+/// origin answers chunked, which must read as the same bytes and end by the connection's close.
+/// Two cases differ from direct on purpose and are asserted for what they are: the oversized response becomes 502,
+/// and the fields named in an HTTP/1.1 `Connection` (X-Private, both ways) do not pass the proxy (RFC 9110 §7.6.1).
 @Suite("Differential: direct and through the proxy, h1→h1, h1→h2, h2→h1, h2→h2")
 struct DifferentialTests {
     /// One origin process speaking `alpns` with the good.test certificate.
@@ -51,9 +58,28 @@ struct DifferentialTests {
     private func text(_ value: Any?) -> String {
         guard let value else { return "nil" }
         do {
-            return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+            return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes]), as: UTF8.self)
         } catch {
             return "unencodable: \(error)"
+        }
+    }
+
+    /// RFC 9110 §7.6.1: on HTTP/1.1 the fields `Connection` names go with it. The origin sends `Connection: x-private`
+    /// and `X-Private: 1` (an h2 origin only `x-private`, an ordinary field there) and says in `X-Saw-Private` whether
+    /// the request's X-Private, which an HTTP/1.1 client names in its own `Connection`, reached it.
+    private func checkConnectionNamedFields(path: Path, direct: [String: Any], proxied: [String: Any]) throws {
+        let d = try #require(direct["private"] as? [String: Any]), p = try #require(proxied["private"] as? [String: Any])
+        #expect(text(p["status"]) == text(d["status"]) && text(p["body"]) == text(d["body"]), "direct \(text(d)), proxied \(text(p))")
+        let directFields = try #require(d["fields"] as? [String: String]), fields = try #require(p["fields"] as? [String: String])
+        let yes = "796573", no = "6e6f", one = "31"  // hex of "yes", "no", "1"
+        if path.client == "h1" {
+            #expect(directFields["x-saw-private"] == yes && fields["x-saw-private"] == no, "direct \(text(d)), proxied \(text(p))")
+            #expect(directFields["x-private"] == one, "\(text(d))")
+        }
+        if path.originALPN == "http/1.1" {
+            #expect(fields["x-private"] == nil, "X-Private, named in the origin's Connection, passed the proxy: \(text(p))")
+        } else {
+            #expect(fields["x-private"] == one, "an h2 origin's x-private is end to end: \(text(p))")
         }
     }
 
@@ -73,7 +99,7 @@ struct DifferentialTests {
             e2e, ["--map", "good.test=127.0.0.1:\(origin.port)"] + path.proxyArguments, in: folder)
         let proxied = try await runClient(
             e2e, script: script, port: origin.port, ca: e2e.proxyCA, proto: path.client, proxy: proxy.port, in: folder)
-        for name in ["plain", "latin", "post", "websocket", "cut", "authority"] {
+        for name in ["plain", "latin", "post", "websocket", "cut", "authority", "early", "other", "http10"] {
             #expect(text(proxied[name]) == text(direct[name]), "\(name): direct \(text(direct[name]))")
         }
         // The non-UTF-8 values really were there to be compared.
@@ -84,6 +110,21 @@ struct DifferentialTests {
         if path.client == "h2" {
             #expect(text(direct["authority"]) == #"{"ending":"cut","status":null}"#, "\(text(direct["authority"]))")
         }
+        // The early answer arrived whole directly, each time.
+        let early = #"{"body":"too large, answered early","ending":"complete","status":413}"#
+        #expect(text(direct["early"]) == "[" + Array(repeating: early, count: 4).joined(separator: ",") + "]", "\(text(direct["early"]))")
+        if path.client == "h2" {
+            // Directly the large header section is accepted; through the proxy it is that stream's 502 alone.
+            #expect(text(direct["bighead"]) == #"{"ending":"complete","status":200}"#, "\(text(direct["bighead"]))")
+            #expect(text(proxied["bighead"]) == #"{"ending":"complete","status":502}"#, "\(text(proxied["bighead"]))")
+            #expect(text(direct["other"]).contains("body of /plain"), "\(text(direct["other"]))")
+        } else {
+            // Chunked on the wire directly; through the proxy the same bytes, close-delimited, ending cleanly.
+            #expect(direct["http10_chunked"] as? Bool == true && proxied["http10_chunked"] as? Bool == false,
+                    "direct \(text(direct["http10_chunked"])), proxied \(text(proxied["http10_chunked"]))")
+            #expect(text(direct["http10"]).contains(#""ending":"closed","status":200"#), "\(text(direct["http10"]))")
+        }
+        try checkConnectionNamedFields(path: path, direct: direct, proxied: proxied)
         // Each exchange has its line, the WebSocket's too.
         let version = path.upstreamVersion
         _ = try await proxy.process.waitForLine(startingWith: "GET https://good.test/latin 200 \(version) ATS ok")

@@ -7,13 +7,17 @@ let differentialScript = #"""
 # client: diff.py client HOST PORT CA PROTO [PROXYPORT] (PROTO h1 or h2; with PROXYPORT, CONNECT through the proxy)
 # The client prints one JSON object: for each case, what an app would compare (status, chosen headers as hex
 # bytes, body, or for the WebSocket whether it opened and what came back).
-import base64, fcntl, hashlib, json, socket, ssl, struct, sys, termios, threading, time
+import base64, fcntl, hashlib, json, select, socket, ssl, struct, sys, termios, threading, time
 import h2.config, h2.connection, h2.events, h2.settings
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 LATIN = b"na\xefve caf\xe9"  # Latin-1, not UTF-8
-WATCHED = [b"x-origin", b"x-latin", b"x-echo-latin", b"content-type", b"x-body-sha256"]
+WATCHED = [b"x-origin", b"x-latin", b"x-echo-latin", b"content-type", b"x-body-sha256", b"x-private", b"x-saw-private"]
 UPLOAD = bytes(range(256)) * 120  # 30 720 bytes: within HTTP/2's initial window
+EARLY_UPLOAD = bytes(range(256)) * 4096  # 1 MiB: still being sent when the early answer comes
+EARLY = b"too large, answered early"
+BIG_FIELDS = [(b"x-big-%d" % i, b"b" * 16000) for i in range(5)]  # an 80 KB header section, over the proxy's 64 KiB
+CHUNKS = [b"first chunk, ", b"a longer second chunk " * 40, b"last"]
 
 def h2cfg(client):
     return h2.config.H2Configuration(client_side=client, header_encoding=None, validate_inbound_headers=False,
@@ -40,6 +44,15 @@ def reset_after_sending(conn):
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     conn.close()
 
+def drain(conn):
+    """Reads what the peer still sends, until it closes or is quiet for a second (at most 10 s)."""
+    conn.settimeout(1)
+    deadline = time.monotonic() + 10
+    try:
+        while time.monotonic() < deadline and conn.recv(65536): pass
+    except (OSError, ssl.SSLError):
+        pass
+
 def origin_h1(conn):
     data = b""
     while b"\r\n\r\n" not in data:
@@ -61,6 +74,30 @@ def origin_h1(conn):
             chunk = conn.recv(65536)
             if not chunk: break
             conn.sendall(b"echo:" + chunk)
+        return
+    if path == b"/early":
+        # A complete answer while the request body is still coming, and the connection's end; the body is drained
+        # meanwhile (nginx's lingering close) so that the client reads the answer rather than a reset.
+        conn.sendall(b"HTTP/1.1 413 Content Too Large\r\nX-Origin: diff\r\nContent-Type: text/plain\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(EARLY) + EARLY)
+        drain(conn)
+        return
+    if path == b"/bighead":
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Origin: diff\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in BIG_FIELDS)
+                     + b"Content-Length: 3\r\nConnection: close\r\n\r\nbig")
+        return
+    if path == b"/private":
+        # RFC 9110 §7.6.1: the fields Connection names are hop-by-hop, both ways.
+        saw = b"yes" if get(b"x-private") else b"no"
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Origin: diff\r\nConnection: x-private, close\r\nX-Private: 1\r\n"
+                     b"X-Saw-Private: " + saw + b"\r\nContent-Length: 7\r\n\r\nprivate")
+        return
+    if path == b"/chunked":
+        # Chunked whatever the request's version (HTTP/1.0 included), then a clean close (close_notify).
+        out = b"HTTP/1.1 200 OK\r\nX-Origin: diff\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+        for c in CHUNKS: out += b"%x\r\n" % len(c) + c + b"\r\n"
+        conn.sendall(out + b"0\r\n\r\n")
+        conn.unwrap()
         return
     if path == b"/cut":
         # A response without a length that the origin ends with a reset: cut, not complete.
@@ -128,6 +165,34 @@ def origin_h2(conn):
                     conn.sendall(c.data_to_send())
                     reset_after_sending(conn)
                     return
+                path = hdr.get(b":path")
+                if path == b"/early":
+                    # RFC 9113 §8.1: a complete answer before the request's end, then RST_STREAM(NO_ERROR).
+                    c.send_headers(ev.stream_id, [(b":status", b"413"), (b"x-origin", b"diff"), (b"content-type", b"text/plain"),
+                                                  (b"content-length", str(len(EARLY)).encode())])
+                    c.send_data(ev.stream_id, EARLY, end_stream=True)
+                    c.reset_stream(ev.stream_id, error_code=0)
+                    conn.sendall(c.data_to_send())
+                    continue
+                if path == b"/bighead":
+                    c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff")] + BIG_FIELDS, end_stream=False)
+                    c.send_data(ev.stream_id, b"big", end_stream=True)
+                    conn.sendall(c.data_to_send())
+                    continue
+                if path == b"/private":
+                    # HTTP/2 has no Connection field: here x-private is an end-to-end field like any other.
+                    c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff"), (b"x-private", b"1"),
+                                                  (b"x-saw-private", b"yes" if b"x-private" in hdr else b"no"),
+                                                  (b"content-length", b"7")])
+                    c.send_data(ev.stream_id, b"private", end_stream=True)
+                    conn.sendall(c.data_to_send())
+                    continue
+                if path == b"/chunked":
+                    # No chunked coding on HTTP/2: the same body in several DATA frames, without a length.
+                    c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff"), (b"content-type", b"text/plain")])
+                    for i, chunk in enumerate(CHUNKS): c.send_data(ev.stream_id, chunk, end_stream=i == len(CHUNKS) - 1)
+                    conn.sendall(c.data_to_send())
+                    continue
                 if hdr.get(b":method") == b"CONNECT" and hdr.get(b":protocol") == b"websocket":
                     tunnels.add(ev.stream_id)
                     c.send_headers(ev.stream_id, [(b":status", b"200"), (b"x-origin", b"diff")])
@@ -243,18 +308,25 @@ def h2_exchange(t, headers, send=None, body_out=None):
         if done: break
     return status, fields, body
 
-def h1_ending(t, host, path):
-    """Status and how a response read to the connection's end ended: "complete" (a clean end) or the error."""
-    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+def read_to_end(t):
+    """Everything read until the connection's end, and how it ended: "closed" (cleanly), "cut" (a reset, or on a
+    strict socket TLS without close_notify) or "open" (still open at the socket's timeout)."""
     data = b""
     try:
         while True:
             chunk = t.recv(65536)
-            if not chunk: break
+            if not chunk: return data, "closed"
             data += chunk
-        ending = "complete"
-    except (ConnectionResetError, ssl.SSLError) as e:
-        ending = "cut"
+    except TimeoutError:
+        return data, "open"
+    except (ConnectionResetError, ssl.SSLError):
+        return data, "cut"
+
+def h1_ending(t, host, path):
+    """Status and how a response read to the connection's end ended: "complete" (a clean end) or the error."""
+    t.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+    data, ending = read_to_end(t)
+    ending = "complete" if ending == "closed" else ending
     status = int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else None
     return status, ending
 
@@ -281,6 +353,139 @@ def h2_ending(t, headers):
             t.sendall(c.data_to_send())
         except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
             pass  # the peer is gone: what it sent before its reset is still to be read
+
+def h1_early(t, host):
+    """A 1 MiB POST whose answer comes early: the body is sent while the answer is read, until the answer is whole
+    (its Content-Length), the connection ends, or sending fails (the reading goes on)."""
+    t.sendall(b"POST /early HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/octet-stream\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(EARLY_UPLOAD))
+    t.setblocking(False)
+    sent, data, sending, ending = 0, b"", True, "timeout"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if sending and sent < len(EARLY_UPLOAD):
+            try:
+                sent += t.send(EARLY_UPLOAD[sent:sent + 16384])
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                pass
+            except (OSError, ssl.SSLError):
+                sending = False
+        try:
+            chunk = t.recv(65536)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            writing = [t] if sending and sent < len(EARLY_UPLOAD) else []
+            select.select([t], writing, [], 0.5)
+            continue
+        except (OSError, ssl.SSLError):
+            ending = "reset"
+            break
+        if not chunk:
+            ending = "closed"
+            break
+        data += chunk
+        if b"\r\n\r\n" in data:
+            head, body = data.split(b"\r\n\r\n", 1)
+            length = next((int(l.split(b":", 1)[1]) for l in head.split(b"\r\n")[1:] if l.lower().startswith(b"content-length:")), None)
+            if length is not None and len(body) >= length:
+                ending = "complete"
+                break
+    head, body = data.split(b"\r\n\r\n", 1) if b"\r\n\r\n" in data else (data, b"")
+    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.") else None
+    return {"status": status, "body": body.decode("latin-1"), "ending": ending}
+
+def h2_early(t, host):
+    """A 1 MiB POST on HTTP/2 whose answer comes early: DATA as the windows allow until the stream ends or is reset."""
+    c = h2.connection.H2Connection(config=h2cfg(True))
+    c.initiate_connection()
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", b"/early"),
+                         (b"content-length", str(len(EARLY_UPLOAD)).encode())])
+    t.sendall(c.data_to_send())
+    sent, status, body, ending, sending = 0, None, b"", "timeout", True
+    while True:
+        while sending and sent < len(EARLY_UPLOAD):
+            n = min(c.local_flow_control_window(sid), c.max_outbound_frame_size, len(EARLY_UPLOAD) - sent)
+            if n <= 0: break
+            c.send_data(sid, EARLY_UPLOAD[sent:sent + n], end_stream=sent + n == len(EARLY_UPLOAD))
+            sent += n
+        try:
+            t.sendall(c.data_to_send())
+            data = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            return {"status": status, "body": body.decode("latin-1"), "ending": "reset"}
+        if not data:
+            return {"status": status, "body": body.decode("latin-1"), "ending": "closed"}
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.ResponseReceived):
+                status = int(dict(ev.headers)[b":status"])
+            elif isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                body += ev.data
+            elif isinstance(ev, h2.events.StreamEnded):
+                return {"status": status, "body": body.decode("latin-1"), "ending": "complete"}
+            elif isinstance(ev, (h2.events.StreamReset, h2.events.ConnectionTerminated)):
+                return {"status": status, "body": body.decode("latin-1"), "ending": "reset"}
+
+def h2_pair(t, host):
+    """Two requests on one h2 connection: /bighead (a header section over 64 KiB) first, then /plain. Each stream's
+    status, watched fields, body and ending ("complete", "reset", or "lost" when the connection went first)."""
+    c = h2.connection.H2Connection(config=h2cfg(True))
+    c.decoder.max_header_list_size = 1 << 20  # hpack's default (64 KiB) would refuse the large section itself
+    c.initiate_connection()
+    streams = {}
+    for path in (b"/bighead", b"/plain"):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", path)],
+                       end_stream=True)
+        streams[sid] = {"status": None, "fields": {}, "body": b"", "ending": "lost"}
+    t.sendall(c.data_to_send())
+    open_streams = set(streams)
+    while open_streams:
+        try:
+            data = t.recv(65536)
+        except (OSError, ssl.SSLError):
+            break
+        if not data: break
+        for ev in c.receive_data(data):
+            s = streams.get(getattr(ev, "stream_id", None))
+            if isinstance(ev, h2.events.ResponseReceived):
+                s["status"] = int(dict(ev.headers)[b":status"])
+                s["fields"] = watched([(n.lower(), v) for n, v in ev.headers if not n.startswith(b":")])
+            elif isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                s["body"] += ev.data
+            elif isinstance(ev, h2.events.StreamEnded):
+                s["ending"] = "complete"; open_streams.discard(ev.stream_id)
+            elif isinstance(ev, h2.events.StreamReset):
+                s["ending"] = "reset"; open_streams.discard(ev.stream_id)
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                open_streams.clear()
+        try:
+            t.sendall(c.data_to_send())
+        except (OSError, ssl.SSLError):
+            break
+    big, plain = (streams[k] for k in sorted(streams))
+    for s in (big, plain): s["body"] = s["body"].decode("latin-1")
+    return {"status": big["status"], "ending": big["ending"]}, plain
+
+def h10_request(t, host, path):
+    """An HTTP/1.0 GET read to the connection's end: status, the body as decoded (de-chunked if it came chunked), how
+    it ended ("closed" cleanly, "cut", or "open" when the connection stayed open), and whether it came chunked."""
+    t.sendall(b"GET " + path + b" HTTP/1.0\r\nHost: " + host.encode() + b"\r\n\r\n")
+    data, ending = read_to_end(t)
+    head, raw = data.split(b"\r\n\r\n", 1) if b"\r\n\r\n" in data else (data, b"")
+    lines = head.split(b"\r\n")
+    chunked = any(l.lower().startswith(b"transfer-encoding:") and b"chunked" in l.lower() for l in lines[1:])
+    body = raw
+    if chunked:
+        body = b""
+        while raw:
+            size_line, raw = raw.split(b"\r\n", 1)
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0: break
+            body, raw = body + raw[:size], raw[size + 2:]
+    status = int(lines[0].split(b" ")[1]) if head.startswith(b"HTTP/1.") else None
+    return {"status": status, "body": body.decode("latin-1"), "ending": ending}, chunked
 
 def client(host, port, ca, proto, proxy):
     out = {}
@@ -354,6 +559,30 @@ def client(host, port, ca, proto, proxy):
         st, ending = h2_ending(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()),
                                    (b":path", b"/plain"), (b"host", b"other.test")])
         out["authority"] = {"status": st, "ending": ending}
+        t.close()
+    # 7. a complete early answer (413) while a 1 MiB body is still being sent; four times, as a lost answer is a race
+    out["early"] = []
+    for _ in range(4):
+        t = connect(host, port, ca, proto, proxy)
+        out["early"].append(h1_early(t, host) if proto == "h1" else h2_early(t, host))
+        t.close()
+    # 8. HTTP/2 only: on one connection a response whose header section is over the proxy's limit, and another
+    if proto == "h2":
+        t = connect(host, port, ca, proto, proxy)
+        out["bighead"], out["other"] = h2_pair(t, host)
+        t.close()
+    # 9. Connection-named fields (hop-by-hop on HTTP/1.1): X-Private in the response, and on HTTP/1.1 in the request
+    t = connect(host, port, ca, proto, proxy)
+    if proto == "h1":
+        st, f, b = h1_request(t, host, b"/private", b"Connection: x-private\r\nX-Private: 1\r\n")
+    else:
+        st, f, b = h2_exchange(t, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", host.encode()), (b":path", b"/private")])
+    out["private"] = {"status": st, "fields": watched(f), "body": b.decode("latin-1")}
+    t.close()
+    # 10. HTTP/1.1 only: an HTTP/1.0 request whose answer the origin sends chunked
+    if proto == "h1":
+        t = connect(host, port, ca, proto, proxy, strict_eof=True)
+        out["http10"], out["http10_chunked"] = h10_request(t, host, b"/chunked")
         t.close()
     print(json.dumps(out))
 
