@@ -17,9 +17,10 @@ import ProxyTrace
 /// lock with its process, so a killed proxy leaves nothing stale behind. Other programs' short locks (a `sqlite3`
 /// holding a write transaction, a reader's checkpoint) are waited out: SQLite waits `busyTimeout` for each, and a
 /// batch still refused as busy is tried again, up to `busyAttempts` times, before the capture gives up.
-public final class CaptureWriter: @unchecked Sendable {
+public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
     // @unchecked: one thread at a time uses a writer (documented); GRDB's queue serialises its own access.
     public let path: String
+    public var location: String { path }
     public let runID: Int64
     private let queue: DatabaseQueue
     /// The descriptor holding the file's exclusive `flock` (-1 once closed).
@@ -503,13 +504,13 @@ public final class CaptureWriter: @unchecked Sendable {
 }
 
 /// The decision and handshake rows a connection's exchanges refer to.
-private struct References {
+struct References {
     var decisionRow: Int64?
     var handshakeRow: Int64?
 }
 
 /// One connection's trace records not yet written: chunk bytes (`TraceChunk`) and the first and last record's time.
-private struct PendingChunk {
+struct PendingChunk {
     var bytes: [UInt8] = []
     var first: Double
     var last: Double
@@ -525,7 +526,7 @@ private struct PendingChunk {
     }
 }
 
-private struct DecisionKey: Hashable {
+struct DecisionKey: Hashable {
     var decision: PolicyDecision
     var violations: [ATSViolation]
 }
