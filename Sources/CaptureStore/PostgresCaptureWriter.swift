@@ -139,6 +139,7 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
     private static func isTransient(_ error: PostgresError) -> Bool {
         guard let state = error.sqlState else { return false }
         return state.hasPrefix("53") || state.hasPrefix("57") || state == "40P01" || state == "40001"
+            || state == foreignKeyViolation
     }
 
     private func wentDown(_ error: PostgresError) {
@@ -203,6 +204,12 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
     }
 
     public func close(ended: Double) throws(CaptureFileError) {
+        try finish(ended: ended)
+    }
+
+    /// Writes what is held, records the run's end (nil: leaves it open, as a copied run that never ended) and
+    /// disconnects.
+    public func finish(ended: Double?) throws(CaptureFileError) {
         defer {
             connection?.close()
             connection = nil
@@ -216,9 +223,11 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
                     "the database is unreachable at exit: \(unwritten) held exchanges are not written"
                         + (exchangesDropped > 0 ? " and \(exchangesDropped) were dropped" : "")))
         }
-        do {
-            try connection.execute(
-                "UPDATE runs SET ended = $1 WHERE id = $2", [PostgresValue(ended), PostgresValue(runID)])
+        do throws(PostgresError) {
+            if let ended {
+                try connection.execute(
+                    "UPDATE runs SET ended = $1 WHERE id = $2", [PostgresValue(ended), PostgresValue(runID)])
+            }
         } catch {
             throw CaptureFileError(path: location, problem: .cannotWrite(error.message))
         }
@@ -306,10 +315,19 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
         } catch {
             // Rolled back: ids remembered during the batch may name rows that are not there.
             (decisionIDs, handshakeIDs, connectionRows) = remembered
+            if error.sqlState == Self.foreignKeyViolation {
+                // A row remembered from before is gone (`capture prune` removed an idle run's rows): forgotten, so
+                // the batch, tried again, writes them anew.
+                decisionIDs.removeAll()
+                handshakeIDs.removeAll()
+                connectionRows.removeAll()
+            }
             connection.rollback()
             throw error
         }
     }
+
+    static let foreignKeyViolation = "23503"
 
     private func addExchange(
         _ frames: inout CaptureBatchReader, id: Int64, _ connections: [ConnectionRecord],
