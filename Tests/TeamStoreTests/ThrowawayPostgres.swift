@@ -50,12 +50,18 @@ final class ThrowawayPostgres {
 
     deinit { stop() }
 
+    /// Starts the server and waits (at most 30 s) until it accepts connections. pg_ctl runs under a Python parent
+    /// that closes every descriptor past stderr for it: the server it starts keeps the descriptors it was given,
+    /// and one Foundation's Process watches (or a pipe) would make the finished pg_ctl look alive for ever.
     func start() throws {
-        let started = try asOwner(
-            "\(Self.bin)/pg_ctl",
-            ["start", "-D", data.path, "-w", "-t", "30", "-l", folder.appendingPathComponent("log").path], limit: 40)
+        let detached = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], close_fds=True, "
+            + "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))"
+        var command = ["\(Self.bin)/pg_ctl", "start", "-D", data.path, "-w", "-t", "30", "-l",
+                       folder.appendingPathComponent("log").path]
+        if getuid() == 0 { command = ["/usr/sbin/runuser", "-u", "postgres", "--"] + command }
+        let started = try runCommand("/usr/bin/python3", ["-c", detached] + command, limit: 40)
         guard started.status == 0 else {
-            throw PostgresTestError("pg_ctl start: \(started.stderrText)\(started.stdoutText) \(log)")
+            throw PostgresTestError("pg_ctl start failed (\(started.status)): \(log)")
         }
     }
 
