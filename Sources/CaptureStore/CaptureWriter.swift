@@ -411,18 +411,7 @@ public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
 
     private func upsertConnection(_ c: ConnectionRecord, _ db: Database) throws {
         let tls = c.clientTLS
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
-                client_alpn, client_sni, client_resumed, first_seen)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (run_id, connection_id) DO UPDATE SET
-                client_address = coalesce(excluded.client_address, client_address),
-                client_tls_version = coalesce(excluded.client_tls_version, client_tls_version),
-                client_tls_suite = coalesce(excluded.client_tls_suite, client_tls_suite),
-                client_alpn = coalesce(excluded.client_alpn, client_alpn),
-                client_sni = coalesce(excluded.client_sni, client_sni),
-                client_resumed = coalesce(excluded.client_resumed, client_resumed)
-            """)
+        let statement = try db.cachedStatement(sql: Self.connectionUpsert { _ in "?" })
         try statement.execute(arguments: [
             runID, Int64(bitPattern: c.connectionID), c.clientAddress, tls?.version, tls?.cipherSuite, tls?.alpn,
             tls?.serverName, tls?.resumed, Date().timeIntervalSince1970,
@@ -457,6 +446,23 @@ public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
         if handshakeIDs.count >= Self.cacheLimit { handshakeIDs.removeAll() }
         handshakeIDs[facts] = id
         return id
+    }
+
+    /// A connection's row, inserted or completed (a later record of the connection may know what an earlier did
+    /// not), with `placeholder(n)` for the nth value: `?` for SQLite, `$n` for PostgreSQL (the team store's writer).
+    static func connectionUpsert(_ placeholder: (Int) -> String) -> String {
+        """
+        INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
+            client_alpn, client_sni, client_resumed, first_seen)
+        VALUES (\((1...9).map(placeholder).joined(separator: ", ")))
+        ON CONFLICT (run_id, connection_id) DO UPDATE SET
+            client_address = coalesce(excluded.client_address, connections.client_address),
+            client_tls_version = coalesce(excluded.client_tls_version, connections.client_tls_version),
+            client_tls_suite = coalesce(excluded.client_tls_suite, connections.client_tls_suite),
+            client_alpn = coalesce(excluded.client_alpn, connections.client_alpn),
+            client_sni = coalesce(excluded.client_sni, connections.client_sni),
+            client_resumed = coalesce(excluded.client_resumed, connections.client_resumed)
+        """
     }
 
     /// The host of an exchange's URL, lowercased, without user info or port: `https://A.example:8443/x` →

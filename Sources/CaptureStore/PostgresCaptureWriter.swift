@@ -388,18 +388,7 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
     private func upsertConnection(_ c: ConnectionRecord, _ connection: PostgresConnection) throws(PostgresError) {
         let tls = c.clientTLS
         try connection.execute(
-            """
-            INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
-                client_alpn, client_sni, client_resumed, first_seen)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-            ON CONFLICT (run_id, connection_id) DO UPDATE SET
-                client_address = coalesce(excluded.client_address, connections.client_address),
-                client_tls_version = coalesce(excluded.client_tls_version, connections.client_tls_version),
-                client_tls_suite = coalesce(excluded.client_tls_suite, connections.client_tls_suite),
-                client_alpn = coalesce(excluded.client_alpn, connections.client_alpn),
-                client_sni = coalesce(excluded.client_sni, connections.client_sni),
-                client_resumed = coalesce(excluded.client_resumed, connections.client_resumed)
-            """,
+            CaptureWriter.connectionUpsert { "$\($0)" },
             [
                 PostgresValue(runID), PostgresValue(Int64(bitPattern: c.connectionID)), PostgresValue(c.clientAddress),
                 PostgresValue(tls?.version), PostgresValue(tls?.cipherSuite), PostgresValue(tls?.alpn),

@@ -166,6 +166,18 @@ enum PostgresValue {
     init(_ value: String?) { self = value.map { .text($0) } ?? .null }
 }
 
+extension CaptureFilter.SQL {
+    /// The arguments as the team store's parameters (PostgreSQL infers each one's type from where it stands).
+    var postgresParameters: [PostgresValue] {
+        values.map { value in
+            switch value {
+            case .integer(let v): .text(String(v))
+            case .text(let v): .text(v)
+            }
+        }
+    }
+}
+
 /// A result's rows, every value as text (libpq's text format) or nil for NULL.
 struct PostgresRows {
     var columns: [String]

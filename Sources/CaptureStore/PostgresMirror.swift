@@ -51,12 +51,7 @@ public final class PostgresMirror: @unchecked Sendable {
             }
             var sql = CaptureFilter.SQL(dialect: .postgres)
             let (_, exchanges) = selection.conditions(&sql)
-            let parameters = sql.values.map { value -> PostgresValue in
-                switch value {
-                case .integer(let v): .text(String(v))
-                case .text(let v): .text(v)
-                }
-            }
+            let parameters = sql.postgresParameters
             let query = "SELECT e.id FROM exchanges e JOIN runs r ON r.id = e.run_id WHERE \(exchanges) AND e.id > \(mark)"
             remote = try connection?.execute(query, parameters).rows.compactMap { $0[0].flatMap { Int64($0) } } ?? []
         } catch {

@@ -158,12 +158,7 @@ public enum PostgresSnapshot {
     ) throws -> Int {
         var sql = CaptureFilter.SQL(dialect: .postgres)
         let (runs, exchanges) = selection.conditions(&sql)
-        let parameters: [PostgresValue] = sql.values.map { value in
-            switch value {
-            case .integer(let v): .text(String(v))
-            case .text(let v): .text(v)
-            }
-        }
+        let parameters = sql.postgresParameters
         let picked = "SELECT e.id, e.run_id, e.connection_id, e.decision_id, e.handshake_id FROM exchanges e "
             + "JOIN runs r ON r.id = e.run_id WHERE \(exchanges)"
             + (selection.newest.map { " ORDER BY e.id DESC LIMIT \($0)" } ?? "")

@@ -23,9 +23,8 @@ class PortProcess {
     let process = Process()
     let port: Int
     let stderrFile: URL
-    private let input = Pipe()
 
-    /// Starts `executable arguments` and reads stdout (at most 20 s) until `port` finds the port in a line.
+    /// Starts `executable arguments` and reads stdout (at most 10 s) until `port` finds the port in a line.
     init(_ executable: String, _ arguments: [String], folder: URL, port: (Substring) -> Int?) throws {
         stderrFile = folder.appendingPathComponent("stderr-\(UUID().uuidString.prefix(6))")
         guard FileManager.default.createFile(atPath: stderrFile.path, contents: nil) else {
@@ -33,39 +32,10 @@ class PortProcess {
         }
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        process.standardInput = input
-        try process.run()
-        let fd = out.fileHandleForReading.fileDescriptor
-        var text = ""
-        var found: Int?
-        let deadline = Date().addingTimeInterval(20)
-        while found == nil, Date() < deadline {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, 500) == 1 else { continue }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-            found = text.split(separator: "\n").lazy.compactMap(port).first
+        // Console lines (the proxies run --quiet) are few: the pipe never fills.
+        self.port = try launchAndReadPort(process, stderr: try FileHandle(forWritingTo: stderrFile), port: port) { text in
+            PostgresTestError("\(executable) did not start: \(text)")
         }
-        guard let found else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let stderr: String
-            do { stderr = try String(contentsOf: stderrFile, encoding: .utf8) } catch { stderr = "(stderr: \(error))" }
-            throw PostgresTestError("\(executable) did not start: \(text) \(stderr)")
-        }
-        self.port = found
-        // The rest of stdout (the console lines) is drained on a thread, so the child never blocks on a full pipe.
-        Thread {
-            while true {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-            }
-        }.start()
     }
 
     var stderr: String {
