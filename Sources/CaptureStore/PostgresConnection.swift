@@ -22,12 +22,15 @@ final class PostgresConnection {
     let location: PostgresLocation
 
     /// Connects, with a connect timeout of 5 s unless the URI sets its own, and says the connection is atsproxy's
-    /// (`application_name`, shown in `pg_stat_activity`).
+    /// (`application_name`, shown in `pg_stat_activity`). Over TCP, a database that stops answering (a network
+    /// partition, not a refusal) is given up after about 10 s (TCP keepalives and `tcp_user_timeout`), so the writer
+    /// thread never waits on a dead connection for ever.
     init(_ location: PostgresLocation, applicationName: String = "atsproxy") throws(PostgresError) {
         self.location = location
         // Earlier keywords are defaults: the URI's own settings (expanded from `dbname`) override them.
-        let keys = ["connect_timeout", "fallback_application_name", "dbname"]
-        let values = ["5", applicationName, location.uri]
+        let keys = ["connect_timeout", "fallback_application_name", "keepalives", "keepalives_idle",
+                    "keepalives_interval", "keepalives_count", "tcp_user_timeout", "dbname"]
+        let values = ["5", applicationName, "1", "5", "2", "3", "10000", location.uri]
         let made: OpaquePointer? = keys.withCStrings { k in
             values.withCStrings { v in PQconnectdbParams(k, v, 1) }
         }
