@@ -98,8 +98,11 @@ struct ReportCommand: ParsableCommand {
         }
         for r in judgedRuns {
             let policy = r.settings["policy"] ?? "unknown"
+            // Team store runs name their proxy's label and machine.
+            let origin = [r.settings["label"].map { "label \($0)" }, r.settings["host"].map { "on \($0)" }]
+                .compactMap { $0 }.joined(separator: ", ")
             notes.append(
-                "run \(r.id): captured with policy \(policy) on iOS \(r.settings["ios"] ?? "?"), --ats "
+                "run \(r.id)\(origin.isEmpty ? "" : " (\(origin))"): captured with policy \(policy) on iOS \(r.settings["ios"] ?? "?"), --ats "
                     + "\(r.settings["ats"] ?? "?")")
         }
         if let captureIOS, ios != nil, captureIOS != iosVersion {

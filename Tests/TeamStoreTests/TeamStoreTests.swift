@@ -63,6 +63,8 @@ import Testing
         let report = try TeamStoreBinary.run(["report", pg.uri])
         #expect(report.status == 0, "\(report.stderrText)")
         #expect(report.stdoutText.contains("against 300 observed exchanges"), "\(report.stdoutText)")
+        #expect(report.stdoutText.contains("(label phone-a, on ") && report.stdoutText.contains("(label phone-b, on "),
+                "\(report.stdoutText)")
         let since = try TeamStoreBinary.run(["report", pg.uri, "--label", "phone-b", "--since", "1h"])
         #expect(since.stdoutText.contains("against 150 observed exchanges"), "\(since.stdoutText)")
 
