@@ -17,8 +17,12 @@ final class ThrowawayPostgres {
     /// The store's URI for atsproxy (the `atsproxy` superuser, trusted on loopback: no password).
     var uri: String { "postgresql://atsproxy@127.0.0.1:\(port)/atsproxy" }
 
+    /// The cluster's folder is made under /tmp itself, not the tests' scratch folder: the `postgres` user must reach
+    /// it whatever the umask made of the folders above, and the server's unix socket path must stay short.
     init() throws {
-        folder = try TestScratch.folder("pg")
+        var template = Array("/tmp/atsproxy-pg-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw PostgresTestError("mkdtemp: \(errno)") }
+        folder = URL(fileURLWithPath: String(cString: made))
         data = folder.appendingPathComponent("data")
         port = try Self.freePort()
         if getuid() == 0 {
@@ -48,7 +52,13 @@ final class ThrowawayPostgres {
         guard created.status == 0 else { throw PostgresTestError("createdb: \(created.stderrText)") }
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        do { try FileManager.default.removeItem(at: folder) } catch {
+            // Left in /tmp, named as ours; the test's own outcome does not depend on it.
+            FileHandle.standardError.write(Data("ThrowawayPostgres: cannot remove \(folder.path): \(error)\n".utf8))
+        }
+    }
 
     /// Starts the server and waits (at most 30 s) until it accepts connections. pg_ctl runs under a Python parent
     /// that closes every descriptor past stderr for it: the server it starts keeps the descriptors it was given,
