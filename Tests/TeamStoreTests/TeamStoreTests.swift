@@ -198,6 +198,11 @@ import Testing
         #expect(down.status == 0, "\(down.stderrText)")
         // Quiet when piped: no progress drawn on a standard error that is not a terminal.
         #expect(!down.stderrText.contains("\r"))
+        // On a terminal (script(1) gives it one), the same copy draws its progress.
+        let onTerminal = try runCommand(
+            "/usr/bin/script",
+            ["-qec", "\(TeamStoreBinary.path) capture copy \(pg.uri) \(back).tty", "/dev/null"], limit: 60)
+        #expect(onTerminal.stdoutText.contains("60 of 60 exchanges (100%)"), "\(onTerminal.stdoutText)")
         let again = try TeamStoreBinary.run(["capture", "copy", pg.uri, back])
         #expect(again.status == 2 && again.stderrText.contains("exists"))
 
