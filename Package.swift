@@ -34,6 +34,10 @@ let package = Package(
         .systemLibrary(
             name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // libpq (PostgreSQL's client library, libpq-dev): the team store, `--capture postgresql://…`. Its blocking
+        // calls run on the capture's writer thread and in the reading commands, never on an event loop.
+        .systemLibrary(
+            name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // SQLite's process-wide configuration (sqlite3_config is variadic: Swift cannot call it).
         .systemLibrary(name: "CSQLiteConfig", path: "Sources/CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
 
@@ -69,7 +73,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the writer's rows without GRDB's per-value boxing (SQLiteInsert).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"), "CSQLiteConfig",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"), "CSQLiteConfig", "CLibPQ",
             ],
             swiftSettings: strict),
         // Reading captures back: HAR 1.2 export and the full text of one exchange (`har`, `show`, the live view).
@@ -170,6 +174,11 @@ let package = Package(
         .testTarget(
             name: "ProxyLoadTests",
             dependencies: ["atsproxy-load", "TLSCore", "HTTP1Core", "ProxyEventLoop", "TestSupport"],
+            swiftSettings: strict),
+        // The team store against a real PostgreSQL that the tests start and stop (a throwaway cluster, docs/team-store.md).
+        .testTarget(
+            name: "TeamStoreTests",
+            dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
             swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(

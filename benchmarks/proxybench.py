@@ -42,6 +42,9 @@ of its live stream (`curl -N …/api/stream`, as the page's EventSource) and wha
 says it fell behind (the newest page at most twice a second, the count every two seconds), interleaved in the same rounds; the line after the table compares it
 with the "capture on" row, i.e. the view's own cost on top of the capture it reads (issue 21's target: at most 10%
 fewer requests/s).
+With `--team-store URI` (a postgresql:// team store, docs/team-store.md), a fourth proxy captures into it, and the
+"capture on (team store)" row runs interleaved with the others: the line after the table gives req/s and steady
+proxy CPU per request with no capture, the SQLite capture and the PostgreSQL capture, from the same rounds.
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
@@ -401,6 +404,7 @@ def main():
     ap.add_argument("--load-binary", help="the atsproxy-load client (default: next to --binary)")
     ap.add_argument("--idle", type=int, default=1000)
     ap.add_argument("--only", help="run only the cases whose name contains this text (no idle measure)")
+    ap.add_argument("--team-store", help="a postgresql:// URI: add the team store capture row")
     ap.add_argument("--proxy-arg", action="append", default=[],
                     help="extra argument for `atsproxy run` (repeatable), e.g. --proxy-arg=--threads=1")
     args = ap.parse_args()
@@ -437,6 +441,14 @@ def main():
         procs.append(web_page.stream)
         proxies = {"off": (proxy, proxy_address), "capture": (capture_proxy, f"127.0.0.1:{capture_port}"),
                    "web": (web_proxy, f"127.0.0.1:{web_proxy_port}")}
+        if args.team_store:
+            # A fourth: the same capture into the team store (the run labelled so it can be pruned or told apart).
+            store_port = free_port()
+            store_proxy = start_proxy(args.binary, d, cadir, store_port, tls_port, h2_port,
+                                      args.proxy_arg + ["--capture", args.team_store, "--run-label", "proxybench"],
+                                      log_name="proxy-store.log")
+            procs.append(store_proxy)
+            proxies["store"] = (store_proxy, f"127.0.0.1:{store_port}")
         captured_requests = 0
 
         def client(kind, url, n, c, proxied=False, keepalive=True, which="off"):
@@ -478,6 +490,9 @@ def main():
             ("keep-alive HTTPS 1 KiB, 32 conns, web view streaming", direct_1k, proxied_1k, args.requests, 32, True,
              "rps", "load", "web"),
         ]
+        if args.team_store:
+            cases.append(("keep-alive HTTPS 1 KiB, 32 conns, capture on (team store)", direct_1k, proxied_1k,
+                          args.requests, 32, True, "rps", "load", "store"))
         cases = [case if len(case) == 9 else case + ("off",) for case in cases]
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
         h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
@@ -585,6 +600,15 @@ def main():
                   f"{med_of(streaming, 'steady_us') - med_of(capture_row, 'steady_us'):+.1f} µs steady CPU per request; "
                   f"the page read {web_page.events} stream events ({web_page.rows} rows, {web_page.resyncs} resyncs) "
                   f"and made {web_page.polls} polls")
+        store_row = "keep-alive HTTPS 1 KiB, 32 conns, capture on (team store)"
+        plain_row = "keep-alive HTTPS 1 KiB, 32 conns"
+        if store_row in results and capture_row in results and plain_row in results:
+            def med_of(name, key):
+                return statistics.median(r[key] for r in results[name][0]["proxy"])
+            print("no capture / SQLite capture / team store capture, " + plain_row + ": "
+                  + " / ".join(f"{med_of(n, 'rps'):.0f}" for n in (plain_row, capture_row, store_row)) + " req/s, "
+                  + " / ".join(f"{med_of(n, 'steady_us'):.1f}" for n in (plain_row, capture_row, store_row))
+                  + " µs steady proxy CPU per request")
         if comparisons and captured_requests:
             size = sum(os.path.getsize(p) for p in (capture_file, capture_file + "-wal") if os.path.exists(p))
             print(f"capture file: {size / 1e6:.1f} MB for about {captured_requests} exchanges "

@@ -29,6 +29,8 @@ public struct CaptureBatch: ~Copyable, Sendable {
     var connections: [ConnectionRecord] = []
     /// Frames in the batch.
     public private(set) var count = 0
+    /// Exchange frames in the batch (the rest are trace records and `forget`s).
+    public private(set) var exchangeCount = 0
     /// Scratch for text assembled by code that writes arrays (heads, hosts), copied into the batch.
     private var scratch: [UInt8] = []
 
@@ -43,6 +45,17 @@ public struct CaptureBatch: ~Copyable, Sendable {
         storage.count = 0
         connections.removeAll(keepingCapacity: true)
         count = 0
+        exchangeCount = 0
+    }
+
+    /// A copy of the batch, for a writer that keeps it to write later (the team store while its database is down).
+    func copied() -> CaptureBatch {
+        var copy = CaptureBatch()
+        withBytes { copy.storage.append($0) }
+        copy.connections = connections
+        copy.count = count
+        copy.exchangeCount = exchangeCount
+        return copy
     }
 
     /// The frames' bytes, for reading (`CaptureBatchReader`).
@@ -72,6 +85,7 @@ public struct CaptureBatch: ~Copyable, Sendable {
     mutating func begin(_ kind: Kind) {
         storage.append(kind.rawValue)
         count += 1
+        if kind == .exchange { exchangeCount += 1 }
     }
 
     mutating func null() { storage.append(Tag.null.rawValue) }

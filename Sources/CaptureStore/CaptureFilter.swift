@@ -32,10 +32,42 @@ public struct CaptureFilter: Sendable, Equatable {
         self.condition = condition
     }
 
-    /// SQL conditions (ANDed) over the `exchanges` table aliased `e`, and their arguments.
+    /// SQL conditions (ANDed) over the `exchanges` table aliased `e`, and their arguments, in one dialect: SQLite
+    /// (a capture file) or PostgreSQL (the team store). One definition of each condition serves both; the dialect
+    /// decides only placeholders, case-insensitive matching and the literals of truth.
     struct SQL {
+        var dialect = SQLDialect.sqlite
         var conditions: [String] = []
-        var arguments = StatementArguments()
+        /// The arguments in placeholder order.
+        var values: [SQLArgument] = []
+
+        init(dialect: SQLDialect = .sqlite, values: [SQLArgument] = []) {
+            self.dialect = dialect
+            self.values = values
+        }
+
+        /// Appends `value` and returns its placeholder: `?` for SQLite, `$n` for PostgreSQL.
+        mutating func bind(_ value: SQLArgument) -> String {
+            values.append(value)
+            return dialect == .sqlite ? "?" : "$\(values.count)"
+        }
+
+        /// The arguments for GRDB (SQLite).
+        var arguments: StatementArguments {
+            StatementArguments(values.map { value -> DatabaseValue in
+                switch value {
+                case .integer(let v): v.databaseValue
+                case .text(let v): v.databaseValue
+                }
+            })
+        }
+
+        /// `LIKE`, ASCII-case-insensitive in SQLite; PostgreSQL's is case-sensitive, its `ILIKE` is not.
+        var caseInsensitiveLike: String { dialect == .sqlite ? "LIKE" : "ILIKE" }
+        /// A condition that holds (or not) for no NULL: SQLite compares with `IS NOT 1`, PostgreSQL with `IS NOT TRUE`.
+        var isNotTrue: String { dialect == .sqlite ? "IS NOT 1" : "IS NOT TRUE" }
+        var trueLiteral: String { dialect == .sqlite ? "1" : "TRUE" }
+        var falseLiteral: String { dialect == .sqlite ? "0" : "FALSE" }
     }
 
     func compile(into sql: inout SQL) {
@@ -50,8 +82,19 @@ public struct CaptureFilter: Sendable, Equatable {
             // A top-level AND is flattened, so that each of its indexable terms stays a condition of its own.
             if case .all(let terms) = condition { parts += terms } else { parts.append(condition) }
         }
-        for part in parts { sql.conditions.append(part.sql(&sql.arguments)) }
+        for part in parts { sql.conditions.append(part.sql(&sql)) }
     }
+}
+
+/// The SQL a filter compiles to: a capture file's (SQLite) or the team store's (PostgreSQL).
+public enum SQLDialect: Sendable {
+    case sqlite, postgres
+}
+
+/// A value bound to a filter's placeholder.
+enum SQLArgument: Equatable {
+    case integer(Int64)
+    case text(String)
 }
 
 /// One condition on an exchange, or a combination of them: what a filter expression parses to. `host` reads its
@@ -78,7 +121,7 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     case all([CaptureCondition])
     case any([CaptureCondition])
 
-    /// The SQL of a status range (`CaptureReader.summaries` may have it walk the table instead of the index).
+    /// The SQLite text of a status range (`CaptureReader.summaries` may have it walk the table instead of the index).
     static let statusRangeSQL = "e.status BETWEEN ? AND ?"
 
     /// `CaptureSchema.problems` as written over `e`: the same text, so that SQLite matches it with the partial index.
@@ -114,60 +157,60 @@ public indirect enum CaptureCondition: Sendable, Equatable {
         .any(parts.flatMap { part -> [CaptureCondition] in if case .any(let terms) = part { terms } else { [part] } })
     }
 
-    /// The condition as SQL over `e`, appending its arguments. SQL's NULL never leaks out of a negation: `not
-    /// status:4xx` holds for an exchange without a status.
-    func sql(_ arguments: inout StatementArguments) -> String {
+    /// The condition as SQL over `e` in `sql`'s dialect, binding its arguments there. SQL's NULL never leaks out
+    /// of a negation: `not status:4xx` holds for an exchange without a status.
+    func sql(_ sql: inout CaptureFilter.SQL) -> String {
         switch self {
         case .host(let host):
             let host = host.lowercased()
             if host.hasPrefix(".") {
-                _ = arguments.append(contentsOf: [String(host.dropFirst()), "%" + Self.likeEscaped(host)])
-                return "(e.host = ? OR e.host LIKE ? ESCAPE '\\')"
+                let exact = sql.bind(.text(String(host.dropFirst())))
+                // Hosts are stored lowercased: a plain LIKE, whose case rules differ between the two, is enough.
+                return "(e.host = \(exact) OR e.host LIKE \(sql.bind(.text("%" + Self.likeEscaped(host)))) ESCAPE '\\')"
             }
-            _ = arguments.append(contentsOf: [host])
-            return "e.host = ?"
+            return "e.host = " + sql.bind(.text(host))
         case .outcome(let outcome):
-            _ = arguments.append(contentsOf: [outcome.rawValue])
+            let condition = "e.outcome = " + sql.bind(.text(outcome.rawValue))
             // A problem verdict implies the problems condition: said too, so SQLite reads the problems' index.
             switch outcome {
-            case .blocked, .violation, .failed: return "(e.outcome = ? AND " + Self.problemsSQL + ")"
-            case .allowed, .notEvaluated: return "e.outcome = ?"
+            case .blocked, .violation, .failed: return "(" + condition + " AND " + Self.problemsSQL + ")"
+            case .allowed, .notEvaluated: return condition
             }
         case .status(let range):
-            let sql: String
+            let condition: String
             if range.lowerBound == range.upperBound {
-                _ = arguments.append(contentsOf: [range.lowerBound])
-                sql = "e.status = ?"
+                condition = "e.status = " + sql.bind(.integer(Int64(range.lowerBound)))
             } else {
-                _ = arguments.append(contentsOf: [range.lowerBound, range.upperBound])
-                sql = Self.statusRangeSQL
+                let low = sql.bind(.integer(Int64(range.lowerBound)))
+                condition = "e.status BETWEEN \(low) AND " + sql.bind(.integer(Int64(range.upperBound)))
             }
-            return range.lowerBound >= 400 ? "(" + sql + " AND " + Self.problemsSQL + ")" : sql
+            return range.lowerBound >= 400 ? "(" + condition + " AND " + Self.problemsSQL + ")" : condition
         case .noStatus:
             return "e.status IS NULL"
         case .method(let method):
-            _ = arguments.append(contentsOf: [method])
-            return "e.method = ?"
+            return "e.method = " + sql.bind(.text(method))
         case .text(let text):
-            _ = arguments.append(contentsOf: ["%" + Self.likeEscaped(text) + "%"])
-            return "e.url LIKE ? ESCAPE '\\'"
+            let pattern = sql.bind(.text("%" + Self.likeEscaped(text) + "%"))
+            return "e.url \(sql.caseInsensitiveLike) \(pattern) ESCAPE '\\'"
         case .code(let code):
             // `errors` holds `-1200/-9836,-1022`: each code between separators.
-            _ = arguments.append(contentsOf: ["%," + String(code) + ",%"])
-            return "(',' || replace(e.errors, '/', ',') || ',') LIKE ?"
+            return "(',' || replace(e.errors, '/', ',') || ',') LIKE " + sql.bind(.text("%," + String(code) + ",%"))
         case .run(let run):
-            _ = arguments.append(contentsOf: [run])
-            return "e.run_id = ?"
+            return "e.run_id = " + sql.bind(.integer(run))
         case .problems:
             return Self.problemsSQL
         case .not(let inner):
-            return "((" + inner.sql(&arguments) + ") IS NOT 1)"
+            return "((" + inner.sql(&sql) + ") \(sql.isNotTrue))"
         case .all(let terms):
-            guard !terms.isEmpty else { return "1" }
-            return "(" + terms.map { $0.sql(&arguments) }.joined(separator: " AND ") + ")"
+            guard !terms.isEmpty else { return sql.trueLiteral }
+            var parts: [String] = []
+            for term in terms { parts.append(term.sql(&sql)) }
+            return "(" + parts.joined(separator: " AND ") + ")"
         case .any(let terms):
-            guard !terms.isEmpty else { return "0" }
-            return "(" + terms.map { $0.sql(&arguments) }.joined(separator: " OR ") + ")"
+            guard !terms.isEmpty else { return sql.falseLiteral }
+            var parts: [String] = []
+            for term in terms { parts.append(term.sql(&sql)) }
+            return "(" + parts.joined(separator: " OR ") + ")"
         }
     }
 

@@ -17,9 +17,10 @@ import ProxyTrace
 /// lock with its process, so a killed proxy leaves nothing stale behind. Other programs' short locks (a `sqlite3`
 /// holding a write transaction, a reader's checkpoint) are waited out: SQLite waits `busyTimeout` for each, and a
 /// batch still refused as busy is tried again, up to `busyAttempts` times, before the capture gives up.
-public final class CaptureWriter: @unchecked Sendable {
+public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
     // @unchecked: one thread at a time uses a writer (documented); GRDB's queue serialises its own access.
     public let path: String
+    public var location: String { path }
     public let runID: Int64
     private let queue: DatabaseQueue
     /// The descriptor holding the file's exclusive `flock` (-1 once closed).
@@ -461,18 +462,7 @@ public final class CaptureWriter: @unchecked Sendable {
 
     private func upsertConnection(_ c: ConnectionRecord, _ db: Database) throws {
         let tls = c.clientTLS
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
-                client_alpn, client_sni, client_resumed, first_seen)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (run_id, connection_id) DO UPDATE SET
-                client_address = coalesce(excluded.client_address, client_address),
-                client_tls_version = coalesce(excluded.client_tls_version, client_tls_version),
-                client_tls_suite = coalesce(excluded.client_tls_suite, client_tls_suite),
-                client_alpn = coalesce(excluded.client_alpn, client_alpn),
-                client_sni = coalesce(excluded.client_sni, client_sni),
-                client_resumed = coalesce(excluded.client_resumed, client_resumed)
-            """)
+        let statement = try db.cachedStatement(sql: Self.connectionUpsert { _ in "?" })
         try statement.execute(arguments: [
             runID, Int64(bitPattern: c.connectionID), c.clientAddress, tls?.version, tls?.cipherSuite, tls?.alpn,
             tls?.serverName, tls?.resumed, Date().timeIntervalSince1970,
@@ -507,6 +497,23 @@ public final class CaptureWriter: @unchecked Sendable {
         if handshakeIDs.count >= Self.cacheLimit { handshakeIDs.removeAll() }
         handshakeIDs[facts] = id
         return id
+    }
+
+    /// A connection's row, inserted or completed (a later record of the connection may know what an earlier did
+    /// not), with `placeholder(n)` for the nth value: `?` for SQLite, `$n` for PostgreSQL (the team store's writer).
+    static func connectionUpsert(_ placeholder: (Int) -> String) -> String {
+        """
+        INSERT INTO connections (run_id, connection_id, client_address, client_tls_version, client_tls_suite,
+            client_alpn, client_sni, client_resumed, first_seen)
+        VALUES (\((1...9).map(placeholder).joined(separator: ", ")))
+        ON CONFLICT (run_id, connection_id) DO UPDATE SET
+            client_address = coalesce(excluded.client_address, connections.client_address),
+            client_tls_version = coalesce(excluded.client_tls_version, connections.client_tls_version),
+            client_tls_suite = coalesce(excluded.client_tls_suite, connections.client_tls_suite),
+            client_alpn = coalesce(excluded.client_alpn, connections.client_alpn),
+            client_sni = coalesce(excluded.client_sni, connections.client_sni),
+            client_resumed = coalesce(excluded.client_resumed, connections.client_resumed)
+        """
     }
 
     /// The host of an exchange's URL, lowercased, without user info or port: `https://A.example:8443/x` →
@@ -554,13 +561,13 @@ public final class CaptureWriter: @unchecked Sendable {
 }
 
 /// The decision and handshake rows a connection's exchanges refer to.
-private struct References {
+struct References {
     var decisionRow: Int64?
     var handshakeRow: Int64?
 }
 
 /// One connection's trace records not yet written: chunk bytes (`TraceChunk`) and the first and last record's time.
-private struct PendingChunk {
+struct PendingChunk {
     var bytes: [UInt8] = []
     var first: Double
     var last: Double
@@ -576,7 +583,7 @@ private struct PendingChunk {
     }
 }
 
-private struct DecisionKey: Hashable {
+struct DecisionKey: Hashable {
     var decision: PolicyDecision
     var violations: [ATSViolation]
 }

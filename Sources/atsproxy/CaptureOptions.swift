@@ -9,10 +9,19 @@ struct CaptureOptions: ParsableArguments {
         name: .customLong("capture"),
         help: ArgumentHelp(
             "Keep every exchange (heads, timings, TLS, ATS decision, bodies, trace) in a SQLite capture FILE; "
-                + "without FILE, captures/<date-time>.atscap. An existing capture gets this run appended. Off by "
+                + "without FILE, captures/<date-time>.atscap. An existing capture gets this run appended. "
+                + "A postgresql:// URI writes to the team store instead (docs/team-store.md). Off by "
                 + "default: bodies can hold users' secrets.",
-            valueName: "FILE"))
+            valueName: "FILE|URI"))
     var capture: String?
+
+    @Option(
+        name: .customLong("run-label"),
+        help: ArgumentHelp(
+            "With --capture: a label for this run (a device, a tester, a CI job), for `report --label` and the "
+                + "team store's listings.",
+            valueName: "NAME"))
+    var runLabel: String?
 
     @Option(
         name: .customLong("capture-bodies"),

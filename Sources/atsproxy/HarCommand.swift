@@ -17,17 +17,20 @@ struct HarCommand: ParsableCommand {
             written.
             """)
 
-    @Argument(help: "The capture file (atsproxy run --capture).")
+    @Argument(help: "The capture file (atsproxy run --capture), or a postgresql:// team store.")
     var path: String
 
     @OptionGroup var filterOptions: CaptureFilterOptions
+
+    @OptionGroup var store: TeamStoreOptions
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write the HAR to this file instead of stdout.")
     var output: String?
 
     func run() throws {
         let filter = try filterOptions.filter(command: "har")
-        let reader = try openCapture(path, command: "har")
+        try store.check(location: path, command: "har")
+        let reader = try openCapture(path, command: "har", selection: store.selection(filter: filter)).reader
         let document = HARDocument(creatorVersion: ATSProxyCommand.configuration.version, filter: filter)
         guard let output else {
             let out = BufferedOutput()

@@ -32,7 +32,7 @@ struct ReportCommand: ParsableCommand {
         case text, markdown, json, plist
     }
 
-    @Argument(help: "The capture file (from `atsproxy run --capture`).")
+    @Argument(help: "The capture file (from `atsproxy run --capture`), or a postgresql:// team store.")
     var file: String
 
     @Option(
@@ -58,6 +58,8 @@ struct ReportCommand: ParsableCommand {
 
     @OptionGroup var readings: PolicyReadingOptions
 
+    @OptionGroup var store: TeamStoreOptions
+
     func validate() throws {
         if let ios, IOSProfile.band(for: ios) == nil {
             throw ValidationError("--ios must be 9 or later (got \(ios))")
@@ -70,12 +72,17 @@ struct ReportCommand: ParsableCommand {
         let log: ObservationLog
         let mirrorVerdicts: [CapturedMirrorVerdict]
         let proxySite: Int
+        try store.check(location: file, command: "report")
+        let shown: String
         do {
-            reader = try CaptureReader(path: file)
+            let opened = try openCapture(
+                file, command: "report", selection: store.selection(filter: CaptureFilter(), runIDs: runID.map { [$0] }))
+            reader = opened.reader
+            shown = opened.shown
             runs = try reader.runs()
             if let runID, !runs.contains(where: { $0.id == runID }) {
                 throw failure(
-                    "atsproxy report: \(file): no run \(runID) (runs: \(runs.map { String($0.id) }.joined(separator: ", ")))",
+                    "atsproxy report: \(shown): no run \(runID) (runs: \(runs.map { String($0.id) }.joined(separator: ", ")))",
                     status: 2)
             }
             log = try ObservationLog(reading: reader, runID: runID)
@@ -89,12 +96,15 @@ struct ReportCommand: ParsableCommand {
         let captureIOS = judgedRuns.last?.settings["ios"].flatMap { Int($0) }
         let iosVersion = ios ?? captureIOS ?? IOSProfile.newest.rawValue
         guard let profile = IOSProfile.band(for: iosVersion) else {
-            throw failure("atsproxy report: \(file): the capture names iOS \(iosVersion), which has no ATS", status: 2)
+            throw failure("atsproxy report: \(shown): the capture names iOS \(iosVersion), which has no ATS", status: 2)
         }
         for r in judgedRuns {
             let policy = r.settings["policy"] ?? "unknown"
+            // Team store runs name their proxy's label and machine.
+            let origin = [r.settings["label"].map { "label \($0)" }, r.settings["host"].map { "on \($0)" }]
+                .compactMap { $0 }.joined(separator: ", ")
             notes.append(
-                "run \(r.id): captured with policy \(policy) on iOS \(r.settings["ios"] ?? "?"), --ats "
+                "run \(r.id)\(origin.isEmpty ? "" : " (\(origin))"): captured with policy \(policy) on iOS \(r.settings["ios"] ?? "?"), --ats "
                     + "\(r.settings["ats"] ?? "?")")
         }
         if let captureIOS, ios != nil, captureIOS != iosVersion {

@@ -280,28 +280,43 @@ struct RunCommand: ParsableCommand {
                 throw failure("atsproxy run: error: --har and --capture name the same file (\(har))")
             }
         }
+        let store = captureOptions.capture.flatMap(PostgresLocation.init)
+        if let store, webAddress != nil || captureOptions.har != nil {
+            throw failure(
+                "atsproxy run: error: --web and --har read a capture file; with the team store "
+                    + "(\(store.redacted)) use `atsproxy view URL` and `atsproxy har URL --run ID` instead")
+        }
         do {
-            var path = try captureOptions.resolvedPath()
-            if path == nil, webAddress != nil || captureOptions.har != nil {
+            var path = store == nil ? try captureOptions.resolvedPath() : nil
+            if path == nil, store == nil, webAddress != nil || captureOptions.har != nil {
                 path = Self.temporaryCapturePath()
                 temporaryCapture = path
             }
-            if let path {
-                let writer = try CaptureWriter.open(
-                    path: path,
-                    run: CaptureRunInfo(
-                        started: Date().timeIntervalSince1970,
-                        atsproxyVersion: ATSProxyCommand.configuration.version,
-                        bodyLimit: captureOptions.bodyLimit,
-                        settings: [
-                            "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
-                            "block": block.rawValue, "listen": listen, "ca": caFile,
-                        ]))
-                if !writer.exclusive {
+            var settings = [
+                "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
+                "block": block.rawValue, "listen": listen, "ca": caFile,
+            ]
+            // The team store's runs come from many machines: each says which.
+            if store != nil { settings["host"] = ProcessInfo.processInfo.hostName }
+            if let label = captureOptions.runLabel { settings["label"] = label }
+            let run = CaptureRunInfo(
+                started: Date().timeIntervalSince1970, atsproxyVersion: ATSProxyCommand.configuration.version,
+                bodyLimit: captureOptions.bodyLimit, settings: settings)
+            let writer: (any CaptureDestination)?
+            if let store {
+                writer = try PostgresCaptureWriter.open(store, run: run)
+            } else if let path {
+                let file = try CaptureWriter.open(path: path, run: run)
+                if !file.exclusive {
                     ProxyLogSink.writeToStandardError(
                         "atsproxy: warning: --capture: \(path): its file system has no flock, so another atsproxy "
                             + "writing the same file would not be refused\n")
                 }
+                writer = file
+            } else {
+                writer = nil
+            }
+            if let writer {
                 let notices = sink
                 let opened = CaptureSink(writer: writer) { text in notices.notice(text) }
                 sink.add(opened)

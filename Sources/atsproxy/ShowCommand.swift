@@ -21,7 +21,7 @@ struct ShowCommand: ParsableCommand {
             unreadable capture or a filter that does not parse.
             """)
 
-    @Argument(help: "The capture file (atsproxy run --capture).")
+    @Argument(help: "The capture file (atsproxy run --capture), or a postgresql:// team store.")
     var path: String
 
     @Argument(help: "Show this exchange in full (the number a listing starts with).")
@@ -31,6 +31,8 @@ struct ShowCommand: ParsableCommand {
     var idOption: Int64?
 
     @OptionGroup var filterOptions: CaptureFilterOptions
+
+    @OptionGroup var store: TeamStoreOptions
 
     @Flag(help: "JSON: one object per line for a listing, the HAR entry for one exchange.")
     var json = false
@@ -54,7 +56,13 @@ struct ShowCommand: ParsableCommand {
 
     func run() throws {
         let filter = try filterOptions.filter(command: "show")
-        let reader = try openCapture(path, command: "show")
+        try store.check(location: path, command: "show")
+        let id = exchangeID ?? idOption
+        let opened = try openCapture(
+            path, command: "show",
+            selection: store.selection(filter: id == nil ? filter : CaptureFilter())
+                .with(exchangeIDs: id.map { [$0] }, newest: limit))
+        let reader = opened.reader
         do {
             if let id = exchangeID ?? idOption {
                 try showOne(reader, id: id)
@@ -68,6 +76,9 @@ struct ShowCommand: ParsableCommand {
 
     private func showOne(_ reader: CaptureReader, id: Int64) throws {
         guard let exchange = try reader.exchange(id: id) else {
+            if PostgresLocation.isURI(path) {
+                throw failure("atsproxy show: \(PostgresLocation(path)?.redacted ?? ""): no exchange \(id) in the store")
+            }
             throw failure("atsproxy show: \(path): no exchange \(id) (\(try reader.count()) exchanges in the file)")
         }
         let output: String

@@ -18,8 +18,10 @@ struct ViewCommand: ParsableCommand {
             Serves the same page and JSON API as `run --web` (docs/web.md) over FILE, read-only, until Ctrl-C.
             """)
 
-    @Argument(help: "A capture file (run --capture).")
+    @Argument(help: "A capture file (run --capture), or a postgresql:// team store (followed by polling).")
     var file: String
+
+    @OptionGroup var store: TeamStoreOptions
 
     @Option(
         help: "The app's ATS policy for the Hosts tab's report (as `report --plist`); without it, Apple's defaults.")
@@ -70,10 +72,17 @@ struct ViewCommand: ParsableCommand {
         let streamReader: CaptureReader
         let exportReader: CaptureReader
         let runs: [CapturedRun]
+        try store.check(location: file, command: "view")
+        // The team store: a capture file that follows it, polled every `PostgresMirror` interval.
+        let mirror = try PostgresLocation(file).map { source in
+            try startMirror(source, selection: store.selection(filter: CaptureFilter()))
+        }
+        let path = mirror?.path ?? file
+        let shown = mirror?.source.redacted ?? file
         do {
-            reader = try CaptureReader(path: file)
-            streamReader = try CaptureReader(path: file)
-            exportReader = try CaptureReader(path: file)
+            reader = try CaptureReader(path: path)
+            streamReader = try CaptureReader(path: path)
+            exportReader = try CaptureReader(path: path)
             runs = try reader.runs()
         } catch {
             throw failure("atsproxy view: error: \(error)", status: 2)
@@ -98,7 +107,7 @@ struct ViewCommand: ParsableCommand {
             proxyAddress: nil, proxyURL: settings["listen"].map { "http://\($0)" }, caPath: settings["ca"],
             policy: settings["policy"] ?? "unknown", iosProfile: settings["ios"].map { "iOS \($0)" } ?? "unknown",
             atsMode: settings["ats"] ?? "unknown", blockStyle: settings["ats"] == "enforce" ? settings["block"] : nil,
-            capturePath: file, captureIsTemporary: false, live: false,
+            capturePath: shown, captureIsTemporary: false, live: false,
             version: ATSProxyCommand.configuration.version, extensions: WebViewWiring.extensions(policy: reportPolicy))
         let group = try EventLoopGroup(loopCount: 1)
         let server = WebServer(
@@ -116,13 +125,52 @@ struct ViewCommand: ParsableCommand {
         let count: Int
         do { count = try reader.count() } catch { throw failure("atsproxy view: error: \(error)", status: 2) }
         FileHandle.standardOutput.write(Data("""
-            ATSProxy view of \(file) (\(count) exchange\(count == 1 ? "" : "s"), \(runs.count) \
+            ATSProxy view of \(shown) (\(count) exchange\(count == 1 ? "" : "s"), \(runs.count) \
             run\(runs.count == 1 ? "" : "s"))
             Web:     http://\(shownHost):\(listener.port)/
 
             """.utf8))
+        if let mirror { Self.follow(mirror) }
         done.wait()
         signals.cancel()
         group.shutdownGracefully(timeout: .seconds(1))
     }
+
+    /// Copies the selection of the store into a temporary capture file, with progress on a terminal.
+    private func startMirror(_ source: PostgresLocation, selection: TeamStoreSelection) throws -> PostgresMirror {
+        let mirror = PostgresMirror(source: source, selection: selection, path: try TemporaryCaptures.path(command: "view"))
+        let progress = TerminalProgress(verb: "reading \(source.redacted)")
+        defer { progress.finish() }
+        do { try mirror.start(progress: progress.update) } catch {
+            throw failure("atsproxy view: error: \(error)", status: 2)
+        }
+        return mirror
+    }
+
+    /// Polls the store every `pollInterval` seconds on a thread of its own until the process exits; an
+    /// unreachable store is said once per outage, and the view goes on showing what it has.
+    static func follow(_ mirror: PostgresMirror) {
+        let thread = Thread {
+            var failing = false
+            while true {
+                usleep(useconds_t(pollInterval * 1_000_000))
+                do {
+                    try mirror.poll()
+                    if failing { FileHandle.standardError.write(Data("atsproxy view: the store answers again\n".utf8)) }
+                    failing = false
+                } catch {
+                    if !failing {
+                        FileHandle.standardError.write(Data(
+                            "atsproxy view: \(error); showing what was read, trying again every \(Int(pollInterval)) s\n".utf8))
+                    }
+                    failing = true
+                }
+            }
+        }
+        thread.name = "atsproxy.view.poll"
+        thread.start()
+    }
+
+    /// Seconds between two polls of the team store.
+    static let pollInterval = 2.0
 }

@@ -6,13 +6,14 @@ import Foundation
 
 /// Starts `process` (a local test server) with stdout on a pipe and stdin held open, since the servers exit at EOF on
 /// stdin, and reads its output for at most 10 seconds until `port` finds the listening port in a line. If none
-/// comes, the process is killed and `failure` (given the output so far) is thrown.
-func launchAndReadPort(
-    _ process: Process, port: (Substring) -> Int?, failure: (String) -> any Error
+/// comes, the process is killed and `failure` (given the output so far) is thrown. Stderr goes to `stderr` (by
+/// default nowhere).
+public func launchAndReadPort(
+    _ process: Process, stderr: FileHandle = .nullDevice, port: (Substring) -> Int?, failure: (String) -> any Error
 ) throws -> Int {
     let out = Pipe()
     process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
+    process.standardError = stderr
     process.standardInput = Pipe()
     try process.run()
     let fd = out.fileHandleForReading.fileDescriptor

@@ -4,7 +4,7 @@ import ProxyCore
 import ProxyTrace
 import Synchronization
 
-/// `--capture FILE`: every exchange record (heads, timings, TLS facts, decision, bodies up to the cap) and every
+/// `--capture FILE` (or `--capture postgresql://…`, the team store): every exchange record (heads, timings, TLS facts, decision, bodies up to the cap) and every
 /// trace record into a capture file, written in batches (one transaction each) on a writer thread of its own. The
 /// loop thread that made a record encodes it into the pending batch (`CaptureBatch`) and keeps it: the writer gets
 /// bytes ready to bind, and no record is freed on another thread.
@@ -17,10 +17,14 @@ import Synchronization
 /// slows meanwhile, as under backpressure); when a write fails (disk full, file size limit, I/O error, a lock held
 /// for a minute), the sink says so once, stops capturing and lets the proxy go on; every batch committed before stays
 /// in the file.
+///
+/// The team store (`dropsWhenBehind`) never slows the proxy: a full queue drops the entry and counts it (said once,
+/// and in the count at exit), and a destination that holds batches through an outage (`wantsRetry`) is called
+/// about once a second without new entries, so it reconnects and catches up when the proxy is idle too.
 public final class CaptureSink: LogSink, @unchecked Sendable {
     // @unchecked: `queue`, `encoder`, `busy` and `stopping` are touched only under `condition`; `writer` only on the
     // writer thread, and in `close()` after that thread has finished.
-    private let writer: CaptureWriter
+    private let writer: any CaptureDestination
     private let notice: @Sendable (String) -> Void
     private let condition = NSCondition()
     private var queue = CaptureBatch()
@@ -30,6 +34,9 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     private var threadDone = false
     /// Set once a write failed: nothing more is queued.
     private let failed = Atomic<Bool>(false)
+    /// Entries dropped because the queue was full (only for a destination that `dropsWhenBehind`).
+    private var dropped = 0
+    private let drops: Bool
 
     /// Entries that may wait for the writer.
     static let maxQueued = 16_384
@@ -40,16 +47,24 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
     static let gather: TimeInterval = 0.05
 
     /// - Parameter notice: says a failed write, once.
-    public init(writer: CaptureWriter, notice: @escaping @Sendable (String) -> Void) {
+    public init(writer: any CaptureDestination, notice: @escaping @Sendable (String) -> Void) {
         self.writer = writer
         self.notice = notice
+        drops = writer.dropsWhenBehind
         writer.busyNotice = notice
         let thread = Thread { [self] in run() }
         thread.name = "atsproxy.capture"
         thread.start()
     }
 
-    public var path: String { writer.path }
+    /// The capture file's path, or the team store's URI with its password hidden.
+    public var path: String { writer.location }
+    /// Entries dropped so far because the destination fell behind (the team store only).
+    public var droppedEntries: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return dropped
+    }
     /// This run's id in the file (`runs.id`): a file may hold earlier runs.
     public var runID: Int64 { writer.runID }
 
@@ -69,6 +84,16 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
         }
         guard !failed.load(ordering: .relaxed) else { return }
         condition.lock()
+        if drops, !queue.isEmpty, queue.count >= Self.maxQueued || queue.byteCount >= Self.maxQueuedBytes {
+            dropped += 1
+            let first = dropped == 1
+            condition.unlock()
+            if first {
+                notice("capture \(writer.location): the database is behind; dropping entries the queue cannot hold "
+                    + "(counted; the proxy goes on)")
+            }
+            return
+        }
         // An entry larger than the whole bound still goes in when the queue is empty, alone.
         while !queue.isEmpty, queue.count >= Self.maxQueued || queue.byteCount >= Self.maxQueuedBytes,
             !failed.load(ordering: .relaxed)
@@ -95,8 +120,11 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
         stopWriting()
         do { try writer.close(ended: Date().timeIntervalSince1970) } catch {
             if !failed.load(ordering: .relaxed) {
-                notice("\(error); the exchanges committed before stay in the file")
+                notice("\(error); the exchanges committed before stay in the capture")
             }
+        }
+        if dropped > 0 {
+            notice("capture \(writer.location): \(dropped) entries were dropped while the database was behind")
         }
     }
 
@@ -122,13 +150,22 @@ public final class CaptureSink: LogSink, @unchecked Sendable {
         var batch = CaptureBatch()
         while true {
             condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
+            var retry = false
+            while queue.isEmpty && !stopping {
+                // Held batches (the team store in an outage): try again within a second, new entries or not.
+                if !failed.load(ordering: .relaxed) && writer.wantsRetry {
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
+                    retry = true
+                    break
+                }
+                condition.wait()
+            }
             // Let a batch gather: a commit (and its write to the log) at most every `gather`, unless the queue is
             // half full. Loop threads add entries meanwhile without waking this thread.
             if !stopping && queue.count < Self.maxQueued / 2 {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gather))
             }
-            if queue.isEmpty && stopping {
+            if queue.isEmpty && stopping && !retry {
                 threadDone = true
                 condition.broadcast()
                 condition.unlock()
