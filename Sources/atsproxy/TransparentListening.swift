@@ -1,0 +1,32 @@
+import ProxyEventLoop
+import ProxyServer
+
+/// `run --mode transparent`: the checks and the listener of transparent mode, beside the explicit proxy's.
+enum TransparentListening {
+    /// Refuses a transparent mode that cannot work here, opens its listener (unless `first` is it already) and
+    /// returns the banner's line for it (empty without transparent mode).
+    static func start(_ modes: ProxyListeners, server: ProxyServer, first: Listener) throws -> String {
+        guard let (host, port) = modes.transparent else { return "" }
+        var listener = first
+        if modes.regular != nil {
+            do { listener = try server.listen(host: host, port: port, transparent: true) } catch {
+                throw failure("atsproxy run: error: --mode transparent: "
+                    + RunCommand.listenFailure(error, host: host, port: port))
+            }
+        }
+        let ipv6: Bool = if case .ipv6 = listener.address.unmapped { true } else { false }
+        if let reason = OriginalDestination.unsupportedReason(ipv6: ipv6) {
+            throw failure("atsproxy run: error: --mode transparent cannot read where redirected connections were "
+                + "going: \(reason)")
+        }
+        if listener.address.isLoopback {
+            ProxyLogSink.writeToStandardError(
+                "atsproxy: warning: --mode transparent on \(host): an nftables redirect from the devices' "
+                    + "interface reaches that interface's own address, never loopback; listen on 0.0.0.0 "
+                    + "(--mode transparent:0.0.0.0:\(listener.port))\n")
+        }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return "\nTransparent: \(shown):\(listener.port), for connections the gateway redirects "
+            + "(atsproxy run --mode transparent --print-nft prints the nftables rules)"
+    }
+}
