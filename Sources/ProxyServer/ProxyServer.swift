@@ -148,10 +148,12 @@ final class ClientSide: ConnectionHandler {
         let remote = connection.remoteAddress
         session.clientAddress = remote?.description
         clientIsLoopback = remote?.isLoopback ?? false
-        let client = remote.map { "\($0.host)" } ?? "a client"
+        let client = remote?.unmapped.host ?? "a client"
         switch connection.originalDestination {
         case .redirected(let destination):
-            run(session.startTransparent(destinationAddress: destination.host, port: Int(destination.port)))
+            if destination.port == 443, let remote { server.noteQUICFallback(client: remote.unmapped.host) }
+            let address = destination.unmapped
+            run(session.startTransparent(destinationAddress: address.host, port: Int(address.port)))
         case .notRedirected:
             server.sink.write(.notice(
                 "transparent mode: \(client) connected straight to the proxy's port, not redirected by the "

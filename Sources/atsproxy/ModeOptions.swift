@@ -19,8 +19,8 @@ struct ModeOptions: ParsableArguments {
         name: .customLong("print-nft"),
         help: ArgumentHelp(
             "With --mode transparent: print the nftables ruleset that redirects the devices' TCP 80 and 443 to the "
-                + "proxy and refuses their UDP 443 (QUIC, so apps fall back to TCP), and exit. Load it with `nft -f` "
-                + "as root."))
+                + "proxy, and their UDP 443 to the proxy's UDP socket that refuses and counts QUIC (apps fall back "
+                + "to TCP), and exit. Load it with `nft -f` as root."))
     var printNFT = false
 
     @Option(
@@ -93,8 +93,9 @@ enum NFTRuleset {
     static let table = "atsproxy"
 
     /// The ruleset that sends the devices on `interface` to the proxy's transparent `port`: TCP 80 and 443 to its
-    /// listener. UDP 443 (QUIC, HTTP/3) is refused with ICMP port-unreachable, which a QUIC client takes as a
-    /// failure at once, so the app falls back to TCP (as URLSession does) and is seen.
+    /// listener; UDP 443 (QUIC, HTTP/3) to its UDP socket on the same port, which refuses each attempt at once
+    /// (QUICRefusal) and counts it, so the app falls back to TCP (as URLSession does) and is seen. Should the proxy
+    /// not run, the kernel refuses the datagrams itself (ICMP port unreachable: nothing listens there).
     static func text(interface: String, port: UInt16) -> String {
         """
         # atsproxy transparent mode: devices on \(interface) are sent to the proxy's port \(port).
@@ -106,10 +107,7 @@ enum NFTRuleset {
         \tchain prerouting {
         \t\ttype nat hook prerouting priority dstnat; policy accept;
         \t\tiifname "\(interface)" tcp dport { 80, 443 } redirect to :\(port)
-        \t}
-        \tchain forward {
-        \t\ttype filter hook forward priority filter; policy accept;
-        \t\tiifname "\(interface)" udp dport 443 reject with icmpx port-unreachable
+        \t\tiifname "\(interface)" udp dport 443 redirect to :\(port)
         \t}
         }
 

@@ -467,7 +467,7 @@ struct RunCommand: ParsableCommand {
         var webLine = ""
         var webReaders: [CaptureReader] = []
         if let webAddress, let capture, let feed {
-            let context = WebViewContext(
+            var context = WebViewContext(
                 proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
                 policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
                 blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
@@ -477,6 +477,9 @@ struct RunCommand: ParsableCommand {
                     policy: ReportPolicy(
                         atsDictionary: atsDictionary, source: policySource,
                         options: readings.policyOptions(profile: profile))))
+            if modes.transparent != nil {
+                context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
+            }
             let web: Listener
             do {
                 let reader = try CaptureReader(path: capture.path)

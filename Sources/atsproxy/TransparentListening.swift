@@ -3,8 +3,8 @@ import ProxyServer
 
 /// `run --mode transparent`: the checks and the listener of transparent mode, beside the explicit proxy's.
 enum TransparentListening {
-    /// Refuses a transparent mode that cannot work here, opens its listener (unless `first` is it already) and
-    /// returns the banner's line for it (empty without transparent mode).
+    /// Refuses a transparent mode that cannot work here, opens its listener (unless `first` is it already) and the
+    /// UDP socket on the same port that refuses QUIC, and returns the banner's line (empty without transparent mode).
     static func start(_ modes: ProxyListeners, server: ProxyServer, first: Listener) throws -> String {
         guard let (host, port) = modes.transparent else { return "" }
         var listener = first
@@ -19,6 +19,10 @@ enum TransparentListening {
             throw failure("atsproxy run: error: --mode transparent cannot read where redirected connections were "
                 + "going: \(reason)")
         }
+        do { _ = try server.refuseQUIC(host: host, port: listener.port) } catch {
+            throw failure("atsproxy run: error: --mode transparent: the UDP socket that refuses QUIC: "
+                + RunCommand.listenFailure(error, host: host, port: listener.port))
+        }
         if listener.address.isLoopback {
             ProxyLogSink.writeToStandardError(
                 "atsproxy: warning: --mode transparent on \(host): an nftables redirect from the devices' "
@@ -26,7 +30,7 @@ enum TransparentListening {
                     + "(--mode transparent:0.0.0.0:\(listener.port))\n")
         }
         let shown = host.contains(":") ? "[\(host)]" : host
-        return "\nTransparent: \(shown):\(listener.port), for connections the gateway redirects "
-            + "(atsproxy run --mode transparent --print-nft prints the nftables rules)"
+        return "\nTransparent: \(shown):\(listener.port) (TCP, and UDP to refuse QUIC), for connections the gateway "
+            + "redirects (atsproxy run --mode transparent --print-nft prints the nftables rules)"
     }
 }
