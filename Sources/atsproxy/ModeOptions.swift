@@ -47,7 +47,9 @@ struct ModeOptions: ParsableArguments {
                 guard transparent == nil else { throw ValidationError("--mode transparent is given twice") }
                 if let rest {
                     do { transparent = try RunCommand.parseListen(String(rest)) } catch let error as ValidationError {
-                        throw ValidationError(error.message.replacingOccurrences(of: "--listen", with: "--mode transparent:"))
+                        throw ValidationError(error.message
+                            .replacingOccurrences(of: "--listen '", with: "--mode 'transparent:")
+                            .replacingOccurrences(of: "--listen expects", with: "--mode transparent:ADDR:PORT expects"))
                     }
                 } else {
                     transparent = listen
@@ -69,6 +71,10 @@ struct ModeOptions: ParsableArguments {
         }
         if printNFT && transparent == nil {
             throw ValidationError("--print-nft goes with --mode transparent (it redirects to the transparent port)")
+        }
+        if printNFT, let transparent, transparent.1 == 0 {
+            throw ValidationError(
+                "--print-nft needs the transparent port: 0 is chosen at start; give one (transparent:0.0.0.0:8443)")
         }
         guard NFTRuleset.isInterfaceName(devicesInterface) else {
             throw ValidationError(
