@@ -506,8 +506,10 @@ struct RunCommand: ParsableCommand {
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)\(webLine)\(transparentLine)
-            \(DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
+            \(modes.regular == nil ? TransparentListening.tryLine(caFile: caFile)
+                : "Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/")\(captureLine)\(webLine)\(transparentLine)
+            \(modes.regular == nil ? TransparentListening.setUpLine
+                : DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))
 
         if insecureUpstream {

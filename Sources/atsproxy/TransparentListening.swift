@@ -3,6 +3,16 @@ import ProxyServer
 
 /// `run --mode transparent`: the checks and the listener of transparent mode, beside the explicit proxy's.
 enum TransparentListening {
+    /// The banner's "Try:" line when only transparent mode runs: a device behind the gateway needs no proxy setting.
+    static func tryLine(caFile: String) -> String {
+        "Try:     on a device behind this gateway, with no proxy setting: curl --cacert \(caFile) https://example.com/"
+    }
+
+    /// The banner's "Set-up:" line when only transparent mode runs: its port serves only redirected connections, so
+    /// the set-up page is not there.
+    static let setUpLine = "Set-up:  install the CA on the device (atsproxy ca export; or add --mode regular for the "
+        + "set-up page at http://atsproxy.invalid/ through the proxy)\n"
+
     /// Refuses a transparent mode that cannot work here, opens its listener (unless `first` is it already) and the
     /// UDP socket on the same port that refuses QUIC, and returns the banner's line (empty without transparent mode).
     static func start(_ modes: ProxyListeners, server: ProxyServer, first: Listener) throws -> String {

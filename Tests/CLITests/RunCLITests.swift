@@ -404,6 +404,19 @@ import Glibc
         #expect(checked.status == 0, "\(checked.stderrText)")
     }
 
+    /// `--mode`: regular and transparent side by side on two ports; transparent alone on --listen's, with a banner
+    /// that sends no one to a proxy setting or a set-up page its port does not serve.
+    @Test func transparentBanner() throws {
+        let both = try Self.run(["--mode", "regular", "--mode", "transparent:127.0.0.1:0"])
+        #expect(both.stdout.contains("Try:     curl -x http://127.0.0.1:"), "\(both.stdout)")
+        #expect(both.stdout.contains("\nTransparent: 127.0.0.1:"), "\(both.stdout)")
+        #expect(both.stderr.contains("--mode transparent on 127.0.0.1: an nftables redirect"), "\(both.stderr)")
+        let alone = try Self.run(["--mode", "transparent"])
+        #expect(alone.stdout.contains("Try:     on a device behind this gateway, with no proxy setting"))
+        #expect(alone.stdout.contains("Set-up:  install the CA on the device"), "\(alone.stdout)")
+        #expect(!alone.stdout.contains("curl -x"))
+    }
+
     /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
     @Test(arguments: [
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
