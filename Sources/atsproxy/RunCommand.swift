@@ -507,7 +507,8 @@ struct RunCommand: ParsableCommand {
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
             \(modes.regular == nil ? TransparentListening.tryLine(caFile: caFile)
-                : "Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/")\(captureLine)\(webLine)\(transparentLine)
+                : "Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/")\
+            \(captureLine)\(webLine)\(transparentLine)
             \(modes.regular == nil ? TransparentListening.setUpLine
                 : DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))

@@ -60,7 +60,7 @@ struct TransparentSessionTests {
         let helloBytes = try hello("api.pass.test")
         let out = session.handle(.clientBytes(helloBytes))
         #expect(out.connects.map { "\($0.0):\($0.1)" } == ["\(Self.destination):443"])
-        #expect(out.notices.contains { $0.contains("api.pass.test:443: tunnelled without interception (--passthrough") })
+        #expect(out.notices.contains { $0.contains("api.pass.test:443: tunnelled without interception (--pass") })
         #expect(session.interception == nil)
         let connected = session.handle(.upstreamConnected)
         #expect(connected.toUpstream == helloBytes)

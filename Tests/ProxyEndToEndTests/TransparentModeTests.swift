@@ -45,7 +45,10 @@ struct TransparentModeTests {
                 print("error", type(e).__name__)
         """
 
-    @Test("A device with no proxy settings: the good host passes, TLS 1.0 is blocked with the app's codes, cleartext gets -1022, QUIC is refused and counted, a connection straight to the port is refused")
+    @Test("""
+        A device with no proxy settings: the good host passes, TLS 1.0 is blocked with the app's codes, cleartext \
+        gets -1022, QUIC is refused and counted, a connection straight to the port is refused
+        """)
     func deviceBehindGateway() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()

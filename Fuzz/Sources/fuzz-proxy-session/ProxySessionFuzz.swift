@@ -59,7 +59,8 @@ func fuzzProxySession(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         session: ProxySession(id: 1, environment: environments[Int(setup & 3)], now: { 1_700_000_000 }),
         connectFails: setup & 4 != 0, viaBuffer: schedule & 1 != 0)
     if setup & 8 != 0 {
-        driver.start(driver.session.startTransparent(destinationAddress: "198.18.0.9", port: setup & 16 != 0 ? 80 : 443))
+        let port = setup & 16 != 0 ? 80 : 443
+        driver.start(driver.session.startTransparent(destinationAddress: "198.18.0.9", port: port))
     }
     var clientReads = reads(of: client, selector: chunking)[...]
     var upstreamReads = reads(of: upstream, selector: chunking >> 4)[...]
