@@ -29,16 +29,7 @@ public final class DatagramSocket: @unchecked Sendable {
         guard let fd = try syscall("socket", { clinux_udp_socket(address.family) }) else {
             throw IOError(errnoCode: EAGAIN, call: "socket")
         }
-        do {
-            try Socket.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)")
-            if address.family == AF_INET6 {
-                try Socket.setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1, "setsockopt(IPV6_V6ONLY)")
-            }
-            _ = try syscall("bind") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
-        } catch {
-            closeDescriptor(fd)
-            throw error
-        }
+        try Socket.bind(fd, to: address)
         self.fd = fd
         self.address = Socket.localAddress(fd) ?? address
         self.loop = loop
@@ -48,30 +39,20 @@ public final class DatagramSocket: @unchecked Sendable {
     /// Registers on the loop. Loop thread only.
     func start() {
         guard open else { return }
-        do {
-            _ = try loop.register(fd, self, events: EPOLLIN.rawValue)
-            loop.datagramSockets[ObjectIdentifier(self)] = self
-        } catch {
-            open = false
-            closeDescriptor(fd)
-        }
+        if registerForReading(fd) == nil { open = false }
     }
 
     /// Stops reading and closes the socket. Safe from any thread.
-    public func close() {
-        if loop.inEventLoop { closeOnLoop() } else { loop.execute { self.closeOnLoop() } }
-    }
+    public func close() { closeFromAnyThread() }
 
     func closeOnLoop() {
         guard open else { return }
         open = false
-        loop.deregister(fd)
-        closeDescriptor(fd)
-        loop.datagramSockets[ObjectIdentifier(self)] = nil
+        unregister(fd)
     }
 }
 
-extension DatagramSocket: Selectable {
+extension DatagramSocket: BoundSocket {
     func handleEvents(_ events: UInt32) {
         var buffer = [UInt8](repeating: 0, count: Self.bufferSize)
         for _ in 0..<Self.batch {
