@@ -85,3 +85,16 @@ static inline int clinux_errno(void) { return errno; }
 static inline int clinux_set_heap_thresholds(int trim, int mmap_threshold) {
     return mallopt(M_TRIM_THRESHOLD, trim) == 1 && mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1;
 }
+
+/// Where a TCP connection that netfilter redirected (nftables `redirect`, NAT) was going: SO_ORIGINAL_DST for
+/// IPv4 (linux/netfilter_ipv4.h), IP6T_SO_ORIGINAL_DST for IPv6 (linux/netfilter_ipv6/ip6_tables.h), both 80 and
+/// answered from the connection-tracking table. Returns 0, or -1 with errno (ENOENT: no tracked redirect;
+/// ENOPROTOOPT: connection tracking is not loaded).
+static inline int clinux_original_destination(int fd, int ipv6, struct sockaddr_storage *out, socklen_t *len) {
+    return getsockopt(fd, ipv6 ? IPPROTO_IPV6 : IPPROTO_IP, 80, out, len);
+}
+
+/// A non-blocking, close-on-exec UDP socket.
+static inline int clinux_udp_socket(int domain) {
+    return socket(domain, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}

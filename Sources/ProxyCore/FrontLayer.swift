@@ -118,30 +118,39 @@ extension ProxySession {
     /// After a CONNECT: a raw tunnel for hosts that must not be intercepted, else the 200 and sniffing.
     private func connect(host: String, port: Int, leftover: [UInt8]) {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+        if tunnelWithoutInterception(host: host, port: port, pending: leftover, established: established) { return }
+        commands.append(.sendToClient(established))
+        startClientHelloDeadline()
+        sniff(host: host, port: port, buffer: leftover)
+    }
+
+    /// Starts a raw tunnel when `host` must not be intercepted (one of Apple's own hosts, a --passthrough host, one
+    /// the app pins, one this client keeps refusing the proxy's certificate for) and says true; false when it may
+    /// be intercepted. The host is the CONNECT's, or a transparent connection's SNI (ProxySession+Transparent).
+    func tunnelWithoutInterception(host: String, port: Int, pending: [UInt8], established: [UInt8]?) -> Bool {
         if let apple = env.appleHosts?.entry(for: host) {
             let record = AppleHostsTunnel.record(host: host, port: port, entry: apple, started: now())
             notice(AppleHostsTunnel.notice(host: host, port: port, entry: apple), kind: "Apple host tunnelled")
-            startTunnel(record, pending: leftover, established: established)
+            startTunnel(record, pending: pending, established: established)
         } else if let rule = env.passthroughRule(for: host) {
             notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
             let record = Tunnel(
                 host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
-            startTunnel(record, pending: leftover, established: established)
+            startTunnel(record, pending: pending, established: established)
         } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
             notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
                 + "intercepting would break the pin")
             let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
             let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
-            startTunnel(record, pending: leftover, established: established)
+            startTunnel(record, pending: pending, established: established)
             checkTunnelPins(pins)
         } else if let why = autoPassthroughNote(host: host) {
             let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
-            startTunnel(record, pending: leftover, established: established)
+            startTunnel(record, pending: pending, established: established)
         } else {
-            commands.append(.sendToClient(established))
-            startClientHelloDeadline()
-            sniff(host: host, port: port, buffer: leftover)
+            return false
         }
+        return true
     }
 
     func answerFront(status: Int, body: String, extra: [(String, String)] = []) {

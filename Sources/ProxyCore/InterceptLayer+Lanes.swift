@@ -88,7 +88,7 @@ extension ProxySession {
 
     private func openLane(_ lane: UpstreamLane, _ i: InterceptLayer) {
         i.lanes[lane] = LaneTLS()
-        let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
+        let (address, port) = upstreamAddress(host: i.host, port: i.port)
         commands.append(.connectLane(lane, address: address, port: port))
     }
 

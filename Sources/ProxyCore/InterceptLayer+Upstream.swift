@@ -18,7 +18,7 @@ import TLSCore
 extension ProxySession {
     /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
     func connectInterceptionUpstream(_ i: InterceptLayer, reason: String?) {
-        let (address, upstreamPort) = env.upstreamAddress(host: i.host, port: i.port)
+        let (address, upstreamPort) = upstreamAddress(host: i.host, port: i.port)
         i.stage = .connectingUpstream
         i.connectAttempts += 1
         trace(.tcpConnectionStart(
@@ -59,7 +59,7 @@ extension ProxySession {
             if let sessions = env.upstreamSessions {
                 // iOS resumes a session to an origin it talked to recently; the key holds all that shapes the
                 // ClientHello and the identity checked, so a session is offered only where the app's would be.
-                let (address, port) = env.upstreamAddress(host: i.host, port: i.port)
+                let (address, port) = upstreamAddress(host: i.host, port: i.port)
                 engine.offerSession(from: sessions, key: TLSSessionKey(
                     context: context, host: i.host, serverName: sni, address: address, port: port, alpn: offer))
             }

@@ -53,7 +53,7 @@ extension ProxySession {
     func startPlain(replaying bytes: [UInt8]) {
         let p = PlainLayer()
         p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
-            self.decidePlain(head, p)
+            self.decidePlain(self.absoluteForm(head), p)
         }
         phase = .plain(p)
         applyPlain(p.relay.clientBytes(bytes), p)
@@ -89,7 +89,7 @@ extension ProxySession {
             p.decisionRecord.proxySite = true
             return onboardingDecision(site, role: role, head: head, path: path, url: url, secure: false)
         }
-        let (address, upstreamPort) = env.upstreamAddress(host: name, port: port ?? 80)
+        let (address, upstreamPort) = upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
         if env.appleHosts?.entry(for: name) != nil {
             // The device's own cleartext (App Store content, certificate status) is relayed, not judged: a -1022

@@ -42,6 +42,8 @@ public final class ProxyEnvironment: Sendable {
     public let mirrorComparesPolicy: Bool
     /// `--ats mirror`: what the devices did, counted for the summary at exit.
     public let mirrorTally = MirrorTally()
+    /// `--mode transparent`: the devices' QUIC attempts refused (QUICRefusal).
+    public let quicRefusals = QUICRefusals()
     /// Hosts each client keeps refusing the proxy's certificate for, tunnelled from then on; nil with
     /// `--no-auto-passthrough`.
     public let autoPassthrough: AutoPassthroughStore?

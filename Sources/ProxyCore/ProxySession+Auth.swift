@@ -9,8 +9,10 @@ extension ProxySession {
     static let authRequiredBody = "ATSProxy: proxy credentials required\n"
 
     /// Why `head` lacks the `--auth` credentials, or nil when it has them (or none are required).
+    /// A transparent connection owes none: it never saw a proxy (ProxySession+Transparent).
     func authFailureReason(_ head: HTTPRequestHead) -> ProxyAuthFailure.Reason? {
-        env.credentials?.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
+        guard transparentDestination == nil else { return nil }
+        return env.credentials?.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
     }
 
     /// A 407 for a later request on a plain-HTTP connection that lacks the credentials; the connection stays open,

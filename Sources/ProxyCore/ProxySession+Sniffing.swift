@@ -1,6 +1,7 @@
 import TLSCore
 
-// Theory of operation: after a CONNECT was answered 200, the client's first bytes say what it speaks. The phase
+// Theory of operation: after a CONNECT was answered 200 (or a transparent connection started: HTTP is told apart too,
+// and SNI decides passthrough; see ProxySession+Transparent), the client's first bytes say what it speaks. The phase
 // `sniffing(host:port:buffer:)` holds them (its whole state: no layer object is needed).
 //
 // - Too few bytes to tell: wait for more (the ClientHello must come within `--client-timeout`).
@@ -27,6 +28,16 @@ extension ProxySession {
             return
         }
         guard isTLS else {
+            if transparentDestination != nil {
+                if sniffTransparentCleartext(host: host, port: port, buffer: buffer) { return }
+                notice("\(host):\(port): the client speaks neither TLS nor HTTP; relaying the bytes as a plain tunnel",
+                    kind: "transparent tunnel")
+                let record = Tunnel(
+                    host: host, port: port, note: "tunnel: the client speaks neither TLS nor HTTP", started: now(),
+                    clientSpeaksTLS: false)
+                startTunnel(record, pending: buffer, established: nil)
+                return
+            }
             if refuseOnboardingTunnel(host: host) { return }
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
             let record = Tunnel(
@@ -40,6 +51,11 @@ extension ProxySession {
                 phase = .sniffing(host: host, port: port, buffer: buffer)
                 return
             }
+            if transparentDestination != nil,
+                tunnelTransparentHello(hello, bytes: buffer, destination: host, port: port)
+            {
+                return
+            }
             startInterception(connectHost: host, port: port, hello: hello, helloBytes: buffer)
         } catch {
             notice("\(host):\(port): unreadable TLS ClientHello from the client (\(error)); closing",
@@ -51,6 +67,10 @@ extension ProxySession {
     /// The ClientHello did not come in time after the CONNECT's 200 (`--client-timeout`).
     func clientHelloDeadlinePassed() {
         guard case .sniffing(let host, let port, let buffer) = phase else { return }
+        if transparentDestination != nil, buffer.isEmpty {
+            tunnelSilentTransparentClient(host: host, port: port)
+            return
+        }
         let got = buffer.isEmpty ? "nothing" : "\(buffer.count) bytes of it"
         notice("\(host):\(port): no TLS ClientHello from the client within \(env.timeouts.client) of the CONNECT "
             + "(got \(got)); closing (--client-timeout)")

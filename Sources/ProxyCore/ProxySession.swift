@@ -12,12 +12,14 @@ import ProxyTrace
 //     │                   └──not TLS──▶ tunnel (connecting, then relayed raw) ──▶ done
 //     ├──CONNECT to a --passthrough or pinned host──▶ tunnel
 //     └──GET http://…──▶ plain ──101──▶ upgraded (relayed raw by the adapter) ──▶ done
+//   transparent (redirected by the gateway) ──▶ sniffing, as after a CONNECT; HTTP there ──▶ plain
 //
 // - front (FrontLayer): reads the first proxy request; refuses what is no proxy request.
 // - sniffing (ProxySession+Sniffing): after a CONNECT's 200, the first client bytes tell TLS (interception) from not.
 // - tunnel (TunnelLayer): a raw tunnel, logged when it ends; its two hellos are judged where they say something.
 // - plain (PlainLayer): absolute-form HTTP forwarded through an HTTP1Relay, each request judged on its own.
 // - intercepting (InterceptLayer): the client's TLS leg, the upstream's TLS leg and the relay between them.
+// - transparent (ProxySession+Transparent): a connection redirected to the proxy, started at its original destination.
 // - done: both connections closed or handed to the adapter's raw relay with nothing left to log.
 //
 // A verdict becomes an action in one place (VerdictAction); the deadlines on what a relay waits for are in
@@ -75,6 +77,9 @@ public final class ProxySession {
     /// The client's address without its port (auto-passthrough's key), asked only when needed; set by the adapter.
     public var clientHostProvider: (() -> String?)?
     var clientHostCache: String?
+    /// A transparent connection's original destination (numeric address and port), where its upstream connects
+    /// unless --map names the host; nil for a proxy client (ProxySession+Transparent).
+    var transparentDestination: (address: String, port: Int)?
 
     /// - Parameters:
     ///   - id: a number that names the session in logs and traces.
@@ -130,7 +135,7 @@ public final class ProxySession {
         return takeCommands()
     }
 
-    private func takeCommands() -> [ProxyCommand] {
+    func takeCommands() -> [ProxyCommand] {
         let out = commands
         commands = []
         return out

@@ -42,7 +42,7 @@ extension ProxySession {
         }
         let probe = PinProbe(requirements: req, pins: pins)
         t.pinProbe = probe
-        let (address, port) = env.upstreamAddress(host: t.record.host, port: t.record.port)
+        let (address, port) = upstreamAddress(host: t.record.host, port: t.record.port)
         commands.append(.connectLane(probe.lane, address: address, port: port))
         commands.append(.startTimer(.upstreamHandshake, after: env.timeouts.connect + env.timeouts.handshake))
     }

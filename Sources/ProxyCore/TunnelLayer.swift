@@ -91,7 +91,7 @@ extension ProxySession {
         // The 200 waits for the upstream: a server that cannot be reached is answered 502, saying why.
         record.established = established
         phase = .tunnel(TunnelLayer(record: record, pending: pending))
-        let (address, upstreamPort) = env.upstreamAddress(host: record.host, port: record.port)
+        let (address, upstreamPort) = upstreamAddress(host: record.host, port: record.port)
         commands.append(.connectUpstream(address: address, port: upstreamPort))
     }
 

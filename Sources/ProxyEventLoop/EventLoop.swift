@@ -91,7 +91,8 @@ public final class EventLoop: @unchecked Sendable {
 
     var connections: [ConnectionID: Connection] = [:]
     private var nextConnectionSerial: UInt64 = 0
-    var listeners: [ObjectIdentifier: Listener] = [:]
+    /// Listeners and UDP sockets on this loop, kept until they close (BoundSocket).
+    var boundSockets: [ObjectIdentifier: any BoundSocket] = [:]
     private var pendingResolutions: [UInt64: (Result<[SocketAddress], ResolveError>) -> Void] = [:]
     private var nextResolutionID: UInt64 = 0
     private(set) var isDraining = false
@@ -403,7 +404,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Closes everything still open on this loop. Runs on the loop thread as it exits.
     private func tearDown() {
-        for listener in Array(listeners.values) { listener.closeOnLoop() }
+        for socket in Array(boundSockets.values) { socket.closeOnLoop() }
         // In the order they were made, so a proxy's client connection closes before the upstream connection it
         // opened, and its exchange in flight is logged as cut off by the shutdown, not by the upstream's close.
         for connection in connections.values.sorted(by: { $0.id.serial < $1.id.serial }) { connection.abort() }

@@ -39,13 +39,8 @@ public final class Listener: @unchecked Sendable {
         makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
     ) throws(IOError) {
         let fd = try Socket.makeTCP(family: address.family)
+        try Socket.bind(fd, to: address)
         do {
-            try Socket.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)")
-            if address.family == AF_INET6 {
-                // An explicit IPv6 address means IPv6 only; dual-stack would silently also take IPv4.
-                try Socket.setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1, "setsockopt(IPV6_V6ONLY)")
-            }
-            _ = try syscall("bind") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
             _ = try syscall("listen") { Glibc.listen(fd, backlog) }
         } catch {
             closeDescriptor(fd)
@@ -67,36 +62,26 @@ public final class Listener: @unchecked Sendable {
     /// Registers on the loop. Loop thread only.
     func start() {
         guard open else { return }
-        do {
-            epollData = try loop.register(fd, self, events: EPOLLIN.rawValue)
-            loop.listeners[ObjectIdentifier(self)] = self
-        } catch {
+        guard let data = registerForReading(fd) else {
             open = false
-            closeDescriptor(fd)
+            return
         }
+        epollData = data
     }
 
     /// Stops accepting and closes the socket. Safe from any thread; established connections are not affected.
-    public func close() {
-        if loop.inEventLoop {
-            closeOnLoop()
-        } else {
-            loop.execute { self.closeOnLoop() }
-        }
-    }
+    public func close() { closeFromAnyThread() }
 
     func closeOnLoop() {
         guard open else { return }
         open = false
-        loop.deregister(fd, removeFromEpoll: !backingOff)
-        closeDescriptor(fd)
+        unregister(fd, removeFromEpoll: !backingOff)
         if reserve >= 0 { closeDescriptor(reserve) }
         reserve = -1
-        loop.listeners[ObjectIdentifier(self)] = nil
     }
 }
 
-extension Listener: Selectable {
+extension Listener: BoundSocket {
     func handleEvents(_ events: UInt32) {
         // Accept a bounded batch per wake-up so one busy listener cannot starve the loop's connections.
         for _ in 0..<64 {

@@ -20,8 +20,9 @@ public final class ProxyServer: Sendable {
     }
 
     /// Listens on `host:port` (port 0 picks a free port: read `Listener.port`). The listener's address joins the
-    /// targets no client may reach through the proxy (itself).
-    public func listen(host: String, port: UInt16) throws(IOError) -> Listener {
+    /// targets no client may reach through the proxy (itself). `transparent`: every connection accepted was
+    /// redirected to it by the host's firewall and starts at its original destination (`--mode transparent`).
+    public func listen(host: String, port: UInt16, transparent: Bool = false) throws(IOError) -> Listener {
         // Known before the first accept: a connection may only be accepted once the listener runs.
         let requested = try SocketAddress(numericHost: host, port: port)
         if port != 0 { admission.addListener(requested) }
@@ -31,7 +32,7 @@ public final class ProxyServer: Sendable {
                 "out of file descriptors: a new client was answered 503; raise the limit (ulimit -n) or reduce load"))
         }
         let listener = try group.listen(host: host, port: port, onDescriptorsExhausted: exhausted) { [self] loop in
-            ClientSide(server: self, loop: loop, sessionID: counter.next())
+            ClientSide(server: self, loop: loop, sessionID: counter.next(), transparent: transparent)
         }
         if port == 0 { admission.addListener(listener.address) }
         return listener
@@ -107,11 +108,14 @@ final class ClientSide: ConnectionHandler {
     /// Holds this side while its session finishes work after its tunnel ended (a pin check's side connection):
     /// nothing else does once the relay let go.
     private var finishing: ClientSide?
+    /// Accepted on a transparent listener: the session starts at the connection's original destination.
+    private let transparent: Bool
 
-    init(server: ProxyServer, loop: EventLoop, sessionID: UInt64) {
+    init(server: ProxyServer, loop: EventLoop, sessionID: UInt64, transparent: Bool = false) {
         self.server = server
         self.loop = loop
         self.sessionID = sessionID
+        self.transparent = transparent
         self.session = ProxySession(
             id: sessionID, environment: server.environment, now: { Date().timeIntervalSince1970 })
     }
@@ -137,6 +141,34 @@ final class ClientSide: ConnectionHandler {
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
+        if transparent { startTransparent(connection) }
+    }
+
+    /// A transparent listener's connection: the session starts at its original destination, read here (the only
+    /// place that touches the socket) and passed in as data; one that was not redirected is refused.
+    private func startTransparent(_ connection: Connection) {
+        let remote = connection.remoteAddress
+        session.clientAddress = remote?.description
+        clientIsLoopback = remote?.isLoopback ?? false
+        let client = remote?.unmapped.host ?? "a client"
+        switch connection.originalDestination {
+        case .redirected(let destination):
+            if destination.port == 443, let remote { server.noteQUICFallback(client: remote.unmapped.host) }
+            let address = destination.unmapped
+            run(session.startTransparent(destinationAddress: address.host, port: Int(address.port)))
+        case .notRedirected:
+            server.sink.write(.notice(
+                "transparent mode: \(client) connected straight to the proxy's port, not redirected by the "
+                    + "gateway's firewall: closed (devices reach it through the nftables redirect; run "
+                    + "atsproxy run --mode transparent --print-nft)", kind: "transparent: not redirected"))
+            connection.close()
+        case .unavailable(let error):
+            server.sink.write(.notice(
+                "transparent mode: cannot tell where \(client)'s connection was going (\(error)): closed; only "
+                    + "connections redirected by the gateway's nftables rule can be served",
+                kind: "transparent: no original destination"))
+            connection.close()
+        }
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {

@@ -209,4 +209,6 @@ struct InfoJSON: Encodable {
     var captureIsTemporary: Bool
     var exchanges: Int64
     var features: [String: Bool]
+    /// `--mode transparent`: the devices' QUIC attempts refused so far (absent in other modes).
+    var quicAttemptsRefused: Int?
 }

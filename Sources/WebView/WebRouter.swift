@@ -143,7 +143,8 @@ public final class WebRouter: Sendable {
             onboardingURL: onboarding, policy: c.policy, iosProfile: c.iosProfile, atsMode: c.atsMode,
             blockStyle: c.blockStyle, capturePath: c.capturePath, captureIsTemporary: c.captureIsTemporary,
             exchanges: try reader.latestID(),
-            features: ["report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil]))
+            features: ["report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil],
+            quicAttemptsRefused: c.extensions.quicAttemptsRefused?()))
     }
 
     private func list(_ request: WebRequest) throws(CaptureFileError) -> WebResponse {

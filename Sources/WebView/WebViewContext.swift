@@ -67,6 +67,8 @@ public struct WebViewExtensions: Sendable {
     public var reportFindings: (@Sendable (CaptureReader) throws -> WebReport)?
     /// A HAR 1.2 file of the exchanges matching the filter (`/api/har`).
     public var harExport: (@Sendable (CaptureReader, CaptureFilter) throws -> [UInt8])?
+    /// `--mode transparent`: the QUIC attempts refused so far (`/api/info`'s `quicAttemptsRefused`).
+    public var quicAttemptsRefused: (@Sendable () -> Int)?
 
     public init(
         reportFindings: (@Sendable (CaptureReader) throws -> WebReport)? = nil,

@@ -179,6 +179,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var pinning: PinningOptions
 
+    @OptionGroup var modeOptions: ModeOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -212,7 +214,9 @@ struct RunCommand: ParsableCommand {
         guard (0...3600).contains(shutdownTimeout) else {
             throw ValidationError("--shutdown-timeout takes seconds, 0 to 3600 (got \(shutdownTimeout))")
         }
-        let (host, _) = try Self.parseListen(listen)
+        // Only the explicit proxy serves whoever reaches it: a transparent listener serves connections this host's
+        // own firewall redirected (one straight to its port is refused), so it needs neither --allow-lan nor --auth.
+        let host = try modeOptions.listeners(listen: Self.parseListen(listen)).regular?.0 ?? "127.0.0.1"
         let credentials = try credentialSource.credentials()
         if !Self.isLoopback(host) && !allowLAN {
             throw ValidationError(
@@ -244,10 +248,16 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        let modes = try modeOptions.listeners(listen: Self.parseListen(listen))
+        if modeOptions.printNFT, let transparent = modes.transparent {
+            print(NFTRuleset.text(interface: modeOptions.devicesInterface, port: transparent.1), terminator: "")
+            return
+        }
         Self.raiseDescriptorLimit()
-        let (host, port) = try Self.parseListen(listen)
+        // The first listener: the explicit proxy's, else the transparent one (the other is opened after it).
+        guard let (host, port) = modes.regular ?? modes.transparent else { throw ExitCode.validationFailure }
         let credentials = try credentialSource.credentials()
-        if !Self.isLoopback(host) && credentials == nil {
+        if modes.regular != nil && !Self.isLoopback(host) && credentials == nil {
             FileHandle.standardError.write(Data(
                 "atsproxy: warning: listening on \(host) without proxy credentials (--allow-open-proxy)\n".utf8))
         }
@@ -431,9 +441,10 @@ struct RunCommand: ParsableCommand {
             configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
         let server = ProxyServer(environment: environment, group: group, sink: sink)
         let listener: Listener
-        do { listener = try server.listen(host: host, port: port) } catch {
+        do { listener = try server.listen(host: host, port: port, transparent: modes.regular == nil) } catch {
             throw failure("atsproxy run: error: \(Self.listenFailure(error, host: host, port: port))")
         }
+        let transparentLine = try TransparentListening.start(modes, server: server, first: listener)
 
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         let done = DispatchSemaphore(value: 0)
@@ -471,7 +482,7 @@ struct RunCommand: ParsableCommand {
         var webLine = ""
         var webReaders: [CaptureReader] = []
         if let webAddress, let capture, let feed {
-            let context = WebViewContext(
+            var context = WebViewContext(
                 proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
                 policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
                 blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
@@ -481,6 +492,9 @@ struct RunCommand: ParsableCommand {
                     policy: ReportPolicy(
                         atsDictionary: atsDictionary, source: policySource,
                         options: readings.policyOptions(profile: profile))))
+            if modes.transparent != nil {
+                context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
+            }
             let web: Listener
             do {
                 let reader = try CaptureReader(path: capture.path)
@@ -507,8 +521,11 @@ struct RunCommand: ParsableCommand {
             ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
             Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
             CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/\(captureLine)\(webLine)
-            \(DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
+            \(modes.regular == nil ? TransparentListening.tryLine(caFile: caFile)
+                : "Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/")\
+            \(captureLine)\(webLine)\(transparentLine)
+            \(modes.regular == nil ? TransparentListening.setUpLine
+                : DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
             """.utf8))
 
         if insecureUpstream {

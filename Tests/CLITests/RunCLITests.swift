@@ -380,6 +380,43 @@ import Glibc
         #expect(missing.stderr.contains("--auth-file \(dir.path("missing")): cannot read it"), "\(missing.stderr)")
     }
 
+    /// `--print-nft`: the ruleset of transparent mode, printed before anything starts, and one nftables accepts
+    /// (`nft -c` checks it against the kernel without loading it).
+    @Test func printsTheNftablesRuleset() throws {
+        let run = try Self.run(["--mode", "transparent:0.0.0.0:8443", "--print-nft", "--devices-interface", "wlan1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == """
+            # atsproxy transparent mode: devices on wlan1 are sent to the proxy's port 8443.
+            # Load: sudo nft -f FILE (root or CAP_NET_ADMIN; the proxy itself runs unprivileged).
+            # Remove: sudo nft delete table inet atsproxy
+            table inet atsproxy
+            delete table inet atsproxy
+            table inet atsproxy {
+            \tchain prerouting {
+            \t\ttype nat hook prerouting priority dstnat; policy accept;
+            \t\tiifname "wlan1" tcp dport { 80, 443 } redirect to :8443
+            \t\tiifname "wlan1" udp dport 443 redirect to :8443
+            \t}
+            }
+
+            """)
+        let checked = try runCommand("/usr/sbin/nft", ["-c", "-f", "-"], input: Data(run.stdout.utf8), limit: 20)
+        #expect(checked.status == 0, "\(checked.stderrText)")
+    }
+
+    /// `--mode`: regular and transparent side by side on two ports; transparent alone on --listen's, with a banner
+    /// that sends no one to a proxy setting or a set-up page its port does not serve.
+    @Test func transparentBanner() throws {
+        let both = try Self.run(["--mode", "regular", "--mode", "transparent:127.0.0.1:0"])
+        #expect(both.stdout.contains("Try:     curl -x http://127.0.0.1:"), "\(both.stdout)")
+        #expect(both.stdout.contains("\nTransparent: 127.0.0.1:"), "\(both.stdout)")
+        #expect(both.stderr.contains("--mode transparent on 127.0.0.1: an nftables redirect"), "\(both.stderr)")
+        let alone = try Self.run(["--mode", "transparent"])
+        #expect(alone.stdout.contains("Try:     on a device behind this gateway, with no proxy setting"))
+        #expect(alone.stdout.contains("Set-up:  install the CA on the device"), "\(alone.stdout)")
+        #expect(!alone.stdout.contains("curl -x"))
+    }
+
     /// Usage mistakes print `run`'s usage, other failures just the error; never the root command's usage.
     @Test(arguments: [
         (["--listen", "bogus"], "--listen expects HOST:PORT, got 'bogus'", true),
@@ -412,6 +449,16 @@ import Glibc
         ),
         (["--auth", "user:"], "--auth expects USER:PASSWORD; the password is empty", true),
         (["--auth", ":pass"], "--auth expects USER:PASSWORD; the user name is empty", true),
+        (["--mode", "bogus"], "--mode 'bogus': expected regular or transparent[:ADDR:PORT]", true),
+        (["--mode", "regular", "--mode", "regular"], "--mode regular is given twice", true),
+        (["--mode", "regular:127.0.0.1:1"], "--mode regular takes no address: it listens on --listen", true),
+        (["--mode", "transparent", "--mode", "regular"], "cannot share --listen's port: give transparent", true),
+        (["--mode", "wireguard"], "--mode wireguard is not built yet", true),
+        (["--mode", "transparent:127.0.0.1:99999"], "--mode 'transparent:127.0.0.1:99999': the port 99999", true),
+        (["--mode", "transparent:bogus"], "--mode transparent:ADDR:PORT expects HOST:PORT, got 'bogus'", true),
+        (["--print-nft"], "--print-nft goes with --mode transparent", true),
+        (["--mode", "transparent", "--print-nft"], "--print-nft needs the transparent port: 0 is chosen", true),
+        (["--mode", "transparent", "--devices-interface", "wl an0"], "--devices-interface 'wl an0' is no", true),
         (["--trust-ca", "/nonexistent/ca.pem"], "--trust-ca /nonexistent/ca.pem: cannot read the file", false),
         (["--trust-ca", LintCLITests.config("media-server.plist")], "media-server.plist: no PEM certificate", false),
     ])

@@ -3,11 +3,12 @@ import FuzzSupport
 import ProxyCore
 import TLSCore
 
-// Input: [environment/connect outcome] [client chunking] [schedule] client bytes, optionally followed by
+// Input: [environment/connect outcome/transparent] [client chunking] [schedule] client bytes, optionally followed by
 // "\r\n--upstream--\r\n" and the upstream's bytes. One ProxySession is driven the way the event loop drives it:
 // client reads; the connect it asks for succeeds or fails; upstream reads while that connection is open; timers,
 // EOFs and the close last. Once the session closes the client or hands both sides to a tunnel, it must ask for
-// nothing more than logs and closing the upstream.
+// nothing more than logs and closing the upstream. With the setup's bit 8, the session starts as a transparent
+// connection to 198.18.0.9:443 (bit 16: port 80) instead of reading a proxy request.
 
 private let upstreamMarker = Array("\r\n--upstream--\r\n".utf8)
 
@@ -57,6 +58,10 @@ func fuzzProxySession(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     var driver = Driver(
         session: ProxySession(id: 1, environment: environments[Int(setup & 3)], now: { 1_700_000_000 }),
         connectFails: setup & 4 != 0, viaBuffer: schedule & 1 != 0)
+    if setup & 8 != 0 {
+        let port = setup & 16 != 0 ? 80 : 443
+        driver.start(driver.session.startTransparent(destinationAddress: "198.18.0.9", port: port))
+    }
     var clientReads = reads(of: client, selector: chunking)[...]
     var upstreamReads = reads(of: upstream, selector: chunking >> 4)[...]
 
@@ -69,6 +74,8 @@ func fuzzProxySession(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         }
     }
     if schedule & 4 != 0 { driver.handle(.timerFired(.requestHead)) }
+    if schedule & 32 != 0 { driver.handle(.timerFired(.clientHello)) }
+    if driver.connecting { driver.resolveConnect() }
     if schedule & 8 != 0 { driver.handle(.timerFired(.upstreamHandshake)) }
     if schedule & 16 != 0 { driver.handle(.stopping) }
     if driver.upstreamOpen { driver.handle(.upstreamEOF) }
@@ -96,6 +103,9 @@ private struct Driver {
     }
 
     mutating func handle(_ event: ProxyEvent) { record(session.handle(event)) }
+
+    /// What starting the session asked for (a transparent connection's start).
+    mutating func start(_ out: [ProxyCommand]) { record(out) }
 
     /// Bytes as the loop hands them over: from its read buffer, or as an event.
     mutating func received(_ bytes: [UInt8], from peer: ProxyPeer) {

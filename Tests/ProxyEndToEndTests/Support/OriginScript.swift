@@ -1,9 +1,10 @@
 /// The tiny Python origin the tests start (HTTP or HTTPS): fixed bodies with their SHA-256, chunked bodies, upload
 /// checksums, a mid-body reset, and a 101 Upgrade that echoes bytes. Prints `PORT n` once it listens.
 let originScript = #"""
-import hashlib, http.server, random, socket, socketserver, ssl, struct, sys, threading
+import hashlib, http.server, os, random, socket, socketserver, ssl, struct, sys, threading
 
 # Tiny test origin: prints "PORT n" once listening. argv: [--tls CERT KEY] [--tls10 | --tls12 (at most 1.2)]
+# It listens on 127.0.0.1, a free port, or on $ORIGIN_ADDRESS:$ORIGIN_PORT (an origin in a network namespace).
 _cache = {}
 _lock = threading.Lock()
 def body(n):
@@ -104,7 +105,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 512
     allow_reuse_address = True
 
-srv = Server(("127.0.0.1", 0), Handler)
+srv = Server((os.environ.get("ORIGIN_ADDRESS", "127.0.0.1"), int(os.environ.get("ORIGIN_PORT", "0"))), Handler)
 args = sys.argv[1:]
 if args and args[0] == "--tls":
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -1,0 +1,132 @@
+import ArgumentParser
+import ProxyEventLoop
+
+/// `run --mode`: how clients reach the proxy (mitmproxy's option name). `regular`, the default, is the explicit
+/// proxy on `--listen`; `transparent[:ADDR:PORT]` serves connections the devices' gateway redirects to it with an
+/// nftables rule (docs/device.md), on its own address or on `--listen`'s when regular is not also asked for.
+struct ModeOptions: ParsableArguments {
+    @Option(
+        name: .customLong("mode"),
+        help: ArgumentHelp(
+            "regular (the explicit HTTP/HTTPS proxy on --listen; the default) or transparent[:ADDR:PORT] (for a "
+                + "Linux machine that is the devices' gateway: connections its nftables rule redirects to the proxy "
+                + "keep their original destination; --print-nft prints the rule). Repeatable: regular and "
+                + "transparent:ADDR:PORT serve both. WireGuard mode is not built yet.",
+            valueName: "MODE"))
+    var modes: [String] = []
+
+    @Flag(
+        name: .customLong("print-nft"),
+        help: ArgumentHelp(
+            "With --mode transparent: print the nftables ruleset that redirects the devices' TCP 80 and 443 to the "
+                + "proxy, and their UDP 443 to the proxy's UDP socket that refuses and counts QUIC (apps fall back "
+                + "to TCP), and exit. Load it with `nft -f` as root."))
+    var printNFT = false
+
+    @Option(
+        name: .customLong("devices-interface"),
+        help: ArgumentHelp(
+            "The gateway's interface the devices are on, for --print-nft (default: wlan0).", valueName: "NAME"))
+    var devicesInterface: String = "wlan0"
+
+    /// Where each mode listens, checked: `listen` is `--listen`'s address.
+    func listeners(listen: (String, UInt16)) throws -> ProxyListeners {
+        var regular = false
+        var transparent: (String, UInt16)?
+        var transparentOnListen = false
+        for mode in modes {
+            let (name, rest) = mode.firstIndex(of: ":").map { (mode[..<$0], mode[mode.index(after: $0)...]) }
+                ?? (Substring(mode), nil)
+            switch name {
+            case "regular" where rest == nil:
+                guard !regular else { throw ValidationError("--mode regular is given twice") }
+                regular = true
+            case "regular":
+                throw ValidationError("--mode regular takes no address: it listens on --listen")
+            case "transparent":
+                guard transparent == nil else { throw ValidationError("--mode transparent is given twice") }
+                if let rest {
+                    do { transparent = try RunCommand.parseListen(String(rest)) } catch let error as ValidationError {
+                        throw ValidationError(error.message
+                            .replacingOccurrences(of: "--listen '", with: "--mode 'transparent:")
+                            .replacingOccurrences(of: "--listen expects", with: "--mode transparent:ADDR:PORT expects"))
+                    }
+                } else {
+                    transparent = listen
+                    transparentOnListen = true
+                }
+            case "wireguard":
+                throw ValidationError(
+                    "--mode wireguard is not built yet; on a Linux gateway, --mode transparent serves apps that "
+                        + "ignore the proxy setting (docs/device.md)")
+            default:
+                throw ValidationError(
+                    "--mode '\(mode)': expected regular or transparent[:ADDR:PORT]")
+            }
+        }
+        if transparentOnListen && regular {
+            throw ValidationError(
+                "--mode regular and --mode transparent cannot share --listen's port: give transparent its own, "
+                    + "e.g. --mode transparent:0.0.0.0:8081")
+        }
+        if printNFT && transparent == nil {
+            throw ValidationError("--print-nft goes with --mode transparent (it redirects to the transparent port)")
+        }
+        if printNFT, let transparent, transparent.1 == 0 {
+            throw ValidationError(
+                "--print-nft needs the transparent port: 0 is chosen at start; give one (transparent:0.0.0.0:8443)")
+        }
+        guard NFTRuleset.isInterfaceName(devicesInterface) else {
+            throw ValidationError(
+                "--devices-interface '\(devicesInterface)' is no interface name (1 to 15 letters, digits, '.', '-', "
+                    + "'_')")
+        }
+        return ProxyListeners(regular: regular || transparent == nil ? listen : nil, transparent: transparent)
+    }
+}
+
+/// Where the proxy listens, by mode.
+struct ProxyListeners {
+    /// The explicit proxy's address (`--listen`), nil when only transparent mode runs.
+    var regular: (String, UInt16)?
+    /// The transparent listener's address, nil without `--mode transparent`.
+    var transparent: (String, UInt16)?
+}
+
+/// The nftables ruleset of transparent mode: a table of its own, so loading it again replaces it and deleting it
+/// removes everything it added.
+enum NFTRuleset {
+    static let table = "atsproxy"
+
+    /// The ruleset that sends the devices on `interface` to the proxy's transparent `port`: TCP 80 and 443 to its
+    /// listener; UDP 443 (QUIC, HTTP/3) to its UDP socket on the same port, which refuses each attempt at once
+    /// (QUICRefusal) and counts it, so the app falls back to TCP (as URLSession does) and is seen. Should the proxy
+    /// not run, the kernel refuses the datagrams itself (ICMP port unreachable: nothing listens there).
+    static func text(interface: String, port: UInt16) -> String {
+        """
+        # atsproxy transparent mode: devices on \(interface) are sent to the proxy's port \(port).
+        # Load: sudo nft -f FILE (root or CAP_NET_ADMIN; the proxy itself runs unprivileged).
+        # Remove: sudo nft delete table inet \(table)
+        table inet \(table)
+        delete table inet \(table)
+        table inet \(table) {
+        \tchain prerouting {
+        \t\ttype nat hook prerouting priority dstnat; policy accept;
+        \t\tiifname "\(interface)" tcp dport { 80, 443 } redirect to :\(port)
+        \t\tiifname "\(interface)" udp dport 443 redirect to :\(port)
+        \t}
+        }
+
+        """
+    }
+
+    /// What nftables takes as an interface name in a rule (Linux allows 15 bytes; quotes and spaces would break
+    /// the rule).
+    static func isInterfaceName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 15
+            && name.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E
+                    || c == 0x2D || c == 0x5F
+            }
+    }
+}
