@@ -743,9 +743,7 @@ extension H2ToH1Relay {
 
     func clientReadingHeld(_ held: Bool, at time: Double) {
         clientHeld = held
-        guard !held else { return }
-        headerBlock.restart(at: time)
-        for id in streams.keys { streams[id]?.clock.lastRequestProgress = time }
+        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
     }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {

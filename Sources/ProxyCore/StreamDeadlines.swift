@@ -109,6 +109,16 @@ struct HeaderBlockClock {
     }
 }
 
+/// The proxy reads the client again after holding it unread (`ExchangeRelay.clientReadingHeld`): every stream's
+/// body clock and an assembling header block's restart at `time`, each with its full limit.
+func restartClientClocks<Stream>(
+    _ streams: inout [Int32: Stream], _ clock: WritableKeyPath<Stream, StreamClock>,
+    headerBlock: inout HeaderBlockClock, at time: Double
+) {
+    headerBlock.restart(at: time)
+    for id in streams.keys { streams[id]?[keyPath: clock].lastRequestProgress = time }
+}
+
 extension Duration {
     /// The duration in seconds, as the session's clock counts.
     var seconds: Double {
