@@ -133,6 +133,10 @@ protocol ExchangeRelay: AnyObject {
     /// Ends the streams whose deadlines passed (a stalled header block ends the connection); `timeoutAnswer` gives
     /// a 504 its `X-ATS-*` fields. Streams not yet due are left for the next `nextStreamDeadline`.
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput
+    /// The adapter stopped (`held`) or resumed reading the client because an upstream's or a lane's write buffer
+    /// filled or drained: the client's bytes wait in the socket for the proxy, so no request-body or header-block
+    /// deadline runs meanwhile, and each restarts at `time` (the session's clock) on release.
+    func clientReadingHeld(_ held: Bool, at time: Double)
 }
 
 extension ExchangeRelay {
@@ -145,6 +149,7 @@ extension ExchangeRelay {
     func deadlinePassed(_ wait: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
     var nextStreamDeadline: Double? { nil }
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput { RelayOutput() }
+    func clientReadingHeld(_ held: Bool, at time: Double) {}
 }
 
 /// What an exchange relay waits for, so the session can keep a deadline on it (ProxySession+Deadlines). The number

@@ -70,6 +70,8 @@ final class H2Relay: ExchangeRelay {
     private var heldExtendedConnects: [(id: Int32, fields: [H2Header], endStream: Bool)] = []
     private let limits: StreamDeadlineLimits
     private var headerBlock = HeaderBlockClock()
+    /// The adapter stopped reading the client for the upstream's full write buffer (StreamDeadlines).
+    private var clientHeld = false
     /// Streams the upstream reset with NO_ERROR after its complete response: each is reset the same way towards
     /// the client once that response went out (theory of operation, 8).
     private var resetAfterResponse: Set<Int32> = []
@@ -525,13 +527,20 @@ final class H2Relay: ExchangeRelay {
 
 extension H2Relay {
     var nextStreamDeadline: Double? {
-        limits.earliest(headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.uncreditedToUpstream > 0) })
+        limits.earliest(
+            headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.uncreditedToUpstream > 0) },
+            clientReadingHeld: clientHeld)
+    }
+
+    func clientReadingHeld(_ held: Bool, at time: Double) {
+        clientHeld = held
+        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
     }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard !failed else { return out.take() }
         let time = now()
-        if let due = headerBlock.due(limits), due <= time {
+        if !clientHeld, let due = headerBlock.due(limits), due <= time {
             // Nothing else may cross the connection until the block ends: the connection goes.
             finishAll(interruption: "a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
             goAway(client, last: 0, .enhanceYourCalm)
@@ -540,9 +549,8 @@ extension H2Relay {
             return out.take()
         }
         for (id, s) in streams {
-            guard let due = s.clock.due(limits, bodyHeldByProxy: s.uncreditedToUpstream > 0), due.at <= time else {
-                continue
-            }
+            let bodyHeld = s.uncreditedToUpstream > 0 || clientHeld
+            guard let due = s.clock.due(limits, bodyHeldByProxy: bodyHeld), due.at <= time else { continue }
             if let up = s.upstreamID { reset(upstream, up, .cancel) }
             switch due.stall {
             case .requestBody:

@@ -116,6 +116,8 @@ final class H2ToH1Relay: LaneRelay {
     private let recording: RecordingOptions?
     private let limits: StreamDeadlineLimits
     private var headerBlock = HeaderBlockClock()
+    /// The adapter stopped reading the client for a full lane's write buffer (StreamDeadlines).
+    private var clientHeld = false
 
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
          recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
@@ -744,13 +746,20 @@ final class H2ToH1Relay: LaneRelay {
 
 extension H2ToH1Relay {
     var nextStreamDeadline: Double? {
-        limits.earliest(headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) })
+        limits.earliest(
+            headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) },
+            clientReadingHeld: clientHeld)
+    }
+
+    func clientReadingHeld(_ held: Bool, at time: Double) {
+        clientHeld = held
+        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
     }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard !failed else { return out.take() }
         let time = now()
-        if let due = headerBlock.due(limits), due <= time {
+        if !clientHeld, let due = headerBlock.due(limits), due <= time {
             // Nothing else may cross the connection until the block ends: the connection goes.
             do { try client.submitGoAway(lastStreamID: 0, errorCode: .enhanceYourCalm) } catch {
                 // The session is beyond sending anything: the close below is all there is.
@@ -759,7 +768,8 @@ extension H2ToH1Relay {
             return clientGone("a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
         }
         for (id, s) in streams where !s.local {
-            guard let due = s.clock.due(limits, bodyHeldByProxy: s.lane == nil), due.at <= time else { continue }
+            let bodyHeld = s.lane == nil || clientHeld
+            guard let due = s.clock.due(limits, bodyHeldByProxy: bodyHeld), due.at <= time else { continue }
             switch due.stall {
             case .requestBody:
                 reset(id, .cancel)

@@ -585,6 +585,12 @@ extension HTTP1Relay {
 
     var lastRequestProgress: Double { exchange?.lastRequestProgress ?? 0 }
 
+    /// The session suspends the body deadline while the client is held (ProxySession+Deadlines); on release the
+    /// body in flight gets its full limit from then.
+    func clientReadingHeld(_ held: Bool, at time: Double) {
+        if !held { exchange?.lastRequestProgress = time }
+    }
+
     func deadlinePassed(_ passed: RelayWait, limit: Duration, timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard passed == wait else { return out.take() }
         switch passed {

@@ -34,6 +34,10 @@ public enum ProxyEvent: Sendable {
     case stopping
     /// A deadline asked for with `ProxyCommand.startTimer` passed.
     case timerFired(ProxyTimer)
+    /// The adapter stopped (true) or resumed (false) reading the client because an upstream's or a lane's write
+    /// buffer filled or drained (not a pause the session asked for); sent on transitions only. While held, the
+    /// client's request bodies and header blocks wait for the proxy, so their deadlines are suspended.
+    case clientReadingHeld(Bool)
 }
 
 /// A deadline a session asks its adapter to keep (the session has no clock of its own to wait on).

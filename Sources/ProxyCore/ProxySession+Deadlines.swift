@@ -18,6 +18,11 @@ import ProxyTrace
 // An h2 client's requests run side by side, each with its own deadlines (StreamDeadlines): the relay says when
 // the earliest falls (`nextStreamDeadline`), and one timer (`.streamDeadlines`) is started whenever that is
 // earlier than the one running. When it fires the relay ends what is due; the next is timed after that step.
+//
+// When an upstream's (or a lane's) write buffer is full the adapter stops reading the whole client connection and
+// says so (`ProxyEvent.clientReadingHeld`). The client's bytes then wait for the proxy, not the other way round: a
+// body's inactivity timer that fires meanwhile is started again for the full limit, the relay suspends its streams'
+// body and header-block deadlines, and on release every body clock restarts then (response deadlines run on).
 
 /// A layer that relays HTTP exchanges (plain forwarding, interception): its relay, and what the deadlines last saw
 /// it wait for.
@@ -54,6 +59,21 @@ extension ProxySession {
         case .requestBody: commands.append(.startTimer(.requestBody, after: env.timeouts.client))
         case .response: commands.append(.startTimer(.response, after: env.timeouts.response))
         }
+    }
+
+    /// The adapter stopped or resumed reading the client for a full upstream write buffer: the relay suspends or
+    /// restarts its client deadlines, and on release the next stream deadline is timed again.
+    func clientReadingHeldChanged(_ held: Bool) {
+        clientReadingHeld = held
+        let layer: any RelayingLayer
+        switch phase {
+        case .plain(let p): layer = p
+        case .intercepting(let i): layer = i
+        case .front, .sniffing, .tunnel, .upgraded, .done: return
+        }
+        guard let relay = layer.exchangeRelay else { return }
+        relay.clientReadingHeld(held, at: now())
+        if !held { relayStepped(layer, unsolicited: nil) }
     }
 
     /// A timer of the deadlines above fired (the first request head's is handled by `ProxySession`).
@@ -133,6 +153,11 @@ extension ProxySession {
             what = "a request head was not complete within \(limit) of its first byte; answered 408"
         case (.requestBody, .requestBody):
             limit = env.timeouts.client
+            if clientReadingHeld {
+                // The body waits unread for the proxy: its clock restarts when the adapter reads the client again.
+                commands.append(.startTimer(.requestBody, after: limit))
+                return
+            }
             // Inactivity: the timer ran from the body's start or an earlier byte; what is left since the last one
             // is waited for again (one timer per limit, not one per read).
             let left = limit - .milliseconds(Int64(max(0, (now() - relay.lastRequestProgress) * 1000)))

@@ -66,6 +66,8 @@ public final class ProxySession {
     var clientClosed = false
     /// When the pending `.streamDeadlines` timer fires (the session's clock), if one runs (ProxySession+Deadlines).
     var streamDeadlineTimer: Double?
+    /// The adapter holds the client unread for a full upstream write buffer (`ProxyEvent.clientReadingHeld`).
+    var clientReadingHeld = false
     /// The proxy is shutting down: a connection closed from now on was cut off by the shutdown's deadline.
     var stopping = false
     /// The client's address (`192.168.1.20:51234`), for the logs that must say which device it was; set by the
@@ -173,6 +175,7 @@ public final class ProxySession {
             refuseFront(
                 status: 408, body: "ATSProxy: the request head did not arrive within \(env.timeouts.client)\n")
         case .timerFired(let timer): deadlinePassed(timer)
+        case .clientReadingHeld(let held): clientReadingHeldChanged(held)
         case .tunnelClosed(let fromClient, let toClient): rawRelayClosed(fromClient: fromClient, toClient: toClient)
         case .tunnelBytes(let fromClient, let bytes):
             if case .tunnel(let t) = phase { tunnelBytes(t, fromClient: fromClient, bytes) }

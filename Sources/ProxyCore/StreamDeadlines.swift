@@ -10,6 +10,11 @@ import ATSPolicy
 //   client's fault, and its clock starts again when the proxy lets it send);
 // - the response: from the request's end to the response head, `--response-timeout`: 504 with the app's -1001.
 //
+// While the proxy stops reading the whole client connection because an upstream's or a lane's write buffer is full
+// (`ExchangeRelay.clientReadingHeld`), every stream's DATA and any header block wait unread in the socket: that is
+// the proxy's backpressure, not the client's delay, so no request-body or header-block deadline applies (response
+// deadlines still do). When reading resumes, each open stream's body clock and an assembling block's clock restart.
+//
 // A stalled request is reset (RST_STREAM CANCEL) and its upstream request cancelled (RST_STREAM upstream, or its
 // lane closed), whatever else the connection does: a client's PINGs keep the connection, not its streams. The relay
 // says when the earliest deadline falls (`nextStreamDeadline`); the session keeps one timer for it
@@ -29,11 +34,13 @@ struct StreamDeadlineLimits {
     }
 
     /// The earliest deadline of a connection: its header block's, and each stream's (its clock, and whether the
-    /// proxy holds back its body).
-    func earliest(headerBlock: HeaderBlockClock, _ streams: some Sequence<(StreamClock, Bool)>) -> Double? {
-        var earliest = headerBlock.due(self)
+    /// proxy holds back its body). While `clientReadingHeld`, only response deadlines run.
+    func earliest(
+        headerBlock: HeaderBlockClock, _ streams: some Sequence<(StreamClock, Bool)>, clientReadingHeld: Bool
+    ) -> Double? {
+        var earliest = clientReadingHeld ? nil : headerBlock.due(self)
         for (clock, held) in streams {
-            guard let due = clock.due(self, bodyHeldByProxy: held) else { continue }
+            guard let due = clock.due(self, bodyHeldByProxy: held || clientReadingHeld) else { continue }
             earliest = min(earliest ?? due.at, due.at)
         }
         return earliest
@@ -95,6 +102,21 @@ struct HeaderBlockClock {
     }
 
     func due(_ limits: StreamDeadlineLimits) -> Double? { since.map { $0 + limits.client } }
+
+    /// The proxy reads the client again after holding it: a block still assembling gets its full limit from now.
+    mutating func restart(at time: Double) {
+        if since != nil { since = time }
+    }
+}
+
+/// The proxy reads the client again after holding it unread (`ExchangeRelay.clientReadingHeld`): every stream's
+/// body clock and an assembling header block's restart at `time`, each with its full limit.
+func restartClientClocks<Stream>(
+    _ streams: inout [Int32: Stream], _ clock: WritableKeyPath<Stream, StreamClock>,
+    headerBlock: inout HeaderBlockClock, at time: Double
+) {
+    headerBlock.restart(at: time)
+    for id in streams.keys { streams[id]?[keyPath: clock].lastRequestProgress = time }
 }
 
 extension Duration {

@@ -99,6 +99,10 @@ final class ClientSide: ConnectionHandler {
     private var lanes: [UpstreamLane: Connection] = [:]
     /// Connections whose reading the session paused (flow control), which socket backpressure must not resume.
     private var sessionPaused: Set<ProxyPeer> = []
+    /// The client is not read because an upstream's or a lane's write buffer is full (apart from `sessionPaused`),
+    /// and what the session was last told of it (`ProxyEvent.clientReadingHeld`, on transitions only).
+    private var clientHeld = false
+    private var clientHeldTold = false
     /// The session's pending deadlines.
     private var timers: [ProxyTimer: TimerID] = [:]
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
@@ -258,10 +262,27 @@ final class ClientSide: ConnectionHandler {
     private func upstreamSideWritability(_ writable: Bool) {
         if writable {
             let allWritable = (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable)
-            if allWritable, !sessionPaused.contains(.client) { client?.resumeReading() }
+            guard allWritable else { return }
+            if !sessionPaused.contains(.client) { client?.resumeReading() }
+            clientHeld = false
         } else {
-            client?.pauseReading()
+            holdClient()
         }
+        tellClientHeld()
+    }
+
+    /// Stops reading the client while an upstream-side write buffer is full (told to the session by
+    /// `tellClientHeld`: its deadlines must not blame the client for this wait).
+    private func holdClient() {
+        client?.pauseReading()
+        clientHeld = true
+    }
+
+    /// Tells the session when holding the client started or ended since it was last told.
+    private func tellClientHeld() {
+        guard clientHeld != clientHeldTold, client != nil, !tunnelled else { return }
+        clientHeldTold = clientHeld
+        run(session.handle(.clientReadingHeld(clientHeld)))
     }
 
     // MARK: Commands
@@ -276,13 +297,13 @@ final class ClientSide: ConnectionHandler {
                 if let client, !client.isWritable { upstream?.pauseReading() }
             case .sendToUpstream(let bytes):
                 upstream?.write(bytes)
-                if let upstream, !upstream.isWritable { client?.pauseReading() }
+                if let upstream, !upstream.isWritable { holdClient() }
             case .connectLane(let lane, let address, let port):
                 connectLane(lane, address: address, port: port)
             case .sendToLane(let lane, let bytes):
                 guard let connection = lanes[lane] else { break }
                 connection.write(bytes)
-                if !connection.isWritable { client?.pauseReading() }
+                if !connection.isWritable { holdClient() }
             case .closeLane(let lane):
                 // Detached first: the session is done with the lane and wants none of its late events.
                 if let connection = lanes.removeValue(forKey: lane) {
@@ -346,6 +367,7 @@ final class ClientSide: ConnectionHandler {
         }
         session.recycle(consume commands)
         if finishing != nil, !session.awaitsSideCheck { finishing = nil }
+        tellClientHeld()
     }
 
     /// Closes the upstream connection. Once the client is gone it ends at once: a close would linger, reading and

@@ -74,6 +74,32 @@ struct DeadlineTests {
         #expect(late.notices.contains { $0.contains("request body") && $0.contains("5.0 seconds") })
     }
 
+    @Test("A body the proxy holds unread (a full upstream buffer) gets no 408 meanwhile; on release its full limit again")
+    func heldClientSuspendsBodyDeadline() throws {
+        let clock = Clock()
+        let session = try plainSession(clock)
+        _ = session.handle(.clientBytes(bytes(
+            "POST http://media.test/up HTTP/1.1\r\nHost: media.test\r\nContent-Length: 10\r\n\r\nab")))
+        _ = session.handle(.upstreamConnected)
+        clock.now += 1
+        _ = session.handle(.clientReadingHeld(true))
+        clock.now += 10
+        let held = session.handle(.timerFired(.requestBody))
+        #expect(held.toClient.isEmpty)
+        #expect(!held.closesClient)
+        #expect(held.contains(.startTimer(.requestBody, after: .seconds(5))), "waits again while held")
+        _ = session.handle(.clientReadingHeld(false))
+        clock.now += 4
+        // The relay restarted the body's clock at the release: 1 s of the limit is left, not 11 s overdue.
+        let early = session.handle(.timerFired(.requestBody))
+        #expect(early.toClient.isEmpty)
+        #expect(early.contains(.startTimer(.requestBody, after: .seconds(1))))
+        clock.now += 1
+        let late = session.handle(.timerFired(.requestBody))
+        #expect(late.clientText.hasPrefix("HTTP/1.1 408 "))
+        #expect(late.exchanges.map(\.status) == [408])
+    }
+
     @Test("A stalled body after the response started closes the connection and logs the exchange as cut off")
     func bodyInactivityAfterResponse() throws {
         let clock = Clock()

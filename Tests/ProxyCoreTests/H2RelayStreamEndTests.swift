@@ -229,4 +229,27 @@ struct H2RelayStreamEndTests {
         #expect(scene.originStreams.values.filter { $0.resetWith == .cancel }.count == 2)
         #expect(scene.relay.nextStreamDeadline == nil)
     }
+
+    @Test("While the client is held unread for the upstream, no body deadline runs (the response's does); on release the body gets its full limit")
+    func heldClientSuspendsBodyDeadline() throws {
+        let scene = try StreamScene()
+        let upload = try scene.request("/upload", body: true)
+        try scene.client.sendData(streamID: upload, Array("part".utf8), endStream: false)
+        let silent = try scene.request("/silent")
+        scene.run()
+        #expect(scene.relay.nextStreamDeadline == 30)
+        scene.relay.clientReadingHeld(true, at: 10)
+        #expect(scene.relay.nextStreamDeadline == 60, "only the silent upstream's response deadline runs")
+        scene.clock.now = 60
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: H2ToH1RelayBoundsTests.timeoutAnswer))
+        scene.run()
+        #expect(scene.clientStreams[silent]?.heads.first?.first(named: ":status") == "504")
+        #expect(scene.clientStreams[upload]?.resetWith == nil)
+        scene.relay.clientReadingHeld(false, at: 60)
+        #expect(scene.relay.nextStreamDeadline == 90, "the body's clock restarts at the release")
+        scene.clock.now = 90
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: H2ToH1RelayBoundsTests.timeoutAnswer))
+        scene.run()
+        #expect(scene.clientStreams[upload]?.resetWith == .cancel)
+    }
 }

@@ -376,6 +376,52 @@ struct H2ToH1RelayBoundsTests {
         #expect(scene.relay.nextStreamDeadline == nil)
     }
 
+    @Test("While the client is held unread for a full lane, a stalled body is not reset; on release its full limit again")
+    func heldClientSuspendsBodyDeadline() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        let id = try scene.client.submitRequest(
+            [H2Header(":method", "POST"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+             H2Header(":path", "/upload")], body: .streaming)
+        try scene.client.sendData(streamID: id, bytes("part"), endStream: false)
+        try scene.exchange()
+        #expect(scene.relay.nextStreamDeadline == 30)
+        scene.relay.clientReadingHeld(true, at: 10)
+        #expect(scene.relay.nextStreamDeadline == nil, "the body waits for the proxy, not the client")
+        scene.clock.now = 45
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        try scene.exchange()
+        #expect(scene.resets[id] == nil)
+        #expect(scene.closed.isEmpty)
+        scene.relay.clientReadingHeld(false, at: 45)
+        #expect(scene.relay.nextStreamDeadline == 75, "the body's clock restarts at the release")
+        scene.clock.now = 74
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        #expect(scene.resets[id] == nil)
+        scene.clock.now = 75
+        scene.take(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer))
+        try scene.exchange()
+        #expect(scene.resets[id] == .cancel)
+        #expect(scene.closed == [.primary])
+    }
+
+    @Test("A header block left unfinished while the client is held: not ended then; on release its full limit again")
+    func heldClientSuspendsHeaderBlockDeadline() throws {
+        let scene = try PoolScene(maxLanes: 2)
+        try scene.exchange()
+        // HEADERS without END_HEADERS: :method GET, :scheme https, :path /, :authority good.test; no CONTINUATION.
+        let block: [UInt8] = [0x82, 0x87, 0x84, 0x41, 0x09] + bytes("good.test")
+        scene.take(scene.relay.clientBytes(H2ToH1ZeroWindowUpdateTests.frame(type: 1, flags: 0x1, stream: 1, payload: block)))
+        #expect(scene.relay.nextStreamDeadline == 30)
+        scene.relay.clientReadingHeld(true, at: 10)
+        #expect(scene.relay.nextStreamDeadline == nil)
+        scene.clock.now = 45
+        #expect(!scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer).closeClient)
+        scene.relay.clientReadingHeld(false, at: 45)
+        #expect(scene.relay.nextStreamDeadline == 75, "the block's clock restarts at the release")
+        scene.clock.now = 75
+        #expect(scene.relay.streamDeadlinesPassed(timeoutAnswer: Self.timeoutAnswer).closeClient)
+    }
+
     @Test("A stream waiting for a lane keeps no body deadline (its window is held); the one in flight does")
     func waitingStreamHasNoBodyDeadline() throws {
         let scene = try PoolScene(maxLanes: 1)

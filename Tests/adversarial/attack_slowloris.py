@@ -3,7 +3,9 @@
 have `--client-timeout`, set short here so the four checks, run side by side, take seconds."""
 
 import select
+import socket
 import ssl
+import threading
 import time
 
 import harness
@@ -82,8 +84,85 @@ def body_dripped(env):
     return verdict("a request body dripped a byte every %d s" % (LIMIT + 2), took, received)
 
 
+class UploadHoldingOrigin:
+    """An origin that reads a request head, then leaves its body unread for `hold` seconds (the proxy's write
+    buffer fills and it stops reading the client), then reads it whole and answers 200 with the count."""
+
+    def __init__(self, hold):
+        self.hold = hold
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        sock, _ = self.listener.accept()
+        with sock:
+            sock.settimeout(LIMIT + GRACE + 15)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            head, body = buf.split(b"\r\n\r\n", 1)
+            length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")][0])
+            time.sleep(self.hold)
+            got = len(body)
+            while got < length:
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    return
+                got += len(chunk)
+            answer = b"%d" % got
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(answer), answer))
+
+
+HELD_SIZE = 64 << 20
+ORIGINS = {}
+
+
+def body_held_by_slow_origin(env):
+    """A client that sends as fast as it can while the proxy holds it unread (a slow origin): not its delay, so no
+    408 after --client-timeout; the upload completes once the origin reads."""
+    with env.proxy.connect(LIMIT + GRACE + 15) as sock:
+        sock.sendall(b"POST http://held.plain.test/upload HTTP/1.1\r\nHost: held.plain.test\r\n"
+                     b"Content-Length: %d\r\n\r\n" % HELD_SIZE)
+        sent = []
+
+        def upload():
+            try:
+                sock.sendall(b"u" * HELD_SIZE)
+                sent.append(True)
+            except OSError:
+                pass
+
+        uploader = threading.Thread(target=upload, daemon=True)
+        uploader.start()
+        # The response, or the close after a 408; the connection is kept alive after a 200.
+        received = b""
+        deadline = time.monotonic() + LIMIT + GRACE + 10
+        while not received.endswith(b"%d" % HELD_SIZE) and time.monotonic() < deadline:
+            if not select.select([sock], [], [], max(0, deadline - time.monotonic()))[0]:
+                break
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        uploader.join(5)
+    harness.ensure(not received.startswith(b"HTTP/1.1 408"),
+                   "answered 408 while the proxy itself held the body unread for a slow origin")
+    harness.ensure(received.startswith(b"HTTP/1.1 200") and received.endswith(b"%d" % HELD_SIZE),
+                   "answered %r, not 200 with the whole upload" % received[:60])
+    return "%d MiB upload held %d s by its origin (--client-timeout %d): 200, no 408" % (
+        HELD_SIZE >> 20, ORIGINS["held"].hold, LIMIT)
+
+
 def proxy_args(env):
-    return ["--client-timeout", str(LIMIT)]
+    ORIGINS["held"] = UploadHoldingOrigin(LIMIT + 3)
+    return ["--client-timeout", str(LIMIT), "--map", "held.plain.test=127.0.0.1:%d" % ORIGINS["held"].port]
 
 
 CHECKS = [
@@ -91,4 +170,5 @@ CHECKS = [
     ("client-hello-dripped-after-connect", client_hello_dripped, LIMIT + GRACE + 15),
     ("intercepted-request-head-dripped", intercepted_head, LIMIT + GRACE + 15),
     ("request-body-dripped-slower-than-the-limit", body_dripped, LIMIT + GRACE + 15),
+    ("request-body-held-by-a-slow-origin", body_held_by_slow_origin, LIMIT + GRACE + 15),
 ]
