@@ -239,6 +239,7 @@ final class ClientSide: ConnectionHandler {
         case (.lane(let lane), .quiet): sessionEvent = .peerQuiet(.lane(lane))
         case (.upstream, .closed(let connected, let error)):
             upstream = nil
+            if clientHeld { releaseHoldIfClear() }
             sessionEvent = connected
                 ? .upstreamClosed(error: error?.description)
                 : .upstreamConnectFailed(
@@ -251,6 +252,7 @@ final class ClientSide: ConnectionHandler {
         case (.lane(let lane), .eof): sessionEvent = .laneEOF(lane)
         case (.lane(let lane), .closed(let connected, let error)):
             lanes[lane] = nil
+            if clientHeld { releaseHoldIfClear() }
             sessionEvent = connected
                 ? .laneClosed(lane, error: error?.description)
                 : .laneConnectFailed(lane, error: error?.description ?? "connection closed")
@@ -261,10 +263,7 @@ final class ClientSide: ConnectionHandler {
     /// An upstream (or lane) connection's write buffer filled or drained: stop or restart reading the client.
     private func upstreamSideWritability(_ writable: Bool) {
         if writable {
-            let allWritable = (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable)
-            guard allWritable else { return }
-            if !sessionPaused.contains(.client) { client?.resumeReading() }
-            clientHeld = false
+            releaseHoldIfClear()
         } else {
             holdClient()
         }
@@ -276,6 +275,15 @@ final class ClientSide: ConnectionHandler {
     private func holdClient() {
         client?.pauseReading()
         clientHeld = true
+    }
+
+    /// Reads the client again once every upstream-side connection left can take more. Also after one closes: a
+    /// lane whose full buffer held the client sends no writability event once detached, and the client would stay
+    /// unread (with its request deadlines off) until the idle timeout.
+    private func releaseHoldIfClear() {
+        guard (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable) else { return }
+        if !sessionPaused.contains(.client) { client?.resumeReading() }
+        clientHeld = false
     }
 
     /// Tells the session when holding the client started or ended since it was last told.
@@ -309,6 +317,7 @@ final class ClientSide: ConnectionHandler {
                 if let connection = lanes.removeValue(forKey: lane) {
                     (connection.handler as? OutboundSide)?.detach()
                     if clientGone { connection.abort() } else { connection.close() }
+                    if clientHeld { releaseHoldIfClear() }
                 }
             case .pauseReading(let peer):
                 sessionPaused.insert(peer)
@@ -334,6 +343,7 @@ final class ClientSide: ConnectionHandler {
                 upstreamGeneration += 1
                 endUpstream()
                 upstream = nil
+                if clientHeld { releaseHoldIfClear() }
             case .startTunnel:
                 if let client, let upstream {
                     tunnelled = true

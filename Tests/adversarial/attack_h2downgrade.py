@@ -35,7 +35,8 @@ def leaf_files(env):
 
 class LaneOrigin:
     """`/big/<KiB>`: a body of that size. `/hold`: reads the request (and any body) and never answers.
-    `/double`: two responses in one write. `/endless`: a body that never ends, bytes counted in `sent`."""
+    `/double`: two responses in one write. `/endless`: a body that never ends, bytes counted in `sent`.
+    `/noread`: reads the head, then nothing until `noread_release` is set, and closes."""
 
     def __init__(self, tls_files):
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -47,6 +48,7 @@ class LaneOrigin:
         self.accepted = 0
         self.served = 0
         self.sent = 0
+        self.noread_release = threading.Event()
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -87,6 +89,11 @@ class LaneOrigin:
                     buf += chunk
                 head, buf = buf.split(b"\r\n\r\n", 1)
                 target = head.split(b" ")[1].decode("latin-1")
+                if target == "/noread":
+                    # Reads nothing more until the check says, then goes (unread bytes: the kernel resets).
+                    self.noread_release.wait(30)
+                    raw.close()
+                    return
                 if target == "/hold":
                     while sock.recv(65536):
                         pass
@@ -230,7 +237,7 @@ class H2Origin:
 # Helpers.
 
 ORIGINS = {}
-LANE_HOSTS = ["window.tls.test", "resets.tls.test", "stall.tls.test", "silent.tls.test", "twice.tls.test",
+LANE_HOSTS = ["held.tls.test", "window.tls.test", "resets.tls.test", "stall.tls.test", "silent.tls.test", "twice.tls.test",
               "endless.tls.test", "slowbody.tls.test"]
 H2_HOSTS = ["hold.tls.test", "early.tls.test", "bighead.tls.test", "holdbody.tls.test", "refuse.tls.test"]
 
@@ -708,6 +715,63 @@ def goaway_refused_retry(env):
     return "refused request retried on a new connection (%d requests reached the origin)" % requests
 
 
+def held_client_released(env):
+    """An upload whose origin stops reading fills its lane, so the proxy stops reading the whole client; when that
+    origin then closes its connection, the proxy must read the client again: a stream sent meanwhile is answered
+    (before, the client stayed unread until the idle timeout, its request deadlines off)."""
+    lane = ORIGINS["lane"]
+    lane.noread_release.clear()
+    c = open_h2(env, "held.tls.test")
+    try:
+        stream_window, connection_window, credits = 65535, 65535, 0
+        c.send(frame(HEADERS, END_HEADERS, 1, post_block("held.tls.test", "/noread")))
+        quiet_since, held = None, False
+        deadline = time.monotonic() + 20
+        # Upload within the proxy's windows until it gives no credit back for a second: it holds the client.
+        while time.monotonic() < deadline:
+            size = min(1 << 20, stream_window, connection_window)
+            if size > 0:
+                frames = b"".join(frame(DATA, 0, 1, b"u" * min(16384, size - at)) for at in range(0, size, 16384))
+                if not c.send(frames):
+                    held = True
+                    break
+                stream_window -= size
+                connection_window -= size
+                quiet_since = None
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since > 1:
+                held = True
+                break
+            for f in collect(c, 0.05):
+                harness.ensure(f != "closed", "the proxy closed the connection during the upload")
+                if f[0] == WINDOW_UPDATE:
+                    increment = struct.unpack(">I", f[3][:4])[0] & 0x7FFFFFFF
+                    credits += increment
+                    if f[2] == 0:
+                        connection_window += increment
+                    elif f[2] == 1:
+                        stream_window += increment
+                elif f[0] == SETTINGS and not f[1] & ACK:
+                    for at in range(0, len(f[3]) - 5, 6):
+                        ident, value = struct.unpack(">HI", f[3][at:at + 6])
+                        if ident == 4:
+                            stream_window += value - 65535
+        harness.ensure(held, "the upload never filled the lane in 20 s (%d KiB credited)" % (credits >> 10))
+        c.send(frame(HEADERS, END_HEADERS | END_STREAM, 3, request_block(b"held.tls.test", b"/big/1")))
+        lane.noread_release.set()
+        released_at = time.monotonic()
+        seen = collect(c, 8, until=lambda s: any(f != "closed" and f[0] == HEADERS and f[2] == 3 for f in s))
+        answered = [f for f in seen if f != "closed" and f[0] == HEADERS and f[2] == 3]
+    finally:
+        lane.noread_release.set()
+        c.close()
+    harness.ensure(answered and status_of(answered[0][3]) == 200,
+                   "a stream sent while the proxy held the client got no answer within 8 s of the lane whose full "
+                   "buffer held it closing (%s)" % ("the connection closed" if "closed" in seen else "no answer"))
+    return "held after %d KiB credited; the next stream answered %.1f s after the lane closed" % (
+        credits >> 10, time.monotonic() - released_at)
+
+
 CHECKS = [
     ("flow-control-window-1-10x100-streams", flow_control_bound, 60),
     ("made-you-reset-window-overflow-goaway", made_you_reset_goaway, 60),
@@ -722,4 +786,5 @@ CHECKS = [
     ("extra-response-h1-origin", extra_response, 30),
     ("http1-client-reset-mid-download", reset_mid_download, 30),
     ("goaway-refused-request-retried", goaway_refused_retry, 30),
+    ("held-client-released-when-its-lane-closes", held_client_released, 45),
 ]
