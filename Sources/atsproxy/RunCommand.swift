@@ -247,6 +247,9 @@ struct RunCommand: ParsableCommand {
         }
     }
 
+    /// The proxy, in steps: what the options settle, where it writes (log, capture), the policy and the CA, what
+    /// sessions share, the listeners, the web view, the banner; then it serves until a signal stops it. Every way
+    /// out after the capture was opened goes through `RunOutputs.end()`, its one cleanup path.
     func run() throws {
         let modes = try modeOptions.listeners(listen: Self.parseListen(listen))
         if modeOptions.printNFT, let transparent = modes.transparent {
@@ -254,297 +257,31 @@ struct RunCommand: ParsableCommand {
             return
         }
         Self.raiseDescriptorLimit()
-        // The first listener: the explicit proxy's, else the transparent one (the other is opened after it).
-        guard let (host, port) = modes.regular ?? modes.transparent else { throw ExitCode.validationFailure }
-        let credentials = try credentialSource.credentials()
-        if modes.regular != nil && !Self.isLoopback(host) && credentials == nil {
-            FileHandle.standardError.write(Data(
-                "atsproxy: warning: listening on \(host) without proxy credentials (--allow-open-proxy)\n".utf8))
-        }
-        guard let profile = IOSProfile.band(for: iosVersion) else { throw ExitCode.validationFailure }
-        let threadCount = threads ?? min(EventLoopGroup.coreCount, Self.maxThreads)
-        let (level, levelWarning) = Self.diagnosticsLevel(
-            option: diagnostics, environment: ProcessInfo.processInfo.environment["CFNETWORK_DIAGNOSTICS"])
-        if let levelWarning {
-            FileHandle.standardError.write(Data("atsproxy: warning: \(levelWarning)\n".utf8))
-        }
+        let start = try RunStart(self, modes: modes)
         // Opened before anything is created on disk (the CA), so a bad path fails first and alone.
-        let sink: ProxyLogSink
-        do { sink = try ProxyLogSink(diagnosticsLevel: level, jsonPath: logJSON, quiet: quiet) } catch {
-            throw failure("atsproxy run: error: --log-json: \(error)")
-        }
-
-        // Opened with the log, before the CA: a capture path that cannot be used fails first, and nothing is written
-        // to a file that is not a capture. The web view reads the capture: without --capture it gets a temporary one.
-        var capture: CaptureSink?
-        let webAddress = try webOptions.address()
-        var temporaryCapture: String?
-        let caFile = URL(fileURLWithPath: caDir).appendingPathComponent(CertificateAuthority.certificateFileName).path
-        // The HAR is written at exit: a folder that cannot take it is said now, not after the session.
-        if let har = captureOptions.har {
-            if let problem = HARFile.problem(writing: har) { throw failure("atsproxy run: error: --har: \(problem)") }
-            // The HAR replaces its file when complete: never the capture it is read from.
-            if let capture = captureOptions.capture,
-                URL(fileURLWithPath: har).standardizedFileURL == URL(fileURLWithPath: capture).standardizedFileURL
-            {
-                throw failure("atsproxy run: error: --har and --capture name the same file (\(har))")
-            }
-        }
-        let store = captureOptions.capture.flatMap(PostgresLocation.init)
-        if let store, webAddress != nil || captureOptions.har != nil {
-            throw failure(
-                "atsproxy run: error: --web and --har read a capture file; with the team store "
-                    + "(\(store.redacted)) use `atsproxy view URL` and `atsproxy har URL --run ID` instead")
-        }
-        do {
-            var path = store == nil ? try captureOptions.resolvedPath() : nil
-            if path == nil, store == nil, webAddress != nil || captureOptions.har != nil {
-                path = Self.temporaryCapturePath()
-                temporaryCapture = path
-            }
-            var settings = [
-                "policy": plist ?? "Apple's defaults", "ios": String(iosVersion), "ats": ats.rawValue,
-                "block": block.rawValue, "listen": listen, "ca": caFile,
-            ]
-            // The team store's runs come from many machines: each says which.
-            if store != nil { settings["host"] = ProcessInfo.processInfo.hostName }
-            if let label = captureOptions.runLabel { settings["label"] = label }
-            let run = CaptureRunInfo(
-                started: Date().timeIntervalSince1970, atsproxyVersion: ATSProxyCommand.configuration.version,
-                bodyLimit: captureOptions.bodyLimit, settings: settings)
-            let writer: (any CaptureDestination)?
-            if let store {
-                writer = try PostgresCaptureWriter.open(store, run: run)
-            } else if let path {
-                let file = try CaptureWriter.open(path: path, run: run)
-                if !file.exclusive {
-                    ProxyLogSink.writeToStandardError(
-                        "atsproxy: warning: --capture: \(path): its file system has no flock, so another atsproxy "
-                            + "writing the same file would not be refused\n")
-                }
-                writer = file
-            } else {
-                writer = nil
-            }
-            if let writer {
-                let notices = sink
-                let opened = CaptureSink(writer: writer) { text in notices.notice(text) }
-                sink.add(opened)
-                capture = opened
-            }
-        } catch {
-            throw failure("atsproxy run: error: --capture: \(error)")
-        }
-        defer { if let temporaryCapture { CaptureWriter.removeFiles(at: temporaryCapture) } }
-        // A run that fails before it listens (a port in use, a bad CA, a policy that cannot be read) leaves nothing in
-        // the capture: a file it made is removed, an existing one loses the run's row. Runs before the removal above.
-        var listening = false
-        defer { if !listening { capture?.discard() } }
-        let feed = webAddress == nil ? nil : LiveFeed()
-        if let feed { sink.add(feed) }
-
-        var atsDictionary: PlistValue? = AppleDefaultPolicy.atsDictionary
-        var policySource = AppleDefaultPolicy.source
-        if let plist {
-            let loaded: LoadedPolicy
-            do { loaded = try PolicyLoader.load(path: plist) } catch {
-                throw failure("atsproxy run: error: \(error.description)", status: 2)
-            }
-            atsDictionary = loaded.atsDictionary
-            policySource = loaded.sourceDescription
-            // The same findings as `atsproxy lint`, one line each: one piece of code decides what is wrong.
-            let findings = loaded.lintFindings(profile: profile)
-            for finding in findings {
-                FileHandle.standardError.write(Data("atsproxy: policy: \(finding.oneLine)\n".utf8))
-            }
-            if !findings.isEmpty {
-                FileHandle.standardError.write(
-                    Data("atsproxy: policy: fixes: atsproxy lint \(plist) --ios \(iosVersion)\n".utf8))
-            }
-        }
-        let policy = ATSPolicy(atsDictionary: atsDictionary, options: readings.policyOptions(profile: profile))
-
-        var roots: [Certificate] = []
-        for path in trustCA {
-            let text: String
-            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                let reason = FileManager.default.fileExists(atPath: path) ? error.localizedDescription : "no such file"
-                throw failure("atsproxy run: error: --trust-ca \(path): cannot read the file (\(reason))", status: 2)
-            }
-            do { roots += try Certificate.chain(pem: text) } catch {
-                throw failure("atsproxy run: error: --trust-ca \(path): no PEM certificate in it (\(error))", status: 2)
-            }
-        }
-        let caURL = URL(fileURLWithPath: caDir)
-        // Named after the option, as --log-json's errors are: the CA's files and folder are the user's choice.
-        let authority: CertificateAuthority
-        let created: Bool
-        let keyWarning: String?
-        do {
-            (authority, created) = try CertificateAuthority.loadOrCreate(in: caURL)
-            keyWarning = try CertificateAuthority.keyPermissionWarning(in: caURL)
-        } catch {
-            throw failure("atsproxy run: error: --ca-dir: \(error)")
-        }
-        if let keyWarning {
-            FileHandle.standardError.write(Data("atsproxy: warning: \(keyWarning)\n".utf8))
-        }
-        // Mirror mode reproduces an untrusted upstream chain with a leaf from a second CA, kept beside the main one
-        // so its leaves stay the same across runs, and never offered for install.
-        var neverTrusted: CertificateAuthority?
-        if ats == .mirror {
-            let folder = caURL.appendingPathComponent(CertificateAuthority.neverTrustedFolderName)
-            do {
-                do {
-                    neverTrusted = try CertificateAuthority.loadOrCreate(
-                        in: folder, commonName: "ATSProxy never-trusted CA (mirror mode; do not install)").authority
-                } catch .alreadyExists {
-                    // Another proxy sharing --ca-dir wrote it between our look and our write: use that one.
-                    neverTrusted = try CertificateAuthority.load(from: folder)
-                }
-            } catch {
-                throw failure("atsproxy run: error: --ca-dir: mirror mode's never-trusted CA: \(error)")
-            }
-        }
-        // Says which band a version between bands (--ios 16) was simulated with, as lint and explain do.
-        let profileText =
-            profile.rawValue == iosVersion ? "\(profile)" : "\(profile) behaviour band (for --ios \(iosVersion))"
-        var blocking = ats == .enforce ? " (block \(block.rawValue))" : ""
-        if ats == .mirror {
-            blocking = plist == nil
-                ? " (the device's own ATS decides; nothing is blocked)"
-                : " (two verdicts per connection: the policy's and the device's)"
-        }
-        let onboarding = DeviceOptions.onboardingSite(
-            authority: authority, policy: policySource, profile: profileText, ats: ats.rawValue + blocking)
-        let environment = ProxyEnvironment(
-            policy: policy, mode: ats.mode, blockStyle: block.style,
-            mappings: try HostMapping.parsingAll(map),
-            passthrough: try HostPattern.parsingAll(passthrough, option: "--passthrough"),
-            credentials: credentials,
-            minter: LeafMinter(authority: authority, untrustedAuthority: neverTrusted),
-            factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(useSystemRoots: true, userRoots: roots)),
-            // A capture keeps the trace records, so sessions make them (level 1 at least); stderr shows them only
-            // at the --diagnostics level (StandardErrorSink filters by it).
-            diagnosticsLevel: capture == nil ? level : max(level, 1), jsonEvents: logJSON != nil,
-            timeouts: .init(
-                handshake: .milliseconds(Int(handshakeTimeout * 1000)),
-                client: .milliseconds(Int(clientTimeout * 1000)),
-                response: .milliseconds(Int(responseTimeout * 1000))),
-            upstreamALPN: upstreamALPN,
-            upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
-            recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
-            onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
-            autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
-        HeapTuning.keepFreedMemoryForReuse()
-        let group = try EventLoopGroup(
-            configuration: .init(loopCount: threadCount, yieldsBeforeSleeping: yieldsBeforeSleep))
-        let server = ProxyServer(environment: environment, group: group, sink: sink)
-        let listener: Listener
-        do { listener = try server.listen(host: host, port: port, transparent: modes.regular == nil) } catch {
-            throw failure("atsproxy run: error: \(Self.listenFailure(error, host: host, port: port))")
-        }
-        let transparentLine = try TransparentListening.start(modes, server: server, first: listener)
-
-        // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
-        let done = DispatchSemaphore(value: 0)
-        let shutdownSeconds =
-            shutdownTimeout == shutdownTimeout.rounded() ? String(Int(shutdownTimeout)) : String(shutdownTimeout)
-        let signalsSeen = Atomic<Int>(0)
-        // SIGINT, SIGTERM and SIGHUP: after a SIGHUP the terminal may be gone, so the messages must not trap.
-        let signals = ShutdownSignals { _ in
-            // Each signal runs here on its own: a second one comes while the first still waits for the exchanges.
-            switch signalsSeen.wrappingAdd(1, ordering: .relaxed).newValue {
-            case 1:
-                ProxyLogSink.writeToStandardError(
-                    "atsproxy: shutting down (in-flight exchanges get \(shutdownSeconds) s; "
-                        + "Ctrl-C again to stop them now)\n")
-                group.shutdownGracefully(timeout: .milliseconds(Int(shutdownTimeout * 1000)))
-                done.signal()
-            case 2:
-                ProxyLogSink.writeToStandardError(
-                    "atsproxy: stopping now: exchanges still in flight are cut off and logged as such\n")
-                group.cutShutdownShort()
-            default:
-                // Something keeps the loops from stopping: leave without waiting (and without flushing).
-                ProxyLogSink.writeToStandardError("atsproxy: exiting at once\n")
-                _exit(130)
-            }
-        }
-
-        let networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        let proxyURL = "http://\(Self.proxyUserInfo(credentials))\(shownHost):\(listener.port)"
-        let bodies = captureOptions.bodyLimit == 0 ? "no bodies" : "bodies up to \(captureOptions.bodyLimit) bytes each"
-        var captureLine =
-            temporaryCapture != nil ? "" : capture.map { "\nCapture: \($0.path) (\(bodies))" } ?? ""
-        if let har = captureOptions.har { captureLine += "\nHAR:     \(har) (written at exit, \(bodies))" }
-        var webLine = ""
-        var webReaders: [CaptureReader] = []
-        if let webAddress, let capture, let feed {
-            var context = WebViewContext(
-                proxyAddress: networkAddress ?? "\(shownHost):\(listener.port)", proxyURL: proxyURL, caPath: caFile,
-                policy: policySource, iosProfile: profileText, atsMode: ats.rawValue,
-                blockStyle: ats == .enforce ? block.rawValue : nil, capturePath: capture.path,
-                captureIsTemporary: temporaryCapture != nil, live: true,
-                version: ATSProxyCommand.configuration.version,
-                extensions: WebViewWiring.extensions(
-                    policy: ReportPolicy(
-                        atsDictionary: atsDictionary, source: policySource,
-                        options: readings.policyOptions(profile: profile))))
-            if modes.transparent != nil {
-                context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
-            }
-            let web: Listener
-            do {
-                let reader = try CaptureReader(path: capture.path)
-                let streamReader = try CaptureReader(path: capture.path)
-                let exportReader = try CaptureReader(path: capture.path)
-                webReaders = [reader, streamReader, exportReader]
-                let server = WebServer(
-                    router: WebRouter(
-                        reader: reader, streamReader: streamReader, exportReader: exportReader, context: context),
-                    feed: feed, credentials: credentials)
-                web = try server.listen(on: group, host: webAddress.0, port: webAddress.1)
-            } catch let error as IOError {
-                throw failure(
-                    "atsproxy run: error: --web: \(Self.listenFailure(error, host: webAddress.0, port: webAddress.1))")
-            } catch {
-                throw failure("atsproxy run: error: --web: \(error)")
-            }
-            let webHost = webAddress.0.contains(":") ? "[\(webAddress.0)]" : webAddress.0
-            let kept = temporaryCapture != nil ? " (a temporary capture, deleted at exit; --capture FILE keeps it)" : ""
-            webLine = "\nWeb:     http://\(webHost):\(web.port)/\(kept)"
-        }
-        listening = true
-        FileHandle.standardOutput.write(Data("""
-            ATSProxy listening on \(shownHost):\(listener.port) (\(threadCount) thread\(threadCount == 1 ? "" : "s"))
-            Policy:  \(policySource), \(profileText), ATS \(ats.rawValue)\(blocking)
-            CA:      \(caFile)\(created ? " (created now: trust it on the device or client)" : "")
-            \(modes.regular == nil ? TransparentListening.tryLine(caFile: caFile)
-                : "Try:     curl -x \(proxyURL) --cacert \(caFile) https://example.com/")\
-            \(captureLine)\(webLine)\(transparentLine)
-            \(modes.regular == nil ? TransparentListening.setUpLine
-                : DeviceOptions.setUpLines(networkAddress: networkAddress, loopbackPort: Int(listener.port)))
-            """.utf8))
-
+        let outputs = try RunOutputs.open(self, start)
+        defer { outputs.end() }
+        let policy = try RunPolicy(self, profile: start.profile)
+        let authorities = try RunAuthorities(self)
+        let (environment, onboarding) = try self.environment(start, policy, authorities, outputs)
+        let listeners = try RunListeners(self, start, environment: environment, onboarding: onboarding, log: outputs.log)
+        let webLine = try RunWebView.open(
+            self, start, policy, listeners, environment: environment, outputs: outputs)
+        outputs.listening = true
+        FileHandle.standardOutput.write(Data(
+            banner(start, policy, authorities, listeners, outputs: outputs, webLine: webLine).utf8))
         if insecureUpstream {
             ProxyLogSink.writeToStandardError(
                 "atsproxy: warning: --insecure-upstream: upstream certificates are not verified; a forged server "
                     + "reaches clients re-signed by the proxy's CA, which they trust\n")
         }
-        done.wait()
-        signals.cancel()
-        sink.flushAll()
+        listeners.waitForShutdown()
+        outputs.log.flushAll()
         if ats == .mirror, let summary = environment.mirrorTally.summary(compared: environment.mirrorComparesPolicy) {
             ProxyLogSink.writeToStandardError(summary)
         }
-        // Before the capture's own close: folding its write-ahead log back into the file needs the only connection.
-        for reader in webReaders {
-            do { try reader.close() } catch { ProxyLogSink.writeToStandardError("atsproxy: --web: \(error)\n") }
-        }
-        capture?.close()
-        if let har = captureOptions.har, let capture {
+        outputs.endCapture()
+        if let har = captureOptions.har, let capture = outputs.capture {
             try writeHAR(har, from: capture)
         }
     }

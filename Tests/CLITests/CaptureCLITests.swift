@@ -1,4 +1,6 @@
+import CaptureStore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -57,5 +59,37 @@ import Testing
         let folder = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("captures").path)
         #expect((folder[.posixPermissions] as? Int) == 0o700)
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(path).path))
+    }
+
+    /// The last step of a start (the web view's listener) fails after the capture was opened and the proxy listens:
+    /// the run's one cleanup path leaves nothing of it. An existing capture keeps only its earlier run, ended, in
+    /// rollback-journal mode with no log beside it, so `view` (the last run's settings) shows that run, not the
+    /// failed one; a capture the failed run made is removed.
+    @Test("A start whose web view cannot listen leaves nothing of its run in the capture")
+    func failedStartLeavesNothingOfItsRun() throws {
+        let dir = try ScratchDirectory()
+        let path = dir.path("kept.atscap")
+        let first = try RunCLITests.run(["--capture", path, "--ats", "annotate"])
+        #expect(first.status == 0 && first.stdout.contains("Capture: \(path)"), "\(first.stderr)")
+        let holder = try RawTCPServer(.silent)
+        let web = "127.0.0.1:\(holder.port)"
+        let failed = try RunCLITests.run(["--capture", path, "--ats", "enforce", "--web", web])
+        #expect(failed.status == 1, "\(failed.stdout)")
+        #expect(failed.stderr.contains("atsproxy run: error: --web: cannot listen on \(web)"), "\(failed.stderr)")
+        #expect(!failed.stdout.contains("listening"), "\(failed.stdout)")
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) left beside the capture")
+        }
+        // The file format's write and read versions (header bytes 18 and 19): 2 in WAL mode, 1 in rollback mode.
+        let header = try #require(FileManager.default.contents(atPath: path))
+        #expect(Array(header[18...19]) == [1, 1], "the capture was left in WAL mode")
+        let runs = try CaptureReader(path: path).runs()
+        #expect(runs.count == 1 && runs.allSatisfy { $0.ended != nil }, "\(runs)")
+        #expect(runs.last?.settings["ats"] == "annotate", "view would show the failed run's settings: \(runs)")
+
+        let made = dir.path("made.atscap")
+        let failedNew = try RunCLITests.run(["--capture", made, "--web", web])
+        #expect(failedNew.status == 1, "\(failedNew.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted() == ["kept.atscap"])
     }
 }
