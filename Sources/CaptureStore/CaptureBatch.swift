@@ -12,7 +12,7 @@ import ProxyTrace
 ///
 /// A batch holds frames, each a kind byte and its payload:
 /// - `exchange`: the connection slot (an `Int32`: an index into `connections`, or -1 when the writer already has
-///   the connection's record), then `CaptureBatch.exchangeColumns` values in the order of the writer's `INSERT`, then
+///   the connection's record), then a value per `ExchangeField`, in its order, then
 ///   a body count and each body (direction, total size, kept bytes).
 /// - `trace`: connection id (or none), time, and the record as one element of a trace chunk (`TraceChunk`).
 /// - `forget`: the encoder forgot the connections it had sent; the writer forgets them too.
@@ -76,9 +76,9 @@ public struct CaptureBatch: ~Copyable, Sendable {
         case null = 0, integer = 1, real = 2, text = 3
     }
 
-    /// Values per exchange frame, in the order of the writer's `INSERT` after `run_id`, `decision_id` and
-    /// `handshake_id` (which the writer binds itself).
-    static let exchangeColumns = 32
+    /// Values per exchange frame, in the order of `ExchangeField` (the writer binds `run_id`, `decision_id` and
+    /// `handshake_id` itself, before them).
+    static let exchangeColumns = ExchangeField.allCases.count
 
     // MARK: Writing values
 
@@ -225,64 +225,83 @@ public struct CaptureEncoder {
         batch.raw32(UInt32(bitPattern: slot))
         let ended = detail?.timings.ended ?? Date().timeIntervalSince1970
         let started = detail?.timings.started ?? ended - e.durationMilliseconds / 1000
-        // The order of CaptureWriter's INSERT.
-        batch.int(connection.map { Int64(bitPattern: $0.connectionID) })
-        batch.double(started)
-        batch.double(detail?.timings.requestSent)
-        batch.double(detail?.timings.firstResponseByte)
-        batch.double(ended)
-        batch.text(e.method)
-        batch.text(e.url)
-        batch.text { CaptureWriter.appendHost(of: e.url, to: &$0) }
-        batch.int(e.status)
-        batch.text(e.httpVersion)
-        batch.text(e.outcome.rawValue)
-        batch.text(action?.rawValue)
-        if e.errors.isEmpty {
-            batch.text("")
-        } else {
-            batch.text(e.errors.map(\.shortCode).joined(separator: ","))
-        }
-        batch.int(e.errors.first?.urlError.code)
-        batch.int(e.errors.first?.sslError?.code)
-        batch.int(e.requestBytes)
-        batch.int(e.responseBytes)
-        batch.double(e.durationMilliseconds)
-        batch.text(e.interruption)
-        batch.text(e.note)
+        // A value per column, in the order of their declaration (the writers' INSERT and COPY follow it too).
         let upstream = connection?.upstreamTLS
-        batch.text(upstream?.version)
-        batch.text(upstream?.cipherSuite)
-        batch.text(upstream?.alpn)
-        batch.text(upstream?.serverName)
-        batch.bool(upstream?.resumed)
-        if let head = detail?.request { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
-        if let head = detail?.forwardedRequest { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
-        if let head = detail?.response { batch.text { HeadText.appendResponse(head, to: &$0) } } else { batch.null() }
-        if let head = detail?.clientResponse { batch.text { HeadText.appendResponse(head, to: &$0) } } else { batch.null() }
-        batch.text(connection?.upstreamAddress)
-        // Only `--ats mirror` exchanges have one, so Foundation's encoder stays off the common path.
-        if let mirror = e.mirror {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            do {
-                batch.text(String(decoding: try encoder.encode(mirror), as: UTF8.self))
-            } catch {
-                // Unreachable: a MirrorRecord holds strings, booleans and string arrays, which JSONEncoder always
-                // writes. Were it to fail, the exchange keeps its row without the device's verdict.
-                batch.null()
+        for field in ExchangeField.inOrder {
+            switch field {
+            case .connectionID: batch.int(connection.map { Int64(bitPattern: $0.connectionID) })
+            case .started: batch.double(started)
+            case .requestSent: batch.double(detail?.timings.requestSent)
+            case .firstResponseByte: batch.double(detail?.timings.firstResponseByte)
+            case .ended: batch.double(ended)
+            case .method: batch.text(e.method)
+            case .url: batch.text(e.url)
+            case .host: batch.text { CaptureWriter.appendHost(of: e.url, to: &$0) }
+            case .status: batch.int(e.status)
+            case .httpVersion: batch.text(e.httpVersion)
+            case .outcome: batch.text(e.outcome.rawValue)
+            case .action: batch.text(action?.rawValue)
+            case .errors:
+                if e.errors.isEmpty {
+                    batch.text("")
+                } else {
+                    batch.text(e.errors.map(\.shortCode).joined(separator: ","))
+                }
+            case .urlError: batch.int(e.errors.first?.urlError.code)
+            case .sslError: batch.int(e.errors.first?.sslError?.code)
+            case .requestBytes: batch.int(e.requestBytes)
+            case .responseBytes: batch.int(e.responseBytes)
+            case .durationMilliseconds: batch.double(e.durationMilliseconds)
+            case .interruption: batch.text(e.interruption)
+            case .note: batch.text(e.note)
+            case .upstreamTLSVersion: batch.text(upstream?.version)
+            case .upstreamTLSSuite: batch.text(upstream?.cipherSuite)
+            case .upstreamALPN: batch.text(upstream?.alpn)
+            case .upstreamSNI: batch.text(upstream?.serverName)
+            case .upstreamResumed: batch.bool(upstream?.resumed)
+            case .requestHead:
+                if let head = detail?.request { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
+            case .forwardedRequestHead:
+                if let head = detail?.forwardedRequest {
+                    batch.text { HeadText.appendRequest(head, to: &$0) }
+                } else {
+                    batch.null()
+                }
+            case .responseHead:
+                if let head = detail?.response { batch.text { HeadText.appendResponse(head, to: &$0) } } else { batch.null() }
+            case .clientResponseHead:
+                if let head = detail?.clientResponse {
+                    batch.text { HeadText.appendResponse(head, to: &$0) }
+                } else {
+                    batch.null()
+                }
+            case .upstreamAddress: batch.text(connection?.upstreamAddress)
+            case .mirror: Self.appendMirror(e.mirror, to: &batch)
+            case .rebuiltTrace:
+                let rebuilt = detail?.rebuiltTrace ?? []
+                batch.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
             }
-        } else {
-            batch.null()
         }
-        let rebuilt = detail?.rebuiltTrace ?? []
-        batch.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
         // Bodies: none stored for an empty one (a missing row is zero bytes).
         let request = (detail?.requestBody?.totalBytes ?? 0) > 0
         let response = (detail?.responseBody?.totalBytes ?? 0) > 0
         batch.byte((request ? 1 : 0) + (response ? 1 : 0))
         if request, let body = detail?.requestBody { Self.body(body, direction: .request, &batch) }
         if response, let body = detail?.responseBody { Self.body(body, direction: .response, &batch) }
+    }
+
+    /// Only `--ats mirror` exchanges have one, so Foundation's encoder stays off the common path.
+    private static func appendMirror(_ mirror: MirrorRecord?, to batch: inout CaptureBatch) {
+        guard let mirror else { return batch.null() }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            batch.text(String(decoding: try encoder.encode(mirror), as: UTF8.self))
+        } catch {
+            // Unreachable: a MirrorRecord holds strings, booleans and string arrays, which JSONEncoder always
+            // writes. Were it to fail, the exchange keeps its row without the device's verdict.
+            batch.null()
+        }
     }
 
     private static func body(_ body: CapturedBody, direction: CaptureBatch.Direction, _ batch: inout CaptureBatch) {

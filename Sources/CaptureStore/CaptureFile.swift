@@ -54,6 +54,9 @@ enum CaptureFile {
             }
             let migrator = CaptureSchema.migrator
             let applied = try migrator.appliedIdentifiers(db)
+            guard applied.isDisjoint(with: CaptureSchema.preReleaseSteps) else {
+                throw CaptureFileError(path: path, problem: .preRelease)
+            }
             let known = Set(migrator.migrations)
             let unknown = applied.subtracting(known).sorted()
             guard unknown.isEmpty else { throw CaptureFileError(path: path, problem: .newerVersion(unknownSteps: unknown)) }

@@ -19,6 +19,9 @@ public struct CaptureFileError: Error, Sendable, Equatable, CustomStringConverti
         case notACapture
         /// Written by a newer atsproxy: its schema has steps this build does not know.
         case newerVersion(unknownSteps: [String])
+        /// Written by a development build from before the first release, whose schema steps were folded into the
+        /// released first step (`CaptureSchema.preReleaseSteps`): this build does not read it.
+        case preRelease
         /// SQLite found the file damaged.
         case corrupt(String)
         /// The file or its folder cannot be opened or created (permissions, a read-only file system).
@@ -50,6 +53,9 @@ public struct CaptureFileError: Error, Sendable, Equatable, CustomStringConverti
         case .newerVersion(let steps):
             return "\(path): written by a newer atsproxy (capture schema steps \(steps.joined(separator: ", ")) are "
                 + "unknown to this build); use that version or newer to open it; it was left as it is"
+        case .preRelease:
+            return "\(path): written by a pre-release build of atsproxy, whose capture format this version does not "
+                + "read; open it with the build that wrote it; it was left as it is"
         case .corrupt(let detail): return "\(path): the capture is corrupt (\(detail)); it was left as it is"
         case .cannotOpen(let reason): return "\(path): cannot open the capture: \(reason)"
         case .cannotWrite(let reason): return "\(path): cannot write the capture: \(reason)"

@@ -99,7 +99,7 @@ enum SQLArgument: Equatable {
 
 /// One condition on an exchange, or a combination of them: what a filter expression parses to. `host` reads its
 /// `(host, id)` index newest first; problem verdicts, statuses of 400 and more and `problems` read the partial
-/// index of problems (`CaptureSchema.problems`); the rest scan newest first and stop at the page's limit.
+/// index of problems (`exchanges_problems`); the rest scan newest first and stop at the page's limit.
 public indirect enum CaptureCondition: Sendable, Equatable {
     /// The host, or with a leading dot a domain and every name below it. Case-insensitive.
     case host(String)
@@ -121,11 +121,11 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     case all([CaptureCondition])
     case any([CaptureCondition])
 
-    /// The SQLite text of a status range (`CaptureReader.summaries` may have it walk the table instead of the index).
-    static let statusRangeSQL = "e.status BETWEEN ? AND ?"
-
-    /// `CaptureSchema.problems` as written over `e`: the same text, so that SQLite matches it with the partial index.
-    static let problemsSQL = CaptureSchema.problems
+    /// What makes an exchange a problem: blocked, an ATS violation, a failed connect, a status of 400 or more, or
+    /// cut off before its end. Word for word the condition of the partial index `exchanges_problems` (capture schema
+    /// step 1, the team store's step 2), so that SQLite and PostgreSQL use it; the schema states it on its own, since
+    /// a released step never changes, and a test holds the two to the same text.
+    static let problemsSQL = "(outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL)"
 
     /// The same condition with every negation pushed down to a term (De Morgan's laws; `not not x` is `x`) and
     /// each AND or OR inside one of its own kind merged into it. Its SQL nests only as deep as `and` and `or`

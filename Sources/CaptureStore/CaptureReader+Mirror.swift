@@ -12,10 +12,9 @@ public struct CapturedMirrorVerdict: Sendable {
 extension CaptureReader {
     /// The device verdicts of `--ats mirror` runs, one per connection (every exchange of a connection carries the
     /// same record) and one per cleartext request, in the order they were made; one run when `runID` is given.
-    /// Empty for captures made before schema step 5 or without mirror mode.
+    /// Empty for captures made without mirror mode.
     public func mirrorVerdicts(runID: Int64? = nil) throws(CaptureFileError) -> [CapturedMirrorVerdict] {
-        guard schemaSteps.contains(CaptureSchema.Step.mirror) else { return [] }
-        return try read { db in
+        try read { db in
             var seen = Set<String>()
             var verdicts: [CapturedMirrorVerdict] = []
             let rows = try Row.fetchCursor(

@@ -2,14 +2,14 @@ import GRDB
 import ProxyTrace
 
 // An exchange's own trace records (LoaderWhatToDo, Protocol Enqueue, Protocol Received, Did Finish) rebuilt from
-// its row, for the exchanges whose proxy left them out (`RebuiltTrace`, schema step 6): the same constructors the
+// its row, for the exchanges whose proxy left them out (`RebuiltTrace`): the same constructors the
 // session uses, fed the same values, so a reader gets the records the session would have made at level 1. Merged
 // with the connection's stored records by time.
 
 extension CaptureReader {
     /// The records the proxy left out of `exchange`'s trace, rebuilt from its record, with the times they would
     /// have had: the start records at the exchange's start, the finish records at its end. Empty for an exchange
-    /// whose records were stored (every one written before schema step 6, or with `--diagnostics`).
+    /// whose records were stored (one written with `--diagnostics`).
     public static func rebuiltTraceRecords(of exchange: CapturedExchange) -> [CapturedTraceRecord] {
         let e = exchange.record
         guard let detail = e.detail, !detail.rebuiltTrace.isEmpty else { return [] }
@@ -47,7 +47,6 @@ extension CaptureReader {
         _ db: Database, runID: Int64, connectionID: UInt64, from: Double = -.infinity, to: Double = .infinity,
         ids: ClosedRange<Int64>? = nil
     ) throws -> [CapturedTraceRecord] {
-        guard schemaSteps.contains(CaptureSchema.Step.rebuiltTrace) else { return [] }
         var sql = Self.select + """
              WHERE e.run_id = ? AND e.connection_id = ? AND e.rebuilt_trace IS NOT NULL AND e.ended >= ?
                 AND e.started <= ?

@@ -87,27 +87,11 @@ extension CaptureReader {
         runID: Int64, connectionID: UInt64, opening: Int = 20, from: Double, to: Double, limit: Int = 400,
         exchangeID: Int64? = nil
     ) throws(CaptureFileError) -> [CapturedTraceRecord] {
-        let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
         let connection = Int64(bitPattern: connectionID)
         return try read { db in
-            // Runs written before schema step 4: a row per record.
-            var records = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, time, level, title, subject, fields FROM (
-                        SELECT * FROM (
-                            SELECT * FROM trace_records WHERE run_id = ? AND connection_id = ? ORDER BY id LIMIT ?)
-                        UNION
-                        SELECT * FROM (
-                            SELECT * FROM trace_records WHERE run_id = ? AND connection_id = ? AND time BETWEEN ? AND ?
-                            ORDER BY id LIMIT ?)
-                    ) ORDER BY id LIMIT ?
-                    """,
-                arguments: [runID, connection, opening, runID, connection, from, to, limit, limit]
-            ).map { row in try Self.legacyTraceRecord(row, connectionID: connectionID) }
-            guard chunked else { return records }
-            // Later runs: records several to a chunk. The connection's first chunks hold its opening records; the
-            // chunks whose time span meets the window hold the exchange's.
+            // Records several to a chunk. The connection's first chunks hold its opening records; the chunks whose
+            // time span meets the window hold the exchange's.
+            var records: [CapturedTraceRecord] = []
             var seen = Set<Int64>()
             var openingLeft = opening
             func add(_ row: Row, opening: Bool) throws {
@@ -170,26 +154,9 @@ extension CaptureReader {
                 e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note
             FROM exchanges e
             """
+        // No status index: a range walks the table newest first (or, from 400 up, reads the problems' index).
         return try read { db in
-            // A status range: through the (status, id) index SQLite reads every match and sorts them, 2.5 s for
-            // `2xx` in a capture of a million. When matches are that many, walking the table newest first finds a
-            // page at once; when they are few, the index is the fast way. A count of at most 10,000 index entries
-            // (a few milliseconds) tells which.
-            // Files written since schema step 8 have no status index: a range walks the table (or, from 400 up,
-            // reads the problems' index).
-            if let status = filter.status, status.lowerBound != status.upperBound,
-                !schemaSteps.contains(CaptureSchema.Step.problemsIndex)
-            {
-                let many = try Int.fetchOne(
-                    db,
-                    sql: "SELECT count(*) FROM (SELECT 1 FROM exchanges WHERE status BETWEEN ? AND ? LIMIT 10000)",
-                    arguments: [status.lowerBound, status.upperBound]) ?? 0
-                if many >= 10_000 {
-                    clause = clause.replacingOccurrences(
-                        of: CaptureCondition.statusRangeSQL, with: "+" + CaptureCondition.statusRangeSQL)
-                }
-            }
-            return try Row.fetchAll(db, sql: sql + clause + order, arguments: arguments).map { row in
+            try Row.fetchAll(db, sql: sql + clause + order, arguments: arguments).map { row in
                 var record = ExchangeSummary(
                     method: row["method"], url: row["url"], status: row["status"], httpVersion: row["http_version"],
                     outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated,

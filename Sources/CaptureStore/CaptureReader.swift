@@ -24,8 +24,8 @@ public struct CapturedRun: Sendable, Equatable {
 
 /// One stored trace record.
 public struct CapturedTraceRecord: Sendable, Equatable {
-    /// Increases in the order a connection's records were made: the `trace_records` row id, or for records stored
-    /// several to a row (schema step 4), the `trace_chunks` row id × 65,536 plus the record's place in the chunk.
+    /// Increases in the order a connection's records were made: the `trace_chunks` row id × 65,536 plus the
+    /// record's place in the chunk (negative for records rebuilt from an exchange's row).
     public var id: Int64
     public var time: Double
     public var record: DiagnosticsRecord
@@ -36,7 +36,7 @@ public struct CapturedTraceRecord: Sendable, Equatable {
 public final class CaptureReader: @unchecked Sendable {
     // @unchecked: GRDB's queue serialises every access; the other properties are constants.
     public let path: String
-    /// The schema steps the file has (an older file may lack later ones; it reads all the same).
+    /// The schema steps the file has (a file of an older release may lack later ones; it reads all the same).
     public let schemaSteps: [String]
     private let queue: DatabaseQueue
     private let decoder = JSONDecoder()
@@ -150,14 +150,10 @@ public final class CaptureReader: @unchecked Sendable {
         guard bodyLimit > 0 else { return exchange }
         var request = CapturedBody(bytes: [], totalBytes: 0)
         var response = CapturedBody(bytes: [], totalBytes: 0)
-        // Runs written before schema step 8 keep their bodies in `bodies`, later ones in `exchange_bodies`.
-        var sql = "SELECT direction = 'response' AS response, bytes, size FROM bodies WHERE exchange_id = ?"
-        var arguments: StatementArguments = [exchange.id]
-        if schemaSteps.contains(CaptureSchema.Step.problemsIndex) {
-            sql += " UNION ALL SELECT id % 2, bytes, size FROM exchange_bodies WHERE id IN (?, ?)"
-            _ = arguments.append(contentsOf: [exchange.id * 2, exchange.id * 2 + 1])
-        }
-        for body in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments) {
+        let sql = "SELECT id % 2 AS response, bytes, size FROM exchange_bodies WHERE id IN (?, ?)"
+        for body in try Row.fetchAll(
+            db.cachedStatement(sql: sql), arguments: [exchange.id * 2, exchange.id * 2 + 1])
+        {
             let data: Data = body["bytes"]
             let captured = CapturedBody(bytes: Array(data), totalBytes: body["size"])
             if body["response"] as Bool { response = captured } else { request = captured }
@@ -170,18 +166,8 @@ public final class CaptureReader: @unchecked Sendable {
     /// The trace records of one connection of one run, in the order they were made (by time, for the exchanges'
     /// own records rebuilt from their rows: `rebuiltTraceRecords(of:)`).
     public func traceRecords(runID: Int64, connectionID: UInt64) throws(CaptureFileError) -> [CapturedTraceRecord] {
-        let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
-        return try read { db in
-            // A run's records are all in one table: `trace_records` for runs written before schema step 4.
-            var records = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, time, level, title, subject, fields FROM trace_records
-                    WHERE run_id = ? AND connection_id = ? ORDER BY id
-                    """,
-                arguments: [runID, Int64(bitPattern: connectionID)]
-            ).map { row in try Self.legacyTraceRecord(row, connectionID: connectionID) }
-            guard chunked else { return records }
+        try read { db in
+            var records: [CapturedTraceRecord] = []
             for row in try Row.fetchAll(
                 db, sql: "SELECT id, records FROM trace_chunks WHERE run_id = ? AND connection_id = ? ORDER BY id",
                 arguments: [runID, Int64(bitPattern: connectionID)])
@@ -193,15 +179,6 @@ public final class CaptureReader: @unchecked Sendable {
     }
 
     // MARK: - Rows to records
-
-    /// A `trace_records` row (runs written before schema step 4: a row per record) of connection `connectionID`.
-    static func legacyTraceRecord(_ row: Row, connectionID: UInt64) throws -> CapturedTraceRecord {
-        var record = DiagnosticsRecord(
-            title: row["title"], subject: row["subject"],
-            fields: try pairs(row["fields"]).map { DiagnosticsRecord.Field($0.0, $0.1) }, level: row["level"])
-        record.connectionID = connectionID
-        return CapturedTraceRecord(id: row["id"], time: row["time"], record: record)
-    }
 
     /// The records of a `trace_chunks` row (`id`, `records`), in order, each with the id chunk id × 65,536 plus its
     /// place in the chunk.
@@ -285,7 +262,7 @@ public final class CaptureReader: @unchecked Sendable {
             timings: ExchangeTimings(
                 started: row["started"], requestSent: row["request_sent"],
                 firstResponseByte: row["first_response_byte"], ended: row["ended"]))
-        // NULL, or no such column before schema step 6: the exchange's records are stored.
+        // NULL: the exchange's records are stored.
         if let bits = row["rebuilt_trace"] as Int? { record.detail?.rebuiltTrace = RebuiltTrace(rawValue: bits) }
         return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
     }

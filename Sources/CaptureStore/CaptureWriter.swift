@@ -343,10 +343,9 @@ public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
                     // Children first: the schema's foreign keys are enforced.
                     let ofRun = "SELECT id FROM exchanges WHERE run_id = ?"
                     for (table, condition) in [
-                        ("exchange_bodies", "id / 2 IN (\(ofRun))"), ("bodies", "exchange_id IN (\(ofRun))"),
-                        ("trace_chunks", "run_id = ?"), ("trace_records", "run_id = ?"), ("exchanges", "run_id = ?"),
-                        ("connections", "run_id = ?"), ("runs", "id = ?"),
-                    ] where try db.tableExists(table) {
+                        ("exchange_bodies", "id / 2 IN (\(ofRun))"), ("trace_chunks", "run_id = ?"),
+                        ("exchanges", "run_id = ?"), ("connections", "run_id = ?"), ("runs", "id = ?"),
+                    ] {
                         try db.execute(sql: "DELETE FROM \(table) WHERE \(condition)", arguments: [runID])
                     }
                 }
@@ -369,16 +368,7 @@ public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
         let chunk: Statement
 
         init(_ db: Database) throws {
-            // After run_id, decision_id and handshake_id, the columns in the order of an exchange frame's values.
-            exchange = try db.cachedStatement(sql: """
-                INSERT INTO exchanges (run_id, decision_id, handshake_id, connection_id, started, request_sent,
-                    first_response_byte, ended, method, url, host, status, http_version, outcome, action, errors,
-                    url_error, ssl_error, request_bytes, response_bytes, duration_ms, interruption, note,
-                    upstream_tls_version, upstream_tls_suite, upstream_alpn, upstream_sni, upstream_resumed,
-                    request_head, forwarded_request_head, response_head, client_response_head, upstream_address,
-                    mirror, rebuilt_trace)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            exchange = try db.cachedStatement(sql: Self.exchangeInsert)
             body = try db.cachedStatement(
                 sql: "INSERT INTO exchange_bodies (id, bytes, size, truncated) VALUES (?, ?, ?, ?)")
             chunk = try db.cachedStatement(sql: """
@@ -386,6 +376,13 @@ public final class CaptureWriter: CaptureDestination, @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?)
                 """)
         }
+
+        /// After run_id, decision_id and handshake_id, the columns in the order of an exchange frame's values.
+        static let exchangeInsert: String = {
+            let columns = ["run_id", "decision_id", "handshake_id"] + ExchangeField.names
+            return "INSERT INTO exchanges (\(columns.joined(separator: ", "))) VALUES ("
+                + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        }()
 
         /// Values bound from a batch's bytes point into them: none may outlive the batch.
         func clearBindings() {

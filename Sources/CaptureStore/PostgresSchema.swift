@@ -1,10 +1,10 @@
 import Foundation
 
-/// The team store's tables in PostgreSQL (`--capture postgresql://…`): the capture file's tables as they are since
-/// its schema step 8 (`CaptureSchema`), column for column, so that a capture's rows move between the two as they are
-/// (`PostgresCopy`), plus what a shared store needs: each run's label, host name, listen address, policy and iOS
-/// profile in columns of their own, and ids that several proxies take at once without reading each other's rows
-/// (sequences: no read-modify-write, no conflicts).
+/// The team store's tables in PostgreSQL (`--capture postgresql://…`): the capture file's tables (`CaptureSchema`),
+/// column for column (the exchanges' from their one declaration, `ExchangeField`), so that a capture's rows move
+/// between the two as they are (`PostgresCopy`), plus what a shared store needs: each run's label, host name,
+/// listen address, policy and iOS profile in columns of their own, and ids that several proxies take at once
+/// without reading each other's rows (sequences: no read-modify-write, no conflicts).
 ///
 /// Migrations: `atsproxy_schema` lists the steps applied, each with the version that applied it and whether it
 /// breaks older writers. A proxy applies the steps it knows and the store lacks, in one transaction under an
@@ -73,40 +73,9 @@ enum PostgresSchema {
             CREATE TABLE exchanges (
                 id BIGINT PRIMARY KEY,
                 run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-                connection_id BIGINT,
-                started DOUBLE PRECISION NOT NULL,
-                request_sent DOUBLE PRECISION,
-                first_response_byte DOUBLE PRECISION,
-                ended DOUBLE PRECISION NOT NULL,
-                method TEXT NOT NULL,
-                url TEXT NOT NULL,
-                host TEXT NOT NULL,
-                status BIGINT,
-                http_version TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                action TEXT,
-                errors TEXT NOT NULL,
-                url_error BIGINT,
-                ssl_error BIGINT,
-                request_bytes BIGINT NOT NULL,
-                response_bytes BIGINT NOT NULL,
-                duration_ms DOUBLE PRECISION NOT NULL,
-                interruption TEXT,
-                note TEXT,
                 decision_id BIGINT REFERENCES decisions(id),
                 handshake_id BIGINT REFERENCES handshakes(id),
-                upstream_tls_version TEXT,
-                upstream_tls_suite TEXT,
-                upstream_alpn TEXT,
-                upstream_sni TEXT,
-                upstream_resumed BIGINT,
-                request_head TEXT,
-                forwarded_request_head TEXT,
-                response_head TEXT,
-                client_response_head TEXT,
-                upstream_address TEXT,
-                mirror TEXT,
-                rebuilt_trace BIGINT
+            \(ExchangeField.tableLines(postgres: true, last: true))
             );
             CREATE TABLE exchange_bodies (
                 id BIGINT PRIMARY KEY,                   -- exchange id * 2 + (0 request, 1 response)
@@ -127,7 +96,9 @@ enum PostgresSchema {
             -- A run's exchanges (report and har of one run, prune), a host's newest first, the few problems.
             CREATE INDEX exchanges_by_run ON exchanges(run_id, id);
             CREATE INDEX exchanges_by_host ON exchanges(host, id);
-            CREATE INDEX exchanges_problems ON exchanges(id) WHERE \(CaptureSchema.problems);
+            -- Word for word the condition a filter carries (`CaptureCondition.problemsSQL`), as in a capture file.
+            CREATE INDEX exchanges_problems ON exchanges(id)
+                WHERE (outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL);
             CREATE INDEX trace_chunks_by_connection ON trace_chunks(run_id, connection_id, id);
             CREATE INDEX runs_by_label ON runs(label, id);
             CREATE INDEX runs_by_started ON runs(started);
@@ -153,18 +124,18 @@ enum PostgresSchema {
     ]
 
     /// The exchange columns after `id` and `run_id`, in the order of the writer's COPY: the references the writer
-    /// binds, then `CaptureBatch.exchangeColumns` values in the order of an exchange frame.
-    static let exchangeColumns: [(String, ColumnKind)] = [
-        ("decision_id", .integer), ("handshake_id", .integer), ("connection_id", .integer), ("started", .real),
-        ("request_sent", .real), ("first_response_byte", .real), ("ended", .real), ("method", .text), ("url", .text),
-        ("host", .text), ("status", .integer), ("http_version", .text), ("outcome", .text), ("action", .text),
-        ("errors", .text), ("url_error", .integer), ("ssl_error", .integer), ("request_bytes", .integer),
-        ("response_bytes", .integer), ("duration_ms", .real), ("interruption", .text), ("note", .text),
-        ("upstream_tls_version", .text), ("upstream_tls_suite", .text), ("upstream_alpn", .text),
-        ("upstream_sni", .text), ("upstream_resumed", .integer), ("request_head", .text),
-        ("forwarded_request_head", .text), ("response_head", .text), ("client_response_head", .text),
-        ("upstream_address", .text), ("mirror", .text), ("rebuilt_trace", .integer),
-    ]
+    /// binds, then the values of an exchange frame in their order (`ExchangeField`).
+    static let exchangeColumns: [(String, ColumnKind)] =
+        [("decision_id", .integer), ("handshake_id", .integer)]
+        + ExchangeField.allCases.map { field in
+            let column = field.column
+            let kind: ColumnKind = switch column.kind {
+            case .integer: .integer
+            case .real: .real
+            case .text: .text
+            }
+            return (column.name, kind)
+        }
 
     enum ColumnKind {
         case integer, real, text, blob

@@ -51,19 +51,8 @@ extension CaptureReader {
     /// Every trace record stored for run `runID`, connection by connection in the order they were made, without
     /// the records rebuilt from exchange rows (`traceRecords(runID:connectionID:)` adds those).
     func storedTraceRecords(runID: Int64) throws(CaptureFileError) -> [CapturedTraceRecord] {
-        let chunked = schemaSteps.contains(CaptureSchema.Step.traceChunks)
-        return try read { db in
-            var records = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, time, level, title, subject, fields, connection_id FROM trace_records
-                    WHERE run_id = ? AND connection_id IS NOT NULL ORDER BY id
-                    """,
-                arguments: [runID]
-            ).map { row in
-                try Self.legacyTraceRecord(row, connectionID: UInt64(bitPattern: row["connection_id"] as Int64))
-            }
-            guard chunked else { return records }
+        try read { db in
+            var records: [CapturedTraceRecord] = []
             for row in try Row.fetchAll(
                 db,
                 sql: "SELECT id, records, connection_id FROM trace_chunks WHERE run_id = ? AND connection_id IS NOT NULL ORDER BY id",

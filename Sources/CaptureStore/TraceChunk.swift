@@ -3,8 +3,8 @@ import ProxyTrace
 
 /// Trace records stored several to a row (`trace_chunks.records`): a connection's records of one written batch, as
 /// a JSON array with one array per record, `[time, level, "title", "subject", ["key", "value",
-/// …]]`, and a sixth element, the fields' levels (`[1, 2, …]`), when a field has another level than 1. A keep-alive request makes about four records; a row each (schema step 1's `trace_records`) made them most
-/// of a capture's cost. The JSON is written by hand into bytes, readable in `sqlite3`.
+/// …]]`, and a sixth element, the fields' levels (`[1, 2, …]`), when a field has another level than 1. A keep-alive request makes about four
+/// records; a row each (the first development builds' `trace_records`) made them most of a capture's cost. The JSON is written by hand into bytes, readable in `sqlite3`.
 enum TraceChunk {
     /// Appends one record to a chunk's bytes (`[` opens the chunk on its first record; `close` ends it).
     static func append(_ record: DiagnosticsRecord, time: Double, to out: inout [UInt8]) {

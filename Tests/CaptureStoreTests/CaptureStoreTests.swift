@@ -222,16 +222,22 @@ struct CaptureStoreTests {
             #expect(try String.fetchOne(db, sql: "PRAGMA journal_mode") == "delete")
             #expect(try Int32.fetchOne(db, sql: "PRAGMA application_id") == CaptureSchema.applicationID)
             let tables = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
-            #expect(tables.isSuperset(of: ["runs", "connections", "exchanges", "bodies", "trace_records", "decisions",
+            #expect(tables.isSuperset(of: ["runs", "connections", "exchanges", "exchange_bodies", "decisions",
                                            "handshakes", "trace_chunks"]))
-            let indexes = try Set(String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
-            #expect(indexes.isSuperset(of: ["exchanges_by_host", "exchanges_problems", "trace_by_connection",
-                                            "trace_chunks_by_connection"]))
             // Every index costs each exchange an entry: the host's, and the problems' for the few that are.
-            #expect(indexes.isDisjoint(with: ["exchanges_by_method", "exchanges_by_outcome", "exchanges_by_status"]))
+            let indexes = try Set(String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'"))
+            #expect(indexes == ["exchanges_by_host", "exchanges_problems", "trace_chunks_by_connection"])
+            // The filter's problems condition is the partial index's, word for word (the schema states it on its own).
+            let problemsIndex = try String.fetchOne(
+                db, sql: "SELECT sql FROM sqlite_master WHERE name = 'exchanges_problems'") ?? ""
+            #expect(problemsIndex.hasSuffix("WHERE " + CaptureCondition.problemsSQL), "\(problemsIndex)")
+            // The exchanges table has a column per field of a frame, and the writer's references.
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(exchanges)").map { $0["name"] as String }
+            #expect(columns == ["id", "run_id", "decision_id", "handshake_id"] + ExchangeField.names)
+            #expect(CaptureBatch.exchangeColumns == ExchangeField.names.count)
             // Bodies are keyed by exchange id (no index of their own).
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM exchange_bodies") == 1)
-            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM bodies") == 0)
             // Problem verdicts, statuses of 400 and more, and `problems` read the partial index of problems.
             for filter in ["verdict:blocked", "status:4xx", "status:503", "problems", "host:a.test verdict:failed"] {
                 var sql = CaptureFilter.SQL()
@@ -245,7 +251,6 @@ struct CaptureStoreTests {
             }
             // A keep-alive exchange costs one exchange row, one body row and one trace chunk, not a row per record.
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_chunks") == 1)
-            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM trace_records") == 0)
             // The live view's query reads the index, not the table.
             let plan = try Row.fetchAll(
                 db, sql: "EXPLAIN QUERY PLAN SELECT * FROM exchanges WHERE host = 'x' ORDER BY id DESC LIMIT 50")
@@ -253,78 +258,30 @@ struct CaptureStoreTests {
         }
     }
 
-    @Test("A file of the first schema version opens, and a run appended to it brings it to the current version")
-    func migrationFromFirstVersion() throws {
-        // The first version, and the steps main's released build writes (a file it made must open after step 4).
-        for steps in [[CaptureSchema.Step.tables], [CaptureSchema.Step.tables, CaptureSchema.Step.queryIndexes]] {
-            let lastStep = steps[steps.count - 1]
-            let path = try folder().appendingPathComponent("v1.atscap").path
-            let old = try DatabaseQueue(path: path)
-            try CaptureSchema.migrator.migrate(old, upTo: lastStep)
-            // Rows as the writer of those steps made them: a trace record per row, fields as JSON pairs.
-            try old.write { db in
-                try db.execute(sql: """
-                    INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 0, '[]');
-                    INSERT INTO exchanges (run_id, connection_id, started, ended, method, url, host, status,
-                        http_version, outcome, errors, request_bytes, response_bytes, duration_ms, request_head)
-                    VALUES (1, 3, 1, 2, 'GET', 'http://a.test/', 'a.test', 200, 'HTTP/1.1', 'allowed', '', 0, 5, 1000,
-                        'GET / HTTP/1.1' || char(13) || char(10) || 'Host: a.test');
-                    INSERT INTO trace_records (run_id, connection_id, time, level, title, subject, fields)
-                    VALUES (1, 3, 1.5, 1, 'LoaderWhatToDo', '(null)', '[["WhatToDo","originload"]]'),
-                        (1, 3, 1.75, 1, 'Did Finish', '(null)', '[["total bytes","5"]]');
-                    """)
-            }
-            try old.close()
-            let reader = try CaptureReader(path: path)
-            #expect(reader.schemaSteps == steps)
-            #expect(try reader.exchanges().first?.record.detail?.request?.headers.fields.first?.value == "a.test")
-            let oldTrace = try reader.traceRecords(runID: 1, connectionID: 3)
-            #expect(oldTrace.map(\.record.title) == ["LoaderWhatToDo", "Did Finish"])
-            #expect(oldTrace.first?.record.fields == [.init("WhatToDo", "originload")])
-
-            let writer = try CaptureWriter.open(path: path, run: run)
-            try writer.write([trace("ATS Decision", connection: 3), .exchange(blockedExchange(connection: 3))])
-            try writer.close(ended: 3)
-            let updated = try CaptureReader(path: path)
-            #expect(updated.schemaSteps == CaptureSchema.migrator.migrations)
-            #expect(try updated.exchanges().map(\.record.url) == ["https://Old.Example:8443/login?x=1", "http://a.test/"])
-            #expect(try updated.runs().count == 2)
-            // Each run's trace, from the table its build wrote.
-            #expect(try updated.traceRecords(runID: 1, connectionID: 3).map(\.record.title) == ["LoaderWhatToDo", "Did Finish"])
-            #expect(try updated.traceRecords(runID: 2, connectionID: 3).map(\.record.title) == ["ATS Decision"])
-        }
-    }
-
-    @Test("A file written before schema step 8 keeps its bodies and verdicts readable after a run appended by this build")
-    func migrationAcrossStepEight() throws {
-        let path = try folder().appendingPathComponent("v7.atscap").path
+    @Test("A capture of a pre-release build is refused by reader and writer, named as such, and left as it was")
+    func preReleaseCaptureIsRefused() throws {
+        let path = try folder().appendingPathComponent("dev.atscap").path
+        // As the development builds made it: their migration steps recorded, their tables.
         let old = try DatabaseQueue(path: path)
-        try CaptureSchema.migrator.migrate(old, upTo: CaptureSchema.Step.noMethodIndex)
-        // As step 7's writer made them: the body in `bodies`, found then by the verdict index this step drops.
         try old.write { db in
             try db.execute(sql: """
-                INSERT INTO runs (started, atsproxy_version, body_limit, settings) VALUES (1, 'old', 1024, '[]');
-                INSERT INTO exchanges (run_id, connection_id, started, ended, method, url, host, status,
-                    http_version, outcome, errors, request_bytes, response_bytes, duration_ms)
-                VALUES (1, 3, 1, 2, 'GET', 'http://a.test/', 'a.test', 403, 'HTTP/1.1', 'blocked', '-1022', 0, 5,
-                    1000);
-                INSERT INTO bodies (exchange_id, direction, bytes, size, truncated)
-                VALUES (1, 'response', X'68656C6C6F', 5, 0);
+                PRAGMA application_id = \(CaptureSchema.applicationID);
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('1 tables'), ('2 query indexes'), ('3 upstream address');
+                CREATE TABLE runs (id INTEGER PRIMARY KEY, started REAL NOT NULL, ended REAL,
+                    atsproxy_version TEXT NOT NULL, body_limit INTEGER NOT NULL, settings TEXT NOT NULL);
+                CREATE TABLE trace_records (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL);
+                INSERT INTO runs (started, ended, atsproxy_version, body_limit, settings) VALUES (1, 2, 'dev', 0, '[]');
                 """)
         }
         try old.close()
-        let writer = try CaptureWriter.open(path: path, run: run)
-        try writer.write([.exchange(blockedExchange(connection: 4))])
-        try writer.close(ended: 3)
-        let reader = try CaptureReader(path: path)
-        #expect(reader.schemaSteps == CaptureSchema.migrator.migrations)
-        #expect(try reader.exchange(id: 1)?.record.detail?.responseBody?.bytes == Array("hello".utf8))
-        #expect(try reader.exchange(id: 2)?.record.detail?.requestBody?.totalBytes == 2000)
-        #expect(try reader.exchange(id: 2)?.record.detail?.requestBody?.bytes.count == 1024)
-        // The partial index of problems holds the old row too: both blocked exchanges, newest first.
-        let blocked = try reader.exchanges(matching: CaptureFilter(parsing: "verdict:blocked")).map(\.id)
-        #expect(blocked == [2, 1])
-        #expect(try reader.count(matching: CaptureFilter(parsing: "problems")) == 2)
+        let before = try #require(FileManager.default.contents(atPath: path))
+        let expected = CaptureFileError(path: path, problem: .preRelease)
+        #expect(throws: expected) { try CaptureReader(path: path) }
+        #expect(throws: expected) { try CaptureWriter.open(path: path, run: run) }
+        #expect(expected.description.contains("\(path): written by a pre-release build of atsproxy"))
+        #expect(FileManager.default.contents(atPath: path) == before)
+        for suffix in ["-wal", "-shm", "-journal"] { #expect(!FileManager.default.fileExists(atPath: path + suffix)) }
     }
 
     @Test("Trace records come back per connection in the order they were made, across batches")
