@@ -260,7 +260,11 @@ public struct CaptureEncoder {
             case .upstreamSNI: batch.text(upstream?.serverName)
             case .upstreamResumed: batch.bool(upstream?.resumed)
             case .requestHead:
-                if let head = detail?.request { batch.text { HeadText.appendRequest(head, to: &$0) } } else { batch.null() }
+                if let head = detail?.request {
+                    batch.text { HeadText.appendRequest(head, to: &$0) }
+                } else {
+                    batch.null()
+                }
             case .forwardedRequestHead:
                 if let head = detail?.forwardedRequest {
                     batch.text { HeadText.appendRequest(head, to: &$0) }
@@ -268,7 +272,11 @@ public struct CaptureEncoder {
                     batch.null()
                 }
             case .responseHead:
-                if let head = detail?.response { batch.text { HeadText.appendResponse(head, to: &$0) } } else { batch.null() }
+                if let head = detail?.response {
+                    batch.text { HeadText.appendResponse(head, to: &$0) }
+                } else {
+                    batch.null()
+                }
             case .clientResponseHead:
                 if let head = detail?.clientResponse {
                     batch.text { HeadText.appendResponse(head, to: &$0) }

@@ -125,7 +125,8 @@ public indirect enum CaptureCondition: Sendable, Equatable {
     /// cut off before its end. Word for word the condition of the partial index `exchanges_problems` (capture schema
     /// step 1, the team store's step 2), so that SQLite and PostgreSQL use it; the schema states it on its own, since
     /// a released step never changes, and a test holds the two to the same text.
-    static let problemsSQL = "(outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL)"
+    static let problemsSQL =
+        "(outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL)"
 
     /// The same condition with every negation pushed down to a term (De Morgan's laws; `not not x` is `x`) and
     /// each AND or OR inside one of its own kind merged into it. Its SQL nests only as deep as `and` and `or`
