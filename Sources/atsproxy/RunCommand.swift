@@ -1,17 +1,11 @@
-import ATSLint
-import ATSReport
 import ATSPolicy
 import ArgumentParser
 import CaptureExport
 import CaptureStore
 import Foundation
-import PolicyLoader
 import ProxyCore
 import ProxyEventLoop
 import ProxyServer
-import Synchronization
-import TLSCore
-import WebView
 
 /// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
 /// with its own CA and judges every upstream connection by the app's ATS policy.
