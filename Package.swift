@@ -161,6 +161,8 @@ let package = Package(
                 "atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy", "TestSupport",
                 "CaptureStore",
             ],
+            // The Python and shell programs the tests run, found by path (Support/E2EScript.swift).
+            exclude: ["Scripts"],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         .testTarget(

@@ -1,0 +1,42 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The programs in `Scripts/` stay runnable alone: each Python script compiles (the syntax check of
+/// `python3 -m py_compile`, without writing `__pycache__` into the checkout), prints its usage for `-h`, and the
+/// shell script parses. Catches a script broken by an edit before an end-to-end suite fails in a confusing way.
+@Suite("The end-to-end tests' scripts run and parse alone")
+struct PythonScriptTests {
+    /// Where the processes' output files go (never the checkout's `Scripts` folder).
+    let scratch: URL
+
+    init() throws {
+        scratch = try TestScratch.folder("scripts")
+    }
+
+    @Test("Every Python script compiles under the python3 that runs it")
+    func compiles() async throws {
+        let scripts = try E2EScript.all(endingWith: ".py")
+        #expect(scripts.count >= 11, "\(scripts)")
+        let check = "import sys\nfor p in sys.argv[1:]:\n    compile(open(p, encoding='utf-8').read(), p, 'exec')\n"
+        let r = try await runProcess("/usr/bin/python3", ["-c", check] + scripts, in: scratch)
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+
+    @Test("Every Python script prints its usage for -h, and exits non-zero")
+    func usage() async throws {
+        for script in try E2EScript.all(endingWith: ".py") {
+            let r = try await runProcess(
+                "/usr/bin/python3", [script, "-h"], in: scratch, timeout: .seconds(20))
+            #expect(r.status != 0, "\(script)")
+            #expect(r.stderr.hasPrefix("Usage: python3 \(URL(fileURLWithPath: script).lastPathComponent)"),
+                    "\(script): \(r.stderr.prefix(300))")
+        }
+    }
+
+    @Test("The PKI's shell script parses")
+    func shellParses() async throws {
+        let r = try await runProcess("/bin/sh", ["-n", pkiScript], in: scratch)
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+}
