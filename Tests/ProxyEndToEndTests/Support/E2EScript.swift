@@ -15,12 +15,6 @@ enum E2EScript {
 
     /// The path of the script `name` in `folder`.
     static func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
-
-    /// Every script in `folder` whose name ends with `suffix`.
-    static func all(endingWith suffix: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(suffix) }.sorted()
-            .map(path)
-    }
 }
 
 /// The test client: concurrent downloads, keep-alive, resets, connection churn, Upgrade, http.client CONNECT.
