@@ -120,7 +120,7 @@ let package = Package(
             path: "Sources/ProxyLoad", swiftSettings: strict),
 
         // Helpers several test targets share (an openssl s_server runner, XML/binary plist fixtures, a byte mutator).
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Scripts"], swiftSettings: strict),
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
         .testTarget(name: "InflateTests", dependencies: ["Inflate"], swiftSettings: strict),
@@ -161,6 +161,8 @@ let package = Package(
                 "atsproxy", "urlsession-probe", "ProxyCore", "ProxyServer", "TLSCore", "ATSPolicy", "TestSupport",
                 "CaptureStore",
             ],
+            // The Python and shell programs the tests run, found by path (Support/E2EScript.swift).
+            exclude: ["Scripts"],
             swiftSettings: strict),
         .testTarget(name: "ProxyEventLoopTests", dependencies: ["ProxyEventLoop"], swiftSettings: strict),
         .testTarget(
@@ -179,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "TeamStoreTests",
             dependencies: ["atsproxy", "TestSupport", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core"],
-            swiftSettings: strict),
+            exclude: ["Scripts"], swiftSettings: strict),
         // Runs the built `atsproxy` binary as a user would, against local servers on 127.0.0.1.
         .testTarget(
             name: "CLITests",

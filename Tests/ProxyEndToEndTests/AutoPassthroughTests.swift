@@ -1,40 +1,6 @@
 import Foundation
 import Testing
 
-/// A client that pins one host in code, as an app with a URLSession delegate does: it trusts the proxy's CA (and the
-/// test CA) for every host, but for the pinned host it also compares the served leaf with the one it expects, and
-/// closes the connection at once, before any request, when they differ.
-/// argv: PROXY_PORT CA_BUNDLE PINNED_HOST PIN_SHA256_HEX HOST...; prints one JSON list, one entry per host.
-let pinningClientScript = #"""
-import hashlib, json, socket, ssl, sys
-PORT, BUNDLE, PINNED, PIN = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-out = []
-for host in sys.argv[5:]:
-    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
-    s.sendall(("CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host, host)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(1)
-        if not chunk: break
-        head += chunk
-    if not head.startswith(b"HTTP/1.1 200"):
-        out.append({"host": host, "result": "connect " + head.decode(errors="replace")}); s.close(); continue
-    ctx = ssl.create_default_context(cafile=BUNDLE)
-    t = ctx.wrap_socket(s, server_hostname=host)
-    if host == PINNED and hashlib.sha256(t.getpeercert(binary_form=True)).hexdigest() != PIN:
-        t.close()
-        out.append({"host": host, "result": "refused"}); continue
-    t.sendall(("GET /bytes/10 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host).encode())
-    data = b""
-    while True:
-        chunk = t.recv(65536)
-        if not chunk: break
-        data += chunk
-    t.close()
-    out.append({"host": host, "result": data.split(b"\r\n", 1)[0].decode(errors="replace")})
-print(json.dumps(out))
-"""#
-
 @Suite("Auto-passthrough of hosts an app pins in code", .serialized)
 struct AutoPassthroughEndToEndTests {
     struct Scene {
@@ -43,7 +9,7 @@ struct AutoPassthroughEndToEndTests {
         let good: Origin
         let pinned: Origin
         let proxy: Proxy
-        let script: URL
+        let script = pinningClientScript
         let bundle: URL
         let pin: String
 
@@ -53,8 +19,6 @@ struct AutoPassthroughEndToEndTests {
             good = try await Origin(e2e, tls: "good", in: folder)
             pinned = try await Origin(e2e, tls: "passthrough", in: folder)
             proxy = try await Proxy(e2e, good.map("good.test") + pinned.map("passthrough.test") + extra, in: folder)
-            script = folder.appendingPathComponent("pinning-client.py")
-            try pinningClientScript.write(to: script, atomically: true, encoding: .utf8)
             bundle = folder.appendingPathComponent("bundle.pem")
             let cas = try String(contentsOfFile: e2e.proxyCA, encoding: .utf8)
                 + String(contentsOfFile: e2e.testCA, encoding: .utf8)
@@ -71,7 +35,7 @@ struct AutoPassthroughEndToEndTests {
         /// Runs the pinning client over `hosts`, one connection each, in order.
         func run(_ hosts: [String]) async throws -> [String] {
             let r = try await runProcess(
-                "/usr/bin/python3", [script.path, String(proxy.port), bundle.path, "passthrough.test", pin] + hosts,
+                "/usr/bin/python3", [script, String(proxy.port), bundle.path, "passthrough.test", pin] + hosts,
                 in: folder, timeout: .seconds(60))
             guard r.status == 0, let list = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: String]]
             else { throw HarnessError("pinning client failed: \(r.stdout) \(r.stderr)") }

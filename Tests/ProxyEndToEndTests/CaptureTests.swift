@@ -270,14 +270,7 @@ struct CaptureTests {
         // Python's sqlite3 (the library any SQLite client uses) takes the write lock six times for 300 ms.
         let locker = try TestProcess(
             "/usr/bin/python3",
-            ["-c", """
-                import sqlite3, sys, time
-                c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-                for i in range(6):
-                    c.execute("BEGIN IMMEDIATE"); print("locked", flush=True); time.sleep(0.3); c.execute("COMMIT")
-                    time.sleep(0.05)
-                print("done", flush=True)
-                """, capture],
+            [E2EScript.path("sqlite_locker.py"), capture],
             in: folder, name: "sqlite-locker")
         defer { locker.stop() }
         _ = try await locker.waitForOutput { $0.contains("locked") ? true : nil }

@@ -53,17 +53,10 @@ struct DeviceTests {
         #expect(profile.header("Content-Type") == "application/x-apple-aspen-config")
         #expect(try Data(contentsOf: profile.body) == (try await export(stage.e2e, "mobileconfig", in: folder)))
         // Parsed as a plist by Python's plistlib: one com.apple.security.root payload holding the CA's DER.
-        let check = """
-            import plistlib, sys
-            p = plistlib.load(open(sys.argv[1], "rb"))
-            roots = [c for c in p["PayloadContent"] if c["PayloadType"] == "com.apple.security.root"]
-            der = open(sys.argv[2], "rb").read()
-            print("ok" if p["PayloadType"] == "Configuration" and len(roots) == 1 and roots[0]["PayloadContent"] == der
-                  else "mismatch")
-            """
         let derFile = folder.appendingPathComponent("ca.der")
         try der.write(to: derFile)
-        let parsed = try await runProcess("/usr/bin/python3", ["-c", check, profile.body.path, derFile.path], in: folder)
+        let parsed = try await runProcess(
+            "/usr/bin/python3", [E2EScript.path("profile_check.py"), profile.body.path, derFile.path], in: folder)
         #expect(parsed.stdout == "ok\n", "\(parsed.stdout) \(parsed.stderr)")
         // The private key is never served, under any name.
         let key = try String(contentsOf: stage.e2e.caDir.appendingPathComponent("atsproxy-ca-key.pem"), encoding: .utf8)
@@ -91,21 +84,9 @@ struct DeviceTests {
         let untrusted = try await curl(
             ["-x", stage.proxy.url, "--cacert", e2e.testCA, "https://atsproxy.invalid/trust-check"], in: folder)
         #expect(untrusted.exit == 60, "\(untrusted.stderr)")
-        let python = """
-            import http.client, ssl, sys
-            def load(context):
-                c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=context, timeout=10)
-                c.set_tunnel("atsproxy.invalid", 443)
-                try:
-                    c.request("GET", "/trust-check")
-                    r = c.getresponse()
-                    return "%d %s" % (r.status, "trusted" if "Trusted" in r.read().decode() else "?")
-                except ssl.SSLCertVerificationError:
-                    return "refused"
-            print(load(ssl.create_default_context(cafile=sys.argv[2])), "/", load(ssl.create_default_context(cafile=sys.argv[3])))
-            """
         let r = try await runProcess(
-            "/usr/bin/python3", ["-c", python, String(stage.proxy.port), e2e.proxyCA, e2e.testCA], in: folder)
+            "/usr/bin/python3",
+            [E2EScript.path("trust_check_client.py"), String(stage.proxy.port), e2e.proxyCA, e2e.testCA], in: folder)
         #expect(r.stdout == "200 trusted / refused\n", "\(r.stdout) \(r.stderr)")
         let notice = try await stage.proxy.process.waitForOutput(stderr: true) { text in
             text.contains("atsproxy.invalid:443: the client's TLS handshake failed") ? text : nil
@@ -185,36 +166,8 @@ struct DeviceTests {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
         let proxy = try await Proxy(e2e, ["--client-timeout", "60"], in: folder)
-        let python = """
-            import socket, ssl, sys
-            port = int(sys.argv[1])
-            def exchange(data):
-                s = socket.create_connection(("127.0.0.1", port), timeout=20)
-                s.sendall(data)
-                got = b""
-                try:
-                    while True:
-                        chunk = s.recv(64)
-                        if not chunk:
-                            break
-                        got += chunk
-                except socket.timeout:
-                    return "timed-out"
-                return got.hex()
-            socks5 = exchange(b"\\x05\\x01\\x00")
-            socks4 = exchange(b"\\x04\\x01\\x00\\x50\\x7f\\x00\\x00\\x01qa\\x00")
-            try:
-                ctx = ssl.create_default_context()
-                with socket.create_connection(("127.0.0.1", port), timeout=20) as raw:
-                    ctx.wrap_socket(raw, server_hostname="proxy.test")
-                tls = "handshake-completed"
-            except socket.timeout:
-                tls = "timed-out"
-            except (ssl.SSLError, ConnectionError, OSError) as e:
-                tls = "closed"
-            print(socks5, socks4, tls)
-            """
-        let r = try await runProcess("/usr/bin/python3", ["-c", python, String(proxy.port)], in: folder)
+        let r = try await runProcess(
+            "/usr/bin/python3", [E2EScript.path("foreign_greetings.py"), String(proxy.port)], in: folder)
         #expect(r.stdout == "05ff 005b000000000000 closed\n", "\(r.stdout) \(r.stderr)")
         // curl set to a SOCKS5 proxy fails with SOCKS's own error (no acceptable method), not with a timeout.
         let socksCurl = try await curl(["--max-time", "20", "--socks5-hostname", proxy.address, "http://good.test/"], in: folder)
@@ -349,38 +302,11 @@ struct DeviceTests {
         let artefacts = stage.e2e.packageRoot.appendingPathComponent(".build/test-artefacts")
         try FileManager.default.createDirectory(at: artefacts, withIntermediateDirectories: true)
         let png = artefacts.appendingPathComponent("onboarding-390x844.png")
-        let script = """
-            import sys
-            from selenium import webdriver
-            from selenium.webdriver.chrome.service import Service
-            options = webdriver.ChromeOptions()
-            options.binary_location = "/usr/bin/chromium"
-            for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                      "--proxy-server=http://127.0.0.1:" + sys.argv[1]]:
-                options.add_argument(a)
-            driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-            def viewport(height):
-                driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                       {"width": 390, "height": height, "deviceScaleFactor": 1, "mobile": True})
-            try:
-                driver.set_page_load_timeout(30)
-                viewport(844)
-                driver.get("http://atsproxy.invalid/")
-                width = driver.execute_script("return document.documentElement.scrollWidth")
-                inner = driver.execute_script("return window.innerWidth")
-                title = driver.title
-                driver.save_screenshot(sys.argv[2])
-                # The whole page too, for a look at every section.
-                viewport(driver.execute_script("return document.documentElement.scrollHeight"))
-                driver.save_screenshot(sys.argv[3])
-                print(title, "|", inner, "fits" if width <= inner else "overflows %d > %d" % (width, inner))
-            finally:
-                driver.quit()
-            """
         let python = try TestPython.path()
         let r = try await runProcess(
             python,
-            ["-c", script, String(stage.proxy.port), png.path, artefacts.appendingPathComponent("onboarding-390-full.png").path],
+            [E2EScript.path("onboarding_screenshot.py"), String(stage.proxy.port), png.path,
+             artefacts.appendingPathComponent("onboarding-390-full.png").path],
             in: stage.folder, timeout: .seconds(90))
         #expect(r.stdout == "ATSProxy: set up this device | 390 fits\n", "\(r.stdout) \(r.stderr.suffix(2000))")
         let header = try Data(contentsOf: png).prefix(8)

@@ -9,7 +9,7 @@ struct HTTP2FailureTests {
         let folder = try e2e.folder()
         let body = folder.appendingPathComponent("body")
         try Data((0..<8000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: body)
-        let script = try writeScript(goAwayOriginScript, named: "goaway-origin.py", in: folder)
+        let script = goAwayOriginScript
         let (cert, key) = e2e.cert("good")
         // The first connection answers its first 5 of 20 streams, after a GOAWAY naming the 5th as the last.
         let origin = try TestProcess("/usr/bin/python3", [script, cert, key, body.path, "5", "20"], in: folder, name: "goaway-origin")

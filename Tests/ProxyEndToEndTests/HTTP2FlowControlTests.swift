@@ -42,7 +42,7 @@ struct HTTP2FlowControlTests {
     func responseOutlivesUpstreamClose() async throws {
         let e2e = try E2E.shared()
         let folder = try e2e.folder()
-        let script = try writeScript(closingOriginScript, named: "closing-origin.py", in: folder)
+        let script = closingOriginScript
         let (cert, key) = e2e.cert("good")
         let origin = try TestProcess("/usr/bin/python3", [script, cert, key, "60000"], in: folder, name: "closing-origin")
         defer { origin.stop() }

@@ -207,28 +207,7 @@ struct MirrorTests {
         #expect(laxCurl.exit == 0, "\(laxCurl.stderr)")
         #expect(laxCurl.status == 200)
 
-        let script = """
-            import json, socket, ssl, sys
-            port, ca, lax = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "lax"
-            ctx = ssl.create_default_context(cafile=ca)
-            if lax:
-                ctx.minimum_version = ssl.TLSVersion.TLSv1
-                ctx.set_ciphers("DEFAULT@SECLEVEL=0")
-            s = socket.create_connection(("127.0.0.1", port), timeout=20)
-            s.sendall(b"CONNECT good.test:443 HTTP/1.1\\r\\nHost: good.test:443\\r\\n\\r\\n")
-            head = b""
-            while b"\\r\\n\\r\\n" not in head:
-                head += s.recv(1)
-            try:
-                t = ctx.wrap_socket(s, server_hostname="good.test")
-                t.sendall(b"GET / HTTP/1.0\\r\\nHost: good.test\\r\\n\\r\\n")
-                status = t.recv(64).split(b"\\r\\n")[0].decode()
-                print(json.dumps({"ok": True, "version": t.version(), "cipher": t.cipher()[0], "status": status}))
-            except ssl.SSLError as e:
-                print(json.dumps({"ok": False, "error": str(e)}))
-            """
-        let path = folder.appendingPathComponent("tlsclient.py")
-        try script.write(to: path, atomically: true, encoding: .utf8)
+        let path = URL(fileURLWithPath: E2EScript.path("mirror_tls_client.py"))
         let python = try TestPython.path()
         for (mode, ok) in [("strict", false), ("lax", true)] {
             let r = try await runProcess(python, [path.path, String(proxy.port), e2e.proxyCA, mode], in: folder)

@@ -11,40 +11,6 @@ import Glibc
 /// network namespaces the test makes and removes.
 @Suite("Transparent mode through a gateway")
 struct TransparentModeTests {
-    /// Python on the device: HTTPS to `host` at `address` over a plain socket, trusting the proxy's CA; prints the
-    /// status line or the error.
-    static let pythonHTTPS = """
-        import socket, ssl, sys
-        host, address, ca = sys.argv[1:4]
-        ctx = ssl.create_default_context(cafile=ca)
-        try:
-            with socket.create_connection((address, 443), timeout=10) as raw:
-                with ctx.wrap_socket(raw, server_hostname=host) as tls:
-                    tls.sendall(("GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % host).encode())
-                    print(tls.recv(100).split(b"\\r\\n")[0].decode())
-        except Exception as e:
-            print("error", type(e).__name__, e)
-        """
-
-    /// Python on the device: `count` QUIC attempts (a v1 Initial's long header, padded to 1,200 bytes, each with its
-    /// own connection ID) to `address`:443; prints, per attempt, the version field of the answer (0: Version
-    /// Negotiation) and whether it echoed the attempt's connection ID.
-    static let quicAttempts = """
-        import os, socket, sys
-        address, count = sys.argv[1], int(sys.argv[2])
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.settimeout(5)
-            s.connect((address, 443))
-            dcid = os.urandom(8)
-            s.send(b"\\xc3\\x00\\x00\\x00\\x01" + bytes([8]) + dcid + bytes([4]) + b"scid" + bytes(1200))
-            try:
-                answer = s.recv(2000)
-                print(int.from_bytes(answer[1:5], "big"), answer[11:19] == dcid)
-            except Exception as e:
-                print("error", type(e).__name__)
-        """
-
     @Test("""
         A device with no proxy settings: the good host passes, TLS 1.0 is blocked with the app's codes, cleartext \
         gets -1022, QUIC is refused and counted, a connection straight to the port is refused
@@ -116,7 +82,8 @@ struct TransparentModeTests {
         let passed = try await deviceCurl(
             ["--cacert", e2e.proxyCA, "--resolve", "good.test:443:\(good)", "https://good.test/"])
         #expect(passed.status == 200, "\(passed.stderr)")
-        let python = try await onDevice(["/usr/bin/python3", "-c", Self.pythonHTTPS, "good.test", good, e2e.proxyCA])
+        let python = try await onDevice(
+            ["/usr/bin/python3", E2EScript.path("device_https.py"), "good.test", good, e2e.proxyCA])
         #expect(python.stdout.hasPrefix("HTTP/1.") && python.stdout.contains(" 200"), "\(python.stdout)")
         let sClient = try await onDevice(
             ["/usr/bin/openssl", "s_client", "-connect", "\(good):443", "-servername", "good.test", "-CAfile",
@@ -142,7 +109,7 @@ struct TransparentModeTests {
         _ = try await proxy.waitForLine(startingWith: "GET http://plain.test/x 403")
 
         // QUIC: each attempt answered with Version Negotiation at once, counted, and the fallback said once.
-        let quic = try await onDevice(["/usr/bin/python3", "-c", Self.quicAttempts, good, "3"])
+        let quic = try await onDevice(["/usr/bin/python3", E2EScript.path("device_quic.py"), good, "3"])
         #expect(quic.stdout == "0 True\n0 True\n0 True\n", "\(quic.stdout) \(quic.stderr)")
         let fallback = try await deviceCurl(
             ["--cacert", e2e.proxyCA, "--resolve", "good.test:443:\(good)", "https://good.test/"])

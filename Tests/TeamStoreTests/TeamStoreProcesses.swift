@@ -74,28 +74,11 @@ final class ProxyProcess: PortProcess {
 
 /// A keep-alive HTTP/1.1 origin on 127.0.0.1 answering every GET with 200 and a small body naming the path.
 final class OriginProcess: PortProcess {
-    static let script = """
-        import sys
-        from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            def do_GET(self):
-                body = ("hello " + self.path).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            def log_message(self, *a):
-                pass
-        s = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        s.daemon_threads = True
-        print("PORT", s.server_address[1], flush=True)
-        s.serve_forever()
-        """
+    static let script = TeamStoreBinary.root
+        .appendingPathComponent("Tests/TeamStoreTests/Scripts/keepalive_origin.py").path
 
     init(folder: URL) throws {
-        try super.init("/usr/bin/python3", ["-c", Self.script], folder: folder) { line in
+        try super.init("/usr/bin/python3", [Self.script], folder: folder) { line in
             line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil
         }
     }
@@ -104,33 +87,10 @@ final class OriginProcess: PortProcess {
 /// Sends `count` GETs through a proxy over `connections` keep-alive connections (Python's http.client), each with
 /// a 10 s timeout. Returns the requests answered with 200 and the slowest request's seconds.
 func drive(proxy: Int, origin: Int, count: Int, connections: Int = 4, tag: String) throws -> (ok: Int, slowest: Double) {
-    let script = """
-        import http.client, sys, threading, time
-        proxy, origin, count, conns, tag = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-        ok, slowest, lock = [0], [0.0], threading.Lock()
-        def worker(w):
-            c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=10)
-            for i in range(w, count, conns):
-                t = time.monotonic()
-                try:
-                    c.request("GET", "http://127.0.0.1:%d/%s/%d" % (origin, tag, i))
-                    r = c.getresponse()
-                    r.read()
-                    good = r.status == 200
-                except Exception:
-                    c.close()
-                    c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=10)
-                    good = False
-                with lock:
-                    ok[0] += good
-                    slowest[0] = max(slowest[0], time.monotonic() - t)
-        ts = [threading.Thread(target=worker, args=(w,)) for w in range(conns)]
-        for t in ts: t.start()
-        for t in ts: t.join()
-        print(ok[0], slowest[0])
-        """
+    let script = TeamStoreBinary.root.appendingPathComponent("Tests/TeamStoreTests/Scripts/keepalive_driver.py")
+        .path
     let result = try runCommand(
-        "/usr/bin/python3", ["-c", script, String(proxy), String(origin), String(count), String(connections), tag],
+        "/usr/bin/python3", [script, String(proxy), String(origin), String(count), String(connections), tag],
         limit: 120)
     let fields = result.stdoutText.split(separator: " ")
     guard result.status == 0, fields.count == 2, let ok = Int(fields[0]),

@@ -26,53 +26,14 @@ public final class RawTCPServer {
     /// The port the server listens on.
     public let port: Int
 
-    private static let script = """
-        import select, socket, sys
-        mode, host = sys.argv[1], sys.argv[2]
-        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        s.bind((host, 0))
-        s.listen(64)
-        print("PORT", s.getsockname()[1], flush=True)
-        held, trickling = [], []
-        while True:
-            readable, _, _ = select.select([s, sys.stdin] + held, [], [], 0.25 if trickling else 1.0)
-            for c in readable:
-                if c is sys.stdin:
-                    if not sys.stdin.buffer.read1(1):
-                        sys.exit(0)
-                elif c is s:
-                    conn, _ = s.accept()
-                    if mode == "close":
-                        conn.close()
-                    else:
-                        held.append(conn)
-                else:
-                    try:
-                        data = c.recv(65536)
-                    except OSError:
-                        data = b""
-                    if data and mode == "http":
-                        c.sendall(b"HTTP/1.0 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n")
-                        data = b""
-                    elif data and mode == "trickle" and c not in trickling:
-                        c.sendall(b"\\x16\\x03\\x03\\x40\\x00")
-                        trickling.append(c)
-                    if not data:
-                        held.remove(c)
-                        if c in trickling:
-                            trickling.remove(c)
-                        c.close()
-            for c in trickling:
-                try:
-                    c.send(b"\\x00")
-                except OSError:
-                    pass  # the peer went away; its next read sees EOF and drops it
-        """
+    /// `Tests/TestSupport/Scripts/raw_tcp_server.py` (found from the package root, so it runs in place).
+    private static let script = TestPython.packageRoot
+        .appendingPathComponent("Tests/TestSupport/Scripts/raw_tcp_server.py").path
 
     /// Starts the server on `host` (`127.0.0.1` or `::1`); waits at most 10 seconds for it to listen.
     public init(_ behaviour: Behaviour, host: String = "127.0.0.1") throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", RawTCPServer.script, behaviour.rawValue, host]
+        process.arguments = ["python3", RawTCPServer.script, behaviour.rawValue, host]
         // The script prints "PORT N" once listening (and exits at EOF on stdin).
         port = try launchAndReadPort(process) { line in
             line.hasPrefix("PORT ") ? Int(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) : nil

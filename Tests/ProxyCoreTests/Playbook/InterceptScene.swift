@@ -5,8 +5,9 @@ import TLSCore
 @testable import ProxyCore
 
 /// The parts of an intercepted connection's playbook: an environment whose `--map` sends `host` to 127.0.0.1:9443
-/// and whose trust store holds only its own CA (so origins minted by `env.minter` are trusted), a client that
-/// verifies the proxy's certificates against that CA as an app does, and origins serving a leaf with a chosen flaw.
+/// (with the given `--ats`, `--block` and `--upstream-alpn`) and whose trust store holds only its own CA (so origins
+/// minted by `env.minter` are trusted), a client that verifies the proxy's certificates against that CA as an app
+/// does, and origins serving a leaf with a chosen flaw.
 struct InterceptScene {
     let env: ProxyEnvironment
     let host: String
@@ -15,7 +16,9 @@ struct InterceptScene {
     let now: Double
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
-         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0) throws {
+         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror)
+        throws
+    {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")
         self.host = host
         now = Date().timeIntervalSince1970.rounded(.down)
@@ -25,7 +28,7 @@ struct InterceptScene {
             credentials: nil, minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: false)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN)
     }
 
     /// The CONNECT a client sends first.
@@ -62,5 +65,18 @@ struct InterceptScene {
         }
         let context = try TLSContext(configuration)
         return { try TLSEngine(context: context) }
+    }
+}
+
+extension InterceptScene {
+    /// An origin factory whose n-th connection is made by `makers[n]` (the last one makes every later connection):
+    /// a retried upstream connection can meet a server set up differently.
+    static func sequence(_ makers: [() throws -> TLSEngine]) -> () throws -> TLSEngine {
+        final class Count { var made = 0 }
+        let count = Count()
+        return {
+            defer { count.made += 1 }
+            return try makers[min(count.made, makers.count - 1)]()
+        }
     }
 }

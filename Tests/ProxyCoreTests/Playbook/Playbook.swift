@@ -21,8 +21,9 @@ import Testing
 /// - Each `>>` feeds its event at once; the commands of an event must be exactly those written after it, in order
 ///   (`Expect.anyLogs` takes any run of log commands). They are compared when the next event is fed and at `check()`.
 /// - The session's commands act on in-memory peers as a socket would: `sendToClient` feeds the client's real
-///   `TLSEngine`, `connectUpstream` makes a fresh origin engine, closes end the peer's stream. `From` inputs take
-///   the peers' answers (`.clientFlight`, `.origin(sends:)`), so both TLS legs are real.
+///   `TLSEngine`, `connectUpstream` and `connectLane` make a fresh origin engine, closes end the peer's stream.
+///   `From` inputs take the peers' answers (`.clientFlight`, `.origin(sends:)`, `.laneFlight(lane)`), so every TLS
+///   leg is real. HTTP/2 over them is written and read with `H2Peer`.
 /// - On the first difference the playbook stops feeding events and `check()` records one issue that prints both
 ///   sides, one line per event or command, with the first differing line marked `▶`.
 /// - A playbook that was never checked, or differs when dropped, is an issue too.
@@ -37,6 +38,8 @@ final class Playbook {
     private(set) var origin: TLSPeer?
     /// Every origin connection made, in order.
     private(set) var origins: [TLSPeer] = []
+    /// The origin of each extra upstream connection (`connectLane`), made by the same `origin` factory.
+    private(set) var lanes: [UpstreamLane: TLSPeer] = [:]
     private let makeOrigin: (() throws -> TLSEngine)?
 
     private struct Segment {
@@ -47,7 +50,7 @@ final class Playbook {
         var expected: [Expect] = []
 
         func line(_ i: Int) -> String {
-            WireText.command(actual[i]) + (decrypted[i].map { " ⇒ \(WireText.quoted($0))" } ?? "")
+            WireText.command(actual[i]) + (decrypted[i].map { " ⇒ \(WireText.plaintext($0))" } ?? "")
         }
     }
 
@@ -187,6 +190,17 @@ final class Playbook {
             } catch {
                 failure = "The playbook could not make an origin: \(error)"
             }
+        case .connectLane(let lane, _, _):
+            guard let makeOrigin else { return nil }
+            do {
+                lanes[lane] = TLSPeer("origin of \(lane)", engine: try makeOrigin())
+            } catch {
+                failure = "The playbook could not make an origin for \(lane): \(error)"
+            }
+        case .sendToLane(let lane, let b):
+            if let peer = lanes[lane], !peer.closedBySession { return Self.nonEmpty(peer.deliver(b)) }
+        case .closeLane(let lane):
+            lanes[lane]?.closedBySession = true
         case .closeUpstream:
             origin?.closedBySession = true
         case .shutdownUpstreamWrite:
@@ -285,6 +299,14 @@ enum From: CustomStringConvertible {
     case origin(sends: String)
     /// The client sends close_notify.
     case clientCloseNotify
+    /// The client encrypts and sends these bytes (HTTP/2 frames from an `H2Peer`).
+    case clientSends([UInt8])
+    /// The current origin encrypts and sends these bytes (HTTP/2 frames from an `H2Peer`).
+    case originSends([UInt8])
+    /// The pending TLS flight of the origin of `lane`.
+    case laneFlight(UpstreamLane)
+    /// The origin of `lane` encrypts and sends this plaintext.
+    case lane(UpstreamLane, sends: String)
 
     var description: String {
         switch self {
@@ -293,6 +315,10 @@ enum From: CustomStringConvertible {
         case .client(let text): "client sends \(WireText.quoted(Array(text.utf8)))"
         case .origin(let text): "origin sends \(WireText.quoted(Array(text.utf8)))"
         case .clientCloseNotify: "client close_notify"
+        case .clientSends(let b): "client sends \(WireText.plaintext(b))"
+        case .originSends(let b): "origin sends \(WireText.plaintext(b))"
+        case .laneFlight(let lane): "\(lane) origin flight"
+        case .lane(let lane, let text): "\(lane) origin sends \(WireText.quoted(Array(text.utf8)))"
         }
     }
 
@@ -314,6 +340,13 @@ enum From: CustomStringConvertible {
         case .origin(let text):
             return (.upstreamBytes(try need(pb.origin, "origin").sends(Array(text.utf8))), description)
         case .clientCloseNotify: return (.clientBytes(try need(pb.client, "client").closeNotify()), description)
+        case .clientSends(let b): return (.clientBytes(try need(pb.client, "client").sends(b)), description)
+        case .originSends(let b): return (.upstreamBytes(try need(pb.origin, "origin").sends(b)), description)
+        case .laneFlight(let lane):
+            return (.laneBytes(lane, try need(pb.lanes[lane], "origin of \(lane)").flight()), description)
+        case .lane(let lane, let text):
+            return (.laneBytes(lane, try need(pb.lanes[lane], "origin of \(lane)").sends(Array(text.utf8))),
+                    description)
         }
     }
 }

@@ -1,5 +1,6 @@
 import ATSPolicy
 import ProxyTrace
+import TLSCore
 
 @testable import ProxyCore
 
@@ -36,6 +37,12 @@ struct Expect: Sendable, CustomStringConvertible {
         Expect(kind: .one { sent in
             if case .sendToUpstream(let b) = sent.command { bytes.matches(b, sent.plaintext) } else { false }
         }, description: "sendToUpstream(\(bytes))")
+    }
+
+    static func sendToLane(_ lane: UpstreamLane, _ bytes: BytesMatch) -> Expect {
+        Expect(kind: .one { sent in
+            if case .sendToLane(lane, let b) = sent.command { bytes.matches(b, sent.plaintext) } else { false }
+        }, description: "sendToLane(\(lane), \(bytes))")
     }
 
     static func log(_ log: LogMatch) -> Expect {
@@ -103,6 +110,20 @@ struct BytesMatch: Sendable, CustomStringConvertible, ExpressibleByStringLiteral
         return BytesMatch("…\(shown)…", bytes: { b in
             let text = String(decoding: b, as: UTF8.self)
             return parts.allSatisfy(text.contains) && !excluding.contains(where: text.contains)
+        })
+    }
+
+    /// HTTP/2 frames (after the client preface, if any) as `WireText.h2Frames` writes them, e.g.
+    /// `"SETTINGS, WINDOW_UPDATE 0, HEADERS 1 END_STREAM"` (a preface shows as `preface`).
+    static func h2(_ frames: String) -> BytesMatch {
+        BytesMatch("h2[\(frames)]", bytes: { WireText.h2Frames($0) == "h2[\(frames)]" })
+    }
+
+    /// A TLS ClientHello offering exactly `alpn` (in that order): which protocols an upstream connection offers.
+    static func clientHello(alpn: [String]) -> BytesMatch {
+        BytesMatch("TLS[ClientHello offering \(alpn.joined(separator: ", "))]", bytes: { b in
+            guard let hello = try? ClientHelloParser.parse(b) else { return false }
+            return hello.alpnProtocols == alpn
         })
     }
 

@@ -105,4 +105,17 @@ struct PlaybookHarnessTests {
         let long = WireText.bytes(Array(repeating: 0x61, count: 500))
         #expect(long.hasSuffix("… (500 bytes)"))
     }
+
+    @Test("Decrypted HTTP/2 as its frames (type, stream, END_STREAM or ACK); HTTP/1 text and cut frames are not frames")
+    func h2FrameText() throws {
+        let client = try H2Peer(.client)
+        try client.get("/a")
+        #expect(WireText.h2Frames(client.output()) == "h2[preface, SETTINGS, HEADERS 1 END_STREAM]")
+        let settingsAck: [UInt8] = [0, 0, 0, 4, 1, 0, 0, 0, 0]
+        let goAway: [UInt8] = [0, 0, 8, 7, 0, 0, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 0]
+        #expect(WireText.h2Frames(settingsAck + goAway) == "h2[SETTINGS ACK, GOAWAY]")
+        #expect(WireText.h2Frames(Array(settingsAck.dropLast())) == nil)
+        #expect(WireText.h2Frames(bytes("HTTP/1.1 200 OK\r\n\r\n")) == nil)
+        #expect(WireText.plaintext(bytes("GET / HTTP/1.1\r\n\r\n")) == "\"GET / HTTP/1.1\\r\\n\\r\\n\"")
+    }
 }

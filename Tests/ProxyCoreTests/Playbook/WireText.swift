@@ -26,6 +26,43 @@ enum WireText {
         return "\"\(text)\"" + (b.count > textLimit ? "… (\(b.count) bytes)" : "")
     }
 
+    /// What a TLS peer decrypted: HTTP/2 frames by name, else quoted text.
+    static func plaintext(_ b: [UInt8]) -> String {
+        h2Frames(b) ?? quoted(b)
+    }
+
+    /// The HTTP/2 client preface (RFC 9113 §3.4).
+    static let h2Preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// Whole HTTP/2 frames (after an optional client preface) as one line: `h2[preface, SETTINGS, HEADERS 1
+    /// END_STREAM, DATA 1, SETTINGS ACK, WINDOW_UPDATE 0, GOAWAY]`: the type, the stream of a stream's frame, and
+    /// the END_STREAM or ACK flag. Nil when the bytes are not whole frames (HTTP/1 text never is: its first bytes
+    /// read as a length far beyond what follows).
+    static func h2Frames(_ b: [UInt8]) -> String? {
+        var parts: [String] = []
+        var i = 0
+        if b.starts(with: h2Preface) {
+            parts.append("preface")
+            i = h2Preface.count
+        }
+        let names = ["DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY",
+                     "WINDOW_UPDATE", "CONTINUATION"]
+        while i < b.count {
+            guard i + 9 <= b.count else { return nil }
+            let length = Int(b[i]) << 16 | Int(b[i + 1]) << 8 | Int(b[i + 2])
+            let (type, flags) = (Int(b[i + 3]), b[i + 4])
+            let stream = (Int(b[i + 5]) & 0x7F) << 24 | Int(b[i + 6]) << 16 | Int(b[i + 7]) << 8 | Int(b[i + 8])
+            guard type < names.count, i + 9 + length <= b.count else { return nil }
+            var part = names[type]
+            if stream != 0 || type == 8 { part += " \(stream)" }
+            if (type == 0 || type == 1), flags & 0x1 != 0 { part += " END_STREAM" }
+            if (type == 4 || type == 6), flags & 0x1 != 0 { part += " ACK" }
+            parts.append(part)
+            i += 9 + length
+        }
+        return parts.isEmpty ? nil : "h2[\(parts.joined(separator: ", "))]"
+    }
+
     /// UTF-8 text with no control characters but CR, LF and tab (HTTP heads and the proxy's answer bodies).
     static func isPrintable(_ b: [UInt8]) -> Bool {
         guard let text = String(bytes: b, encoding: .utf8) else { return false }

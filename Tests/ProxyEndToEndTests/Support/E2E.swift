@@ -50,13 +50,9 @@ final class E2E: Sendable {
         try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
         E2E.cleanupPath = root.path
         atexit { if let path = E2E.cleanupPath { try? FileManager.default.removeItem(atPath: path) } }
-        origin = root.appendingPathComponent("origin.py").path
-        client = root.appendingPathComponent("client.py").path
-        try originScript.write(toFile: origin, atomically: true, encoding: .utf8)
-        try clientScript.write(toFile: client, atomically: true, encoding: .utf8)
-        let script = pki.appendingPathComponent("pki.sh")
-        try pkiScript.write(to: script, atomically: true, encoding: .utf8)
-        let p = try TestProcess("/bin/sh", [script.path], in: pki, name: "pki.sh")
+        origin = originScript
+        client = clientScript
+        let p = try TestProcess("/bin/sh", [pkiScript], in: pki, name: "pki.sh")
         let deadline = ContinuousClock.now + .seconds(120)
         while p.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
         p.stop()

@@ -53,7 +53,7 @@ struct H2Stage {
 func runH2Client(
     _ e2e: E2E, _ proxy: Proxy, host: String, mode: String, _ arguments: [String] = [], in folder: URL
 ) async throws -> [String: Any] {
-    let script = try writeScript(h2ClientScript, named: "h2client.py", in: folder)
+    let script = h2ClientScript
     let r = try await runProcess(
         "/usr/bin/python3", [script, String(proxy.port), e2e.proxyCA, host, mode] + arguments, in: folder, timeout: .seconds(30))
     guard r.status == 0, let line = r.stdout.split(separator: "\n").last,

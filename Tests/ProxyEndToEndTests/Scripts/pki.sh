@@ -1,5 +1,3 @@
-/// Makes a test CA and leaves (good and deliberately flawed) with the openssl CLI, in the current folder.
-let pkiScript = #"""
 #!/bin/sh
 # Makes a test CA and leaves (good and flawed) in the current folder with the openssl CLI.
 set -e
@@ -62,4 +60,3 @@ sign noeku noeku.test 2048 sha256
 q openssl req -x509 -newkey rsa:2048 -nodes -keyout selfsigned.key -out selfsigned.pem -days 30 -subj "/CN=selfsigned.test" \
   -addext "subjectAltName=DNS:selfsigned.test" -addext "extendedKeyUsage=serverAuth"
 echo ok
-"""#

@@ -1,10 +1,15 @@
-/// The tiny Python origin the tests start (HTTP or HTTPS): fixed bodies with their SHA-256, chunked bodies, upload
-/// checksums, a mid-body reset, and a 101 Upgrade that echoes bytes. Prints `PORT n` once it listens.
-let originScript = #"""
+"""Usage: python3 origin.py ARGUMENTS (below). Run by the end-to-end tests (Tests/ProxyEndToEndTests).
+
+The tiny Python origin the tests start (HTTP or HTTPS): fixed bodies with their SHA-256, chunked bodies, upload
+checksums, a mid-body reset, and a 101 Upgrade that echoes bytes. Prints `PORT n` once it listens.
+"""
 import hashlib, http.server, os, random, socket, socketserver, ssl, struct, sys, threading
 
 # Tiny test origin: prints "PORT n" once listening. argv: [--tls CERT KEY] [--tls10 | --tls12 (at most 1.2)]
 # It listens on 127.0.0.1, a free port, or on $ORIGIN_ADDRESS:$ORIGIN_PORT (an origin in a network namespace).
+
+if __name__ == "__main__" and (sys.argv[1:2] in (["-h"], ["--help"])):
+    sys.exit(__doc__)
 _cache = {}
 _lock = threading.Lock()
 def body(n):
@@ -129,4 +134,3 @@ if args and args[0] == "--tls":
     Handler.setup = setup
 print("PORT %d" % srv.server_address[1], flush=True)
 srv.serve_forever()
-"""#

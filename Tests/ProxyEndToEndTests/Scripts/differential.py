@@ -1,7 +1,9 @@
-/// The differential origin and client (Python, on Debian's python3-h2): the same requests direct and through ATSProxy
-/// on HTTP/1.1 and HTTP/2, including a WebSocket (Upgrade, or RFC 8441 extended CONNECT) and header values that are
-/// not UTF-8. See DifferentialTests.
-let differentialScript = #"""
+"""Usage: python3 differential.py ARGUMENTS (below). Run by the end-to-end tests (Tests/ProxyEndToEndTests).
+
+The differential origin and client (Python, on Debian's python3-h2): the same requests direct and through ATSProxy
+on HTTP/1.1 and HTTP/2, including a WebSocket (Upgrade, or RFC 8441 extended CONNECT) and header values that are not
+UTF-8. See DifferentialTests.
+"""
 # Differential origin and client: the same requests direct and through ATSProxy, on HTTP/1.1 and HTTP/2.
 # origin: diff.py origin CERT KEY ALPNS            (prints "PORT n"; ALPNS: "h2,http/1.1", "http/1.1" or "h2")
 # client: diff.py client HOST PORT CA PROTO [PROXYPORT] (PROTO h1 or h2; with PROXYPORT, CONNECT through the proxy)
@@ -9,6 +11,9 @@ let differentialScript = #"""
 # bytes, body, or for the WebSocket whether it opened and what came back).
 import base64, fcntl, hashlib, json, select, socket, ssl, struct, sys, termios, threading, time
 import h2.config, h2.connection, h2.events, h2.settings
+
+if __name__ == "__main__" and (len(sys.argv) < 5 or sys.argv[1] in ("-h", "--help")):
+    sys.exit(__doc__)
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 LATIN = b"na\xefve caf\xe9"  # Latin-1, not UTF-8
@@ -592,4 +597,3 @@ if __name__ == "__main__":
     else:
         host, port, ca, proto = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
         client(host, port, ca, proto, int(sys.argv[6]) if len(sys.argv) > 6 else None)
-"""#

@@ -1,10 +1,15 @@
-/// The Python test client: concurrent downloads, keep-alive, resets, connection churn, Upgrade, http.client
-/// CONNECT. Prints one JSON object.
-let clientScript = #"""
+"""Usage: python3 client.py ARGUMENTS (below). Run by the end-to-end tests (Tests/ProxyEndToEndTests).
+
+The Python test client: concurrent downloads, keep-alive, resets, connection churn, Upgrade, http.client CONNECT.
+Prints one JSON object.
+"""
 import hashlib, http.client, json, socket, ssl, struct, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 
 # Test client. argv: PROXY_PORT PROXY_CA COMMAND ARGS...; prints one JSON object.
+
+if __name__ == "__main__" and (len(sys.argv) < 4 or sys.argv[1] in ("-h", "--help")):
+    sys.exit(__doc__)
 PORT = int(sys.argv[1]); CA = sys.argv[2]; CMD = sys.argv[3]; ARGS = sys.argv[4:]
 TIMEOUT = 30
 
@@ -163,4 +168,3 @@ elif CMD == "tunnel":
     # Python's http.client CONNECT via set_tunnel: ARGS host path
     c = https_conn(ARGS[0]); st, ok, n = fetch(c, ARGS[1])
     result(status=st, ok=ok, n=n, peer=c.sock.getpeercert()["issuer"][0][0][1])
-"""#
