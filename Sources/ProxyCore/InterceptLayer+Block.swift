@@ -14,7 +14,7 @@ import TLSCore
 //   lines; the refusal is logged only once the client has acted on it.
 // - A client whose handshake was already answered before a retried upstream failed can only be closed.
 
-extension ProxySession {
+extension SessionContext {
     /// Makes the client fail the way the app would (`--block tls`), or answers every request with the violation
     /// (`--block http`).
     func blockClient(_ i: InterceptLayer, style: BlockStyle) {

@@ -9,12 +9,12 @@ import TLSCore
 // - The client's hello is held until the upstream's verdict; the client is then answered with a leaf minted for the
 //   host at the session's clock (or the flawed leaf of a `--block tls` plan), choosing by ALPN what the upstream
 //   chose when the client offered it, else what the client speaks (the relay translates).
-// - The handshake must finish within `--client-timeout` (ProxySession+Deadlines).
+// - The handshake must finish within `--client-timeout` (SessionContext+Deadlines).
 // - A failed handshake ends the connection with a notice that says the likely cause (the CA is not trusted, the
 //   client pins), unless it refused a flawed leaf served on purpose.
 // - After a retried upstream, the client side resumes where it was put on hold, with the bytes it sent meanwhile.
 
-extension ProxySession {
+extension SessionContext {
     func serverContext(for i: InterceptLayer, leaf: LeafOptions) throws -> TLSContext {
         try env.contexts.context(key: .server(host: i.host, leaf: leaf)) { () throws(OpenSSLError) in
             let identity: TLSConfiguration.ServerIdentity

@@ -13,7 +13,7 @@ final class LaneTLS {
     var pending: [UInt8] = []
 }
 
-extension ProxySession {
+extension SessionContext {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
         for lane in o.unsolicitedLanes {

@@ -46,7 +46,7 @@ extension InterceptLayer {
     var servesWeaknessOnPurpose: Bool { flawedLeaf != nil || mirror?.plan.isHealthy == false }
 }
 
-extension ProxySession {
+extension SessionContext {
     /// Makes the plan for the client leg from the upstream handshake's facts (see the theory of operation).
     func prepareMirror(_ i: InterceptLayer, _ facts: HandshakeFacts, _ engine: TLSEngine) {
         // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.

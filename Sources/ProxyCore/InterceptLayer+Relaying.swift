@@ -16,7 +16,7 @@ import TLSCore
 // - After a 101 the plaintext is relayed raw both ways; the upgraded connection is logged when it ends.
 // - The client's end (close_notify or EOF) ends the connection once the relay is idle; a TLS error ends it at once.
 
-extension ProxySession {
+extension SessionContext {
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
     func startRelaying(_ i: InterceptLayer, _ engine: TLSEngine) {
         let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
@@ -293,7 +293,7 @@ struct MisdirectedRequest: Error {
     let decision: RequestDecision
 }
 
-extension ProxySession {
+extension SessionContext {
     /// A quiet connection gives its TLS record buffers back; they come back with the next record. This is what
     /// keeps a thousand idle intercepted connections small without paying for buffers on every record.
     func releaseBuffers(of peer: ProxyPeer, _ i: InterceptLayer) {

@@ -15,7 +15,7 @@ import TLSCore
 // - An upstream that ends while relaying ends the client's connection once the relay is idle (the client
 //   reconnects); a lane relay only lost one of its connections.
 
-extension ProxySession {
+extension SessionContext {
     /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
     func connectInterceptionUpstream(_ i: InterceptLayer, reason: String?) {
         let (address, upstreamPort) = upstreamAddress(host: i.host, port: i.port)
@@ -89,12 +89,8 @@ extension ProxySession {
 
     /// The upstream accepted the connection but its TLS handshake did not finish in time: the app would time out
     /// too (-1001). A stale deadline (the handshake ended, or the session moved on) does nothing.
-    func upstreamHandshakeDeadlinePassed() {
-        if case .tunnel(let t) = phase {
-            pinCheckTimedOut(t)
-            return
-        }
-        guard let i = interception, i.stage == .upstreamHandshake else { return }
+    func upstreamHandshakeDeadlinePassed(_ i: InterceptLayer) {
+        guard i.stage == .upstreamHandshake else { return }
         let limit = "\(env.timeouts.handshake)"  // "15.0 seconds"
         notice("\(i.host):\(i.port): no TLS handshake from the server within \(limit)")
         commands.append(.closeUpstream)

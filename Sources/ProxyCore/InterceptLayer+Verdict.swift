@@ -14,7 +14,7 @@ import TLSCore
 // 3. VerdictAction turns the verdict into relaying (the client's handshake starts, InterceptLayer+Client) or a block
 //    (InterceptLayer+Block), and sets the outcome every exchange of the connection is logged with.
 
-extension ProxySession {
+extension SessionContext {
     func stepUpstreamHandshake(_ i: InterceptLayer) {
         guard let engine = i.upstream else { return }
         let step = engine.handshake()

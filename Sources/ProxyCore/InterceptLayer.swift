@@ -59,7 +59,7 @@ final class InterceptLayer: RelayingLayer {
     var relay: (any ExchangeRelay)?
     /// The exchange that switched protocols, while its connection is relayed raw (nil once logged).
     var upgraded: UpgradedConnection?
-    /// What the relay waited for after its last step, with a deadline started for it (ProxySession+Deadlines).
+    /// What the relay waited for after its last step, with a deadline started for it (SessionContext+Deadlines).
     var watchedWait = RelayWait.nothing
     /// The failure of the iOS-like attempt, kept while the permissive probe runs.
     var iOSLikeFailure: TLSError?
@@ -119,9 +119,9 @@ final class InterceptLayer: RelayingLayer {
 
     /// When the client's CONNECT was read (the session's clock): a connection-level block's duration runs from it.
     let started: Double
-    /// The TLS of both legs, for the exchange records (ProxySession+Record).
+    /// The TLS of both legs, for the exchange records (SessionContext+Record).
     var legs = InterceptionLegs() { didSet { connectionRecord = nil } }
-    /// The connection's record as its last exchange carried it (ProxySession+Record), kept while none of what it is
+    /// The connection's record as its last exchange carried it (SessionContext+Record), kept while none of what it is
     /// made of changes: its exchanges then share one record's storage, which sinks compare by identity.
     var connectionRecord: ConnectionRecord?
 
@@ -156,7 +156,7 @@ final class InterceptLayer: RelayingLayer {
     }
 }
 
-extension ProxySession {
+extension SessionContext {
     func startInterception(connectHost: String, port: Int, hello: ClientHello, helloBytes: [UInt8]) {
         // The name the app asked for is the SNI; IP hosts send none, so the CONNECT host stands in. An SNI that is
         // no DNS name (some clients send `host:port`) is not trusted either.
@@ -165,7 +165,7 @@ extension ProxySession {
         if let sni, sni != host {
             notice("\(connectHost):\(port): the client sent the SNI '\(sni)', which is no host name; using \(host)")
         }
-        // Auto-passthrough's key, fetched while the connection is surely open (ProxySession+AutoPassthrough).
+        // Auto-passthrough's key, fetched while the connection is surely open (SessionContext+AutoPassthrough).
         if env.autoPassthrough != nil { _ = clientHost() }
         if startOnboardingTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
         var requirements: ConnectionRequirements?

@@ -31,7 +31,7 @@ protocol RelayingLayer: AnyObject {
     var watchedWait: RelayWait { get set }
 }
 
-extension ProxySession {
+extension SessionContext {
     /// Starts the deadline for the TLS ClientHello the client owes after a CONNECT was answered 200.
     func startClientHelloDeadline() {
         commands.append(.startTimer(.clientHello, after: env.timeouts.client))
@@ -90,7 +90,7 @@ extension ProxySession {
         case .requestHead, .requestBody, .response:
             relayDeadlinePassed(timer)
         case .upstreamHandshake:
-            upstreamHandshakeDeadlinePassed()
+            break  // routed to the layer by ProxySession
         case .streamDeadlines:
             streamDeadlineTimer = nil
             streamDeadlinesPassed()
@@ -177,7 +177,7 @@ extension ProxySession {
         layer.watchedWait = .nothing
         let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: timeoutAnswer(limit: limit))
         switch phase {
-        case .plain(let p): applyPlain(output, p)
+        case .plain(let p): p.apply(self, output)
         case .intercepting(let i): applyIntercepted(output, i)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }

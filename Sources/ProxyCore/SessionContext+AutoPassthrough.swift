@@ -14,7 +14,7 @@ import TLSCore
 // The client's address is asked of the adapter once, when interception starts: the client is then waiting for
 // the proxy's answer to its ClientHello, so its connection is surely open (a refusing client closes at once).
 
-extension ProxySession {
+extension SessionContext {
     /// A close this soon after the client's handshake, with no request, is taken for a pin check that failed.
     static let refusalWindow = 3.0
 

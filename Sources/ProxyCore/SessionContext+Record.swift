@@ -34,7 +34,19 @@ extension TLSLegFacts {
     }
 }
 
-extension ProxySession {
+extension SessionContext {
+    /// The violation of the last cleartext request answered with a block (read by `logExchange`).
+    var lastPlainBlock: ATSViolation? { plain?.lastBlock }
+
+    /// The decision of the plain-HTTP exchange in flight (or upgraded), for its record (read by `recorded`).
+    var plainDecision: PlainDecisionRecord {
+        switch phase {
+        case .plain(let p): p.decisionRecord
+        case .upgraded(let u): u.plainDecision
+        case .front, .sniffing, .tunnel, .intercepting, .done: PlainDecisionRecord()
+        }
+    }
+
     /// `exchange` with its connection, action and (for exchanges no relay recorded: blocked handshakes, tunnels,
     /// refused first requests) timings.
     /// `proxySite`: the set-up site answered it (the plain and intercepted layers know it themselves).

@@ -17,7 +17,7 @@ import TLSCore
 // Every answer is an exchange line with no ATS outcome, recorded with the action `proxySite`: the site is the
 // proxy's, not the app's traffic, and the report and the web view's hosts leave it out.
 
-extension ProxySession {
+extension SessionContext {
     /// The site's answer as a relay decision (plain and intercepted requests).
     func onboardingDecision(
         _ site: OnboardingSite, role: OnboardingSite.Role, head: HTTPRequestHead, path: String, url: String,
@@ -65,7 +65,7 @@ extension ProxySession {
                     headers: HTTPHeaders(response.fields)),
                 body: response.body, request: request)
         } catch {
-            refuseFront(status: 500, body: "ATSProxy: cannot frame the set-up page: \(error)\n", head: head)
+            f.refuse(self, status: 500, body: "ATSProxy: cannot frame the set-up page: \(error)\n", head: head)
             return true
         }
         let host = head.headers[first: "Host"] ?? "proxy"

@@ -1,0 +1,67 @@
+import ATSPolicy
+import HTTP1Core
+import ProxyTrace
+import TLSCore
+
+// How a connection enters a layer: the front and the sniffer decide (FrontLayer, SessionContext+Sniffing), these
+// set the phase and make the layer's first commands. A layer never sets up another layer itself.
+
+extension SessionContext {
+    /// Starts a raw tunnel when `host` must not be intercepted (one of Apple's own hosts, a --passthrough host, one
+    /// the app pins, one this client keeps refusing the proxy's certificate for) and says true; false when it may
+    /// be intercepted. The host is the CONNECT's, or a transparent connection's SNI (SessionContext+Transparent).
+    func tunnelWithoutInterception(host: String, port: Int, pending: [UInt8], established: [UInt8]?) -> Bool {
+        if let apple = env.appleHosts?.entry(for: host) {
+            let record = AppleHostsTunnel.record(host: host, port: port, entry: apple, started: now())
+            notice(AppleHostsTunnel.notice(host: host, port: port, entry: apple), kind: "Apple host tunnelled")
+            startTunnel(record, pending: pending, established: established)
+        } else if let rule = env.passthroughRule(for: host) {
+            notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
+            let record = Tunnel(
+                host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
+            startTunnel(record, pending: pending, established: established)
+        } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
+            notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
+                + "intercepting would break the pin")
+            let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
+            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
+            startTunnel(record, pending: pending, established: established).checkPins(self, pins)
+        } else if let why = autoPassthroughNote(host: host) {
+            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
+            startTunnel(record, pending: pending, established: established)
+        } else {
+            return false
+        }
+        return true
+    }
+
+    func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
+        commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
+        closeAll()
+    }
+
+    /// Connects the tunnel's upstream; `established`: the 200 to send once it is connected (nil when the client
+    /// already had it).
+    @discardableResult
+    func startTunnel(_ record: Tunnel, pending: [UInt8], established: [UInt8]?) -> TunnelLayer {
+        var record = record
+        // The 200 waits for the upstream: a server that cannot be reached is answered 502, saying why.
+        record.established = established
+        let t = TunnelLayer(record: record, pending: pending)
+        phase = .tunnel(t)
+        let (address, upstreamPort) = upstreamAddress(host: record.host, port: record.port)
+        commands.append(.connectUpstream(address: address, port: upstreamPort))
+        return t
+    }
+
+    /// Plain-HTTP forwarding, starting with the bytes the front read so far.
+    func startPlain(replaying bytes: [UInt8]) {
+        let p = PlainLayer()
+        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
+            p.decide(self, self.absoluteForm(head))
+        }
+        phase = .plain(p)
+        p.apply(self, p.relay.clientBytes(bytes))
+    }
+
+}
