@@ -15,31 +15,77 @@ import TLSCore
 // - An upstream that ends while relaying ends the client's connection once the relay is idle (the client
 //   reconnects); a lane relay only lost one of its connections.
 
-extension SessionContext {
+/// The upstream leg of an interception: its TCP connection and TLS client, what it was offered and chose by ALPN,
+/// and the attempts made to reach it (the iOS-like handshake, the probes after it failed, the retries).
+final class UpstreamLeg {
+    /// The upstream attempts, in order: what iOS offers under the app's policy; in `--ats mirror`, what an iOS
+    /// client with every exception offers (so the suite learned is the one the server chooses for iOS); then every
+    /// version and suite this OpenSSL can negotiate.
+    enum Attempt { case iOSLike, iOSWidest, permissive }
+
+    let host: String
+    let port: Int
+    /// The TLS client (nil before the TCP connection is up, and once the upstream is done with or given up).
+    var engine: TLSEngine?
+    /// The TCP connection is open: a close is owed to it, even with the TLS client gone.
+    var isOpen = false
+    /// The upstream ended (or sent what nobody asked for) while relaying.
+    var finished = false
+    var attempt: Attempt
+    /// Upstream TCP connections made for this CONNECT so far: the first, then a probe or a retry (traced as
+    /// attempts of their own).
+    var connectAttempts = 0
+    /// The failure of the iOS-like attempt, kept while the probes run.
+    var iOSLikeFailure: TLSError?
+    /// What the upstream was last offered by ALPN.
+    var offer: [String] = []
+    /// What the upstream chose by ALPN; the client is answered with the same when it offered it (ALPN mirroring).
+    var alpn: String?
+    /// The upstream refused the mirrored offer with no_application_protocol; the retry offers both protocols.
+    var widenedALPN = false
+    /// The client's first request asked to switch protocols and the upstream had chosen h2: the upstream is
+    /// reconnected offering only http/1.1 (`retryUpstreamOverHTTP1`).
+    var http1Only = false
+    /// Requests sent again on a new connection after an upstream's GOAWAY refused them, since the last exchange that
+    /// ended: an upstream that refuses every request gets a 502 after `maxRefusedRetries`, not a reconnect storm.
+    var refusedRetries = 0
+    static let maxRefusedRetries = 3
+    /// The TLS client context and SNI, kept for the extra connections of an HTTP/1.1 upstream pool.
+    var context: TLSContext?
+    var sni: String?
+
+    init(host: String, port: Int, attempt: Attempt) {
+        self.host = host
+        self.port = port
+        self.attempt = attempt
+    }
+}
+
+extension InterceptLayer {
     /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
-    func connectInterceptionUpstream(_ i: InterceptLayer, reason: String?) {
-        let (address, upstreamPort) = upstreamAddress(host: i.host, port: i.port)
-        i.stage = .connectingUpstream
-        i.connectAttempts += 1
-        trace(.tcpConnectionStart(
-            connectionID: id, host: i.host, port: i.port, attempt: i.connectAttempts, reason: reason,
-            mappedTo: mappedAddress(host: i.host, port: i.port)))
-        commands.append(.connectUpstream(address: address, port: upstreamPort))
+    func connectUpstream(_ ctx: SessionContext, reason: String?) {
+        let (address, upstreamPort) = ctx.upstreamAddress(host: self.host, port: self.port)
+        stage = .connectingUpstream
+        upstream.connectAttempts += 1
+        ctx.trace(.tcpConnectionStart(
+            connectionID: ctx.id, host: self.host, port: self.port, attempt: upstream.connectAttempts, reason: reason,
+            mappedTo: ctx.mappedAddress(host: self.host, port: self.port)))
+        ctx.commands.append(.connectUpstream(address: address, port: upstreamPort))
     }
 
-    func interceptUpstreamConnected(_ i: InterceptLayer) {
-        i.upstreamOpen = true
-        trace(.tcpConnectionConnected(connectionID: id, attempt: i.connectAttempts))
-        if env.upstreamALPN == .mirror, !i.widenedALPN, env.h2OnlyOrigins.contains(host: i.host, port: i.port) {
-            i.widenedALPN = true
+    func upstreamConnected(_ ctx: SessionContext) {
+        upstream.isOpen = true
+        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, attempt: upstream.connectAttempts))
+        if ctx.env.upstreamALPN == .mirror, !upstream.widenedALPN, ctx.env.h2OnlyOrigins.contains(host: self.host, port: self.port) {
+            upstream.widenedALPN = true
         }
-        let offer = i.http1OnlyUpstream
-            ? ["http/1.1"] : env.upstreamALPN.upstreamOffer(clientOffer: i.hello.alpnProtocols, widened: i.widenedALPN)
-        i.upstreamOffer = offer
+        let offer = upstream.http1Only
+            ? ["http/1.1"] : ctx.env.upstreamALPN.upstreamOffer(clientOffer: hello.alpnProtocols, widened: upstream.widenedALPN)
+        upstream.offer = offer
         var configuration: TLSConfiguration
-        switch i.attempt {
+        switch upstream.attempt {
         case .iOSLike:
-            guard let req = i.requirements else { return }
+            guard let req = requirements else { return }
             configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: offer)
         case .iOSWidest:
             configuration = UpstreamTLS.iOSWidestConfiguration(alpn: offer)
@@ -47,98 +93,98 @@ extension SessionContext {
             configuration = UpstreamTLS.permissiveProbeConfiguration()
             configuration.alpnProtocols = offer
         }
-        configuration.sessionResumption = env.upstreamSessions != nil
+        configuration.sessionResumption = ctx.env.upstreamSessions != nil
         let key = TLSContextKey.upstream(
             minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
             cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: offer)
         do {
-            let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
+            let context = try ctx.env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
             // iOS sends no SNI for IP literals.
-            let sni = IPAddress(i.host) == nil ? i.host : nil
+            let sni = IPAddress(self.host) == nil ? self.host : nil
             let engine = try TLSEngine(context: context, serverName: sni)
-            if let sessions = env.upstreamSessions {
+            if let sessions = ctx.env.upstreamSessions {
                 // iOS resumes a session to an origin it talked to recently; the key holds all that shapes the
                 // ClientHello and the identity checked, so a session is offered only where the app's would be.
-                let (address, port) = upstreamAddress(host: i.host, port: i.port)
+                let (address, port) = ctx.upstreamAddress(host: self.host, port: self.port)
                 engine.offerSession(from: sessions, key: TLSSessionKey(
-                    context: context, host: i.host, serverName: sni, address: address, port: port, alpn: offer))
+                    context: context, host: self.host, serverName: sni, address: address, port: port, alpn: offer))
             }
-            i.upstream = engine
-            i.upstreamContext = context
-            i.upstreamSNI = sni
-            i.stage = .upstreamHandshake
-            commands.append(.startTimer(.upstreamHandshake, after: env.timeouts.handshake))
-            stepUpstreamHandshake(i)
+            upstream.engine = engine
+            upstream.context = context
+            upstream.sni = sni
+            stage = .upstreamHandshake
+            ctx.commands.append(.startTimer(.upstreamHandshake, after: ctx.env.timeouts.handshake))
+            stepUpstreamHandshake(ctx)
         } catch {
-            notice("\(i.host):\(i.port): cannot set up the upstream TLS client: \(error)")
-            closeAll()
+            ctx.notice("\(self.host):\(self.port): cannot set up the upstream TLS client: \(error)")
+            ctx.closeAll()
         }
     }
 
-    func interceptUpstreamFailed(_ i: InterceptLayer, _ error: String, _ failure: ConnectFailure) {
-        i.upstreamOpen = false
-        trace(.tcpConnectionConnected(connectionID: id, error: error, attempt: i.connectAttempts))
-        let mapped = mappingNote(host: i.host, port: i.port)
-        notice("\(i.host):\(i.port)\(mapped): cannot connect upstream: \(error)")
-        i.violations = [ATSViolation(
+    func upstreamConnectFailed(_ ctx: SessionContext, _ error: String, _ failure: ConnectFailure) {
+        upstream.isOpen = false
+        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, error: error, attempt: upstream.connectAttempts))
+        let mapped = ctx.mappingNote(host: self.host, port: self.port)
+        ctx.notice("\(self.host):\(self.port)\(mapped): cannot connect upstream: \(error)")
+        violations = [ATSViolation(
             kind: .unreachable, urlError: failure.urlError, sslError: nil,
-            explanation: "could not connect to \(i.host):\(i.port)\(mapped): \(error)",
+            explanation: "could not connect to \(self.host):\(self.port)\(mapped): \(error)",
             fix: .noExceptionCanHelp(reason: "the server is unreachable; this is not an ATS failure"))]
-        actWithoutUpstream(i, Verdict(source: .notATS, violations: i.violations, relayable: false))
+        actWithoutUpstream(ctx, Verdict(source: .notATS, violations: violations, relayable: false))
     }
 
     /// The upstream accepted the connection but its TLS handshake did not finish in time: the app would time out
     /// too (-1001). A stale deadline (the handshake ended, or the session moved on) does nothing.
-    func upstreamHandshakeDeadlinePassed(_ i: InterceptLayer) {
-        guard i.stage == .upstreamHandshake else { return }
-        let limit = "\(env.timeouts.handshake)"  // "15.0 seconds"
-        notice("\(i.host):\(i.port): no TLS handshake from the server within \(limit)")
-        commands.append(.closeUpstream)
-        i.upstreamOpen = false
-        i.upstream = nil
-        i.violations = [ATSViolation(
+    func upstreamHandshakeDeadlinePassed(_ ctx: SessionContext) {
+        guard stage == .upstreamHandshake else { return }
+        let limit = "\(ctx.env.timeouts.handshake)"  // "15.0 seconds"
+        ctx.notice("\(self.host):\(self.port): no TLS handshake from the server within \(limit)")
+        ctx.commands.append(.closeUpstream)
+        upstream.isOpen = false
+        upstream.engine = nil
+        violations = [ATSViolation(
             kind: .timedOut, urlError: .timedOut, sslError: nil,
             explanation: "the server accepted the connection but sent no TLS handshake within \(limit)",
             fix: .noExceptionCanHelp(reason: "the server does not answer; this is not an ATS failure"))]
-        actWithoutUpstream(i, Verdict(source: .notATS, violations: i.violations, relayable: false))
+        actWithoutUpstream(ctx, Verdict(source: .notATS, violations: violations, relayable: false))
     }
 
-    func interceptUpstreamBytes(_ i: InterceptLayer, _ bytes: [UInt8]) {
-        guard let engine = i.upstream else { return }
-        switch i.stage {
+    func upstreamBytes(_ ctx: SessionContext, _ bytes: [UInt8]) {
+        guard let engine = upstream.engine else { return }
+        switch stage {
         case .upstreamHandshake:
             engine.feed(bytes)
-            stepUpstreamHandshake(i)
+            stepUpstreamHandshake(ctx)
         case .relaying:
-            bytes.withUnsafeBytes { readUpstream(i, incoming: $0) }
+            bytes.withUnsafeBytes { readUpstream(ctx, incoming: $0) }
         default:
             engine.feed(bytes)
         }
     }
 
-    func interceptUpstreamEOF(_ i: InterceptLayer) {
-        if retryOfferingH2IfClosedBeforeRequest(i) { return }
-        i.upstream?.feedEndOfInput()
-        switch i.stage {
+    func upstreamEOF(_ ctx: SessionContext) {
+        if retryOfferingH2IfClosedBeforeRequest(ctx) { return }
+        upstream.engine?.feedEndOfInput()
+        switch stage {
         case .upstreamHandshake:
-            stepUpstreamHandshake(i)
+            stepUpstreamHandshake(ctx)
         case .relaying:
-            readUpstream(i)
-            upstreamGone(i)
+            readUpstream(ctx)
+            upstreamGone(ctx)
         default:
             break
         }
     }
 
-    func interceptUpstreamClosed(_ i: InterceptLayer, _ error: String?) {
-        i.upstreamOpen = false
-        if retryOfferingH2IfClosedBeforeRequest(i) { return }
-        switch i.stage {
+    func upstreamClosed(_ ctx: SessionContext, _ error: String?) {
+        upstream.isOpen = false
+        if retryOfferingH2IfClosedBeforeRequest(ctx) { return }
+        switch stage {
         case .upstreamHandshake:
-            i.upstream?.feedEndOfInput()
-            stepUpstreamHandshake(i)
+            upstream.engine?.feedEndOfInput()
+            stepUpstreamHandshake(ctx)
         case .relaying:
-            upstreamGone(i, failure: error)
+            upstreamGone(ctx, failure: error)
         default:
             break
         }
@@ -148,33 +194,33 @@ extension SessionContext {
     /// an offer without h2, is most likely an h2-only server that refuses such clients (nghttpd does). With
     /// `--upstream-alpn mirror` it is reconnected once offering both protocols, while the client's side waits (its
     /// bytes are held); the relay then translates. Returns whether the retry started.
-    func retryOfferingH2IfClosedBeforeRequest(_ i: InterceptLayer) -> Bool {
+    func retryOfferingH2IfClosedBeforeRequest(_ ctx: SessionContext) -> Bool {
         // The upstream never sent application data (`unansweredClientPlaintext` is nil once it has).
-        guard i.stage == .clientHandshake || i.stage == .relaying, !i.upstreamFinished, i.upstreamALPN == nil,
-            !i.upstreamOffer.contains("h2"), let unanswered = i.unansweredClientPlaintext,
-            !i.clientSpoke || Self.isReplayable(unanswered)
+        guard stage == .clientHandshake || stage == .relaying, !upstream.finished, upstream.alpn == nil,
+            !upstream.offer.contains("h2"), let unanswered = client.unansweredPlaintext,
+            !client.spoke || Self.isReplayable(unanswered)
         else { return false }
-        let offered = i.hello.alpnProtocols.isEmpty ? "no ALPN" : i.hello.alpnProtocols.joined(separator: ",")
-        guard env.upstreamALPN == .mirror, !i.widenedALPN else {
-            notice("\(i.host):\(i.port): the upstream closed the connection right after the TLS handshake, before any "
+        let offered = hello.alpnProtocols.isEmpty ? "no ALPN" : hello.alpnProtocols.joined(separator: ",")
+        guard ctx.env.upstreamALPN == .mirror, !upstream.widenedALPN else {
+            ctx.notice("\(self.host):\(self.port): the upstream closed the connection right after the TLS handshake, before any "
                 + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
                 + "\(offered)). Run with --upstream-alpn ios so the proxy offers h2 and translates")
             return false
         }
-        if env.h2OnlyOrigins.insert(host: i.host, port: i.port) {
-            notice("\(i.host):\(i.port): the upstream closed the connection before any request without choosing a "
+        if ctx.env.h2OnlyOrigins.insert(host: self.host, port: self.port) {
+            ctx.notice("\(self.host):\(self.port): the upstream closed the connection before any request without choosing a "
                 + "protocol (the client offered \(offered)); it is taken for h2-only: connections to it now offer h2 "
                 + "and http/1.1, and the proxy translates")
         }
-        i.widenedALPN = true
-        i.resumeStage = i.stage
+        upstream.widenedALPN = true
+        client.resumeStage = stage
         // The old relay's exchange never reached the origin; the retried connection gets the request again.
-        i.relay = nil
-        commands.append(.closeUpstream)
-        i.upstreamOpen = false
-        i.upstream = nil
-        connectInterceptionUpstream(i, reason: "the upstream closed the previous connection before any request, "
-            + "choosing no protocol from the offer \(Self.offerText(i.upstreamOffer)); offering h2 and http/1.1, as "
+        self.relay = nil
+        ctx.commands.append(.closeUpstream)
+        upstream.isOpen = false
+        upstream.engine = nil
+        connectUpstream(ctx, reason: "the upstream closed the previous connection before any request, "
+            + "choosing no protocol from the offer \(Self.offerText(upstream.offer)); offering h2 and http/1.1, as "
             + "the app does")
         return true
     }
@@ -182,30 +228,30 @@ extension SessionContext {
     /// The client's first request asks to switch protocols (a WebSocket's Upgrade) and the upstream chose h2, which
     /// cannot carry it (`--upstream-alpn ios` offered h2 to an HTTP/1.1 client). The app's URLSession makes such a
     /// connection over http/1.1, and gets the 101: reconnect offering only http/1.1 and replay the request there.
-    func retryUpstreamOverHTTP1(_ i: InterceptLayer, replaying request: [UInt8]) {
-        i.http1OnlyUpstream = true
-        reconnectUpstream(i, replaying: request, reason: "the client's first request asks to switch protocols "
+    func retryUpstreamOverHTTP1(_ ctx: SessionContext, replaying request: [UInt8]) {
+        upstream.http1Only = true
+        reconnectUpstream(ctx, replaying: request, reason: "the client's first request asks to switch protocols "
             + "(Upgrade), which HTTP/2 cannot carry; offering only http/1.1, as the app's connection for it would")
     }
 
     /// The h2 upstream's GOAWAY refused the HTTP/1.1 client's request in flight, which it never processed: the
     /// app's URLSession sends such a request again on a new connection (nginx sends GOAWAY every 1,000 requests, so
     /// long sessions meet this), and so does the proxy, instead of a 502.
-    func retryRefusedRequest(_ i: InterceptLayer, replaying request: [UInt8]) {
-        i.refusedRetries += 1
-        reconnectUpstream(i, replaying: request, reason: "the upstream's GOAWAY refused the request in flight "
+    func retryRefusedRequest(_ ctx: SessionContext, replaying request: [UInt8]) {
+        upstream.refusedRetries += 1
+        reconnectUpstream(ctx, replaying: request, reason: "the upstream's GOAWAY refused the request in flight "
             + "(never processed); sending it again on a new connection, as URLSession does")
     }
 
     /// Replaces the upstream connection and its relay: `request` goes to the new one once it is ready.
-    private func reconnectUpstream(_ i: InterceptLayer, replaying request: [UInt8], reason: String) {
-        i.resumeStage = .relaying
-        i.relay = nil
-        i.unansweredClientPlaintext = request
-        commands.append(.closeUpstream)
-        i.upstreamOpen = false
-        i.upstream = nil
-        connectInterceptionUpstream(i, reason: reason)
+    private func reconnectUpstream(_ ctx: SessionContext, replaying request: [UInt8], reason: String) {
+        client.resumeStage = .relaying
+        self.relay = nil
+        client.unansweredPlaintext = request
+        ctx.commands.append(.closeUpstream)
+        upstream.isOpen = false
+        upstream.engine = nil
+        connectUpstream(ctx, reason: reason)
     }
 
     /// An ALPN offer as traces show it: `http/1.1`, `h2, http/1.1`, or `(none)`.
@@ -245,27 +291,27 @@ extension SessionContext {
 
     /// The upstream connection ended: cleanly, or with `failure` (a TCP reset), which cuts off what was in flight
     /// and is passed on to the client as such.
-    func upstreamGone(_ i: InterceptLayer, failure: String? = nil) {
-        guard !i.upstreamFinished, i.blockAnswer == nil else { return }
-        i.upstreamFinished = true
-        if i.raw {
+    func upstreamGone(_ ctx: SessionContext, failure: String? = nil) {
+        guard !upstream.finished, block.answer == nil else { return }
+        upstream.finished = true
+        if raw {
             if let failure {
-                upgradeEnded(i, by: "the upstream connection failed: \(failure)")
-                closeAll(reset: true)
+                upgradeEnded(ctx, by: "the upstream connection failed: \(failure)")
+                ctx.closeAll(reset: true)
             } else {
-                upgradeEnded(i, by: "the upstream closed it")
-                shutdownClientTLS(i)
+                upgradeEnded(ctx, by: "the upstream closed it")
+                shutdownClientTLS(ctx)
             }
             return
         }
-        guard let relay = i.relay else { return }
+        guard let relay = self.relay else { return }
         if let failure {
-            applyIntercepted(relay.upstreamReset("the upstream connection failed: \(failure)"), i)
+            apply(ctx, relay.upstreamReset("the upstream connection failed: \(failure)"))
         } else {
-            applyIntercepted(relay.upstreamEOF(), i)
+            apply(ctx, relay.upstreamEOF())
         }
         // The upstream TLS session is over; the client reconnects for its next request. A pool of lanes only lost
         // one of its connections and opens another when needed.
-        if relay.isIdle, !(relay is LaneRelay), !isDone { closeAll(tlsClose: true) }
+        if relay.isIdle, !(relay is LaneRelay), !ctx.isDone { ctx.closeAll(tlsClose: true) }
     }
 }

@@ -93,7 +93,7 @@ extension PlainLayer {
             }
         }
         if ctx.env.mode == .mirror {
-            mirrorRecord = ctx.mirrorCleartext(url: url, simulated: verdict.violations)
+            mirrorRecord = mirrorCleartext(ctx, url: url, simulated: verdict.violations)
             // Without a plist the device alone judges: Apple's defaults only name the kind in the summary.
             if !ctx.env.mirrorComparesPolicy { verdict = Verdict(source: .notEvaluated, violations: []) }
         }
@@ -196,5 +196,32 @@ extension PlainLayer {
             ctx.commands.append(.closeUpstream)
         }
         if o.closeClient { ctx.closeAll(reset: o.abortClient) }
+    }
+
+    /// A cleartext request in mirror mode: the device sent it, so its ATS allowed the load (ATS refuses `http://`
+    /// before connecting). Judged against the simulation like a connection, counted, and traced.
+    func mirrorCleartext(_ ctx: SessionContext, url: String, simulated: [ATSViolation]) -> MirrorRecord {
+        let kind = simulated.first?.kind.rawValue ?? "none"
+        var simulatedText: String?
+        var disagreement: String?
+        var agreed: Bool?
+        if ctx.env.mirrorComparesPolicy {
+            simulatedText = InterceptLayer.simulatedText(simulated)
+            agreed = simulated.isEmpty
+            if !simulated.isEmpty {
+                disagreement = "simulated: \(simulatedText ?? ""); device: sent the cleartext request; either the "
+                    + "app's effective policy differs from the plist, or iOS behaves differently than modelled "
+                    + "(reference §3.1)"
+            }
+        }
+        let record = MirrorRecord(
+            version: "cleartext HTTP", weaknesses: [], notReproduced: [], deviceAccepted: true,
+            simulated: simulatedText, disagreement: disagreement, simulatedKind: simulated.first?.kind.rawValue)
+        ctx.trace(.mirrorDeviceVerdict(url: url, record: record))
+        ctx.env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
+        if let disagreement {
+            ctx.notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
+        }
+        return record
     }
 }

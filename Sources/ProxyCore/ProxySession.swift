@@ -113,10 +113,10 @@ public final class ProxySession {
         if case .intercepting(let i) = ctx.phase, i.stage == .relaying {
             switch peer {
             case .client:
-                ctx.readClient(i, incoming: bytes)
+                i.readClient(ctx, incoming: bytes)
                 return ctx.takeCommands()
-            case .upstream where i.upstream != nil:
-                ctx.readUpstream(i, incoming: bytes)
+            case .upstream where i.upstream.engine != nil:
+                i.readUpstream(ctx, incoming: bytes)
                 return ctx.takeCommands()
             case .upstream, .lane:
                 break
@@ -168,16 +168,16 @@ public final class ProxySession {
         case .upstreamClosed(let error): upstreamClosed(error)
         case .laneConnected, .laneConnectFailed, .laneBytes, .laneEOF, .laneClosed:
             switch ctx.phase {
-            case .intercepting(let i): ctx.handleLaneEvent(event, i)
+            case .intercepting(let i): i.handleLaneEvent(ctx, event)
             case .tunnel(let t): t.pinCheckLaneEvent(ctx, event)
             case .front, .sniffing, .plain, .upgraded, .done: break
             }
-        case .peerQuiet(let peer): if let i = ctx.interception { ctx.releaseBuffers(of: peer, i) }
+        case .peerQuiet(let peer): if let i = ctx.interception { i.releaseBuffers(ctx, of: peer) }
         case .stopping: ctx.stopping = true
         case .timerFired(.upstreamHandshake):
             switch ctx.phase {
             case .tunnel(let t): t.pinCheckTimedOut(ctx)
-            case .intercepting(let i): ctx.upstreamHandshakeDeadlinePassed(i)
+            case .intercepting(let i): i.upstreamHandshakeDeadlinePassed(ctx)
             case .front, .sniffing, .plain, .upgraded, .done: break
             }
         case .timerFired(.requestHead) where ctx.isFront:
@@ -199,7 +199,7 @@ public final class ProxySession {
         case .tunnel(let t): t.clientBytes(ctx, bytes)
         case .sniffing: ctx.sniffBytes(bytes)
         case .plain(let p): p.apply(ctx, p.relay.clientBytes(bytes))
-        case .intercepting(let i): ctx.interceptClientBytes(i, bytes)
+        case .intercepting(let i): i.clientBytes(ctx, bytes)
         case .upgraded, .done: break
         }
     }
@@ -207,7 +207,7 @@ public final class ProxySession {
     private func clientEOF() {
         switch ctx.phase {
         case .plain(let p): p.apply(ctx, p.relay.clientEOF())
-        case .intercepting(let i): ctx.interceptClientEOF(i)
+        case .intercepting(let i): i.clientEOF(ctx)
         case .front, .sniffing: ctx.closeAll()
         case .tunnel(let t): if !t.isOpen { ctx.closeAll() }
         case .upgraded, .done: break
@@ -228,8 +228,8 @@ public final class ProxySession {
             for exchange in p.relay.clientGone(reason).exchanges { ctx.logExchange(exchange) }
         case .intercepting(let i):
             if let relay = i.relay { for exchange in relay.clientGone(reason).exchanges { ctx.logExchange(exchange) } }
-            ctx.logUpgradeEnd(i, fallbackReason: reason)
-            ctx.closeAllLanes(i)
+            i.logUpgradeEnd(ctx, fallbackReason: reason)
+            i.closeAllLanes(ctx)
         case .upgraded(let u):
             u.logEnd(ctx, fallbackReason: reason)
         case .front, .sniffing, .tunnel, .done:
@@ -243,7 +243,7 @@ public final class ProxySession {
         switch ctx.phase {
         case .tunnel(let t): t.upstreamConnected(ctx)
         case .plain(let p): p.upstreamConnected(ctx)
-        case .intercepting(let i): ctx.interceptUpstreamConnected(i)
+        case .intercepting(let i): i.upstreamConnected(ctx)
         case .front, .sniffing, .upgraded, .done: break
         }
     }
@@ -252,7 +252,7 @@ public final class ProxySession {
         switch ctx.phase {
         case .tunnel(let t): t.upstreamConnectFailed(ctx, error, failure)
         case .plain(let p): p.upstreamConnectFailed(ctx, error, failure)
-        case .intercepting(let i): ctx.interceptUpstreamFailed(i, error, failure)
+        case .intercepting(let i): i.upstreamConnectFailed(ctx, error, failure)
         case .front, .sniffing, .upgraded, .done: ctx.closeAll()
         }
     }
@@ -260,7 +260,7 @@ public final class ProxySession {
     private func upstreamBytes(_ bytes: [UInt8]) {
         switch ctx.phase {
         case .plain(let p): p.apply(ctx, p.relay.upstreamBytes(bytes))
-        case .intercepting(let i): ctx.interceptUpstreamBytes(i, bytes)
+        case .intercepting(let i): i.upstreamBytes(ctx, bytes)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
     }
@@ -268,7 +268,7 @@ public final class ProxySession {
     private func upstreamEOF() {
         switch ctx.phase {
         case .plain(let p): p.upstreamEOF(ctx)
-        case .intercepting(let i): ctx.interceptUpstreamEOF(i)
+        case .intercepting(let i): i.upstreamEOF(ctx)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
     }
@@ -276,7 +276,7 @@ public final class ProxySession {
     private func upstreamClosed(_ error: String?) {
         switch ctx.phase {
         case .plain(let p): p.upstreamClosed(ctx, error)
-        case .intercepting(let i): ctx.interceptUpstreamClosed(i, error)
+        case .intercepting(let i): i.upstreamClosed(ctx, error)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
     }

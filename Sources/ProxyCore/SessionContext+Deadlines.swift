@@ -107,7 +107,7 @@ extension SessionContext {
             notice("\(i.host):\(i.port): \(ended.count) HTTP/2 request(s) passed a deadline: \(first)",
                 kind: "h2-stream-deadline")
         }
-        applyIntercepted(output, i)
+        i.apply(self, output)
     }
 
     /// The answer to a request whose upstream did not answer within `limit`: a 504 with the app's -1001, in the
@@ -178,7 +178,7 @@ extension SessionContext {
         let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: timeoutAnswer(limit: limit))
         switch phase {
         case .plain(let p): p.apply(self, output)
-        case .intercepting(let i): applyIntercepted(output, i)
+        case .intercepting(let i): i.apply(self, output)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
     }
@@ -191,10 +191,10 @@ extension SessionContext {
         notice("\(name): the upstream sent bytes with no request outstanding (a response nobody asked for); "
             + "closed its connection")
         guard let i = interception, let relay = i.relay else { return }
-        i.upstream = nil
-        i.upstreamFinished = true
+        i.upstream.engine = nil
+        i.upstream.finished = true
         // A request the client pipelined behind went to that connection: it gets a 502.
-        applyIntercepted(relay.upstreamEOF(), i)
+        i.apply(self, relay.upstreamEOF())
         if !isDone { closeAll(tlsClose: true) }
     }
 }

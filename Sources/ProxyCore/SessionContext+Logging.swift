@@ -71,7 +71,7 @@ extension SessionContext {
             logExchange(noted)
             return
         }
-        if exchange.note == nil, let fallback = interception?.blockFallback {
+        if exchange.note == nil, let fallback = interception?.block.fallback {
             // Copied only here: a copy of every exchange cost about 1% of a keep-alive request's instructions.
             var noted = exchange
             noted.note = fallback

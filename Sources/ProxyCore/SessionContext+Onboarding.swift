@@ -102,7 +102,7 @@ extension SessionContext {
             decision: .init(keyPath: [], reason: "ATSProxy's set-up site"), started: now())
         i.localSite = site
         phase = .intercepting(i)
-        startClientHandshake(i, leaf: .standard)
+        i.startClientHandshake(self, leaf: .standard)
         return true
     }
 }

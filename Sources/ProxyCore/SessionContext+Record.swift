@@ -54,8 +54,8 @@ extension SessionContext {
         var record = exchange
         let i = interception
         if let i {
-            if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client, serverName: i.hello.serverName) }
-            if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
+            if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client.engine, serverName: i.hello.serverName) }
+            if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream.engine, serverName: i.upstream.sni) }
         }
         let connection: ConnectionRecord
         if let kept = i?.connectionRecord, kept.clientAddress == clientAddress, kept.upstreamAddress == upstreamAddress {

@@ -1,6 +1,6 @@
 // What every relay step does first, whatever carries its bytes: the plaintext dumps of level 3, and a (re)connect
 // the relay asked for. Plain forwarding then sends the bytes as they are (`PlainLayer.apply`); interception encrypts
-// them through the legs' TLS engines (`applyIntercepted`).
+// them through the legs' TLS engines (`apply`).
 
 extension SessionContext {
     /// Dumps the step's plaintext and carries out its connect, closing the upstream it replaces; returns whether

@@ -64,4 +64,42 @@ extension SessionContext {
         p.apply(self, p.relay.clientBytes(bytes))
     }
 
+    /// Interception of a CONNECT whose client sent a TLS ClientHello (InterceptLayer).
+    func startInterception(connectHost: String, port: Int, hello: ClientHello, helloBytes: [UInt8]) {
+        // The name the app asked for is the SNI; IP hosts send none, so the CONNECT host stands in. An SNI that is
+        // no DNS name (some clients send `host:port`) is not trusted either.
+        let sni = hello.serverName.map { $0.lowercased() }
+        let host = sni.flatMap { Self.isPlausibleDNSName($0) ? $0 : nil } ?? connectHost.lowercased()
+        if let sni, sni != host {
+            notice("\(connectHost):\(port): the client sent the SNI '\(sni)', which is no host name; using \(host)")
+        }
+        // Auto-passthrough's key, fetched while the connection is surely open (SessionContext+AutoPassthrough).
+        if env.autoPassthrough != nil { _ = clientHost() }
+        if startOnboardingTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
+        var requirements: ConnectionRequirements?
+        var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
+        if env.mode != .off {
+            switch env.requirements(for: ConnectionTarget(scheme: "https", host: host, port: port)) {
+            case .proceed(let r):
+                requirements = r
+                decision = r.decidedBy
+            case .blocked(let v):
+                // https is never refused before connecting; keep the engine's word if it ever is.
+                decision = v.decidedBy ?? PolicyDecision(keyPath: [], reason: v.explanation)
+            }
+        }
+        let i = InterceptLayer(
+            host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements,
+            decision: decision, started: now())
+        phase = .intercepting(i)
+        i.connectUpstream(self, reason: nil)
+    }
+
+    /// Letters, digits, hyphens, underscores and dots: what a TLS server_name may hold (RFC 6066 §3).
+    static func isPlausibleDNSName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 253
+            && name.utf8.allSatisfy { c in
+                (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F
+            }
+    }
 }

@@ -84,13 +84,18 @@ final class SessionContext {
 
     // MARK: - Ending
 
+    /// Logs a flawed-leaf refusal the client has acted on, and what a mirrored device did, as the connection ends.
+    func logRefusalIfClientRefused() {
+        interception?.logRefusalIfClientRefused(self)
+    }
+
     /// Whether the upstream TCP connection is open (a close is owed to it), in whichever layer holds it.
     var upstreamIsOpen: Bool {
         switch phase {
         case .tunnel(let t): t.isOpen
         case .plain(let p): p.upstreamOpen
         case .upgraded: true
-        case .intercepting(let i): i.upstreamOpen
+        case .intercepting(let i): i.upstream.isOpen
         case .front, .sniffing, .done: false
         }
     }
@@ -102,16 +107,16 @@ final class SessionContext {
         let upstreamWasOpen = upstreamIsOpen
         switch phase {
         case .intercepting(let i):
-            logUpgradeEnd(i, fallbackReason: "the proxy closed it")
-            closeAllLanes(i)
+            i.logUpgradeEnd(self, fallbackReason: "the proxy closed it")
+            i.closeAllLanes(self)
             // A second close (a relay asking for one after a failed write already closed) sends nothing more.
-            if tlsClose, !reset, !clientClosed, let client = i.client {
+            if tlsClose, !reset, !clientClosed, let client = i.client.engine {
                 client.close()
                 let bytes = client.takeOutput()
                 if !bytes.isEmpty { commands.append(.sendToClient(bytes)) }
             }
             // Code still running on the layer (a relay step that asked for the close) sends the upstream nothing more.
-            i.upstreamOpen = false
+            i.upstream.isOpen = false
         case .plain(let p):
             p.upstreamOpen = false
         case .upgraded(let u):

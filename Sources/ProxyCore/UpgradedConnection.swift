@@ -37,17 +37,3 @@ extension UpgradedConnection {
             note: "upgraded connection ended: \(endedBy ?? fallbackReason)"))
     }
 }
-
-extension SessionContext {
-    /// Notes which side closed an intercepted upgraded connection first (the later teardown says less).
-    func upgradeEnded(_ i: InterceptLayer, by side: String) {
-        if i.upgraded != nil, i.upgraded?.endedBy == nil { i.upgraded?.endedBy = side }
-    }
-
-    /// Logs the end of an intercepted upgraded connection, once.
-    func logUpgradeEnd(_ i: InterceptLayer, fallbackReason: String) {
-        guard let u = i.upgraded else { return }
-        i.upgraded = nil
-        u.logEnd(self, fallbackReason: fallbackReason)
-    }
-}
