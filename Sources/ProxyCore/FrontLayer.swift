@@ -6,7 +6,7 @@ import ProxyTrace
 // - A SOCKS greeting or a TLS record where a request should start (ForeignGreeting): answered with that protocol's
 //   refusal, the user told what to set instead, closed.
 // - An origin-form GET of the set-up site's pages (`http://PROXY:PORT/`, opened directly): the site answers
-//   (SessionContext+Onboarding).
+//   (SessionContext+LocalSite).
 // - The head must be complete within `--client-timeout` of its first byte (408 otherwise, from the router).
 // - `--auth`: a request without the credentials is answered 407 and the connection closed, except an origin-form GET
 //   of the set-up site's pages (public: the certificate and the steps, without the policy's path).
@@ -58,7 +58,7 @@ extension FrontLayer {
         if let reason = ctx.authFailureReason(head) {
             // The set-up site's pages opened directly need no credentials: a phone following the QR code has none
             // yet, and the pages hold the public certificate and the steps (the policy's path is left out).
-            if head.target.hasPrefix("/"), ctx.answerOnboardingDirectly(head, path: head.target, self, credentialed: false) {
+            if head.target.hasPrefix("/"), ctx.answerLocalSiteDirectly(head, path: head.target, self, credentialed: false) {
                 return
             }
             ctx.logAuthFailure(ProxyAuthFailure(
@@ -106,7 +106,7 @@ extension FrontLayer {
                 status: 400,
                 body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
                 head: head)
-        case .origin(let path) where ctx.answerOnboardingDirectly(head, path: path, self):
+        case .origin(let path) where ctx.answerLocalSiteDirectly(head, path: path, self):
             return
         case .origin, .asterisk:
             refuse(ctx, 

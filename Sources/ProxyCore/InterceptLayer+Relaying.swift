@@ -1,7 +1,6 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
-import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -99,7 +98,8 @@ extension InterceptLayer {
         let protocolName = block.answer == nil && localSite == nil ? upstream.alpn : client.engine?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
         if let site = localSite {
-            return ctx.onboardingDecision(site, role: .site, head: head, path: head.target, url: url, secure: true)
+            return ctx.localSiteDecision(
+                site, host: nil, port: port, head: head, path: head.target, url: url, secure: true)
         }
         let codes = violations.map(ExchangeError.init)
         if var answer = block.answer {

@@ -64,61 +64,21 @@ final class UpstreamLeg {
 extension InterceptLayer {
     /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
     func connectUpstream(_ ctx: SessionContext, reason: String?) {
-        let (address, upstreamPort) = ctx.upstreamAddress(host: self.host, port: self.port)
         stage = .connectingUpstream
-        upstream.connectAttempts += 1
-        ctx.trace(.tcpConnectionStart(
-            connectionID: ctx.id, host: self.host, port: self.port, attempt: upstream.connectAttempts, reason: reason,
-            mappedTo: ctx.mappedAddress(host: self.host, port: self.port)))
-        ctx.commands.append(.connectUpstream(address: address, port: upstreamPort))
+        upstream.connect(ctx, reason: reason)
     }
 
     func upstreamConnected(_ ctx: SessionContext) {
-        upstream.isOpen = true
-        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, attempt: upstream.connectAttempts))
-        if ctx.env.upstreamALPN == .mirror, !upstream.widenedALPN, ctx.env.h2OnlyOrigins.contains(host: self.host, port: self.port) {
-            upstream.widenedALPN = true
-        }
-        let offer = upstream.http1Only
-            ? ["http/1.1"] : ctx.env.upstreamALPN.upstreamOffer(clientOffer: hello.alpnProtocols, widened: upstream.widenedALPN)
-        upstream.offer = offer
-        var configuration: TLSConfiguration
-        switch upstream.attempt {
-        case .iOSLike:
-            guard let req = requirements else { return }
-            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: offer)
-        case .iOSWidest:
-            configuration = UpstreamTLS.iOSWidestConfiguration(alpn: offer)
-        case .permissive:
-            configuration = UpstreamTLS.permissiveProbeConfiguration()
-            configuration.alpnProtocols = offer
-        }
-        configuration.sessionResumption = ctx.env.upstreamSessions != nil
-        let key = TLSContextKey.upstream(
-            minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
-            cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: offer)
         do {
-            let context = try ctx.env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
-            // iOS sends no SNI for IP literals.
-            let sni = IPAddress(self.host) == nil ? self.host : nil
-            let engine = try TLSEngine(context: context, serverName: sni)
-            if let sessions = ctx.env.upstreamSessions {
-                // iOS resumes a session to an origin it talked to recently; the key holds all that shapes the
-                // ClientHello and the identity checked, so a session is offered only where the app's would be.
-                let (address, port) = ctx.upstreamAddress(host: self.host, port: self.port)
-                engine.offerSession(from: sessions, key: TLSSessionKey(
-                    context: context, host: self.host, serverName: sni, address: address, port: port, alpn: offer))
-            }
-            upstream.engine = engine
-            upstream.context = context
-            upstream.sni = sni
-            stage = .upstreamHandshake
-            ctx.commands.append(.startTimer(.upstreamHandshake, after: ctx.env.timeouts.handshake))
-            stepUpstreamHandshake(ctx)
+            guard try upstream.connected(ctx, clientOffer: hello.alpnProtocols, requirements: requirements) else { return }
         } catch {
-            ctx.notice("\(self.host):\(self.port): cannot set up the upstream TLS client: \(error)")
+            ctx.notice("\(host):\(port): cannot set up the upstream TLS client: \(error)")
             ctx.closeAll()
+            return
         }
+        stage = .upstreamHandshake
+        ctx.commands.append(.startTimer(.upstreamHandshake, after: ctx.env.timeouts.handshake))
+        stepUpstreamHandshake(ctx)
     }
 
     func upstreamConnectFailed(_ ctx: SessionContext, _ error: String, _ failure: ConnectFailure) {
@@ -139,9 +99,7 @@ extension InterceptLayer {
         guard stage == .upstreamHandshake else { return }
         let limit = "\(ctx.env.timeouts.handshake)"  // "15.0 seconds"
         ctx.notice("\(self.host):\(self.port): no TLS handshake from the server within \(limit)")
-        ctx.commands.append(.closeUpstream)
-        upstream.isOpen = false
-        upstream.engine = nil
+        upstream.drop(ctx)
         violations = [ATSViolation(
             kind: .timedOut, urlError: .timedOut, sslError: nil,
             explanation: "the server accepted the connection but sent no TLS handshake within \(limit)",
@@ -216,9 +174,7 @@ extension InterceptLayer {
         client.resumeStage = stage
         // The old relay's exchange never reached the origin; the retried connection gets the request again.
         self.relay = nil
-        ctx.commands.append(.closeUpstream)
-        upstream.isOpen = false
-        upstream.engine = nil
+        upstream.drop(ctx)
         connectUpstream(ctx, reason: "the upstream closed the previous connection before any request, "
             + "choosing no protocol from the offer \(Self.offerText(upstream.offer)); offering h2 and http/1.1, as "
             + "the app does")
@@ -248,9 +204,7 @@ extension InterceptLayer {
         client.resumeStage = .relaying
         self.relay = nil
         client.unansweredPlaintext = request
-        ctx.commands.append(.closeUpstream)
-        upstream.isOpen = false
-        upstream.engine = nil
+        upstream.drop(ctx)
         connectUpstream(ctx, reason: reason)
     }
 
@@ -313,5 +267,103 @@ extension InterceptLayer {
         // The upstream TLS session is over; the client reconnects for its next request. A pool of lanes only lost
         // one of its connections and opens another when needed.
         if relay.isIdle, !(relay is LaneRelay), !ctx.isDone { ctx.closeAll(tlsClose: true) }
+    }
+}
+
+extension UpstreamLeg {
+    /// Opens a TCP connection to the upstream, traced as an attempt of its own. `reason`: why a connection after
+    /// the first is made (nil for the first).
+    func connect(_ ctx: SessionContext, reason: String?) {
+        let (address, upstreamPort) = ctx.upstreamAddress(host: host, port: port)
+        connectAttempts += 1
+        ctx.trace(.tcpConnectionStart(
+            connectionID: ctx.id, host: host, port: port, attempt: connectAttempts, reason: reason,
+            mappedTo: ctx.mappedAddress(host: host, port: port)))
+        ctx.commands.append(.connectUpstream(address: address, port: upstreamPort))
+    }
+
+    /// The TCP connection is up: the TLS client for this attempt is set up, offering by ALPN what `--upstream-alpn`
+    /// says for the client's offer. False when there is nothing to offer (an iOS-like attempt without
+    /// requirements); throws when OpenSSL cannot build it.
+    func connected(_ ctx: SessionContext, clientOffer: [String], requirements: ConnectionRequirements?) throws -> Bool {
+        isOpen = true
+        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, attempt: connectAttempts))
+        if ctx.env.upstreamALPN == .mirror, !widenedALPN, ctx.env.h2OnlyOrigins.contains(host: host, port: port) {
+            widenedALPN = true
+        }
+        let offer = http1Only
+            ? ["http/1.1"] : ctx.env.upstreamALPN.upstreamOffer(clientOffer: clientOffer, widened: widenedALPN)
+        self.offer = offer
+        var configuration: TLSConfiguration
+        switch attempt {
+        case .iOSLike:
+            guard let req = requirements else { return false }
+            configuration = UpstreamTLS.iOSLikeConfiguration(for: req, alpn: offer)
+        case .iOSWidest:
+            configuration = UpstreamTLS.iOSWidestConfiguration(alpn: offer)
+        case .permissive:
+            configuration = UpstreamTLS.permissiveProbeConfiguration()
+            configuration.alpnProtocols = offer
+        }
+        configuration.sessionResumption = ctx.env.upstreamSessions != nil
+        let key = TLSContextKey.upstream(
+            minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
+            cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: offer)
+        let context = try ctx.env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
+        // iOS sends no SNI for IP literals.
+        let sni = IPAddress(host) == nil ? host : nil
+        let engine = try TLSEngine(context: context, serverName: sni)
+        if let sessions = ctx.env.upstreamSessions {
+            // iOS resumes a session to an origin it talked to recently; the key holds all that shapes the
+            // ClientHello and the identity checked, so a session is offered only where the app's would be.
+            let (address, addressPort) = ctx.upstreamAddress(host: host, port: port)
+            engine.offerSession(from: sessions, key: TLSSessionKey(
+                context: context, host: host, serverName: sni, address: address, port: addressPort, alpn: offer))
+        }
+        self.engine = engine
+        self.context = context
+        self.sni = sni
+        return true
+    }
+
+    /// Closes the connection and forgets its TLS client (a retry or a verdict follows).
+    func drop(_ ctx: SessionContext) {
+        ctx.commands.append(.closeUpstream)
+        isOpen = false
+        engine = nil
+    }
+
+    /// The origin refused the mirrored ALPN offer (an h2-only origin and an HTTP/1.1 client): the next attempt
+    /// offers both and the relay translates, as the app, which always offers both, would have reached it. Returns
+    /// why the retry is made, or nil when this is no such refusal or the offer was already widened.
+    func widenAfterALPNRefusal(_ ctx: SessionContext, _ error: TLSError, clientOffer: [String]) -> String? {
+        guard case .peerAlert(.noApplicationProtocol) = error, !widenedALPN, ctx.env.upstreamALPN == .mirror
+        else { return nil }
+        widenedALPN = true
+        ctx.notice("\(host):\(port): the upstream refused the client's ALPN offer \(clientOffer); "
+            + "retrying with h2 and http/1.1 (the proxy translates)")
+        return "the upstream refused the offer \(InterceptLayer.offerText(offer)) with no_application_protocol; "
+            + "offering h2 and http/1.1, as the app does"
+    }
+
+    /// The probe after a failed handshake: in `--ats mirror`, what iOS offers with every exception (so the suite
+    /// learned is the one the server would choose for the device), then every version and suite, so the verdict
+    /// can say why. Returns why the next attempt is made, or nil once the permissive one failed too.
+    func nextProbe(after error: TLSError, mode: ATSMode) -> String? {
+        switch attempt {
+        case .iOSLike where mode == .mirror:
+            iOSLikeFailure = error
+            attempt = .iOSWidest
+            return "ATSProxy's probe, not the app's: attempt \(connectAttempts)'s handshake failed (\(error)); offering "
+                + "what iOS offers with every exception (TLS 1.0-1.3, the forward-secret and static-RSA suites) to "
+                + "learn what the server would choose for the device"
+        case .iOSLike, .iOSWidest:
+            if iOSLikeFailure == nil { iOSLikeFailure = error }
+            attempt = .permissive
+            return "ATSProxy's probe, not the app's: attempt \(connectAttempts)'s handshake failed (\(error)); every "
+                + "TLS version and cipher suite is offered to learn why"
+        case .permissive:
+            return nil
+        }
     }
 }

@@ -31,34 +31,11 @@ extension InterceptLayer {
     }
 
     func upstreamHandshakeFailed(_ ctx: SessionContext, _ error: TLSError) {
-        ctx.commands.append(.closeUpstream)
-        upstream.isOpen = false
-        upstream.engine = nil
-        if case .peerAlert(.noApplicationProtocol) = error, !upstream.widenedALPN, ctx.env.upstreamALPN == .mirror {
-            // The origin speaks none of the client's protocols (an h2-only origin and an HTTP/1.1 client): offer
-            // both and translate, as the app, which always offers both, would have reached it.
-            upstream.widenedALPN = true
-            ctx.notice("\(host):\(port): the upstream refused the client's ALPN offer \(hello.alpnProtocols); "
-                + "retrying with h2 and http/1.1 (the proxy translates)")
-            connectUpstream(ctx, reason: "the upstream refused the offer \(Self.offerText(upstream.offer)) "
-                + "with no_application_protocol; offering h2 and http/1.1, as the app does")
-            return
-        }
-        if upstream.attempt == .iOSLike, ctx.env.mode == .mirror {
-            // Mirror mode learns the suite the server would choose for an iOS client with every exception first.
-            upstream.iOSLikeFailure = error
-            upstream.attempt = .iOSWidest
-            connectUpstream(ctx, reason: "ATSProxy's probe, not the app's: attempt \(upstream.connectAttempts)'s "
-                + "handshake failed (\(error)); offering what iOS offers with every exception (TLS 1.0-1.3, the "
-                + "forward-secret and static-RSA suites) to learn what the server would choose for the device")
-            return
-        }
-        if upstream.attempt == .iOSLike || upstream.attempt == .iOSWidest {
-            // Learn what the server does support, so the verdict can explain the failure.
-            if upstream.iOSLikeFailure == nil { upstream.iOSLikeFailure = error }
-            upstream.attempt = .permissive
-            connectUpstream(ctx, reason: "ATSProxy's probe, not the app's: attempt \(upstream.connectAttempts)'s "
-                + "handshake failed (\(error)); every TLS version and cipher suite is offered to learn why")
+        upstream.drop(ctx)
+        if let reason = upstream.widenAfterALPNRefusal(ctx, error, clientOffer: hello.alpnProtocols)
+            ?? upstream.nextProbe(after: error, mode: ctx.env.mode)
+        {
+            connectUpstream(ctx, reason: reason)
             return
         }
         let firstError = upstream.iOSLikeFailure ?? error
@@ -148,9 +125,7 @@ extension InterceptLayer {
             proceedWithClient(ctx)
         case .block(_, let style):
             violations = verdict.violations
-            ctx.commands.append(.closeUpstream)
-            upstream.isOpen = false
-            upstream.engine = nil
+            upstream.drop(ctx)
             blockClient(ctx, style: style)
         }
     }

@@ -1,7 +1,6 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
-import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -11,8 +10,10 @@ import TLSCore
 // 1. The client's ClientHello has been parsed (SNI, ALPN) but not answered. The policy gives the requirements for
 //    https://host:port; the upstream is connected and a TLS handshake runs offering exactly what iOS would
 //    (UpstreamTLS.iOSLikeConfiguration).
-// 2. If that handshake fails, a second, permissive connection learns what the server does support, so the
-//    verdict can say why (and, in annotate mode, still carries the traffic).
+// 2. If that handshake fails, the upstream leg probes (`UpstreamLeg.nextProbe`): in `--ats mirror` what iOS offers
+//    with every exception, then a permissive connection that learns what the server does support, so the verdict
+//    can say why (and, in annotate mode, still carries the traffic). An ALPN refusal is retried offering h2 and
+//    http/1.1 instead (`UpstreamLeg.widenAfterALPNRefusal`).
 // 3. The facts are judged (ATSPolicy.evaluate). Allowed, or `--ats annotate`: the client's handshake completes
 //    with a leaf minted for the host and HTTP/1.1 is relayed. `--ats enforce --block tls`: the client's own handshake
 //    fails the way the app's would: a fatal alert for version and cipher violations, a leaf with the same flaw for
@@ -22,10 +23,16 @@ import TLSCore
 // 4. The relay (HTTP/1.1, HTTP/2, or a translation between them, by what each side negotiated) carries the
 //    exchanges; a 101 makes the layer relay raw plaintext both ways.
 //
-// Files: InterceptLayer+Upstream (connecting, retries, the upstream's end), InterceptLayer+Verdict (the upstream
-// handshake and its verdict), InterceptLayer+Block (`--block tls`/`--block http`), InterceptLayer+Client (the
-// client's handshake), InterceptLayer+Relaying (the relay and the TLS records each way), InterceptLayer+Lanes (the
-// extra upstream connections of an h2 client relayed to an HTTP/1.1 origin).
+// Parts: the upstream leg (UpstreamLeg: connection, TLS client, ALPN offered and chosen, attempts, retries), the
+// client leg (ClientLeg: TLS server, the bytes held until it may start, what it said) and the block state
+// (BlockState); the layer keeps the stage, the relay, the verdict and the records. Every method takes the session's
+// context (SessionContext) first: it emits commands, logs and ends the connection through it.
+//
+// Files: InterceptLayer+Upstream (UpstreamLeg; connecting, retries, the upstream's end), InterceptLayer+Verdict (the
+// upstream handshake and its verdict), InterceptLayer+Block (BlockState; `--block tls`/`--block http`),
+// InterceptLayer+Client (ClientLeg; the client's handshake), InterceptLayer+Relaying (the relay and the TLS records
+// each way), InterceptLayer+Lanes (the extra upstream connections of an h2 client relayed to an HTTP/1.1 origin),
+// InterceptLayer+Mirror (`--ats mirror`). Interception starts in SessionContext+Transitions.
 
 /// An intercepted CONNECT: the client's TLS leg, the upstream's TLS leg and the relay between them.
 final class InterceptLayer: RelayingLayer {
@@ -61,7 +68,7 @@ final class InterceptLayer: RelayingLayer {
     /// How the connection is refused, when it is (InterceptLayer+Block).
     var block = BlockState()
     /// The set-up site, when the CONNECT was to its name: every request is answered by it, with no upstream.
-    var localSite: OnboardingSite?
+    var localSite: (any LocalSite)?
     /// `--ats mirror`: the plan the client leg is served with and, once its handshake ended, what the device did.
     var mirror: MirrorState?
     /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.

@@ -1,6 +1,5 @@
 import ATSPolicy
 import HTTP1Core
-import Onboarding
 import ProxyTrace
 
 // Theory of operation: plain-HTTP forwarding of absolute-form requests (`GET http://host/…`).
@@ -10,7 +9,7 @@ import ProxyTrace
 //   then the target's ATS verdict, made an action by VerdictAction. Relayed: rewritten to origin form (RFC 9112
 //   §3.2.2: Host from the target, no Proxy-* fields), with the `X-ATS-*` annotation in `--ats annotate`. Blocked:
 //   answered 403 with the -1022 explanation, without connecting. The set-up site's names are answered by the
-//   site before any verdict (SessionContext+Onboarding); Apple's own hosts (AppleHosts) are relayed without one.
+//   site before any verdict (SessionContext+LocalSite); Apple's own hosts (AppleHosts) are relayed without one.
 // - The relay asks for an upstream per target (`RelayOutput.connect`); the upstream connection is this layer's,
 //   reconnected when a request names another host.
 // - A 101 hands both connections to the adapter's raw relay: the session goes to `upgraded`.
@@ -61,10 +60,11 @@ extension PlainLayer {
         // Host names are case-insensitive (RFC 3986 §3.2.2) and policy keys are lowercase: match the name in lower
         // case, as the CONNECT path does with the SNI. The Host field keeps the client's spelling.
         let name = host.lowercased()
-        if let site = ctx.env.onboarding, let role = site.role(ofHost: name, port: port ?? 80) {
+        if let site = ctx.env.localSite, site.answers(host: name, port: port ?? 80) {
             // The proxy's own site: answered here, never connected to, and no ATS verdict (not the app's traffic).
             decisionRecord.proxySite = true
-            return ctx.onboardingDecision(site, role: role, head: head, path: path, url: url, secure: false)
+            return ctx.localSiteDecision(
+                site, host: name, port: port ?? 80, head: head, path: path, url: url, secure: false)
         }
         let (address, upstreamPort) = ctx.upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)

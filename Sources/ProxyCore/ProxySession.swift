@@ -6,8 +6,8 @@ import ProxyTrace
 // Theory of operation:
 //
 // A session is one client connection and the upstream it leads to, as a sans-io state machine: events in, commands
-// out (`handle`); it never touches a socket. It is a small router: `phase` holds the one layer the connection is in,
-// with that layer's state, and each event goes to it.
+// out (`handle`); it never touches a socket. ProxySession itself is the public API and a small router: the phase
+// holds the one layer the connection is in, with that layer's state, and each event goes to that layer's method.
 //
 //   front ──CONNECT──▶ sniffing ──ClientHello──▶ intercepting ──▶ done
 //     │                   └──not TLS──▶ tunnel (connecting, then relayed raw) ──▶ done
@@ -19,12 +19,22 @@ import ProxyTrace
 // - sniffing (SessionContext+Sniffing): after a CONNECT's 200, the first client bytes tell TLS (interception) from not.
 // - tunnel (TunnelLayer): a raw tunnel, logged when it ends; its two hellos are judged where they say something.
 // - plain (PlainLayer): absolute-form HTTP forwarded through an HTTP1Relay, each request judged on its own.
-// - intercepting (InterceptLayer): the client's TLS leg, the upstream's TLS leg and the relay between them.
+// - intercepting (InterceptLayer, in parts: UpstreamLeg, ClientLeg, BlockState): the client's TLS leg, the
+//   upstream's TLS leg and the relay between them.
 // - transparent (SessionContext+Transparent): a connection redirected to the proxy, started at its original destination.
 // - done: both connections closed or handed to the adapter's raw relay with nothing left to log.
 //
+// Layers own their behaviour: each event becomes a call of the current layer's method, which takes the session's
+// context (SessionContext: environment, id, clock, the commands being emitted, logging, the connection's facts) as
+// its first argument. Phase transitions go through the context: a layer hands the connection to another with the
+// context's transitions (SessionContext+Transitions) or ends it (`closeAll`), at the point it decides, and the rest
+// of its step sees the change (`ctx.isDone`); the next event is routed by the new phase. The hot path (an intercepted
+// connection relaying, `handleReceived`) is a switch on the phase and a direct call: no closure or existential is
+// made per event.
+//
 // A verdict becomes an action in one place (VerdictAction); the deadlines on what a relay waits for are in
-// SessionContext+Deadlines; console lines, traces and JSON events are made in SessionContext+Logging.
+// SessionContext+Deadlines; console lines, traces and JSON events are made in SessionContext+Logging; the set-up site
+// is a LocalSite answered through the same local-answer paths as the proxy's other answers (SessionContext+LocalSite).
 
 /// One proxied client connection, as a sans-io state machine. Confined to one event-loop thread.
 public final class ProxySession {

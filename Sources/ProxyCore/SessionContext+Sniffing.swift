@@ -6,7 +6,7 @@ import TLSCore
 //
 // - Too few bytes to tell: wait for more (the ClientHello must come within `--client-timeout`).
 // - Not TLS: relayed untouched as a raw tunnel (TunnelLayer), with a notice; for the set-up site's name, which has
-//   no upstream, answered and closed instead (SessionContext+Onboarding).
+//   no upstream, answered and closed instead (SessionContext+LocalSite).
 // - A whole TLS ClientHello: interception starts (InterceptLayer) with the hello's bytes held for the client's leg.
 // - A ClientHello that cannot be read: closed, with a notice folded by kind.
 
@@ -38,7 +38,7 @@ extension SessionContext {
                 startTunnel(record, pending: buffer, established: nil)
                 return
             }
-            if refuseOnboardingTunnel(host: host) { return }
+            if refuseLocalSiteTunnel(host: host) { return }
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
             let record = Tunnel(
                 host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(),

@@ -75,7 +75,7 @@ extension SessionContext {
         }
         // Auto-passthrough's key, fetched while the connection is surely open (SessionContext+AutoPassthrough).
         if env.autoPassthrough != nil { _ = clientHost() }
-        if startOnboardingTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
+        if startLocalSiteTLS(host: host, port: port, hello: hello, helloBytes: helloBytes) { return }
         var requirements: ConnectionRequirements?
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
         if env.mode != .off {

@@ -434,7 +434,7 @@ struct RunCommand: ParsableCommand {
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
             recording: Self.recording(captureBodyLimit: capture == nil ? nil : captureOptions.bodyLimit, level: level),
-            onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
+            localSite: OnboardingLocalSite(onboarding), appleHosts: deviceOptions.appleHosts,
             autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
         HeapTuning.keepFreedMemoryForReuse()
         let group = try EventLoopGroup(
