@@ -74,7 +74,7 @@ extension InterceptLayer {
         }
     }
 
-    /// Logs a flawed-leaf refusal the client has acted on (see `InterceptLayer.refusalToLog`); called as the
+    /// Logs a flawed-leaf refusal the client has acted on (see `BlockState.refusalToLog`); called as the
     /// connection ends.
     func logRefusalIfClientRefused(_ ctx: SessionContext) {
         mirrorConnectionEnding(ctx)

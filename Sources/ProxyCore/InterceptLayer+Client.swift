@@ -213,4 +213,14 @@ extension InterceptLayer {
         }
         ctx.closeAll()
     }
+
+    /// The client's handshake did not finish within `--client-timeout` (SessionContext+Deadlines); a stale deadline
+    /// does nothing.
+    func clientHandshakeDeadlinePassed(_ ctx: SessionContext) {
+        guard stage == .clientHandshake else { return }
+        stage = .failed
+        ctx.notice("\(host):\(port): the client's TLS handshake did not finish within \(ctx.env.timeouts.client); "
+            + "closing (--client-timeout)")
+        ctx.closeAll()
+    }
 }

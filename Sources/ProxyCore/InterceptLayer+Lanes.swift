@@ -17,7 +17,7 @@ extension InterceptLayer {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ ctx: SessionContext, _ o: borrowing RelayOutput) {
         for lane in o.unsolicitedLanes {
-            ctx.notice("\(host):\(self.port): the upstream sent bytes with no request outstanding on \(lane) (a response "
+            ctx.notice("\(host):\(port): the upstream sent bytes with no request outstanding on \(lane) (a response "
                 + "nobody asked for); closed that connection")
         }
         for lane in o.openLanes { openLane(ctx, lane) }
@@ -142,7 +142,7 @@ extension InterceptLayer {
     }
 
     private func laneFailed(_ ctx: SessionContext, _ lane: UpstreamLane, _ error: String, _ relay: any LaneRelay) {
-        ctx.notice("\(host):\(self.port): extra upstream connection (\(lane)) failed: \(error)")
+        ctx.notice("\(host):\(port): extra upstream connection (\(lane)) failed: \(error)")
         closeLane(ctx, lane)
         applyLaneOutput(ctx, relay.laneFailed(lane, error: error))
     }

@@ -52,11 +52,11 @@ extension InterceptLayer {
         // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.
         if mirror == nil {
             let plan = MirrorPlan(facts: facts, suiteOpenSSLName: engine.negotiated?.cipherSuiteOpenSSLName)
-            mirror = MirrorState(plan: plan, simulated: self.violations)
+            mirror = MirrorState(plan: plan, simulated: violations)
         }
         if !ctx.env.mirrorComparesPolicy {
             // No plist: the device alone judges; Apple's defaults only name the kind in the summary.
-            self.violations = []
+            violations = []
             outcome = .notEvaluated
         }
     }
@@ -184,7 +184,7 @@ extension InterceptLayer {
         }
         let summary = ExchangeSummary(
             method: "CONNECT", url: url, status: nil, httpVersion: "TLS", outcome: outcome,
-            errors: self.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
+            errors: violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (ctx.now() - started) * 1000,
             note: accepted ? nil : step)
         var noted = summary

@@ -27,23 +27,23 @@ extension InterceptLayer {
         do {
             switch (clientH2, upstreamH2) {
             case (true, true):
-                self.relay = try H2Relay(now: ctx.now, recording: ctx.env.recording, limits: streamLimits, decide: decide)
+                relay = try H2Relay(now: ctx.now, recording: ctx.env.recording, limits: streamLimits, decide: decide)
             case (true, false):
-                self.relay = try H2ToH1Relay(
+                relay = try H2ToH1Relay(
                     primaryConnected: upstream.engine != nil, now: ctx.now, recording: ctx.env.recording, limits: streamLimits,
                     decide: decide)
             case (false, true):
-                self.relay = try H1ToH2Relay(
+                relay = try H1ToH2Relay(
                     now: ctx.now, recording: ctx.env.recording,
                     retryUpgradeOverHTTP1: ctx.env.upstreamALPN == .ios && !upstream.http1Only,
                     retryRefused: upstream.refusedRetries < UpstreamLeg.maxRefusedRetries, decide: decide)
             case (false, false):
-                self.relay = HTTP1Relay(
-                    connectedTo: UpstreamTarget(host: self.host, port: self.port), now: ctx.now, recording: ctx.env.recording,
+                relay = HTTP1Relay(
+                    connectedTo: UpstreamTarget(host: host, port: port), now: ctx.now, recording: ctx.env.recording,
                     decide: decide)
             }
         } catch {
-            ctx.notice("\(self.host): cannot start HTTP/2: \(error)")
+            ctx.notice("\(host): cannot start HTTP/2: \(error)")
             ctx.closeAll()
             return
         }
@@ -84,7 +84,7 @@ extension InterceptLayer {
         let head: HTTPRequestHead
         // Byte-wise: String.hasPrefix compares Unicode characters, and this runs for every request.
         if received.target.utf8.first != UInt8(ascii: "/"), received.target != "*", received.method != "CONNECT" {
-            switch Self.originForm(of: received, forHost: self.host, port: self.port) {
+            switch Self.originForm(of: received, forHost: host, port: port) {
             case .some(.success(let rewritten)): head = rewritten
             case .some(.failure(let refusal)): return refusal.decision
             case nil: head = received
@@ -201,7 +201,7 @@ extension InterceptLayer {
         guard let engine = client.engine else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
-            ctx.notice("\(self.host): TLS error from the client: \(error)", kind: "TLS error from the client")
+            ctx.notice("\(host): TLS error from the client: \(error)", kind: "TLS error from the client")
             ctx.closeAll()
             return
         }
@@ -240,7 +240,7 @@ extension InterceptLayer {
     func readUpstream(_ ctx: SessionContext, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
         guard let engine = upstream.engine, stage == .relaying else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
-        if let error { ctx.notice("\(self.host): TLS error from the upstream: \(error)") }
+        if let error { ctx.notice("\(host): TLS error from the upstream: \(error)") }
         flushUpstreamTLS(ctx)
         if !plaintext.isEmpty {
             client.unansweredPlaintext = nil
@@ -268,7 +268,7 @@ extension InterceptLayer {
     func sendUpstream(_ ctx: SessionContext, _ plaintext: [UInt8]) {
         guard let engine = upstream.engine else { return }
         do { try engine.write(plaintext) } catch {
-            ctx.notice("\(self.host): cannot write to the upstream TLS session: \(error)")
+            ctx.notice("\(host): cannot write to the upstream TLS session: \(error)")
             ctx.closeAll()
             return
         }
@@ -279,7 +279,7 @@ extension InterceptLayer {
         // Nothing goes to a client after its connection was closed (an upstream write just failed, say).
         guard !ctx.clientClosed, let engine = client.engine else { return }
         do { try engine.write(plaintext) } catch {
-            ctx.notice("\(self.host): cannot write to the client TLS session: \(error)")
+            ctx.notice("\(host): cannot write to the client TLS session: \(error)")
             ctx.closeAll()
             return
         }
@@ -300,7 +300,7 @@ extension InterceptLayer {
         switch peer {
         case .client:
             client.engine?.releaseBuffers()
-            self.relay?.releaseBuffers()
+            relay?.releaseBuffers()
         case .upstream: upstream.engine?.releaseBuffers()
         case .lane(let lane): lanes[lane]?.engine?.releaseBuffers()
         }

@@ -62,7 +62,7 @@ final class UpstreamLeg {
 }
 
 extension InterceptLayer {
-    /// Opens an upstream connection for `i`. `reason`: why a connection after the first is made (nil for the first).
+    /// Opens an upstream connection (UpstreamLeg.connect). `reason`: why a connection after the first is made (nil for the first).
     func connectUpstream(_ ctx: SessionContext, reason: String?) {
         stage = .connectingUpstream
         upstream.connect(ctx, reason: reason)
@@ -84,11 +84,11 @@ extension InterceptLayer {
     func upstreamConnectFailed(_ ctx: SessionContext, _ error: String, _ failure: ConnectFailure) {
         upstream.isOpen = false
         ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, error: error, attempt: upstream.connectAttempts))
-        let mapped = ctx.mappingNote(host: self.host, port: self.port)
-        ctx.notice("\(self.host):\(self.port)\(mapped): cannot connect upstream: \(error)")
+        let mapped = ctx.mappingNote(host: host, port: port)
+        ctx.notice("\(host):\(port)\(mapped): cannot connect upstream: \(error)")
         violations = [ATSViolation(
             kind: .unreachable, urlError: failure.urlError, sslError: nil,
-            explanation: "could not connect to \(self.host):\(self.port)\(mapped): \(error)",
+            explanation: "could not connect to \(host):\(port)\(mapped): \(error)",
             fix: .noExceptionCanHelp(reason: "the server is unreachable; this is not an ATS failure"))]
         actWithoutUpstream(ctx, Verdict(source: .notATS, violations: violations, relayable: false))
     }
@@ -98,7 +98,7 @@ extension InterceptLayer {
     func upstreamHandshakeDeadlinePassed(_ ctx: SessionContext) {
         guard stage == .upstreamHandshake else { return }
         let limit = "\(ctx.env.timeouts.handshake)"  // "15.0 seconds"
-        ctx.notice("\(self.host):\(self.port): no TLS handshake from the server within \(limit)")
+        ctx.notice("\(host):\(port): no TLS handshake from the server within \(limit)")
         upstream.drop(ctx)
         violations = [ATSViolation(
             kind: .timedOut, urlError: .timedOut, sslError: nil,
@@ -160,20 +160,20 @@ extension InterceptLayer {
         else { return false }
         let offered = hello.alpnProtocols.isEmpty ? "no ALPN" : hello.alpnProtocols.joined(separator: ",")
         guard ctx.env.upstreamALPN == .mirror, !upstream.widenedALPN else {
-            ctx.notice("\(self.host):\(self.port): the upstream closed the connection right after the TLS handshake, before any "
+            ctx.notice("\(host):\(port): the upstream closed the connection right after the TLS handshake, before any "
                 + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
                 + "\(offered)). Run with --upstream-alpn ios so the proxy offers h2 and translates")
             return false
         }
-        if ctx.env.h2OnlyOrigins.insert(host: self.host, port: self.port) {
-            ctx.notice("\(self.host):\(self.port): the upstream closed the connection before any request without choosing a "
+        if ctx.env.h2OnlyOrigins.insert(host: host, port: port) {
+            ctx.notice("\(host):\(port): the upstream closed the connection before any request without choosing a "
                 + "protocol (the client offered \(offered)); it is taken for h2-only: connections to it now offer h2 "
                 + "and http/1.1, and the proxy translates")
         }
         upstream.widenedALPN = true
         client.resumeStage = stage
         // The old relay's exchange never reached the origin; the retried connection gets the request again.
-        self.relay = nil
+        relay = nil
         upstream.drop(ctx)
         connectUpstream(ctx, reason: "the upstream closed the previous connection before any request, "
             + "choosing no protocol from the offer \(Self.offerText(upstream.offer)); offering h2 and http/1.1, as "
@@ -202,7 +202,7 @@ extension InterceptLayer {
     /// Replaces the upstream connection and its relay: `request` goes to the new one once it is ready.
     private func reconnectUpstream(_ ctx: SessionContext, replaying request: [UInt8], reason: String) {
         client.resumeStage = .relaying
-        self.relay = nil
+        relay = nil
         client.unansweredPlaintext = request
         upstream.drop(ctx)
         connectUpstream(ctx, reason: reason)
@@ -241,6 +241,17 @@ extension InterceptLayer {
             }
         }
         return false
+    }
+
+    /// The upstream sent bytes with no request outstanding and the relay closed its connection: there is no other
+    /// upstream to go to, so the client's connection ends as after any upstream close (SessionContext+Deadlines).
+    func upstreamSentUnasked(_ ctx: SessionContext) {
+        guard let relay else { return }
+        upstream.engine = nil
+        upstream.finished = true
+        // A request the client pipelined behind went to that connection: it gets a 502.
+        apply(ctx, relay.upstreamEOF())
+        if !ctx.isDone { ctx.closeAll(tlsClose: true) }
     }
 
     /// The upstream connection ended: cleanly, or with `failure` (a TCP reset), which cuts off what was in flight

@@ -82,11 +82,7 @@ extension SessionContext {
         case .clientHello:
             clientHelloDeadlinePassed()
         case .clientHandshake:
-            guard let i = interception, i.stage == .clientHandshake else { return }
-            i.stage = .failed
-            notice("\(i.host):\(i.port): the client's TLS handshake did not finish within \(env.timeouts.client); "
-                + "closing (--client-timeout)")
-            closeAll()
+            interception?.clientHandshakeDeadlinePassed(self)
         case .requestHead, .requestBody, .response:
             relayDeadlinePassed(timer)
         case .upstreamHandshake:
@@ -190,11 +186,6 @@ extension SessionContext {
         let name = interception.map { "\($0.host):\($0.port)" } ?? "\(upstream.host):\(upstream.port)"
         notice("\(name): the upstream sent bytes with no request outstanding (a response nobody asked for); "
             + "closed its connection")
-        guard let i = interception, let relay = i.relay else { return }
-        i.upstream.engine = nil
-        i.upstream.finished = true
-        // A request the client pipelined behind went to that connection: it gets a 502.
-        i.apply(self, relay.upstreamEOF())
-        if !isDone { closeAll(tlsClose: true) }
+        interception?.upstreamSentUnasked(self)
     }
 }
