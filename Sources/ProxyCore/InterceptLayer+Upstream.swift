@@ -153,31 +153,16 @@ extension InterceptLayer {
     /// `--upstream-alpn mirror` it is reconnected once offering both protocols, while the client's side waits (its
     /// bytes are held); the relay then translates. Returns whether the retry started.
     func retryOfferingH2IfClosedBeforeRequest(_ ctx: SessionContext) -> Bool {
-        // The upstream never sent application data (`unansweredClientPlaintext` is nil once it has).
-        guard stage == .clientHandshake || stage == .relaying, !upstream.finished, upstream.alpn == nil,
-            !upstream.offer.contains("h2"), let unanswered = client.unansweredPlaintext,
-            !client.spoke || Self.isReplayable(unanswered)
+        // The upstream never sent application data (`client.unansweredPlaintext` is nil once it has).
+        guard stage == .clientHandshake || stage == .relaying, let unanswered = client.unansweredPlaintext,
+            !client.spoke || Self.isReplayable(unanswered),
+            let reason = upstream.widenAfterCloseBeforeRequest(ctx, clientOffer: hello.alpnProtocols)
         else { return false }
-        let offered = hello.alpnProtocols.isEmpty ? "no ALPN" : hello.alpnProtocols.joined(separator: ",")
-        guard ctx.env.upstreamALPN == .mirror, !upstream.widenedALPN else {
-            ctx.notice("\(host):\(port): the upstream closed the connection right after the TLS handshake, before any "
-                + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
-                + "\(offered)). Run with --upstream-alpn ios so the proxy offers h2 and translates")
-            return false
-        }
-        if ctx.env.h2OnlyOrigins.insert(host: host, port: port) {
-            ctx.notice("\(host):\(port): the upstream closed the connection before any request without choosing a "
-                + "protocol (the client offered \(offered)); it is taken for h2-only: connections to it now offer h2 "
-                + "and http/1.1, and the proxy translates")
-        }
-        upstream.widenedALPN = true
         client.resumeStage = stage
         // The old relay's exchange never reached the origin; the retried connection gets the request again.
         relay = nil
         upstream.drop(ctx)
-        connectUpstream(ctx, reason: "the upstream closed the previous connection before any request, "
-            + "choosing no protocol from the offer \(Self.offerText(upstream.offer)); offering h2 and http/1.1, as "
-            + "the app does")
+        connectUpstream(ctx, reason: reason)
         return true
     }
 
@@ -355,6 +340,29 @@ extension UpstreamLeg {
             + "retrying with h2 and http/1.1 (the proxy translates)")
         return "the upstream refused the offer \(InterceptLayer.offerText(offer)) with no_application_protocol; "
             + "offering h2 and http/1.1, as the app does"
+    }
+
+    /// The upstream closed right after the handshake, before answering anything, having chosen no ALPN protocol
+    /// from an offer without h2: most likely an h2-only server that refuses such clients (nghttpd does). With
+    /// `--upstream-alpn mirror` the next attempt offers both protocols (and the origin is remembered as h2-only);
+    /// returns why, or nil when this is no such close or the offer cannot be widened (a notice says what to do).
+    func widenAfterCloseBeforeRequest(_ ctx: SessionContext, clientOffer: [String]) -> String? {
+        guard !finished, alpn == nil, !offer.contains("h2") else { return nil }
+        let offered = clientOffer.isEmpty ? "no ALPN" : clientOffer.joined(separator: ",")
+        guard ctx.env.upstreamALPN == .mirror, !widenedALPN else {
+            ctx.notice("\(host):\(port): the upstream closed the connection right after the TLS handshake, before any "
+                + "request; it may speak only HTTP/2 and refuse clients that do not offer h2 (the client offered "
+                + "\(offered)). Run with --upstream-alpn ios so the proxy offers h2 and translates")
+            return nil
+        }
+        if ctx.env.h2OnlyOrigins.insert(host: host, port: port) {
+            ctx.notice("\(host):\(port): the upstream closed the connection before any request without choosing a "
+                + "protocol (the client offered \(offered)); it is taken for h2-only: connections to it now offer h2 "
+                + "and http/1.1, and the proxy translates")
+        }
+        widenedALPN = true
+        return "the upstream closed the previous connection before any request, choosing no protocol from the offer "
+            + "\(InterceptLayer.offerText(offer)); offering h2 and http/1.1, as the app does"
     }
 
     /// The probe after a failed handshake: in `--ats mirror`, what iOS offers with every exception (so the suite
