@@ -63,7 +63,7 @@ extension FrontLayer {
             }
             ctx.logAuthFailure(ProxyAuthFailure(
                 reason: reason, method: head.method, target: Redaction.url(head.target), client: ctx.clientAddress))
-            ctx.answerFront(status: 407, body: SessionContext.authRequiredBody, extra: [SessionContext.authChallenge])
+            ctx.answerAndClose(status: 407, body: SessionContext.authRequiredBody, extra: [SessionContext.authChallenge])
             return
         }
         let target: HTTPRequestTarget

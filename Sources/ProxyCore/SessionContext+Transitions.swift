@@ -3,8 +3,10 @@ import HTTP1Core
 import ProxyTrace
 import TLSCore
 
-// How a connection enters a layer: the front and the sniffer decide (FrontLayer, SessionContext+Sniffing), these
-// set the phase and make the layer's first commands. A layer never sets up another layer itself.
+// How a connection enters a layer: the front and the sniffer decide (FrontLayer, SessionContext+Sniffing); these
+// set the phase to the new layer and make its first commands. A layer leaves its phase only by ending the
+// connection (`closeAll`) or, after a 101 or a tunnel's end, by handing what is left to the adapter (`upgraded`,
+// `done`).
 
 extension SessionContext {
     /// Starts a raw tunnel when `host` must not be intercepted (one of Apple's own hosts, a --passthrough host, one
@@ -35,7 +37,9 @@ extension SessionContext {
         return true
     }
 
-    func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
+    /// Answers the client with a closing HTTP/1.1 answer of the proxy's own and ends the session (a 407 at the front,
+    /// a 502 for a tunnel whose server cannot be reached).
+    func answerAndClose(status: Int, body: String, extra: [(String, String)] = []) {
         commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
         closeAll()
     }

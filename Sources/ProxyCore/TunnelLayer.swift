@@ -135,7 +135,7 @@ extension TunnelLayer {
         let answered = record.established != nil
         record.established = nil
         if answered {
-            ctx.answerFront(
+            ctx.answerAndClose(
                 status: 502,
                 body: "ATSProxy: cannot connect to \(record.host):\(record.port)\(mapped): \(error)\n")
         } else {
