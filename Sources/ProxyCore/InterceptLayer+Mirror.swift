@@ -44,9 +44,7 @@ extension InterceptLayer {
     /// the upstream's weaknesses): its refusal says nothing about whether it trusts the proxy's CA, so
     /// auto-passthrough does not count it.
     var servesWeaknessOnPurpose: Bool { block.flawedLeaf != nil || mirror?.plan.isHealthy == false }
-}
 
-extension InterceptLayer {
     /// Makes the plan for the client leg from the upstream handshake's facts (see the theory of operation).
     func prepareMirror(_ ctx: SessionContext, _ facts: HandshakeFacts, _ engine: TLSEngine) {
         // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.

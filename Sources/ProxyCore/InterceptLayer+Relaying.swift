@@ -305,9 +305,7 @@ extension InterceptLayer {
         case .lane(let lane): lanes[lane]?.engine?.releaseBuffers()
         }
     }
-}
 
-extension InterceptLayer {
     /// Notes which side closed an intercepted upgraded connection first (the later teardown says less).
     func upgradeEnded(_ ctx: SessionContext, by side: String) {
         if upgraded != nil, upgraded?.endedBy == nil { upgraded?.endedBy = side }
