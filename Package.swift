@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "QRCode", swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "Onboarding"],
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
             swiftSettings: strict),
 
         // Edges: files and sockets.

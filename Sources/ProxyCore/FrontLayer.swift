@@ -6,7 +6,7 @@ import ProxyTrace
 // - A SOCKS greeting or a TLS record where a request should start (ForeignGreeting): answered with that protocol's
 //   refusal, the user told what to set instead, closed.
 // - An origin-form GET of the set-up site's pages (`http://PROXY:PORT/`, opened directly): the site answers
-//   (ProxySession+Onboarding).
+//   (SessionContext+LocalSite).
 // - The head must be complete within `--client-timeout` of its first byte (408 otherwise, from the router).
 // - `--auth`: a request without the credentials is answered 407 and the connection closed, except an origin-form GET
 //   of the set-up site's pages (public: the certificate and the steps, without the policy's path).
@@ -14,7 +14,7 @@ import ProxyTrace
 //   pins (NSPinnedDomains: interception would break the pin), or one this client keeps refusing the proxy's
 //   certificate for (auto-passthrough: it pins in code), becomes a raw tunnel (TunnelLayer), answered 200 once its
 //   upstream is connected; any other is answered 200 at once and its first bytes are sniffed
-//   (ProxySession+Sniffing). A CONNECT to the set-up site's name is intercepted with no upstream at all.
+//   (SessionContext+Sniffing). A CONNECT to the set-up site's name is intercepted with no upstream at all.
 // - `GET http://host/…` (absolute form): plain-HTTP forwarding (PlainLayer), which replays the bytes read so far.
 // - Anything else (origin form, https:// absolute form, malformed) is refused with a 400 that is logged as an
 //   exchange, as the relays log the requests they refuse later on a connection.
@@ -28,46 +28,47 @@ final class FrontLayer {
     var parser = HTTP1Parser(role: .requests)
 }
 
-extension ProxySession {
-    func frontBytes(_ f: FrontLayer, _ bytes: [UInt8]) {
+extension FrontLayer {
+    /// The client's bytes, until its first request is read.
+    func clientBytes(_ ctx: SessionContext, _ bytes: [UInt8]) {
         // Not HTTP at all (a SOCKS greeting, a TLS ClientHello): the client would wait for an answer in its own
         // protocol until a timeout; answer as that protocol refuses, say what to set instead, and close at once.
-        if f.bytes.isEmpty, let first = bytes.first, let foreign = ForeignGreeting(firstByte: first) {
-            notice(foreign.notice(client: clientAddress), kind: "foreign greeting \(foreign)")
-            if !foreign.refusal.isEmpty { commands.append(.sendToClient(foreign.refusal)) }
-            closeAll()
+        if self.bytes.isEmpty, let first = bytes.first, let foreign = ForeignGreeting(firstByte: first) {
+            ctx.notice(foreign.notice(client: ctx.clientAddress), kind: "foreign greeting \(foreign)")
+            if !foreign.refusal.isEmpty { ctx.commands.append(.sendToClient(foreign.refusal)) }
+            ctx.closeAll()
             return
         }
-        if f.bytes.isEmpty {
-            commands.append(.startTimer(.requestHead, after: env.timeouts.client))
-            f.started = now()
+        if self.bytes.isEmpty {
+            ctx.commands.append(.startTimer(.requestHead, after: ctx.env.timeouts.client))
+            started = ctx.now()
         }
-        f.bytes += bytes
-        f.parser.receive(bytes)
-        pumpFront(f)
+        self.bytes += bytes
+        parser.receive(bytes)
+        pump(ctx)
     }
 
-    private func pumpFront(_ f: FrontLayer) {
+    private func pump(_ ctx: SessionContext) {
         let event: HTTP1Event
-        do { event = try f.parser.nextEvent() } catch {
-            refuseFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
+        do { event = try parser.nextEvent() } catch {
+            refuse(ctx, status: error.suggestedStatus, body: "ATSProxy: \(error)\n")
             return
         }
         guard case .requestHead(let head) = event else { return }
-        if let reason = authFailureReason(head) {
+        if let reason = ctx.authFailureReason(head) {
             // The set-up site's pages opened directly need no credentials: a phone following the QR code has none
             // yet, and the pages hold the public certificate and the steps (the policy's path is left out).
-            if head.target.hasPrefix("/"), answerOnboardingDirectly(head, path: head.target, f, credentialed: false) {
+            if head.target.hasPrefix("/"), ctx.answerLocalSiteDirectly(head, path: head.target, self, credentialed: false) {
                 return
             }
-            logAuthFailure(ProxyAuthFailure(
-                reason: reason, method: head.method, target: Redaction.url(head.target), client: clientAddress))
-            answerFront(status: 407, body: Self.authRequiredBody, extra: [Self.authChallenge])
+            ctx.logAuthFailure(ProxyAuthFailure(
+                reason: reason, method: head.method, target: Redaction.url(head.target), client: ctx.clientAddress))
+            ctx.answerAndClose(status: 407, body: SessionContext.authRequiredBody, extra: [SessionContext.authChallenge])
             return
         }
         let target: HTTPRequestTarget
         do { target = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch {
-            refuseFront(status: 400, body: "ATSProxy: \(error)\n", head: head)
+            refuse(ctx, status: 400, body: "ATSProxy: \(error)\n", head: head)
             return
         }
         switch target {
@@ -76,39 +77,39 @@ extension ProxySession {
             // 200 and a tunnel that can only fail.
             guard port != 0 else {
                 let body = "ATSProxy: CONNECT \(head.target): port 0 is not a valid port (1 to 65535)\n"
-                refuseFront(status: 400, body: body, head: head)
+                refuse(ctx, status: 400, body: body, head: head)
                 return
             }
             // CONNECT carries no body: what follows the head belongs to the tunnel.
             let afterHead: HTTP1Event
-            do { afterHead = try f.parser.nextEvent() } catch {
-                refuseFront(status: error.suggestedStatus, body: "ATSProxy: \(error)\n", head: head)
+            do { afterHead = try parser.nextEvent() } catch {
+                refuse(ctx, status: error.suggestedStatus, body: "ATSProxy: \(error)\n", head: head)
                 return
             }
             guard case .end = afterHead else {
-                refuseFront(status: 400, body: "ATSProxy: CONNECT must not have a body\n", head: head)
+                refuse(ctx, status: 400, body: "ATSProxy: CONNECT must not have a body\n", head: head)
                 return
             }
             let leftover: [UInt8]
-            do { leftover = try f.parser.switchProtocols() } catch {
-                refuseFront(status: 400, body: "ATSProxy: \(error)\n", head: head)
+            do { leftover = try parser.switchProtocols() } catch {
+                refuse(ctx, status: 400, body: "ATSProxy: \(error)\n", head: head)
                 return
             }
-            f.bytes = []
-            connect(host: host.lowercased(), port: port, leftover: leftover)
+            self.bytes = []
+            connect(ctx, host: host.lowercased(), port: port, leftover: leftover)
         case .absolute(let scheme, _, _, _) where scheme == "http":
-            let replay = f.bytes
-            f.bytes = []
-            startPlain(replaying: replay)
+            let replay = self.bytes
+            self.bytes = []
+            ctx.startPlain(replaying: replay)
         case .absolute:
-            refuseFront(
+            refuse(ctx, 
                 status: 400,
                 body: "ATSProxy: send https:// requests with CONNECT (configure ATSProxy as an HTTPS proxy)\n",
                 head: head)
-        case .origin(let path) where answerOnboardingDirectly(head, path: path, f):
+        case .origin(let path) where ctx.answerLocalSiteDirectly(head, path: path, self):
             return
         case .origin, .asterisk:
-            refuseFront(
+            refuse(ctx, 
                 status: 400,
                 body: "ATSProxy is a proxy: configure it as the HTTP and HTTPS proxy of the device or client.\n",
                 head: head)
@@ -116,59 +117,25 @@ extension ProxySession {
     }
 
     /// After a CONNECT: a raw tunnel for hosts that must not be intercepted, else the 200 and sniffing.
-    private func connect(host: String, port: Int, leftover: [UInt8]) {
+    private func connect(_ ctx: SessionContext, host: String, port: Int, leftover: [UInt8]) {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
-        if tunnelWithoutInterception(host: host, port: port, pending: leftover, established: established) { return }
-        commands.append(.sendToClient(established))
-        startClientHelloDeadline()
-        sniff(host: host, port: port, buffer: leftover)
-    }
-
-    /// Starts a raw tunnel when `host` must not be intercepted (one of Apple's own hosts, a --passthrough host, one
-    /// the app pins, one this client keeps refusing the proxy's certificate for) and says true; false when it may
-    /// be intercepted. The host is the CONNECT's, or a transparent connection's SNI (ProxySession+Transparent).
-    func tunnelWithoutInterception(host: String, port: Int, pending: [UInt8], established: [UInt8]?) -> Bool {
-        if let apple = env.appleHosts?.entry(for: host) {
-            let record = AppleHostsTunnel.record(host: host, port: port, entry: apple, started: now())
-            notice(AppleHostsTunnel.notice(host: host, port: port, entry: apple), kind: "Apple host tunnelled")
-            startTunnel(record, pending: pending, established: established)
-        } else if let rule = env.passthroughRule(for: host) {
-            notice("\(host):\(port): tunnelled without interception (--passthrough \(rule))")
-            let record = Tunnel(
-                host: host, port: port, note: "tunnel, not intercepted: --passthrough \(rule)", started: now())
-            startTunnel(record, pending: pending, established: established)
-        } else if env.mode != .off, let pins = env.policy.pinSet(for: host) {
-            notice("\(host):\(port): tunnelled without interception: the app pins it (NSPinnedDomains › \(pins.domain)); "
-                + "intercepting would break the pin")
-            let why = "the app pins it (NSPinnedDomains › \(pins.domain))"
-            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
-            startTunnel(record, pending: pending, established: established)
-            checkTunnelPins(pins)
-        } else if let why = autoPassthroughNote(host: host) {
-            let record = Tunnel(host: host, port: port, note: "tunnel, not intercepted: \(why)", started: now())
-            startTunnel(record, pending: pending, established: established)
-        } else {
-            return false
-        }
-        return true
-    }
-
-    func answerFront(status: Int, body: String, extra: [(String, String)] = []) {
-        commands.append(.sendToClient(HTTP1LocalAnswer.closing(status: status, text: body, extraHeaders: extra)))
-        closeAll()
+        if ctx.tunnelWithoutInterception(host: host, port: port, pending: leftover, established: established) { return }
+        ctx.commands.append(.sendToClient(established))
+        ctx.startClientHelloDeadline()
+        ctx.sniff(host: host, port: port, buffer: leftover)
     }
 
     /// Refuses the connection's first request (malformed, not a proxy request, or too slow to arrive) and logs it
     /// as an exchange, as the relays log the requests they refuse later on a connection: a client that gets a 400
     /// from the proxy then has a line saying so. `head` names the request when it was parsed; else `-`.
-    func refuseFront(status: Int, body: String, head: HTTPRequestHead? = nil) {
-        guard case .front(let f) = phase else { return }
+    func refuse(_ ctx: SessionContext, status: Int, body: String, head: HTTPRequestHead? = nil) {
+        guard case .front(let f) = ctx.phase, f === self else { return }
         let answer = HTTP1LocalAnswer.closing(status: status, text: body)
-        recordExchange(ExchangeSummary(
+        ctx.recordExchange(ExchangeSummary(
             method: head?.method ?? "-", url: head.map { Redaction.url($0.target) } ?? "-", status: status, httpVersion: "HTTP/1.1",
-            outcome: .notEvaluated, errors: [], requestBytes: f.bytes.count, responseBytes: body.utf8.count,
-            durationMilliseconds: f.started.map { max(0, (now() - $0) * 1000) } ?? 0))
-        commands.append(.sendToClient(answer))
-        closeAll()
+            outcome: .notEvaluated, errors: [], requestBytes: self.bytes.count, responseBytes: body.utf8.count,
+            durationMilliseconds: started.map { max(0, (ctx.now() - $0) * 1000) } ?? 0))
+        ctx.commands.append(.sendToClient(answer))
+        ctx.closeAll()
     }
 }

@@ -14,100 +14,113 @@ import TLSCore
 //   lines; the refusal is logged only once the client has acted on it.
 // - A client whose handshake was already answered before a retried upstream failed can only be closed.
 
-extension ProxySession {
+/// How an intercepted connection is refused, once it is (see the theory of operation above).
+struct BlockState {
+    /// Set in `--block http` mode, and after a block-by-certificate when the client accepted the flawed leaf anyway.
+    var answer: ATSAnswer?
+    /// The flaw of the leaf `--block tls` served to reproduce a certificate violation.
+    var flawedLeaf: String?
+    /// Set when the client accepted that leaf anyway: why its requests get the block answer instead (console note).
+    var fallback: String?
+    /// The flawed-leaf refusal waits to be logged until the client has refused the leaf (its handshake fails, or
+    /// it closes without a request): a client that accepts it gets the fallback note on its requests instead.
+    var refusalToLog = false
+}
+
+extension InterceptLayer {
     /// Makes the client fail the way the app would (`--block tls`), or answers every request with the violation
     /// (`--block http`).
-    func blockClient(_ i: InterceptLayer, style: BlockStyle) {
-        guard i.resumeStage == nil else {
+    func blockClient(_ ctx: SessionContext, style: BlockStyle) {
+        guard client.resumeStage == nil else {
             // The client's handshake was already answered before the retry: its connection can only be closed.
-            notice("\(i.host):\(i.port): the retried upstream connection failed; closing the client")
-            closeAll()
+            ctx.notice("\(host):\(port): the retried upstream connection failed; closing the client")
+            ctx.closeAll()
             return
         }
-        let answer = ATSAnswer(url: i.url, decision: i.decision, violations: i.violations)
+        let answer = ATSAnswer(url: url, decision: decision, violations: violations)
         switch style {
         case .http:
             // An unreachable or silent server is no ATS verdict: the 502 stands in for the app's network error.
-            let action = i.outcome == .failed
-                ? "not an ATS verdict: \(i.violations.first?.explanation ?? "the server failed"); every request "
+            let action = outcome == .failed
+                ? "not an ATS verdict: \(violations.first?.explanation ?? "the server failed"); every request "
                     + "answered \(answer.blockStatus)"
                 : "blocked: every request answered \(answer.blockStatus)"
-            traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: action)
-            i.blockAnswer = answer
-            startClientHandshake(i, leaf: .standard)
+            ctx.traceDecision(url: url, decision: decision, violations: violations, action: action)
+            block.answer = answer
+            startClientHandshake(ctx, leaf: .standard)
         case .tls:
             // The app's task fails here, before any request: its error names the connection's URL.
-            if let first = i.violations.first {
-                trace(.responseError(url: i.url, error: NSErrorDescription(violation: first, failingURL: i.url)))
+            if let first = violations.first {
+                ctx.trace(.responseError(url: url, error: NSErrorDescription(violation: first, failingURL: url)))
             }
             // A wrong-host leaf names what the upstream's leaf names: the flaw the device would really meet.
-            let upstreamName = i.legs.upstreamFacts?.chain.first?.dnsNames.first
-            switch BlockPlan(for: i.violations.first, upstreamLeafName: upstreamName, now: clockDate) {
+            let upstreamName = legs.upstreamFacts?.chain.first?.dnsNames.first
+            switch BlockPlan(for: violations.first, upstreamLeafName: upstreamName, now: ctx.clockDate) {
             case .alert(let alert):
-                traceDecision(url: i.url, decision: i.decision, violations: i.violations, action: "blocked: client handshake refused with \(alert)")
-                logBlockedConnection(i)
-                failClientHandshake(i, alert: alert)
+                ctx.traceDecision(url: url, decision: decision, violations: violations, action: "blocked: client handshake refused with \(alert)")
+                logBlockedConnection(ctx)
+                failClientHandshake(ctx, alert: alert)
             case .flawedLeaf(let options, let flaw):
-                traceDecision(
-                    url: i.url, decision: i.decision, violations: i.violations,
+                ctx.traceDecision(
+                    url: url, decision: decision, violations: violations,
                     action: "blocked: client gets a leaf that is \(flaw)")
-                i.refusalToLog = true
+                block.refusalToLog = true
                 // Should the client accept the flawed leaf anyway (its TLS library does not check that flaw, or
                 // curl -k), its requests still get the answer: see `clientAcceptedFlawedLeaf`.
-                i.flawedLeaf = flaw
-                i.blockAnswer = answer
-                startClientHandshake(i, leaf: options)
+                block.flawedLeaf = flaw
+                block.answer = answer
+                startClientHandshake(ctx, leaf: options)
             }
         }
     }
 
-    /// Logs a flawed-leaf refusal the client has acted on (see `InterceptLayer.refusalToLog`); called as the
+    /// Logs a flawed-leaf refusal the client has acted on (see `BlockState.refusalToLog`); called as the
     /// connection ends.
-    func logRefusalIfClientRefused() {
-        mirrorConnectionEnding()
-        guard let i = interception, i.refusalToLog else { return }
-        i.refusalToLog = false
-        if i.blockFallback == nil { logBlockedConnection(i) }
+    func logRefusalIfClientRefused(_ ctx: SessionContext) {
+        mirrorConnectionEnding(ctx)
+        guard block.refusalToLog else { return }
+        block.refusalToLog = false
+        if block.fallback == nil { logBlockedConnection(ctx) }
     }
 
     /// A connection refused in its TLS handshake (`--block tls`) is an exchange of its own in the console and the
     /// JSON log: the app's task ends there.
-    func logBlockedConnection(_ i: InterceptLayer) {
+    func logBlockedConnection(_ ctx: SessionContext) {
         let summary = ExchangeSummary(
-            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS",
-            outcome: i.outcome == .failed ? .failed : .blocked,
-            errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
-            durationMilliseconds: (now() - i.started) * 1000)
-        recordExchange(summary)
+            method: "CONNECT", url: url, status: nil, httpVersion: "TLS",
+            outcome: outcome == .failed ? .failed : .blocked,
+            errors: violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
+            durationMilliseconds: (ctx.now() - started) * 1000)
+        ctx.recordExchange(summary)
     }
 
-    func failClientHandshake(_ i: InterceptLayer, alert: TLSAlert) {
+    func failClientHandshake(_ ctx: SessionContext, alert: TLSAlert) {
         do {
-            let context = try serverContext(for: i, leaf: .standard)
+            let context = try serverContext(ctx, leaf: .standard)
             let engine = try TLSEngine(context: context)
             engine.abortHandshake(with: alert)
-            engine.feed(takePendingClientBytes(i))
+            engine.feed(client.takePendingBytes(ctx))
             _ = engine.handshake()
             let out = engine.takeOutput()
-            if !out.isEmpty { commands.append(.sendToClient(out)) }
+            if !out.isEmpty { ctx.commands.append(.sendToClient(out)) }
         } catch {
-            notice("\(i.host): cannot build the refusing TLS server: \(error)")
+            ctx.notice("\(host): cannot build the refusing TLS server: \(error)")
         }
-        i.stage = .failed
-        closeAll()
+        stage = .failed
+        ctx.closeAll()
     }
 
     /// `--block tls` did not make the client refuse the flawed leaf, since it sends requests: its TLS library does
     /// not check that flaw (Apple's limits on validity periods and its EKU rule are Apple's own; a lowered OpenSSL
     /// security level takes RSA-1024 and SHA-1; curl -k takes anything). Say so once per connection, since every
     /// request now gets the block answer instead.
-    func clientAcceptedFlawedLeaf(_ i: InterceptLayer, flaw: String, status: Int) {
-        notice("\(i.host):\(i.port): --block tls fell back to answering requests \(status): the client accepted the "
+    func clientAcceptedFlawedLeaf(_ ctx: SessionContext, flaw: String, status: Int) {
+        ctx.notice("\(host):\(port): --block tls fell back to answering requests \(status): the client accepted the "
             + "flawed leaf (\(flaw)) meant to fail its handshake as the app's fails, because its TLS library does "
             + "not check that flaw (or its checks are off, as with curl -k); every request gets the violation, as "
             + "with --block http")
-        i.refusalToLog = false
-        i.blockFallback = "--block tls fallback: the client accepted the flawed leaf (\(flaw)): its TLS library does "
+        block.refusalToLog = false
+        block.fallback = "--block tls fallback: the client accepted the flawed leaf (\(flaw)): its TLS library does "
             + "not check that, or its checks are off"
     }
 }

@@ -9,17 +9,58 @@ import TLSCore
 // - The client's hello is held until the upstream's verdict; the client is then answered with a leaf minted for the
 //   host at the session's clock (or the flawed leaf of a `--block tls` plan), choosing by ALPN what the upstream
 //   chose when the client offered it, else what the client speaks (the relay translates).
-// - The handshake must finish within `--client-timeout` (ProxySession+Deadlines).
+// - The handshake must finish within `--client-timeout` (SessionContext+Deadlines).
 // - A failed handshake ends the connection with a notice that says the likely cause (the CA is not trusted, the
 //   client pins), unless it refused a flawed leaf served on purpose.
 // - After a retried upstream, the client side resumes where it was put on hold, with the bytes it sent meanwhile.
 
-extension ProxySession {
-    func serverContext(for i: InterceptLayer, leaf: LeafOptions) throws -> TLSContext {
-        try env.contexts.context(key: .server(host: i.host, leaf: leaf)) { () throws(OpenSSLError) in
+/// The client leg of an interception: its TLS server and what the client sent before it could be read.
+final class ClientLeg {
+    /// The TLS server answering the client (nil until the client's handshake is answered).
+    var engine: TLSEngine?
+    /// What the client sent while the upstream connects or handshakes, fed to the client's TLS once it may start.
+    /// Past `pendingLimit` the client is no longer read until then (`takePendingBytes`).
+    var pendingBytes: [UInt8]
+    var pausedWhileConnecting = false
+    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream cannot make the proxy buffer more.
+    static let pendingLimit = 64 * 1024
+    /// The client sent plaintext (a request) since its handshake.
+    var spoke = false
+    /// When the client's handshake completed (the session's clock), for auto-passthrough's refusal window.
+    var handshakeDone: Double?
+    /// Auto-passthrough has counted this connection as an acceptance or a refusal (once per connection).
+    var trustJudged = false
+    /// What the client sent before the upstream said anything (at most `replayLimit` bytes; nil once the upstream
+    /// answered or the client sent more): a retried upstream gets it again.
+    var unansweredPlaintext: [UInt8]? = []
+    static let replayLimit = 64 << 10
+    /// Where the client side was when a retry of the upstream put it on hold (see
+    /// `retryOfferingH2IfClosedBeforeRequest`).
+    var resumeStage: InterceptLayer.Stage?
+
+    init(pendingBytes: [UInt8]) {
+        self.pendingBytes = pendingBytes
+    }
+
+    /// The client's bytes held while the upstream was connecting, handed over once: its reading resumes if the
+    /// limit had paused it.
+    func takePendingBytes(_ ctx: SessionContext) -> [UInt8] {
+        let held = pendingBytes
+        pendingBytes = []
+        if pausedWhileConnecting {
+            pausedWhileConnecting = false
+            ctx.commands.append(.resumeReading(.client))
+        }
+        return held
+    }
+}
+
+extension InterceptLayer {
+    func serverContext(_ ctx: SessionContext, leaf: LeafOptions) throws -> TLSContext {
+        try ctx.env.contexts.context(key: .server(host: host, leaf: leaf)) { () throws(OpenSSLError) in
             let identity: TLSConfiguration.ServerIdentity
-            do { identity = try env.minter.identity(for: i.host, options: leaf, now: clockDate) } catch {
-                throw OpenSSLError(context: "minting a certificate for \(i.host): \(error)", entries: [])
+            do { identity = try ctx.env.minter.identity(for: host, options: leaf, now: ctx.clockDate) } catch {
+                throw OpenSSLError(context: "minting a certificate for \(host): \(error)", entries: [])
             }
             var configuration = TLSConfiguration.server(identity: identity, alpn: ["h2", "http/1.1"])
             // OpenSSL's default security level refuses to load the deliberately weak leaves (SHA-1 signed,
@@ -31,143 +72,131 @@ extension ProxySession {
 
     /// After an upstream handshake: start the client's, or resume the client side a retry had put on hold (with
     /// the client's TLS bytes that arrived meanwhile).
-    func proceedWithClient(_ i: InterceptLayer) {
-        guard let resumed = i.resumeStage, let engine = i.client else {
-            startClientHandshake(i, leaf: .standard)
+    func proceedWithClient(_ ctx: SessionContext) {
+        guard let resumed = client.resumeStage, let engine = client.engine else {
+            startClientHandshake(ctx, leaf: .standard)
             return
         }
-        i.resumeStage = nil
-        let held = takePendingClientBytes(i)
+        client.resumeStage = nil
+        let held = client.takePendingBytes(ctx)
         if resumed == .relaying {
-            i.stage = .relaying
-            startRelaying(i, engine)
-            if let replay = i.unansweredClientPlaintext, !replay.isEmpty, let relay = i.relay {
-                applyIntercepted(relay.clientBytes(replay), i)
+            stage = .relaying
+            startRelaying(ctx, engine)
+            if let replay = client.unansweredPlaintext, !replay.isEmpty, let relay = self.relay {
+                apply(ctx, relay.clientBytes(replay))
             }
-            held.withUnsafeBytes { readClient(i, incoming: $0) }
+            held.withUnsafeBytes { readClient(ctx, incoming: $0) }
         } else {
-            i.stage = .clientHandshake
-            startClientHandshakeDeadline()
+            stage = .clientHandshake
+            ctx.startClientHandshakeDeadline()
             engine.feed(held)
-            stepClientHandshake(i)
+            stepClientHandshake(ctx)
         }
     }
 
-    /// The client's bytes held while the upstream was connecting, handed over once: its reading resumes if the
-    /// limit had paused it.
-    func takePendingClientBytes(_ i: InterceptLayer) -> [UInt8] {
-        let held = i.pendingClientBytes
-        i.pendingClientBytes = []
-        if i.clientPausedWhileConnecting {
-            i.clientPausedWhileConnecting = false
-            commands.append(.resumeReading(.client))
-        }
-        return held
-    }
-
-    func startClientHandshake(_ i: InterceptLayer, leaf: LeafOptions) {
+    func startClientHandshake(_ ctx: SessionContext, leaf: LeafOptions) {
         do {
             // ALPN mirroring: the upstream's choice when the client offered it, else what the client can speak
             // (the relay translates). Blocked connections and the set-up site have no upstream: HTTP/1.1 unless the
             // client offered h2 alone.
-            let preference = i.blockAnswer == nil && i.localSite == nil
-                ? UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: i.upstreamALPN)
-                : UpstreamALPN.clientAnswer(clientOffer: i.hello.alpnProtocols, upstreamChoice: "http/1.1")
+            let preference = block.answer == nil && localSite == nil
+                ? UpstreamALPN.clientAnswer(clientOffer: hello.alpnProtocols, upstreamChoice: upstream.alpn)
+                : UpstreamALPN.clientAnswer(clientOffer: hello.alpnProtocols, upstreamChoice: "http/1.1")
             let context: TLSContext
-            if let plan = i.mirror?.plan, !plan.isHealthy {
-                context = try mirrorContext(for: i, plan: plan)
+            if let plan = mirror?.plan, !plan.isHealthy {
+                context = try mirrorContext(ctx, plan: plan)
             } else {
-                context = try serverContext(for: i, leaf: leaf)
+                context = try serverContext(ctx, leaf: leaf)
             }
             let engine = try TLSEngine(context: context, alpn: preference)
-            i.client = engine
-            i.stage = .clientHandshake
-            startClientHandshakeDeadline()
-            engine.feed(takePendingClientBytes(i))
-            stepClientHandshake(i)
+            client.engine = engine
+            stage = .clientHandshake
+            ctx.startClientHandshakeDeadline()
+            engine.feed(client.takePendingBytes(ctx))
+            stepClientHandshake(ctx)
         } catch {
-            notice("\(i.host): cannot build the TLS server for the client: \(error)")
-            closeAll()
+            ctx.notice("\(host): cannot build the TLS server for the client: \(error)")
+            ctx.closeAll()
         }
     }
 
-    func interceptClientBytes(_ i: InterceptLayer, _ bytes: [UInt8]) {
-        switch i.stage {
+    func clientBytes(_ ctx: SessionContext, _ bytes: [UInt8]) {
+        switch stage {
         case .connectingUpstream, .upstreamHandshake:
-            i.pendingClientBytes += bytes
-            if i.pendingClientBytes.count >= InterceptLayer.pendingClientLimit, !i.clientPausedWhileConnecting {
-                i.clientPausedWhileConnecting = true
-                commands.append(.pauseReading(.client))
+            client.pendingBytes += bytes
+            if client.pendingBytes.count >= ClientLeg.pendingLimit, !client.pausedWhileConnecting {
+                client.pausedWhileConnecting = true
+                ctx.commands.append(.pauseReading(.client))
             }
         case .clientHandshake:
-            i.client?.feed(bytes)
-            stepClientHandshake(i)
+            client.engine?.feed(bytes)
+            stepClientHandshake(ctx)
         case .relaying:
-            bytes.withUnsafeBytes { readClient(i, incoming: $0) }
+            bytes.withUnsafeBytes { readClient(ctx, incoming: $0) }
         case .failed:
             break
         }
     }
 
-    func interceptClientEOF(_ i: InterceptLayer) {
-        noteClientClosedWithoutRequest()
-        i.client?.feedEndOfInput()
-        switch i.stage {
+    func clientEOF(_ ctx: SessionContext) {
+        ctx.noteClientClosedWithoutRequest()
+        client.engine?.feedEndOfInput()
+        switch stage {
         case .clientHandshake:
-            stepClientHandshake(i)
+            stepClientHandshake(ctx)
         case .relaying:
-            readClient(i)
-            if i.raw {
-                upgradeEnded(i, by: "the client closed it")
-                if i.upstreamOpen { commands.append(.shutdownUpstreamWrite) }
-            } else if let relay = i.relay {
-                applyIntercepted(relay.clientEOF(), i)
-                if !isDone { closeAll(tlsClose: true) }
+            readClient(ctx)
+            if raw {
+                upgradeEnded(ctx, by: "the client closed it")
+                if upstream.isOpen { ctx.commands.append(.shutdownUpstreamWrite) }
+            } else if let relay = self.relay {
+                apply(ctx, relay.clientEOF())
+                if !ctx.isDone { ctx.closeAll(tlsClose: true) }
             }
         default:
-            closeAll()
+            ctx.closeAll()
         }
     }
 
-    func stepClientHandshake(_ i: InterceptLayer) {
-        guard let engine = i.client else { return }
+    func stepClientHandshake(_ ctx: SessionContext) {
+        guard let engine = client.engine else { return }
         let step = engine.handshake()
         let out = engine.takeOutput()
-        if !out.isEmpty { commands.append(.sendToClient(out)) }
+        if !out.isEmpty { ctx.commands.append(.sendToClient(out)) }
         switch step {
         case .needsMoreInput:
             return
         case .failed(let error):
-            clientHandshakeFailed(i, error)
+            clientHandshakeFailed(ctx, error)
         case .complete:
-            i.clientHandshakeDone = now()
-            if i.mirror != nil { mirrorHandshakeCompleted(i, engine) }
-            i.stage = .relaying
-            startRelaying(i, engine)
-            readClient(i)
+            client.handshakeDone = ctx.now()
+            if mirror != nil { mirrorHandshakeCompleted(ctx, engine) }
+            stage = .relaying
+            startRelaying(ctx, engine)
+            readClient(ctx)
             // Bytes the upstream sent before the client was ready (rare for HTTP/1.1).
-            if i.upstream != nil { readUpstream(i) }
+            if upstream.engine != nil { readUpstream(ctx) }
         }
     }
 
-    func clientHandshakeFailed(_ i: InterceptLayer, _ error: TLSError) {
-        i.stage = .failed
-        if Self.isCertificateRefusal(error) { noteClientRefused(i) }
+    func clientHandshakeFailed(_ ctx: SessionContext, _ error: TLSError) {
+        stage = .failed
+        if SessionContext.isCertificateRefusal(error) { ctx.noteClientRefused(self) }
         if case .aborted = error {
-            closeAll()
+            ctx.closeAll()
             return
         }
-        if i.mirror != nil {
+        if mirror != nil {
             // The device refused what it was shown: its verdict, not a fault of the proxy's CA.
-            mirrorDeviceRefused(i, error)
-            closeAll()
+            mirrorDeviceRefused(ctx, error)
+            ctx.closeAll()
             return
         }
         var hint = ""
         if case .peerAlert(let alert) = error {
             switch alert {
             case .unknownCA, .badCertificate, .certificateUnknown:
-                hint = i.flawedLeaf != nil
+                hint = block.flawedLeaf != nil
                     ? " (expected: ATSProxy served a deliberately flawed certificate to reproduce the app's failure)"
                     : " (the client does not trust ATSProxy's CA: install it and, on iOS, enable full trust in "
                         + "Settings › General › About › Certificate Trust Settings)"
@@ -177,11 +206,21 @@ extension ProxySession {
             hint = " (a client that closes during the handshake often does not trust the proxy's certificate, or pins)"
         }
         // The client refusing a flawed leaf served on purpose is the expected outcome, not news.
-        if i.flawedLeaf == nil {
+        if block.flawedLeaf == nil {
             // Folded by the failure, not the host: a device that does not trust the CA fails this way for every host.
-            notice("\(i.host):\(i.port): the client's TLS handshake failed: \(error)\(hint)",
+            ctx.notice("\(host):\(port): the client's TLS handshake failed: \(error)\(hint)",
                 kind: "client handshake failed: \(error)")
         }
-        closeAll()
+        ctx.closeAll()
+    }
+
+    /// The client's handshake did not finish within `--client-timeout` (SessionContext+Deadlines); a stale deadline
+    /// does nothing.
+    func clientHandshakeDeadlinePassed(_ ctx: SessionContext) {
+        guard stage == .clientHandshake else { return }
+        stage = .failed
+        ctx.notice("\(host):\(port): the client's TLS handshake did not finish within \(ctx.env.timeouts.client); "
+            + "closing (--client-timeout)")
+        ctx.closeAll()
     }
 }

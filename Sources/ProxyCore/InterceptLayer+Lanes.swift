@@ -13,147 +13,147 @@ final class LaneTLS {
     var pending: [UInt8] = []
 }
 
-extension ProxySession {
+extension InterceptLayer {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
-    func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
+    func applyLanes(_ ctx: SessionContext, _ o: borrowing RelayOutput) {
         for lane in o.unsolicitedLanes {
-            notice("\(i.host):\(i.port): the upstream sent bytes with no request outstanding on \(lane) (a response "
+            ctx.notice("\(host):\(port): the upstream sent bytes with no request outstanding on \(lane) (a response "
                 + "nobody asked for); closed that connection")
         }
-        for lane in o.openLanes { openLane(lane, i) }
-        for (lane, bytes) in o.toLanes { sendToLane(lane, bytes, i) }
-        for lane in o.closeLanes { closeLane(lane, i) }
-        if o.closeUpstream, i.relay is LaneRelay, i.upstreamOpen {
+        for lane in o.openLanes { openLane(ctx, lane) }
+        for (lane, bytes) in o.toLanes { sendToLane(ctx, lane, bytes) }
+        for lane in o.closeLanes { closeLane(ctx, lane) }
+        if o.closeUpstream, self.relay is LaneRelay, upstream.isOpen {
             // The relay is done with its first connection (lane `.primary`): close_notify, then close.
-            i.upstream?.close()
-            if let bytes = i.upstream?.takeOutput(), !bytes.isEmpty { commands.append(.sendToUpstream(bytes)) }
-            commands.append(.closeUpstream)
-            i.upstreamOpen = false
-            i.upstream = nil
+            upstream.engine?.close()
+            if let bytes = upstream.engine?.takeOutput(), !bytes.isEmpty { ctx.commands.append(.sendToUpstream(bytes)) }
+            ctx.commands.append(.closeUpstream)
+            upstream.isOpen = false
+            upstream.engine = nil
         }
     }
 
-    func handleLaneEvent(_ event: ProxyEvent, _ i: InterceptLayer) {
-        guard let relay = i.relay as? LaneRelay else { return }
+    func handleLaneEvent(_ ctx: SessionContext, _ event: ProxyEvent) {
+        guard let relay = self.relay as? LaneRelay else { return }
         switch event {
         case .laneConnected(let lane):
-            guard let tls = i.lanes[lane], let context = i.upstreamContext else { return }
+            guard let tls = lanes[lane], let context = upstream.context else { return }
             do {
                 // The lane speaks what the first connection negotiated (HTTP/1.1).
                 tls.engine = try TLSEngine(
-                    context: context, serverName: i.upstreamSNI, alpn: i.upstreamALPN.map { [$0] })
+                    context: context, serverName: upstream.sni, alpn: upstream.alpn.map { [$0] })
             } catch {
-                laneFailed(lane, "cannot set up TLS: \(error)", i, relay)
+                laneFailed(ctx, lane, "cannot set up TLS: \(error)", relay)
                 return
             }
-            stepLaneHandshake(lane, tls, i, relay)
+            stepLaneHandshake(ctx, lane, tls, relay)
         case .laneConnectFailed(let lane, let error):
-            laneFailed(lane, error, i, relay)
+            laneFailed(ctx, lane, error, relay)
         case .laneBytes(let lane, let bytes):
-            guard let tls = i.lanes[lane], let engine = tls.engine else { return }
+            guard let tls = lanes[lane], let engine = tls.engine else { return }
             if !tls.ready {
                 engine.feed(bytes)
-                stepLaneHandshake(lane, tls, i, relay)
+                stepLaneHandshake(ctx, lane, tls, relay)
                 return
             }
             let (plaintext, ended, error) = bytes.withUnsafeBytes { drain(engine, feeding: $0) }
-            flushLane(lane, engine)
-            if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
-            if ended || error != nil { laneEnded(lane, i, relay) }
+            flushLane(ctx, lane, engine)
+            if !plaintext.isEmpty { applyLaneOutput(ctx, relay.laneBytes(lane, plaintext)) }
+            if ended || error != nil { laneEnded(ctx, lane, relay) }
         case .laneClosed(let lane, let error?):
             // A reset: what the lane had in flight is cut off, not ended.
-            guard let tls = i.lanes[lane] else { return }
+            guard let tls = lanes[lane] else { return }
             if tls.ready {
-                applyLaneOutput(i, relay.laneReset(lane, reason: "the upstream connection failed: \(error)"))
-                closeLane(lane, i)
+                applyLaneOutput(ctx, relay.laneReset(lane, reason: "the upstream connection failed: \(error)"))
+                closeLane(ctx, lane)
             } else {
-                laneFailed(lane, "the connection failed during the TLS handshake: \(error)", i, relay)
+                laneFailed(ctx, lane, "the connection failed during the TLS handshake: \(error)", relay)
             }
         case .laneEOF(let lane), .laneClosed(let lane, nil):
-            guard let tls = i.lanes[lane] else { return }
+            guard let tls = lanes[lane] else { return }
             if tls.ready, let engine = tls.engine {
                 engine.feedEndOfInput()
                 let (plaintext, _, _) = drain(engine)
-                if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
-                laneEnded(lane, i, relay)
+                if !plaintext.isEmpty { applyLaneOutput(ctx, relay.laneBytes(lane, plaintext)) }
+                laneEnded(ctx, lane, relay)
             } else {
-                laneFailed(lane, "the connection closed during the TLS handshake", i, relay)
+                laneFailed(ctx, lane, "the connection closed during the TLS handshake", relay)
             }
         default:
             break
         }
     }
 
-    private func applyLaneOutput(_ i: InterceptLayer, _ o: RelayOutput) { applyIntercepted(o, i) }
+    private func applyLaneOutput(_ ctx: SessionContext, _ o: RelayOutput) { apply(ctx, o) }
 
-    private func openLane(_ lane: UpstreamLane, _ i: InterceptLayer) {
-        i.lanes[lane] = LaneTLS()
-        let (address, port) = upstreamAddress(host: i.host, port: i.port)
-        commands.append(.connectLane(lane, address: address, port: port))
+    private func openLane(_ ctx: SessionContext, _ lane: UpstreamLane) {
+        lanes[lane] = LaneTLS()
+        let (address, port) = ctx.upstreamAddress(host: host, port: self.port)
+        ctx.commands.append(.connectLane(lane, address: address, port: port))
     }
 
-    private func sendToLane(_ lane: UpstreamLane, _ bytes: [UInt8], _ i: InterceptLayer) {
-        guard let tls = i.lanes[lane] else { return }
+    private func sendToLane(_ ctx: SessionContext, _ lane: UpstreamLane, _ bytes: [UInt8]) {
+        guard let tls = lanes[lane] else { return }
         guard tls.ready, let engine = tls.engine else {
             tls.pending += bytes
             return
         }
         do { try engine.write(bytes) } catch {
-            notice("\(i.host): cannot write to upstream \(lane): \(error)")
-            closeLane(lane, i)
+            ctx.notice("\(host): cannot write to upstream \(lane): \(error)")
+            closeLane(ctx, lane)
             return
         }
-        flushLane(lane, engine)
+        flushLane(ctx, lane, engine)
     }
 
-    private func flushLane(_ lane: UpstreamLane, _ engine: TLSEngine) {
+    private func flushLane(_ ctx: SessionContext, _ lane: UpstreamLane, _ engine: TLSEngine) {
         let out = engine.takeOutput()
-        if !out.isEmpty { commands.append(.sendToLane(lane, out)) }
+        if !out.isEmpty { ctx.commands.append(.sendToLane(lane, out)) }
     }
 
-    func closeLane(_ lane: UpstreamLane, _ i: InterceptLayer) {
-        guard let tls = i.lanes.removeValue(forKey: lane) else { return }
+    func closeLane(_ ctx: SessionContext, _ lane: UpstreamLane) {
+        guard let tls = lanes.removeValue(forKey: lane) else { return }
         if tls.ready, let engine = tls.engine {
             engine.close()
-            flushLane(lane, engine)
+            flushLane(ctx, lane, engine)
         }
-        commands.append(.closeLane(lane))
+        ctx.commands.append(.closeLane(lane))
     }
 
-    private func stepLaneHandshake(_ lane: UpstreamLane, _ tls: LaneTLS, _ i: InterceptLayer, _ relay: any LaneRelay) {
+    private func stepLaneHandshake(_ ctx: SessionContext, _ lane: UpstreamLane, _ tls: LaneTLS, _ relay: any LaneRelay) {
         guard let engine = tls.engine else { return }
         let step = engine.handshake()
-        flushLane(lane, engine)
+        flushLane(ctx, lane, engine)
         switch step {
         case .needsMoreInput:
             return
         case .failed(let error):
-            laneFailed(lane, "TLS handshake failed: \(error)", i, relay)
+            laneFailed(ctx, lane, "TLS handshake failed: \(error)", relay)
         case .complete:
             tls.ready = true
             let pending = tls.pending
             tls.pending = []
-            if !pending.isEmpty { sendToLane(lane, pending, i) }
-            applyLaneOutput(i, relay.laneConnected(lane))
+            if !pending.isEmpty { sendToLane(ctx, lane, pending) }
+            applyLaneOutput(ctx, relay.laneConnected(lane))
             // Bytes that came with the end of the handshake.
             let (plaintext, _, _) = drain(engine)
-            if !plaintext.isEmpty { applyLaneOutput(i, relay.laneBytes(lane, plaintext)) }
+            if !plaintext.isEmpty { applyLaneOutput(ctx, relay.laneBytes(lane, plaintext)) }
         }
     }
 
-    private func laneFailed(_ lane: UpstreamLane, _ error: String, _ i: InterceptLayer, _ relay: any LaneRelay) {
-        notice("\(i.host):\(i.port): extra upstream connection (\(lane)) failed: \(error)")
-        closeLane(lane, i)
-        applyLaneOutput(i, relay.laneFailed(lane, error: error))
+    private func laneFailed(_ ctx: SessionContext, _ lane: UpstreamLane, _ error: String, _ relay: any LaneRelay) {
+        ctx.notice("\(host):\(port): extra upstream connection (\(lane)) failed: \(error)")
+        closeLane(ctx, lane)
+        applyLaneOutput(ctx, relay.laneFailed(lane, error: error))
     }
 
-    private func laneEnded(_ lane: UpstreamLane, _ i: InterceptLayer, _ relay: any LaneRelay) {
-        applyLaneOutput(i, relay.laneEOF(lane))
-        closeLane(lane, i)
+    private func laneEnded(_ ctx: SessionContext, _ lane: UpstreamLane, _ relay: any LaneRelay) {
+        applyLaneOutput(ctx, relay.laneEOF(lane))
+        closeLane(ctx, lane)
     }
 
     /// Closes every lane (the session ends).
-    func closeAllLanes(_ i: InterceptLayer) {
-        for lane in Array(i.lanes.keys) { closeLane(lane, i) }
+    func closeAllLanes(_ ctx: SessionContext) {
+        for lane in Array(lanes.keys) { closeLane(ctx, lane) }
     }
 }

@@ -43,21 +43,19 @@ extension InterceptLayer {
     /// The client is served a flawed leaf or a weak protocol on purpose (`--block tls`, or `--ats mirror` copying
     /// the upstream's weaknesses): its refusal says nothing about whether it trusts the proxy's CA, so
     /// auto-passthrough does not count it.
-    var servesWeaknessOnPurpose: Bool { flawedLeaf != nil || mirror?.plan.isHealthy == false }
-}
+    var servesWeaknessOnPurpose: Bool { block.flawedLeaf != nil || mirror?.plan.isHealthy == false }
 
-extension ProxySession {
     /// Makes the plan for the client leg from the upstream handshake's facts (see the theory of operation).
-    func prepareMirror(_ i: InterceptLayer, _ facts: HandshakeFacts, _ engine: TLSEngine) {
+    func prepareMirror(_ ctx: SessionContext, _ facts: HandshakeFacts, _ engine: TLSEngine) {
         // A retried upstream (an h2-only origin) keeps the first plan: the client leg already runs on it.
-        if i.mirror == nil {
+        if mirror == nil {
             let plan = MirrorPlan(facts: facts, suiteOpenSSLName: engine.negotiated?.cipherSuiteOpenSSLName)
-            i.mirror = MirrorState(plan: plan, simulated: i.violations)
+            mirror = MirrorState(plan: plan, simulated: violations)
         }
-        if !env.mirrorComparesPolicy {
+        if !ctx.env.mirrorComparesPolicy {
             // No plist: the device alone judges; Apple's defaults only name the kind in the summary.
-            i.violations = []
-            i.outcome = .notEvaluated
+            violations = []
+            outcome = .notEvaluated
         }
     }
 
@@ -70,45 +68,44 @@ extension ProxySession {
 
     /// The client leg's context for a plan with weaknesses: one per host and plan, never shared with other hosts'
     /// or healthy connections, so every other connection keeps the default settings.
-    func mirrorContext(for i: InterceptLayer, plan: MirrorPlan) throws -> TLSContext {
-        try env.contexts.context(key: .mirror(host: i.host, plan: plan)) { () throws(OpenSSLError) in
+    func mirrorContext(_ ctx: SessionContext, plan: MirrorPlan) throws -> TLSContext {
+        try ctx.env.contexts.context(key: .mirror(host: host, plan: plan)) { () throws(OpenSSLError) in
             let identity: TLSConfiguration.ServerIdentity
-            do { identity = try env.minter.identity(for: i.host, options: plan.leaf, now: clockDate) } catch {
-                throw OpenSSLError(context: "minting a mirrored certificate for \(i.host): \(error)", entries: [])
+            do { identity = try ctx.env.minter.identity(for: host, options: plan.leaf, now: ctx.clockDate) } catch {
+                throw OpenSSLError(context: "minting a mirrored certificate for \(host): \(error)", entries: [])
             }
             return try TLSContext(plan.serverConfiguration(identity: identity, alpn: ["h2", "http/1.1"]))
         }
     }
 
     /// The device completed its handshake with the mirrored server: it has accepted once it sends a request.
-    func mirrorHandshakeCompleted(_ i: InterceptLayer, _ engine: TLSEngine) {
+    func mirrorHandshakeCompleted(_ ctx: SessionContext, _ engine: TLSEngine) {
         let negotiated = engine.negotiated
-        i.mirror?.completedHandshake = (
+        mirror?.completedHandshake = (
             negotiated.map { $0.version?.plistName ?? $0.versionName },
             negotiated.map { CipherSuite.lookup(code: $0.cipherSuiteCode)?.ianaName ?? $0.cipherSuiteName })
     }
 
     /// The device sent its first request after the handshake: it accepted what it was shown.
-    func mirrorDeviceSpoke(_ i: InterceptLayer) {
-        guard let state = i.mirror, state.record == nil, let done = state.completedHandshake else { return }
-        finishMirror(i, state, accepted: true, version: done.version, suite: done.suite, refusal: nil, step: nil)
+    func mirrorDeviceSpoke(_ ctx: SessionContext) {
+        guard let state = mirror, state.record == nil, let done = state.completedHandshake else { return }
+        finishMirror(ctx, state, accepted: true, version: done.version, suite: done.suite, refusal: nil, step: nil)
     }
 
     /// The connection ends: a device that completed its handshake and sent nothing refused after it.
-    func mirrorConnectionEnding() {
-        guard let i = interception, let state = i.mirror, state.record == nil, state.completedHandshake != nil
+    func mirrorConnectionEnding(_ ctx: SessionContext) {
+        guard let state = mirror, state.record == nil, state.completedHandshake != nil
         else { return }
-        finishMirror(
-            i, state, accepted: false, version: nil, suite: nil, refusal: "closed after the handshake",
+        finishMirror(ctx, state, accepted: false, version: nil, suite: nil, refusal: "closed after the handshake",
             step: "the device completed the handshake, then closed before any request (a check after the handshake "
                 + "failed, such as an OpenSSL client's host-name check, or it had nothing to send)")
     }
 
     /// The device's handshake with the mirrored server failed: it refused what it was shown.
-    func mirrorDeviceRefused(_ i: InterceptLayer, _ error: TLSError) {
-        guard let state = i.mirror else { return }
+    func mirrorDeviceRefused(_ ctx: SessionContext, _ error: TLSError) {
+        guard let state = mirror else { return }
         let (refusal, step) = Self.refusal(error)
-        finishMirror(i, state, accepted: false, version: nil, suite: nil, refusal: refusal, step: step)
+        finishMirror(ctx, state, accepted: false, version: nil, suite: nil, refusal: refusal, step: step)
     }
 
     /// The alert (or close) and the step, in the record's words.
@@ -148,14 +145,14 @@ extension ProxySession {
     }
 
     private func finishMirror(
-        _ i: InterceptLayer, _ state: MirrorState, accepted: Bool, version: String?, suite: String?,
+        _ ctx: SessionContext, _ state: MirrorState, accepted: Bool, version: String?, suite: String?,
         refusal: String?, step: String?
     ) {
         let kind = state.simulated.first?.kind.rawValue ?? "none"
         var simulatedText: String?
         var disagreement: String?
         var agreed: Bool?
-        if env.mirrorComparesPolicy {
+        if ctx.env.mirrorComparesPolicy {
             let simulatedBlocks = !state.simulated.isEmpty
             simulatedText = Self.simulatedText(state.simulated)
             agreed = simulatedBlocks != accepted
@@ -177,47 +174,20 @@ extension ProxySession {
             notReproduced: state.plan.notReproduced, deviceAccepted: accepted, deviceVersion: version,
             deviceCipherSuite: suite, refusal: refusal, refusalStep: step, simulated: simulatedText,
             disagreement: disagreement, simulatedKind: state.simulated.first?.kind.rawValue)
-        i.mirror?.record = record
-        trace(.mirrorDeviceVerdict(url: i.url, record: record))
-        env.mirrorTally.count(kind: kind, deviceAccepted: accepted, agreed: agreed)
+        mirror?.record = record
+        ctx.trace(.mirrorDeviceVerdict(url: url, record: record))
+        ctx.env.mirrorTally.count(kind: kind, deviceAccepted: accepted, agreed: agreed)
         if let disagreement {
-            notice("\(i.host):\(i.port): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
+            ctx.notice("\(host):\(port): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
         }
         let summary = ExchangeSummary(
-            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: i.outcome,
-            errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
-            durationMilliseconds: (now() - i.started) * 1000,
+            method: "CONNECT", url: url, status: nil, httpVersion: "TLS", outcome: outcome,
+            errors: violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
+            durationMilliseconds: (ctx.now() - started) * 1000,
             note: accepted ? nil : step)
         var noted = summary
         noted.mirror = record
-        recordExchange(noted)
-    }
-
-    /// A cleartext request in mirror mode: the device sent it, so its ATS allowed the load (ATS refuses `http://`
-    /// before connecting). Judged against the simulation like a connection, counted, and traced.
-    func mirrorCleartext(url: String, simulated: [ATSViolation]) -> MirrorRecord {
-        let kind = simulated.first?.kind.rawValue ?? "none"
-        var simulatedText: String?
-        var disagreement: String?
-        var agreed: Bool?
-        if env.mirrorComparesPolicy {
-            simulatedText = Self.simulatedText(simulated)
-            agreed = simulated.isEmpty
-            if !simulated.isEmpty {
-                disagreement = "simulated: \(simulatedText ?? ""); device: sent the cleartext request; either the "
-                    + "app's effective policy differs from the plist, or iOS behaves differently than modelled "
-                    + "(reference §3.1)"
-            }
-        }
-        let record = MirrorRecord(
-            version: "cleartext HTTP", weaknesses: [], notReproduced: [], deviceAccepted: true,
-            simulated: simulatedText, disagreement: disagreement, simulatedKind: simulated.first?.kind.rawValue)
-        trace(.mirrorDeviceVerdict(url: url, record: record))
-        env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
-        if let disagreement {
-            notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
-        }
-        return record
+        ctx.recordExchange(noted)
     }
 
     /// `allowed`, or `blocked -1200/-9836 (TLSv1.0 below the TLSv1.2 minimum)`.

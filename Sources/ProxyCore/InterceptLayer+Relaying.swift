@@ -1,7 +1,6 @@
 import ATSPolicy
 import Foundation
 import HTTP1Core
-import Onboarding
 import ProxyTrace
 import TLSCore
 
@@ -10,82 +9,82 @@ import TLSCore
 // - The relay is chosen by what each leg negotiated by ALPN: HTTP/1.1 or HTTP/2 on both, or a translation
 //   (H2ToH1Relay spreads an h2 client's streams over lanes, InterceptLayer+Lanes).
 // - Bytes read from either socket go into that leg's TLS engine where they lie (`handleReceived`); the plaintext goes
-//   to the relay, and the relay's output is encrypted for the other leg (`applyIntercepted`).
+//   to the relay, and the relay's output is encrypted for the other leg (`apply`).
 // - Each request carries out the connection's action (set by InterceptLayer+Verdict): forwarded with the verdict's
 //   annotation and outcome, or answered with the block answer.
 // - After a 101 the plaintext is relayed raw both ways; the upgraded connection is logged when it ends.
 // - The client's end (close_notify or EOF) ends the connection once the relay is idle; a TLS error ends it at once.
 
-extension ProxySession {
+extension InterceptLayer {
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
-    func startRelaying(_ i: InterceptLayer, _ engine: TLSEngine) {
-        let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
-            self.decideIntercepted(head, i)
+    func startRelaying(_ ctx: SessionContext, _ engine: TLSEngine) {
+        let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned ctx] head in
+            self.decide(ctx, head)
         }
         let clientH2 = engine.negotiated?.alpn == "h2"
-        let streamLimits = StreamDeadlineLimits(env.timeouts)
-        let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
+        let streamLimits = StreamDeadlineLimits(ctx.env.timeouts)
+        let upstreamH2 = upstream.alpn == "h2" && upstream.engine != nil
         do {
             switch (clientH2, upstreamH2) {
             case (true, true):
-                i.relay = try H2Relay(now: now, recording: env.recording, limits: streamLimits, decide: decide)
+                relay = try H2Relay(now: ctx.now, recording: ctx.env.recording, limits: streamLimits, decide: decide)
             case (true, false):
-                i.relay = try H2ToH1Relay(
-                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, limits: streamLimits,
+                relay = try H2ToH1Relay(
+                    primaryConnected: upstream.engine != nil, now: ctx.now, recording: ctx.env.recording, limits: streamLimits,
                     decide: decide)
             case (false, true):
-                i.relay = try H1ToH2Relay(
-                    now: now, recording: env.recording,
-                    retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream,
-                    retryRefused: i.refusedRetries < InterceptLayer.maxRefusedRetries, decide: decide)
+                relay = try H1ToH2Relay(
+                    now: ctx.now, recording: ctx.env.recording,
+                    retryUpgradeOverHTTP1: ctx.env.upstreamALPN == .ios && !upstream.http1Only,
+                    retryRefused: upstream.refusedRetries < UpstreamLeg.maxRefusedRetries, decide: decide)
             case (false, false):
-                i.relay = HTTP1Relay(
-                    connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
+                relay = HTTP1Relay(
+                    connectedTo: UpstreamTarget(host: host, port: port), now: ctx.now, recording: ctx.env.recording,
                     decide: decide)
             }
         } catch {
-            notice("\(i.host): cannot start HTTP/2: \(error)")
-            closeAll()
+            ctx.notice("\(host): cannot start HTTP/2: \(error)")
+            ctx.closeAll()
             return
         }
         // HTTP/2 sessions start with their connection preface and SETTINGS.
-        if clientH2 || upstreamH2, let relay = i.relay { applyIntercepted(relay.upstreamBytes([]), i) }
+        if clientH2 || upstreamH2, let relay = self.relay { apply(ctx, relay.upstreamBytes([])) }
     }
 
     /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
     /// lines, lanes, a 101's switch to raw relaying, the client's close.
-    func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
+    func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
         if let replay = o.retryOverHTTP1 {
-            retryUpstreamOverHTTP1(i, replaying: replay)
+            retryUpstreamOverHTTP1(ctx, replaying: replay)
             return
         }
         if let replay = o.retryOnNewConnection {
-            retryRefusedRequest(i, replaying: replay)
+            retryRefusedRequest(ctx, replaying: replay)
             return
         }
-        if !o.exchanges.isEmpty { i.refusedRetries = 0 }
+        if !o.exchanges.isEmpty { upstream.refusedRetries = 0 }
         let unsolicited = o.unsolicitedUpstream
-        defer { relayStepped(i, unsolicited: unsolicited) }
-        i.upstreamOpen = beginRelayStep(o, upstreamOpen: i.upstreamOpen)
-        if !o.toUpstream.isEmpty { interceptSendUpstream(i, o.toUpstream) }
-        if !o.toClient.isEmpty { interceptSendClient(i, o.toClient) }
+        defer { ctx.relayStepped(self, unsolicited: unsolicited) }
+        upstream.isOpen = ctx.beginRelayStep(o, upstreamOpen: upstream.isOpen)
+        if !o.toUpstream.isEmpty { sendUpstream(ctx, o.toUpstream) }
+        if !o.toClient.isEmpty { sendClient(ctx, o.toClient) }
         // Encrypted, the plaintext arrays are done with.
-        if let relay = i.relay { relay.recycle(&o) }
-        for exchange in o.exchanges { logExchange(exchange) }
-        applyPauses(o)
-        applyLanes(o, i)
+        if let relay = self.relay { relay.recycle(&o) }
+        for exchange in o.exchanges { ctx.logExchange(exchange) }
+        ctx.applyPauses(o)
+        applyLanes(ctx, o)
         if o.switchedToRaw {
-            if let upgrade = o.exchanges.last { i.upgraded = UpgradedConnection(after: upgrade, at: now()) }
-            i.raw = true
+            if let upgrade = o.exchanges.last { upgraded = UpgradedConnection(after: upgrade, at: ctx.now()) }
+            raw = true
         }
-        if o.closeClient { closeAll(tlsClose: true, reset: o.abortClient) }
+        if o.closeClient { ctx.closeAll(tlsClose: true, reset: o.abortClient) }
     }
 
-    func decideIntercepted(_ received: HTTPRequestHead, _ i: InterceptLayer) -> RequestDecision {
+    func decide(_ ctx: SessionContext, _ received: HTTPRequestHead) -> RequestDecision {
         let head: HTTPRequestHead
         // Byte-wise: String.hasPrefix compares Unicode characters, and this runs for every request.
         if received.target.utf8.first != UInt8(ascii: "/"), received.target != "*", received.method != "CONNECT" {
-            switch Self.originForm(of: received, forHost: i.host, port: i.port) {
+            switch Self.originForm(of: received, forHost: host, port: port) {
             case .some(.success(let rewritten)): head = rewritten
             case .some(.failure(let refusal)): return refusal.decision
             case nil: head = received
@@ -93,41 +92,42 @@ extension ProxySession {
         } else {
             head = received
         }
-        let url = i.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
+        let url = self.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
-        let protocolName = i.blockAnswer == nil && i.localSite == nil ? i.upstreamALPN : i.client?.negotiated?.alpn
+        let protocolName = block.answer == nil && localSite == nil ? upstream.alpn : client.engine?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
-        if let site = i.localSite {
-            return onboardingDecision(site, role: .site, head: head, path: head.target, url: url, secure: true)
+        if let site = localSite {
+            return ctx.localSiteDecision(
+                site, host: nil, port: port, head: head, path: head.target, url: url, secure: true)
         }
-        let codes = i.violations.map(ExchangeError.init)
-        if var answer = i.blockAnswer {
+        let codes = violations.map(ExchangeError.init)
+        if var answer = block.answer {
             // A completed handshake does not tell: curl checks the host name only after it. A request does.
-            if let flaw = i.flawedLeaf, i.blockFallback == nil {
-                clientAcceptedFlawedLeaf(i, flaw: flaw, status: answer.blockStatus)
+            if let flaw = block.flawedLeaf, block.fallback == nil {
+                clientAcceptedFlawedLeaf(ctx, flaw: flaw, status: answer.blockStatus)
             }
             // The app's task fails in the TLS handshake, so nothing is enqueued; its error names this request's URL.
             answer.url = url
-            if i.blockFallback != nil { answer.acceptedFlaw = i.flawedLeaf }
-            trace(.loaderWhatToDo(method: head.method, url: url))
-            if let first = i.violations.first {
-                trace(.responseError(url: url, error: NSErrorDescription(violation: first, failingURL: url)))
+            if block.fallback != nil { answer.acceptedFlaw = block.flawedLeaf }
+            ctx.trace(.loaderWhatToDo(method: head.method, url: url))
+            if let first = violations.first {
+                ctx.trace(.responseError(url: url, error: NSErrorDescription(violation: first, failingURL: url)))
             }
             var response = HTTPResponseHead(status: answer.blockStatus, reason: answer.blockStatus == 403 ? "Forbidden" : "Bad Gateway")
             response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             for (n, v) in answer.headers { response.headers.add(name: n, value: v) }
             return .answer(
                 head: response, body: Array(answer.blockBody.utf8), url: url,
-                outcome: i.outcome == .failed ? .failed : .blocked, codes: codes)
+                outcome: outcome == .failed ? .failed : .blocked, codes: codes)
         }
-        traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
+        ctx.traceRequestStart(method: head.method, url: url, head: head, httpVersion: version)
         // The proxy's credentials never go upstream, whichever leg carried them (a client may repeat them inside the
         // tunnel). Checked first so that the common head is forwarded as the same value, and its bytes as received.
         var forwarded = head
         if head.headers.contains(name: "Proxy-Authorization") { forwarded.headers.remove(name: "Proxy-Authorization") }
         return .forward(
-            head: forwarded, url: url, upstream: nil, annotation: i.annotation, outcome: i.outcome, codes: codes)
+            head: forwarded, url: url, upstream: nil, annotation: annotation, outcome: outcome, codes: codes)
     }
 
     /// A request inside a tunnel that names its target in absolute form (`GET https://h.test/x`): RFC 9112 §3.2.2 says
@@ -197,94 +197,94 @@ extension ProxySession {
         }
     }
 
-    func readClient(_ i: InterceptLayer, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
-        guard let engine = i.client else { return }
+    func readClient(_ ctx: SessionContext, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
+        guard let engine = client.engine else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
         if let error {
-            notice("\(i.host): TLS error from the client: \(error)", kind: "TLS error from the client")
-            closeAll()
+            ctx.notice("\(host): TLS error from the client: \(error)", kind: "TLS error from the client")
+            ctx.closeAll()
             return
         }
         let out = engine.takeOutput()
-        if !out.isEmpty { commands.append(.sendToClient(out)) }
+        if !out.isEmpty { ctx.commands.append(.sendToClient(out)) }
         if !plaintext.isEmpty {
-            if !i.clientSpoke {
-                if i.mirror != nil { mirrorDeviceSpoke(i) }
-                i.clientSpoke = true
-                noteClientAccepted(i)
+            if !client.spoke {
+                if mirror != nil { mirrorDeviceSpoke(ctx) }
+                client.spoke = true
+                ctx.noteClientAccepted(self)
             }
-            if let kept = i.unansweredClientPlaintext {
-                i.unansweredClientPlaintext = kept.count + plaintext.count <= InterceptLayer.replayLimit ? kept + plaintext : nil
+            if let kept = client.unansweredPlaintext {
+                client.unansweredPlaintext = kept.count + plaintext.count <= ClientLeg.replayLimit ? kept + plaintext : nil
             }
-            if i.raw {
-                i.upgraded?.fromClient += plaintext.count
-                interceptSendUpstream(i, plaintext)
-            } else if let relay = i.relay {
-                applyIntercepted(relay.clientBytes(plaintext), i)
+            if raw {
+                upgraded?.fromClient += plaintext.count
+                sendUpstream(ctx, plaintext)
+            } else if let relay = self.relay {
+                apply(ctx, relay.clientBytes(plaintext))
             }
         }
-        if closed { noteClientClosedWithoutRequest() }
-        if closed, !isDone {
-            if i.raw {
-                upgradeEnded(i, by: "the client closed it")
-                i.upstream?.close()
-                flushUpstreamTLS(i)
-                if i.upstreamOpen { commands.append(.shutdownUpstreamWrite) }
-            } else if let relay = i.relay {
-                applyIntercepted(relay.clientEOF(), i)
-                if !isDone, relay.isIdle { closeAll(tlsClose: true) }
+        if closed { ctx.noteClientClosedWithoutRequest() }
+        if closed, !ctx.isDone {
+            if raw {
+                upgradeEnded(ctx, by: "the client closed it")
+                upstream.engine?.close()
+                flushUpstreamTLS(ctx)
+                if upstream.isOpen { ctx.commands.append(.shutdownUpstreamWrite) }
+            } else if let relay = self.relay {
+                apply(ctx, relay.clientEOF())
+                if !ctx.isDone, relay.isIdle { ctx.closeAll(tlsClose: true) }
             }
         }
     }
 
-    func readUpstream(_ i: InterceptLayer, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
-        guard let engine = i.upstream, i.stage == .relaying else { return }
+    func readUpstream(_ ctx: SessionContext, incoming: UnsafeRawBufferPointer = .init(start: nil, count: 0)) {
+        guard let engine = upstream.engine, stage == .relaying else { return }
         let (plaintext, closed, error) = drain(engine, feeding: incoming)
-        if let error { notice("\(i.host): TLS error from the upstream: \(error)") }
-        flushUpstreamTLS(i)
+        if let error { ctx.notice("\(host): TLS error from the upstream: \(error)") }
+        flushUpstreamTLS(ctx)
         if !plaintext.isEmpty {
-            i.unansweredClientPlaintext = nil
-            if i.raw {
-                i.upgraded?.toClient += plaintext.count
-                interceptSendClient(i, plaintext)
-            } else if let relay = i.relay {
-                applyIntercepted(relay.upstreamBytes(plaintext), i)
+            client.unansweredPlaintext = nil
+            if raw {
+                upgraded?.toClient += plaintext.count
+                sendClient(ctx, plaintext)
+            } else if let relay = self.relay {
+                apply(ctx, relay.upstreamBytes(plaintext))
             }
         }
         // A close_notify can come before the TCP close: the retry check applies to it too.
-        if closed, !retryOfferingH2IfClosedBeforeRequest(i) { upstreamGone(i) }
+        if closed, !retryOfferingH2IfClosedBeforeRequest(ctx) { upstreamGone(ctx) }
     }
 
-    func shutdownClientTLS(_ i: InterceptLayer) {
-        closeAll(tlsClose: true)
+    func shutdownClientTLS(_ ctx: SessionContext) {
+        ctx.closeAll(tlsClose: true)
     }
 
-    func flushUpstreamTLS(_ i: InterceptLayer) {
-        guard let engine = i.upstream else { return }
+    func flushUpstreamTLS(_ ctx: SessionContext) {
+        guard let engine = upstream.engine else { return }
         let out = engine.takeOutput()
-        if !out.isEmpty, i.upstreamOpen { commands.append(.sendToUpstream(out)) }
+        if !out.isEmpty, upstream.isOpen { ctx.commands.append(.sendToUpstream(out)) }
     }
 
-    func interceptSendUpstream(_ i: InterceptLayer, _ plaintext: [UInt8]) {
-        guard let engine = i.upstream else { return }
+    func sendUpstream(_ ctx: SessionContext, _ plaintext: [UInt8]) {
+        guard let engine = upstream.engine else { return }
         do { try engine.write(plaintext) } catch {
-            notice("\(i.host): cannot write to the upstream TLS session: \(error)")
-            closeAll()
+            ctx.notice("\(host): cannot write to the upstream TLS session: \(error)")
+            ctx.closeAll()
             return
         }
-        flushUpstreamTLS(i)
+        flushUpstreamTLS(ctx)
     }
 
-    func interceptSendClient(_ i: InterceptLayer, _ plaintext: [UInt8]) {
+    func sendClient(_ ctx: SessionContext, _ plaintext: [UInt8]) {
         // Nothing goes to a client after its connection was closed (an upstream write just failed, say).
-        guard !clientClosed, let engine = i.client else { return }
+        guard !ctx.clientClosed, let engine = client.engine else { return }
         do { try engine.write(plaintext) } catch {
-            notice("\(i.host): cannot write to the client TLS session: \(error)")
-            closeAll()
+            ctx.notice("\(host): cannot write to the client TLS session: \(error)")
+            ctx.closeAll()
             return
         }
         let out = engine.takeOutput()
-        if !out.isEmpty { commands.append(.sendToClient(out)) }
+        if !out.isEmpty { ctx.commands.append(.sendToClient(out)) }
     }
 }
 
@@ -293,16 +293,28 @@ struct MisdirectedRequest: Error {
     let decision: RequestDecision
 }
 
-extension ProxySession {
+extension InterceptLayer {
     /// A quiet connection gives its TLS record buffers back; they come back with the next record. This is what
     /// keeps a thousand idle intercepted connections small without paying for buffers on every record.
-    func releaseBuffers(of peer: ProxyPeer, _ i: InterceptLayer) {
+    func releaseBuffers(_ ctx: SessionContext, of peer: ProxyPeer) {
         switch peer {
         case .client:
-            i.client?.releaseBuffers()
-            i.relay?.releaseBuffers()
-        case .upstream: i.upstream?.releaseBuffers()
-        case .lane(let lane): i.lanes[lane]?.engine?.releaseBuffers()
+            client.engine?.releaseBuffers()
+            relay?.releaseBuffers()
+        case .upstream: upstream.engine?.releaseBuffers()
+        case .lane(let lane): lanes[lane]?.engine?.releaseBuffers()
         }
+    }
+
+    /// Notes which side closed an intercepted upgraded connection first (the later teardown says less).
+    func upgradeEnded(_ ctx: SessionContext, by side: String) {
+        if upgraded != nil, upgraded?.endedBy == nil { upgraded?.endedBy = side }
+    }
+
+    /// Logs the end of an intercepted upgraded connection, once.
+    func logUpgradeEnd(_ ctx: SessionContext, fallbackReason: String) {
+        guard let u = upgraded else { return }
+        upgraded = nil
+        u.logEnd(ctx, fallbackReason: fallbackReason)
     }
 }

@@ -1,6 +1,5 @@
 import ATSPolicy
 import HTTP1Core
-import Onboarding
 import ProxyTrace
 
 // Theory of operation: plain-HTTP forwarding of absolute-form requests (`GET http://host/…`).
@@ -10,7 +9,7 @@ import ProxyTrace
 //   then the target's ATS verdict, made an action by VerdictAction. Relayed: rewritten to origin form (RFC 9112
 //   §3.2.2: Host from the target, no Proxy-* fields), with the `X-ATS-*` annotation in `--ats annotate`. Blocked:
 //   answered 403 with the -1022 explanation, without connecting. The set-up site's names are answered by the
-//   site before any verdict (ProxySession+Onboarding); Apple's own hosts (AppleHosts) are relayed without one.
+//   site before any verdict (SessionContext+LocalSite); Apple's own hosts (AppleHosts) are relayed without one.
 // - The relay asks for an upstream per target (`RelayOutput.connect`); the upstream connection is this layer's,
 //   reconnected when a request names another host.
 // - A 101 hands both connections to the adapter's raw relay: the session goes to `upgraded`.
@@ -25,7 +24,7 @@ final class PlainLayer: RelayingLayer {
     var pendingTarget: UpstreamTarget?
     /// The violation of the last request answered with a block, for its trace's Did Fail record.
     var lastBlock: ATSViolation?
-    /// The decision of the exchange in flight, for its record (ProxySession+Record).
+    /// The decision of the exchange in flight, for its record (SessionContext+Record).
     var decisionRecord = PlainDecisionRecord()
     /// `--ats mirror`: the exchange in flight's record (the device sent it, so its ATS allowed the cleartext load).
     var mirrorRecord: MirrorRecord?
@@ -34,41 +33,18 @@ final class PlainLayer: RelayingLayer {
     var exchangeRelay: (any ExchangeRelay)? { relay }
 }
 
-extension ProxySession {
-    /// The plain layer the connection is in, if it is.
-    var plain: PlainLayer? { if case .plain(let p) = phase { p } else { nil } }
-
-    /// The violation of the last cleartext request answered with a block (read by `logExchange`).
-    var lastPlainBlock: ATSViolation? { plain?.lastBlock }
-
-    /// The decision of the plain-HTTP exchange in flight (or upgraded), for its record (read by `recorded`).
-    var plainDecision: PlainDecisionRecord {
-        switch phase {
-        case .plain(let p): p.decisionRecord
-        case .upgraded(let u): u.plainDecision
-        case .front, .sniffing, .tunnel, .intercepting, .done: PlainDecisionRecord()
-        }
-    }
-
-    func startPlain(replaying bytes: [UInt8]) {
-        let p = PlainLayer()
-        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
-            self.decidePlain(self.absoluteForm(head), p)
-        }
-        phase = .plain(p)
-        applyPlain(p.relay.clientBytes(bytes), p)
-    }
-
-    private func decidePlain(_ head: HTTPRequestHead, _ p: PlainLayer) -> RequestDecision {
+extension PlainLayer {
+    /// The decision on one request (the relay asks it for every request head).
+    func decide(_ ctx: SessionContext, _ head: HTTPRequestHead) -> RequestDecision {
         let notAbsolute = RequestDecision.answer(
             head: HTTPResponseHead(status: 400, reason: "Bad Request", headers: [("Content-Type", "text/plain")]),
             body: Array("ATSProxy: every request on a proxy connection must use an absolute http:// URL\n".utf8),
             url: Redaction.url(head.target), outcome: .notEvaluated, codes: [])
         // Basic proxy credentials belong to each request (RFC 9110 §11.7.1), not to the connection: a keep-alive
         // connection's later requests, to any host, are checked like its first.
-        p.decisionRecord = PlainDecisionRecord()
-        p.mirrorRecord = nil
-        if let refusal = authRefusal(head) { return refusal }
+        decisionRecord = PlainDecisionRecord()
+        mirrorRecord = nil
+        if let refusal = ctx.authRefusal(head) { return refusal }
         let parsed: HTTPRequestTarget
         do { parsed = try HTTPRequestTarget(parsing: head.target, method: head.method) } catch { return notAbsolute }
         guard case .absolute(let scheme, let host, let port, let path) = parsed, scheme == "http" else {
@@ -84,29 +60,30 @@ extension ProxySession {
         // Host names are case-insensitive (RFC 3986 §3.2.2) and policy keys are lowercase: match the name in lower
         // case, as the CONNECT path does with the SNI. The Host field keeps the client's spelling.
         let name = host.lowercased()
-        if let site = env.onboarding, let role = site.role(ofHost: name, port: port ?? 80) {
+        if let site = ctx.env.localSite, site.answers(host: name, port: port ?? 80) {
             // The proxy's own site: answered here, never connected to, and no ATS verdict (not the app's traffic).
-            p.decisionRecord.proxySite = true
-            return onboardingDecision(site, role: role, head: head, path: path, url: url, secure: false)
+            decisionRecord.proxySite = true
+            return ctx.localSiteDecision(
+                site, host: name, port: port ?? 80, head: head, path: path, url: url, secure: false)
         }
-        let (address, upstreamPort) = upstreamAddress(host: name, port: port ?? 80)
+        let (address, upstreamPort) = ctx.upstreamAddress(host: name, port: port ?? 80)
         let upstream = UpstreamTarget(host: address, port: upstreamPort)
-        if env.appleHosts?.entry(for: name) != nil {
+        if ctx.env.appleHosts?.entry(for: name) != nil {
             // The device's own cleartext (App Store content, certificate status) is relayed, not judged: a -1022
             // block here would be no problem of the app's. (apple.com's own names also have iOS's built-in
             // exception, which allows cleartext anyway.)
-            prepareUpstream(upstream, host: host, port: port ?? 80, p)
+            prepareUpstream(ctx, upstream, host: host, port: port ?? 80)
             return .forward(
                 head: forwarded, url: url, upstream: upstream, annotation: [], outcome: .notEvaluated, codes: [])
         }
-        trace(.loaderWhatToDo(method: head.method, url: url))
+        ctx.trace(.loaderWhatToDo(method: head.method, url: url))
 
         var verdict: Verdict
         var decision = PolicyDecision(keyPath: [], reason: "ATS evaluation is off (--ats off)")
-        if env.mode == .off {
+        if ctx.env.mode == .off {
             verdict = Verdict(source: .notEvaluated, violations: [])
         } else {
-            switch env.requirements(for: ConnectionTarget(scheme: "http", host: name, port: port ?? 80)) {
+            switch ctx.env.requirements(for: ConnectionTarget(scheme: "http", host: name, port: port ?? 80)) {
             case .proceed(let req):
                 verdict = Verdict(source: .policy, violations: [])
                 decision = req.decidedBy
@@ -115,37 +92,37 @@ extension ProxySession {
                 decision = violation.decidedBy ?? PolicyDecision(keyPath: [], reason: violation.explanation)
             }
         }
-        if env.mode == .mirror {
-            p.mirrorRecord = mirrorCleartext(url: url, simulated: verdict.violations)
+        if ctx.env.mode == .mirror {
+            mirrorRecord = mirrorCleartext(ctx, url: url, simulated: verdict.violations)
             // Without a plist the device alone judges: Apple's defaults only name the kind in the summary.
-            if !env.mirrorComparesPolicy { verdict = Verdict(source: .notEvaluated, violations: []) }
+            if !ctx.env.mirrorComparesPolicy { verdict = Verdict(source: .notEvaluated, violations: []) }
         }
-        if env.mode != .off {
-            p.decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations)
+        if ctx.env.mode != .off {
+            decisionRecord = PlainDecisionRecord(decision: decision, violations: verdict.violations)
         }
         let answer = ATSAnswer(url: url, decision: decision, violations: verdict.violations)
         let codes = verdict.violations.map(ExchangeError.init)
         // Cleartext has one way to refuse: the app refuses the load before connecting, so the proxy answers.
-        switch VerdictAction(for: verdict, mode: env.mode, blockStyle: .http) {
+        switch VerdictAction(for: verdict, mode: ctx.env.mode, blockStyle: .http) {
         case .relay(let outcome, let annotate):
-            if env.mode != .off {
+            if ctx.env.mode != .off {
                 let action = verdict.violations.isEmpty
                     ? "allowed" : "annotated: forwarded, although the app refuses this load before connecting"
-                traceDecision(url: url, decision: decision, violations: verdict.violations, action: action)
+                ctx.traceDecision(url: url, decision: decision, violations: verdict.violations, action: action)
             }
             // Only a request that goes out is enqueued: the app refuses a blocked one before connecting.
-            prepareUpstream(upstream, host: host, port: port ?? 80, p)
-            traceEnqueue(url: url, head: forwarded)  // what goes upstream: no Proxy-Authorization
+            prepareUpstream(ctx, upstream, host: host, port: port ?? 80)
+            ctx.traceEnqueue(url: url, head: forwarded)  // what goes upstream: no Proxy-Authorization
             return .forward(
                 head: forwarded, url: url, upstream: upstream, annotation: annotate ? answer.headers : [],
                 outcome: outcome, codes: codes)
         case .block(let outcome, _):
-            traceDecision(
+            ctx.traceDecision(
                 url: url, decision: decision, violations: verdict.violations,
                 action: "blocked (403, no connection made)")
             if let violation = verdict.violations.first {
-                trace(.responseError(url: url, error: NSErrorDescription(violation: violation, failingURL: url)))
-                p.lastBlock = violation
+                ctx.trace(.responseError(url: url, error: NSErrorDescription(violation: violation, failingURL: url)))
+                lastBlock = violation
             }
             return .answer(
                 head: HTTPResponseHead(
@@ -155,77 +132,96 @@ extension ProxySession {
         }
     }
 
-    private func prepareUpstream(_ upstream: UpstreamTarget, host: String, port: Int, _ p: PlainLayer) {
-        guard p.relay.connectedUpstream != upstream else { return }
-        p.pendingTarget = upstream
-        trace(.tcpConnectionStart(
-            connectionID: id, host: host, port: port, mappedTo: mappedAddress(host: host, port: port)))
+    private func prepareUpstream(_ ctx: SessionContext, _ upstream: UpstreamTarget, host: String, port: Int) {
+        guard relay.connectedUpstream != upstream else { return }
+        pendingTarget = upstream
+        ctx.trace(.tcpConnectionStart(
+            connectionID: ctx.id, host: host, port: port, mappedTo: ctx.mappedAddress(host: host, port: port)))
     }
 
-    func plainUpstreamConnected(_ p: PlainLayer) {
-        p.upstreamOpen = true
-        guard let target = p.pendingTarget else { return }
-        p.pendingTarget = nil
-        trace(.tcpConnectionConnected(connectionID: id))
-        applyPlain(p.relay.upstreamConnected(target), p)
+    func upstreamConnected(_ ctx: SessionContext) {
+        upstreamOpen = true
+        guard let target = pendingTarget else { return }
+        pendingTarget = nil
+        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id))
+        apply(ctx, relay.upstreamConnected(target))
     }
 
-    func plainUpstreamFailed(_ p: PlainLayer, _ error: String, _ failure: ConnectFailure) {
-        p.upstreamOpen = false
-        p.pendingTarget = nil
-        trace(.tcpConnectionConnected(connectionID: id, error: error))
-        applyPlain(p.relay.upstreamFailed("cannot connect to the upstream: \(error)", failure: failure), p)
+    func upstreamConnectFailed(_ ctx: SessionContext, _ error: String, _ failure: ConnectFailure) {
+        upstreamOpen = false
+        pendingTarget = nil
+        ctx.trace(.tcpConnectionConnected(connectionID: ctx.id, error: error))
+        apply(ctx, relay.upstreamFailed("cannot connect to the upstream: \(error)", failure: failure))
     }
 
-    func plainUpstreamEOF(_ p: PlainLayer) {
-        applyPlain(p.relay.upstreamEOF(), p)
-        p.upstreamOpen = false
-        commands.append(.closeUpstream)
+    func upstreamEOF(_ ctx: SessionContext) {
+        apply(ctx, relay.upstreamEOF())
+        upstreamOpen = false
+        ctx.commands.append(.closeUpstream)
     }
 
-    func plainUpstreamClosed(_ p: PlainLayer, _ error: String?) {
-        let wasOpen = p.upstreamOpen
-        p.upstreamOpen = false
+    func upstreamClosed(_ ctx: SessionContext, _ error: String?) {
+        let wasOpen = upstreamOpen
+        upstreamOpen = false
         guard wasOpen else { return }
         if let error {
-            applyPlain(p.relay.upstreamReset("the upstream connection failed: \(error)"), p)
+            apply(ctx, relay.upstreamReset("the upstream connection failed: \(error)"))
         } else {
-            applyPlain(p.relay.upstreamEOF(), p)
+            apply(ctx, relay.upstreamEOF())
         }
     }
 
     /// Carries out a relay step of plain forwarding: connects, bytes, exchange lines, a 101's hand-off, closes.
-    func applyPlain(_ o: consuming RelayOutput, _ p: PlainLayer) {
+    func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
         let unsolicited = o.unsolicitedUpstream
-        defer { relayStepped(p, unsolicited: unsolicited) }
-        p.upstreamOpen = beginRelayStep(o, upstreamOpen: p.upstreamOpen)
-        if !o.toUpstream.isEmpty { commands.append(.sendToUpstream(o.toUpstream)) }
-        if !o.toClient.isEmpty { commands.append(.sendToClient(o.toClient)) }
-        for exchange in o.exchanges { logExchange(exchange) }
-        applyPauses(o)
+        defer { ctx.relayStepped(self, unsolicited: unsolicited) }
+        upstreamOpen = ctx.beginRelayStep(o, upstreamOpen: upstreamOpen)
+        if !o.toUpstream.isEmpty { ctx.commands.append(.sendToUpstream(o.toUpstream)) }
+        if !o.toClient.isEmpty { ctx.commands.append(.sendToClient(o.toClient)) }
+        for exchange in o.exchanges { ctx.logExchange(exchange) }
+        ctx.applyPauses(o)
         if o.switchedToRaw {
             // The adapter relays both connections raw from now on; the upgraded connection is logged as it ends.
-            if var upgraded = o.exchanges.last.map({ UpgradedConnection(after: $0, at: now()) }) {
-                upgraded.plainDecision = p.decisionRecord
-                phase = .upgraded(upgraded)
+            if var upgraded = o.exchanges.last.map({ UpgradedConnection(after: $0, at: ctx.now()) }) {
+                upgraded.plainDecision = decisionRecord
+                ctx.phase = .upgraded(upgraded)
             } else {
-                phase = .done
+                ctx.phase = .done
             }
-            commands.append(.startTunnel)
+            ctx.commands.append(.startTunnel)
             return
         }
-        if o.closeUpstream, p.upstreamOpen, o.connect == nil {
-            p.upstreamOpen = false
-            commands.append(.closeUpstream)
+        if o.closeUpstream, upstreamOpen, o.connect == nil {
+            upstreamOpen = false
+            ctx.commands.append(.closeUpstream)
         }
-        if o.closeClient { closeAll(reset: o.abortClient) }
+        if o.closeClient { ctx.closeAll(reset: o.abortClient) }
     }
 
-    /// Reading paused or resumed because the other side's flow control filled or drained.
-    @inline(__always)
-    func applyPauses(_ o: borrowing RelayOutput) {
-        for (peer, paused) in o.pauseReading {
-            commands.append(paused ? .pauseReading(peer) : .resumeReading(peer))
+    /// A cleartext request in mirror mode: the device sent it, so its ATS allowed the load (ATS refuses `http://`
+    /// before connecting). Judged against the simulation like a connection, counted, and traced.
+    func mirrorCleartext(_ ctx: SessionContext, url: String, simulated: [ATSViolation]) -> MirrorRecord {
+        let kind = simulated.first?.kind.rawValue ?? "none"
+        var simulatedText: String?
+        var disagreement: String?
+        var agreed: Bool?
+        if ctx.env.mirrorComparesPolicy {
+            simulatedText = InterceptLayer.simulatedText(simulated)
+            agreed = simulated.isEmpty
+            if !simulated.isEmpty {
+                disagreement = "simulated: \(simulatedText ?? ""); device: sent the cleartext request; either the "
+                    + "app's effective policy differs from the plist, or iOS behaves differently than modelled "
+                    + "(reference §3.1)"
+            }
         }
+        let record = MirrorRecord(
+            version: "cleartext HTTP", weaknesses: [], notReproduced: [], deviceAccepted: true,
+            simulated: simulatedText, disagreement: disagreement, simulatedKind: simulated.first?.kind.rawValue)
+        ctx.trace(.mirrorDeviceVerdict(url: url, record: record))
+        ctx.env.mirrorTally.count(kind: kind, deviceAccepted: true, agreed: agreed)
+        if let disagreement {
+            ctx.notice("\(url): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
+        }
+        return record
     }
 }

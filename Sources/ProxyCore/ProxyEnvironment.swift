@@ -1,6 +1,5 @@
 import ATSPolicy
 import Foundation
-import Onboarding
 import TLSCore
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one
@@ -48,7 +47,7 @@ public final class ProxyEnvironment: Sendable {
     /// `--no-auto-passthrough`.
     public let autoPassthrough: AutoPassthroughStore?
     /// The set-up site answered on `atsproxy.invalid` and the proxy's own address; nil serves none.
-    public let onboarding: OnboardingSite?
+    public let localSite: (any LocalSite)?
     /// Apple's own hosts, tunnelled without interception; nil with `--intercept-apple-hosts`.
     public let appleHosts: AppleHosts?
     let contexts = TLSContextCache()
@@ -89,11 +88,11 @@ public final class ProxyEnvironment: Sendable {
         credentials: ProxyCredentials?, minter: LeafMinter, factsCollector: HandshakeFactsCollector,
         diagnosticsLevel: Int, jsonEvents: Bool, timeouts: Timeouts = .init(), upstreamALPN: UpstreamALPN = .mirror,
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
-        recording: RecordingOptions? = nil, onboarding: OnboardingSite? = nil,
+        recording: RecordingOptions? = nil, localSite: (any LocalSite)? = nil,
         appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
         mirrorComparesPolicy: Bool = false
     ) {
-        self.onboarding = onboarding
+        self.localSite = localSite
         self.appleHosts = appleHosts
         self.policy = policy
         self.mirrorComparesPolicy = mirrorComparesPolicy

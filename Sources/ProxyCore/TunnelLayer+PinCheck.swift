@@ -30,45 +30,39 @@ final class PinProbe {
     }
 }
 
-extension ProxySession {
+extension TunnelLayer {
     /// Starts the pin check of the tunnel just started for a pinned host, or applies the cached result.
-    func checkTunnelPins(_ pins: PinSet) {
-        guard env.mode != .off, case .tunnel(let t) = phase else { return }
-        let target = ConnectionTarget(scheme: "https", host: t.record.host, port: t.record.port)
-        guard case .proceed(let req) = env.requirements(for: target) else { return }
-        if let cached = env.pinChecks.result(host: t.record.host, port: t.record.port, now: now()) {
-            applyPinCheck(t, cached, pins: pins, decision: req.decidedBy, fresh: false)
+    func checkPins(_ ctx: SessionContext, _ pins: PinSet) {
+        guard ctx.env.mode != .off else { return }
+        let target = ConnectionTarget(scheme: "https", host: record.host, port: record.port)
+        guard case .proceed(let req) = ctx.env.requirements(for: target) else { return }
+        if let cached = ctx.env.pinChecks.result(host: record.host, port: record.port, now: ctx.now()) {
+            applyPinCheck(ctx, cached, pins: pins, decision: req.decidedBy, fresh: false)
             return
         }
         let probe = PinProbe(requirements: req, pins: pins)
-        t.pinProbe = probe
-        let (address, port) = upstreamAddress(host: t.record.host, port: t.record.port)
-        commands.append(.connectLane(probe.lane, address: address, port: port))
-        commands.append(.startTimer(.upstreamHandshake, after: env.timeouts.connect + env.timeouts.handshake))
-    }
-
-    /// Whether the session still has a side connection to finish after its tunnel ended.
-    public var awaitsSideCheck: Bool {
-        if case .tunnel(let t) = phase { return t.pinProbe != nil }
-        return false
+        pinProbe = probe
+        let (address, port) = ctx.upstreamAddress(host: record.host, port: record.port)
+        ctx.commands.append(.connectLane(probe.lane, address: address, port: port))
+        ctx.commands.append(.startTimer(.upstreamHandshake, after: ctx.env.timeouts.connect + ctx.env.timeouts.handshake))
     }
 
     /// An event of the pin check's lane.
-    func pinCheckLaneEvent(_ event: ProxyEvent, _ t: TunnelLayer) {
-        guard let probe = t.pinProbe else { return }
+    func pinCheckLaneEvent(_ ctx: SessionContext, _ event: ProxyEvent) {
+        guard let probe = pinProbe else { return }
         switch event {
         case .laneConnected(let lane) where lane == probe.lane:
-            startPinHandshake(t, probe)
+            startPinHandshake(ctx, probe)
         case .laneConnectFailed(let lane, let error) where lane == probe.lane:
-            finishPinCheck(t, probe, chain: [], reason: "the side connection could not connect: \(error)")
+            finishPinCheck(ctx, probe, chain: [], reason: "the side connection could not connect: \(error)")
         case .laneBytes(let lane, let bytes) where lane == probe.lane:
             probe.engine?.feed(bytes)
-            stepPinHandshake(t, probe)
+            stepPinHandshake(ctx, probe)
         case .laneEOF(let lane) where lane == probe.lane, .laneClosed(let lane, _) where lane == probe.lane:
             probe.engine?.feedEndOfInput()
-            stepPinHandshake(t, probe)
-            if t.pinProbe != nil {
-                finishPinCheck(t, probe, chain: [], reason: "the server closed the side connection during its handshake")
+            stepPinHandshake(ctx, probe)
+            if pinProbe != nil {
+                finishPinCheck(ctx, probe, chain: [], reason: "the server closed the side connection during its handshake")
             }
         default:
             break
@@ -76,83 +70,83 @@ extension ProxySession {
     }
 
     /// The check took longer than a connection and a handshake may.
-    func pinCheckTimedOut(_ t: TunnelLayer) {
-        guard let probe = t.pinProbe else { return }
-        finishPinCheck(t, probe, chain: [], reason: "the side connection's handshake did not finish in time")
+    func pinCheckTimedOut(_ ctx: SessionContext) {
+        guard let probe = pinProbe else { return }
+        finishPinCheck(ctx, probe, chain: [], reason: "the side connection's handshake did not finish in time")
     }
 
-    private func startPinHandshake(_ t: TunnelLayer, _ probe: PinProbe) {
+    private func startPinHandshake(_ ctx: SessionContext, _ probe: PinProbe) {
         let configuration = UpstreamTLS.iOSLikeConfiguration(for: probe.requirements)
         let key = TLSContextKey.upstream(
             minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
             cipherList: configuration.cipherList, tls13Suites: configuration.tls13CipherSuites, alpn: [])
         do {
-            let context = try env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
-            let sni = IPAddress(t.record.host) == nil ? t.record.host : nil
+            let context = try ctx.env.contexts.context(key: key) { () throws(OpenSSLError) in try TLSContext(configuration) }
+            let sni = IPAddress(record.host) == nil ? record.host : nil
             probe.engine = try TLSEngine(context: context, serverName: sni)
-            stepPinHandshake(t, probe)
+            stepPinHandshake(ctx, probe)
         } catch {
-            finishPinCheck(t, probe, chain: [], reason: "cannot set up the side connection's TLS client: \(error)")
+            finishPinCheck(ctx, probe, chain: [], reason: "cannot set up the side connection's TLS client: \(error)")
         }
     }
 
-    private func stepPinHandshake(_ t: TunnelLayer, _ probe: PinProbe) {
+    private func stepPinHandshake(_ ctx: SessionContext, _ probe: PinProbe) {
         guard let engine = probe.engine else { return }
         let step = engine.handshake()
         let out = engine.takeOutput()
-        if !out.isEmpty { commands.append(.sendToLane(probe.lane, out)) }
+        if !out.isEmpty { ctx.commands.append(.sendToLane(probe.lane, out)) }
         switch step {
         case .needsMoreInput:
             return
         case .complete:
-            finishPinCheck(t, probe, chain: engine.peerCertificateChain, reason: nil)
+            finishPinCheck(ctx, probe, chain: engine.peerCertificateChain, reason: nil)
         case .failed(let error):
             // A handshake iOS would not complete may still have shown the chain (TLS 1.2 sends it in clear).
             let chain = engine.peerCertificateChain
-            finishPinCheck(t, probe, chain: chain, reason: chain.isEmpty ? "the side connection's handshake failed (\(error))" : nil)
+            finishPinCheck(ctx, probe, chain: chain, reason: chain.isEmpty ? "the side connection's handshake failed (\(error))" : nil)
         }
     }
 
-    private func finishPinCheck(_ t: TunnelLayer, _ probe: PinProbe, chain: [Certificate], reason: String?) {
-        t.pinProbe = nil
-        commands.append(.closeLane(probe.lane))
-        let host = t.record.host
+    private func finishPinCheck(_ ctx: SessionContext, _ probe: PinProbe, chain: [Certificate], reason: String?) {
+        pinProbe = nil
+        ctx.commands.append(.closeLane(probe.lane))
+        let host = record.host
         var facts: [CertificateFacts] = []
         var violations: [ATSViolation] = []
         if let engine = probe.engine, !chain.isEmpty {
             // Judged as the intercepted upstream is, keeping only what the pins say (the hellos judge the rest).
-            let handshake = env.factsCollector.facts(from: engine, host: host, now: clockDate)
+            let handshake = ctx.env.factsCollector.facts(from: engine, host: host, now: ctx.clockDate)
             facts = handshake.chain
-            violations = env.policy.evaluate(handshake, against: probe.requirements).violations
+            violations = ctx.env.policy.evaluate(handshake, against: probe.requirements).violations
                 .filter { $0.kind == .pinMismatch }
         }
         let result = PinCheckResult(
             violations: violations, found: facts.map(\.spkiSHA256Base64),
-            uncheckedReason: facts.isEmpty ? (reason ?? "the server sent no certificate") : nil, checkedAt: now())
-        let fresh = env.pinChecks.store(result, host: host, port: t.record.port)
-        applyPinCheck(t, result, pins: probe.pins, decision: probe.requirements.decidedBy, fresh: fresh)
-        if let counts = t.closedCounts {
-            phase = .done
-            logTunnel(t.record, fromClient: counts.fromClient, toClient: counts.toClient)
+            uncheckedReason: facts.isEmpty ? (reason ?? "the server sent no certificate") : nil, checkedAt: ctx.now())
+        let fresh = ctx.env.pinChecks.store(result, host: host, port: record.port)
+        applyPinCheck(ctx, result, pins: probe.pins, decision: probe.requirements.decidedBy, fresh: fresh)
+        if let counts = closedCounts {
+            ctx.phase = .done
+            log(ctx, fromClient: counts.fromClient, toClient: counts.toClient)
         }
     }
 
     /// Adds a pin check's result to the tunnel's record; `fresh`: the origin's first result (its notice is due).
     private func applyPinCheck(
-        _ t: TunnelLayer, _ result: PinCheckResult, pins: PinSet, decision: PolicyDecision, fresh: Bool
+        _ ctx: SessionContext, _ result: PinCheckResult, pins: PinSet, decision: PolicyDecision, fresh: Bool
     ) {
-        let host = t.record.host
-        let url = InterceptLayer.httpsURL(host: host, port: t.record.port)
+        let host = record.host
+        let url = InterceptLayer.httpsURL(host: host, port: record.port)
         if let reason = result.uncheckedReason {
-            t.record.note += "; pin not checked: \(reason)"
+            record.note += "; pin not checked: \(reason)"
             return
         }
         let found = "served SPKI-SHA256: leaf \(result.found[0])"
             + (result.found.count > 1 ? ", CA \(result.found.dropFirst().joined(separator: ", "))" : "")
         guard !result.violations.isEmpty else {
-            t.record.note += "; pin matches (checked on a side connection)"
+            record.note += "; pin matches (checked on a side connection)"
             if fresh {
-                traceDecision(url: url, decision: decision, violations: [], action: "tunnelled: the served key matches the "
+                ctx.traceDecision(url: url, decision: decision, violations: [], action: "tunnelled: the served key matches the "
                     + "app's pin (side connection)")
             }
             return
@@ -165,13 +159,13 @@ extension ProxySession {
             v.explanation += " (\(found); expected \(expected))"
             return v
         }
-        t.record.outcome = .violation
-        t.record.errors += violations.map(ExchangeError.init)
-        t.record.note += "; PIN MISMATCH (checked on a side connection): \(found); expected \(expected)"
-        traceDecision(url: url, decision: decision, violations: violations,
+        record.outcome = .violation
+        record.errors += violations.map(ExchangeError.init)
+        record.note += "; PIN MISMATCH (checked on a side connection): \(found); expected \(expected)"
+        ctx.traceDecision(url: url, decision: decision, violations: violations,
             action: "tunnelled, not blocked: the device's pin check will fail the app's request")
         if fresh {
-            notice("\(host):\(t.record.port): the server's key does not match the app's pin (NSPinnedDomains › "
+            ctx.notice("\(host):\(record.port): the server's key does not match the app's pin (NSPinnedDomains › "
                 + "\(pins.domain)): \(found); expected \(expected). The tunnel is not blocked; the device will refuse "
                 + "the connection")
         }

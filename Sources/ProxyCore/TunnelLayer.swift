@@ -16,7 +16,7 @@ import TLSCore
 //   server may well choose differently for the app: not judged, and the record says why.
 // Nothing is blocked: the device sees the server's real handshake and makes its own ATS check.
 //
-// States: connecting (the client's bytes are held, up to `tunnelPendingLimit`, while the upstream connects; a
+// States: connecting (the client's bytes are held, up to `pendingLimit`, while the upstream connects; a
 // CONNECT to a passthrough or pinned host gets its 200 only then, so an unreachable one is answered 502), then open
 // (the adapter relays both ways and hands the session the first bytes while `watchesTunnel`), then done when the
 // adapter reports the tunnel closed, with the byte counts for its record.
@@ -74,99 +74,85 @@ final class TunnelLayer {
     }
 }
 
-extension ProxySession {
+extension TunnelLayer {
     /// Client bytes held for a tunnel whose upstream is still connecting, past which the client is no longer read.
-    static let tunnelPendingLimit = 64 * 1024
+    static let pendingLimit = 64 * 1024
 
-    /// Whether the adapter should pass on the tunnel's bytes (`.tunnelBytes`): until both hellos are read.
-    public var watchesTunnel: Bool {
-        guard env.mode != .off, case .tunnel(let t) = phase else { return false }
-        return t.record.isWatching
-    }
-
-    /// Connects the tunnel's upstream; `established`: the 200 to send once it is connected (nil when the client
-    /// already had it).
-    func startTunnel(_ record: Tunnel, pending: [UInt8], established: [UInt8]?) {
-        var record = record
-        // The 200 waits for the upstream: a server that cannot be reached is answered 502, saying why.
-        record.established = established
-        phase = .tunnel(TunnelLayer(record: record, pending: pending))
-        let (address, upstreamPort) = upstreamAddress(host: record.host, port: record.port)
-        commands.append(.connectUpstream(address: address, port: upstreamPort))
-    }
-
-    func tunnelClientBytes(_ t: TunnelLayer, _ bytes: [UInt8]) {
-        guard t.pending != nil else { return }
-        t.pending?.append(contentsOf: bytes)
-        let count = t.pending?.count ?? 0
+    /// Client bytes before the adapter relays raw: held while the upstream connects.
+    func clientBytes(_ ctx: SessionContext, _ bytes: [UInt8]) {
+        guard pending != nil else { return }
+        pending?.append(contentsOf: bytes)
+        let count = pending?.count ?? 0
         // Held until the upstream answers (up to the connect timeout): past the limit the client waits.
-        if count >= Self.tunnelPendingLimit, count - bytes.count < Self.tunnelPendingLimit {
-            commands.append(.pauseReading(.client))
+        if count >= Self.pendingLimit, count - bytes.count < Self.pendingLimit {
+            ctx.commands.append(.pauseReading(.client))
         }
     }
 
-    func tunnelUpstreamConnected(_ t: TunnelLayer) {
-        guard let pending = t.pending else { return }
-        t.pending = nil
-        if let established = t.record.established {
-            commands.append(.sendToClient(established))
-            t.record.established = nil
+    func upstreamConnected(_ ctx: SessionContext) {
+        guard let held = pending else { return }
+        pending = nil
+        if let established = record.established {
+            ctx.commands.append(.sendToClient(established))
+            record.established = nil
         }
-        if !pending.isEmpty {
-            commands.append(.sendToUpstream(pending))
+        if !held.isEmpty {
+            ctx.commands.append(.sendToUpstream(held))
             // The relay counts and shows the session only what it moves; these bytes (the start of a
             // ClientHello, say) went before it.
-            t.record.clientBytesBefore = pending.count
-            tunnelBytes(t, fromClient: true, pending)
+            record.clientBytesBefore = held.count
+            bytesSeen(ctx, fromClient: true, held)
         }
-        if pending.count >= Self.tunnelPendingLimit { commands.append(.resumeReading(.client)) }
-        commands.append(.startTunnel)
+        if held.count >= Self.pendingLimit { ctx.commands.append(.resumeReading(.client)) }
+        ctx.commands.append(.startTunnel)
     }
 
     /// One console line (and JSON exchange) for a tunnel that ended.
-    func logTunnel(_ tunnel: Tunnel, fromClient: Int, toClient: Int, status: Int? = nil) {
+    func log(_ ctx: SessionContext, fromClient: Int, toClient: Int, status: Int? = nil) {
+        let tunnel = record
         let url = tunnel.clientSpeaksTLS
             ? InterceptLayer.httpsURL(host: tunnel.host, port: tunnel.port)
             : InterceptLayer.authority(host: tunnel.host, port: tunnel.port)
-        recordExchange(ExchangeSummary(
+        ctx.recordExchange(ExchangeSummary(
             method: "CONNECT", url: url, status: status,
             httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
             requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
-            durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
+            durationMilliseconds: (ctx.now() - tunnel.started) * 1000, note: tunnel.note))
     }
 
     /// The tunnel's server could not be reached: answered 502 when the client has not had its 200 yet (a
     /// non-TLS client had it before the proxy knew), and recorded as a failure, not an ATS verdict.
-    func tunnelConnectFailed(_ t: TunnelLayer, _ error: String, _ failure: ConnectFailure) {
-        guard !t.isOpen else {
-            closeAll()
+    func upstreamConnectFailed(_ ctx: SessionContext, _ error: String, _ failure: ConnectFailure) {
+        guard !isOpen else {
+            ctx.closeAll()
             return
         }
-        let mapped = mappingNote(host: t.record.host, port: t.record.port)
-        notice("\(t.record.host):\(t.record.port)\(mapped): cannot connect upstream for the tunnel: \(error)")
-        t.record.outcome = .failed
-        t.record.errors = [ExchangeError(urlError: failure.urlError)]
-        t.record.note += "; could not connect\(mapped): \(error)"
-        let answered = t.record.established != nil
-        t.record.established = nil
+        let mapped = ctx.mappingNote(host: record.host, port: record.port)
+        ctx.notice("\(record.host):\(record.port)\(mapped): cannot connect upstream for the tunnel: \(error)")
+        record.outcome = .failed
+        record.errors = [ExchangeError(urlError: failure.urlError)]
+        record.note += "; could not connect\(mapped): \(error)"
+        let answered = record.established != nil
+        record.established = nil
         if answered {
-            answerFront(
+            ctx.answerAndClose(
                 status: 502,
-                body: "ATSProxy: cannot connect to \(t.record.host):\(t.record.port)\(mapped): \(error)\n")
+                body: "ATSProxy: cannot connect to \(record.host):\(record.port)\(mapped): \(error)\n")
         } else {
-            closeAll()
+            ctx.closeAll()
         }
-        logTunnel(t.record, fromClient: 0, toClient: 0, status: answered ? 502 : nil)
+        log(ctx, fromClient: 0, toClient: 0, status: answered ? 502 : nil)
     }
 
-    func tunnelBytes(_ layer: TunnelLayer, fromClient: Bool, _ bytes: [UInt8]) {
-        guard env.mode != .off else { return }
-        var t = layer.record
+    /// The first bytes either side sent through the raw relay, while their hellos are read.
+    func bytesSeen(_ ctx: SessionContext, fromClient: Bool, _ bytes: [UInt8]) {
+        guard ctx.env.mode != .off else { return }
+        var t = record
         if fromClient {
             guard var flight = t.clientFirstFlight else { return }
             // The only reference left is `flight`, so the bytes are appended in place rather than copying the flight
             // so far on every read. Both paths below store the flight again, or nil.
-            layer.record.clientFirstFlight = nil
+            record.clientFirstFlight = nil
             t.clientFirstFlight = nil
             flight += bytes
             do {
@@ -177,7 +163,7 @@ extension ProxySession {
             }
         } else {
             guard var flight = t.serverFirstFlight else { return }
-            layer.record.serverFirstFlight = nil  // as for the client's flight
+            record.serverFirstFlight = nil  // as for the client's flight
             t.serverFirstFlight = nil
             flight += bytes
             do {
@@ -194,12 +180,12 @@ extension ProxySession {
             // them: a hello not read by now never will be.
             t.serverAnswer = nil
             t.clientFirstFlight = nil
-            judge(&t, answer)
+            judge(ctx, &t, answer)
         }
-        layer.record = t
+        record = t
     }
 
-    private func judge(_ t: inout Tunnel, _ answer: ServerAnswer) {
+    private func judge(_ ctx: SessionContext, _ t: inout Tunnel, _ answer: ServerAnswer) {
         guard case .hello(let hello) = answer else {
             if case .alert(let alert) = answer {
                 t.note += t.clientHello == nil
@@ -214,15 +200,15 @@ extension ProxySession {
             ?? "suite 0x\(String(hello.cipherSuite, radix: 16))"
         let chose = "server chose \(version), \(suite)"
         let target = ConnectionTarget(scheme: "https", host: t.host, port: t.port)
-        guard case .proceed(let req) = env.requirements(for: target) else {
+        guard case .proceed(let req) = ctx.env.requirements(for: target) else {
             t.note += "; \(chose)"
             return
         }
-        let versionIssues = env.policy.evaluateNegotiation(
+        let versionIssues = ctx.env.policy.evaluateNegotiation(
             version: hello.version, cipherSuiteCode: nil, against: req,
-            versionSubject: "its newest version is \(version) (the client offered newer)", at: clockDate)
-        let suiteIssues = env.policy.evaluateNegotiation(
-            version: nil, cipherSuiteCode: hello.cipherSuite, against: req, at: clockDate)
+            versionSubject: "its newest version is \(version) (the client offered newer)", at: ctx.clockDate)
+        let suiteIssues = ctx.env.policy.evaluateNegotiation(
+            version: nil, cipherSuiteCode: hello.cipherSuite, against: req, at: ctx.clockDate)
         let url = InterceptLayer.httpsURL(host: t.host, port: t.port)
         if !versionIssues.isEmpty {
             guard let offer = t.clientHello, let v = hello.version, offer.offeredVersions.contains(where: { $0 > v })
@@ -236,9 +222,9 @@ extension ProxySession {
             let why = versionIssues.map(\.explanation).joined(separator: "; ")
             t.note += "; \(chose): \(why)"
             let codes = versionIssues.map { ExchangeError($0).shortCode }.joined(separator: ", ")
-            notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
+            ctx.notice("\(t.host):\(t.port): the tunnelled server offers nothing newer than \(version), which the app's "
                 + "ATS policy refuses (\(codes)); the device's own check fails the app's request: \(why)")
-            traceDecision(
+            ctx.traceDecision(
                 url: url, decision: req.decidedBy, violations: versionIssues,
                 action: "tunnelled, not blocked: the device judges the server itself")
         } else if !suiteIssues.isEmpty {
@@ -247,8 +233,18 @@ extension ProxySession {
         } else {
             // A pin mismatch found on a side connection stays the verdict (TunnelLayer+PinCheck).
             if t.outcome == .notEvaluated { t.outcome = .allowed }
-            t.note += "; \(chose)\(env.policy.pinSet(for: t.host) == nil ? ", certificate not judged" : "")"
-            traceDecision(url: url, decision: req.decidedBy, violations: [], action: "tunnelled: ServerHello allowed")
+            t.note += "; \(chose)\(ctx.env.policy.pinSet(for: t.host) == nil ? ", certificate not judged" : "")"
+            ctx.traceDecision(url: url, decision: req.decidedBy, violations: [], action: "tunnelled: ServerHello allowed")
         }
+    }
+
+    /// The adapter's raw relay ended: the tunnel is logged, or once its pin check ends (TunnelLayer+PinCheck).
+    func relayClosed(_ ctx: SessionContext, fromClient: Int, toClient: Int) {
+        if pinProbe != nil {
+            closedCounts = (fromClient, toClient)
+            return
+        }
+        ctx.phase = .done
+        log(ctx, fromClient: fromClient, toClient: toClient)
     }
 }

@@ -14,7 +14,7 @@ struct UpgradedConnection {
     var toClient = 0
     /// Which side ended it, when one closed before the connection was torn down.
     var endedBy: String?
-    /// A plain-HTTP one's decision, for its end's record (ProxySession+Record).
+    /// A plain-HTTP one's decision, for its end's record (SessionContext+Record).
     var plainDecision = PlainDecisionRecord()
 
     /// Raw relaying starts now (`started`), after `exchange` switched protocols.
@@ -27,25 +27,13 @@ struct UpgradedConnection {
     }
 }
 
-extension ProxySession {
+extension UpgradedConnection {
     /// Logs the end of an upgraded connection: the bytes each way since the 101, how long it lasted and why it
     /// ended. Without it a WebSocket would show only its 101, with no sign of what crossed it or when it closed.
-    func logUpgradeEnd(_ u: UpgradedConnection, fallbackReason: String) {
-        recordExchange(ExchangeSummary(
-            method: u.method, url: u.url, status: 101, httpVersion: "UPGRADED", outcome: u.outcome, errors: u.errors,
-            requestBytes: u.fromClient, responseBytes: u.toClient, durationMilliseconds: (now() - u.started) * 1000,
-            note: "upgraded connection ended: \(u.endedBy ?? fallbackReason)"))
-    }
-
-    /// Notes which side closed an intercepted upgraded connection first (the later teardown says less).
-    func upgradeEnded(_ i: InterceptLayer, by side: String) {
-        if i.upgraded != nil, i.upgraded?.endedBy == nil { i.upgraded?.endedBy = side }
-    }
-
-    /// Logs the end of an intercepted upgraded connection, once.
-    func logUpgradeEnd(_ i: InterceptLayer, fallbackReason: String) {
-        guard let u = i.upgraded else { return }
-        i.upgraded = nil
-        logUpgradeEnd(u, fallbackReason: fallbackReason)
+    func logEnd(_ ctx: SessionContext, fallbackReason: String) {
+        ctx.recordExchange(ExchangeSummary(
+            method: method, url: url, status: 101, httpVersion: "UPGRADED", outcome: outcome, errors: errors,
+            requestBytes: fromClient, responseBytes: toClient, durationMilliseconds: (ctx.now() - started) * 1000,
+            note: "upgraded connection ended: \(endedBy ?? fallbackReason)"))
     }
 }

@@ -33,7 +33,7 @@ extension RunCommand {
             upstreamALPN: upstreamALPN,
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
             recording: Self.recording(captureBodyLimit: capturing ? captureOptions.bodyLimit : nil, level: start.level),
-            onboarding: onboarding, appleHosts: deviceOptions.appleHosts,
+            localSite: OnboardingLocalSite(onboarding), appleHosts: deviceOptions.appleHosts,
             autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
         return (environment, onboarding)
     }

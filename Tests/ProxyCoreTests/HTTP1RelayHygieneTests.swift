@@ -101,7 +101,7 @@ struct HTTP1RelayHygieneTests {
     @Test("An absolute-form target in a tunnel: its own origin goes in origin form with the target's Host; another is 421")
     func absoluteFormInTunnel() {
         let own = HTTPRequestHead(method: "GET", target: "https://H1.test/x?y", headers: [("Host", "evil.test")])
-        guard case .success(let rewritten)? = ProxySession.originForm(of: own, forHost: "h1.test", port: 443) else {
+        guard case .success(let rewritten)? = InterceptLayer.originForm(of: own, forHost: "h1.test", port: 443) else {
             Issue.record("the tunnel's own origin was not rewritten")
             return
         }
@@ -109,7 +109,7 @@ struct HTTP1RelayHygieneTests {
         #expect(rewritten.headers.values(for: "Host") == ["H1.test"])
         for target in ["https://other.test/x", "https://h1.test:8443/x", "http://h1.test/x"] {
             let head = HTTPRequestHead(method: "GET", target: target, headers: [("Host", "h1.test")])
-            guard case .failure(let refusal)? = ProxySession.originForm(of: head, forHost: "h1.test", port: 443),
+            guard case .failure(let refusal)? = InterceptLayer.originForm(of: head, forHost: "h1.test", port: 443),
                 case .answer(let answer, _, _, _, _) = refusal.decision
             else {
                 Issue.record("\(target) was not refused")
@@ -117,7 +117,7 @@ struct HTTP1RelayHygieneTests {
             }
             #expect(answer.status == 421)
         }
-        #expect(ProxySession.originForm(of: HTTPRequestHead(method: "GET", target: "/x"), forHost: "h1.test", port: 443) == nil)
+        #expect(InterceptLayer.originForm(of: HTTPRequestHead(method: "GET", target: "/x"), forHost: "h1.test", port: 443) == nil)
     }
 }
 
@@ -143,11 +143,11 @@ struct EarlyBytesTests {
     @Test("Only safe requests without a body are replayed, every pipelined one checked, a partial last head too")
     func replayChecksEveryRequest() {
         let get = "GET /a HTTP/1.1\r\nHost: a.test\r\n\r\n"
-        #expect(ProxySession.isReplayable(bytes(get)))
-        #expect(ProxySession.isReplayable(bytes(get + "HEAD /b HTTP/1.1\r\nHost: a.test\r\n\r\nGET /c HT")))
-        #expect(!ProxySession.isReplayable(bytes(get + "POST /pay HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\nok")))
-        #expect(!ProxySession.isReplayable(bytes(get + "POST /pay HT")))
-        #expect(!ProxySession.isReplayable(bytes("GET /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\nok")))
-        #expect(!ProxySession.isReplayable([]))
+        #expect(InterceptLayer.isReplayable(bytes(get)))
+        #expect(InterceptLayer.isReplayable(bytes(get + "HEAD /b HTTP/1.1\r\nHost: a.test\r\n\r\nGET /c HT")))
+        #expect(!InterceptLayer.isReplayable(bytes(get + "POST /pay HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(!InterceptLayer.isReplayable(bytes(get + "POST /pay HT")))
+        #expect(!InterceptLayer.isReplayable(bytes("GET /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(!InterceptLayer.isReplayable([]))
     }
 }

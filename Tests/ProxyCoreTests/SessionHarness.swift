@@ -31,7 +31,7 @@ enum SessionHarness {
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
                 useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
             diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
-            upstreamALPN: upstreamALPN, onboarding: onboarding, appleHosts: appleHosts)
+            upstreamALPN: upstreamALPN, localSite: onboarding.map(HarnessLocalSite.init), appleHosts: appleHosts)
     }
 
     /// A fixed clock for sessions: durations are zero, and it is the time of this test run, for the session judges
@@ -77,3 +77,27 @@ extension [ProxyCommand] {
 
 /// Bytes of a text, for feeding a session.
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// The set-up site as the sessions' LocalSite, wrapped as the run command wraps it (OnboardingLocalSite).
+final class HarnessLocalSite: LocalSite {
+    let site: OnboardingSite
+
+    init(_ site: OnboardingSite) {
+        self.site = site
+    }
+
+    var hostName: String { OnboardingSite.hostName }
+
+    var tunnelRefusal: String {
+        "ATSProxy: \(OnboardingSite.hostName) is the proxy's set-up site: open \(OnboardingSite.url) as a plain proxy "
+            + "request, or \(OnboardingSite.trustCheckURL) through CONNECT\n"
+    }
+
+    func answers(host: String, port: Int) -> Bool { site.role(ofHost: host, port: port) != nil }
+
+    func answer(host: String?, port: Int, path: String, secure: Bool, credentialed: Bool) -> LocalAnswer {
+        let role = host.flatMap { site.role(ofHost: $0, port: port) } ?? .site
+        let response = site.respond(role: role, path: path, secure: secure, credentialed: credentialed)
+        return LocalAnswer(status: response.status, fields: response.fields, body: response.body)
+    }
+}

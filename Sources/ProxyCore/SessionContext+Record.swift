@@ -34,7 +34,19 @@ extension TLSLegFacts {
     }
 }
 
-extension ProxySession {
+extension SessionContext {
+    /// The violation of the last cleartext request answered with a block (read by `logExchange`).
+    var lastPlainBlock: ATSViolation? { plain?.lastBlock }
+
+    /// The decision of the plain-HTTP exchange in flight (or upgraded), for its record (read by `recorded`).
+    var plainDecision: PlainDecisionRecord {
+        switch phase {
+        case .plain(let p): p.decisionRecord
+        case .upgraded(let u): u.plainDecision
+        case .front, .sniffing, .tunnel, .intercepting, .done: PlainDecisionRecord()
+        }
+    }
+
     /// `exchange` with its connection, action and (for exchanges no relay recorded: blocked handshakes, tunnels,
     /// refused first requests) timings.
     /// `proxySite`: the set-up site answered it (the plain and intercepted layers know it themselves).
@@ -42,8 +54,8 @@ extension ProxySession {
         var record = exchange
         let i = interception
         if let i {
-            if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client, serverName: i.hello.serverName) }
-            if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream, serverName: i.upstreamSNI) }
+            if i.legs.client == nil { i.legs.client = TLSLegFacts(i.client.engine, serverName: i.hello.serverName) }
+            if i.legs.upstream == nil { i.legs.upstream = TLSLegFacts(i.upstream.engine, serverName: i.upstream.sni) }
         }
         let connection: ConnectionRecord
         if let kept = i?.connectionRecord, kept.clientAddress == clientAddress, kept.upstreamAddress == upstreamAddress {

@@ -5,7 +5,7 @@ import TLSCore
 // to the proxy's port (an nftables `redirect`); the adapter reads where each was going (SO_ORIGINAL_DST) and starts
 // the session with it (`startTransparent`), as if the client had sent `CONNECT address:port` and been answered 200:
 //
-// - the client's first bytes are sniffed (ProxySession+Sniffing);
+// - the client's first bytes are sniffed (SessionContext+Sniffing);
 // - a TLS ClientHello: its SNI names the host (no SNI: the destination address stands in, as a CONNECT's host does).
 //   A host that must not be intercepted (Apple's own, --passthrough, pinned, auto-passthrough) becomes a raw tunnel
 //   by that name (FrontLayer's `tunnelWithoutInterception`); any other is intercepted (InterceptLayer), exactly as
@@ -20,14 +20,13 @@ import TLSCore
 // proxy credentials: it never saw a proxy, and only the gateway's own redirect can bring a connection here (one
 // straight to the proxy's port is refused by the adapter).
 
-extension ProxySession {
+extension SessionContext {
     /// Starts a connection the gateway's firewall redirected to the proxy; `address:port` is where the client was
     /// connecting (numeric). Call once, before the client's first bytes.
-    public func startTransparent(destinationAddress address: String, port: Int) -> [ProxyCommand] {
+    func startTransparent(destinationAddress address: String, port: Int) {
         transparentDestination = (address, port)
         phase = .sniffing(host: address, port: port, buffer: [])
         startClientHelloDeadline()
-        return takeCommands()
     }
 
     /// Where to connect for `host:port`: the --map target for the host, else a transparent connection's original

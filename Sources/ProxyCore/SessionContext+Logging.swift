@@ -6,7 +6,7 @@ import ProxyTrace
 // records (only built with `--diagnostics`), JSON events (only built with `--log-json`) and the console line of each
 // exchange.
 
-extension ProxySession {
+extension SessionContext {
     /// Level 3 diagnostics: the plaintext each side sent, as CFNetwork's `SSL-READ`/`SSL-WRITE` dumps.
     func dumpPlaintext(_ bytes: [UInt8], toClient: Bool) {
         guard env.diagnosticsLevel >= 3, !bytes.isEmpty else { return }
@@ -71,7 +71,7 @@ extension ProxySession {
             logExchange(noted)
             return
         }
-        if exchange.note == nil, let fallback = interception?.blockFallback {
+        if exchange.note == nil, let fallback = interception?.block.fallback {
             // Copied only here: a copy of every exchange cost about 1% of a keep-alive request's instructions.
             var noted = exchange
             noted.note = fallback

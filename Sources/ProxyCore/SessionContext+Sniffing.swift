@@ -1,16 +1,16 @@
 import TLSCore
 
 // Theory of operation: after a CONNECT was answered 200 (or a transparent connection started: HTTP is told apart too,
-// and SNI decides passthrough; see ProxySession+Transparent), the client's first bytes say what it speaks. The phase
+// and SNI decides passthrough; see SessionContext+Transparent), the client's first bytes say what it speaks. The phase
 // `sniffing(host:port:buffer:)` holds them (its whole state: no layer object is needed).
 //
 // - Too few bytes to tell: wait for more (the ClientHello must come within `--client-timeout`).
 // - Not TLS: relayed untouched as a raw tunnel (TunnelLayer), with a notice; for the set-up site's name, which has
-//   no upstream, answered and closed instead (ProxySession+Onboarding).
+//   no upstream, answered and closed instead (SessionContext+LocalSite).
 // - A whole TLS ClientHello: interception starts (InterceptLayer) with the hello's bytes held for the client's leg.
 // - A ClientHello that cannot be read: closed, with a notice folded by kind.
 
-extension ProxySession {
+extension SessionContext {
     /// Client bytes while sniffing.
     func sniffBytes(_ bytes: [UInt8]) {
         guard case .sniffing(let host, let port, var buffer) = phase else { return }
@@ -38,7 +38,7 @@ extension ProxySession {
                 startTunnel(record, pending: buffer, established: nil)
                 return
             }
-            if refuseOnboardingTunnel(host: host) { return }
+            if refuseLocalSiteTunnel(host: host) { return }
             notice("\(host):\(port): the client does not speak TLS inside CONNECT; relaying the bytes as a plain tunnel")
             let record = Tunnel(
                 host: host, port: port, note: "tunnel: the client does not speak TLS", started: now(),

@@ -31,7 +31,7 @@ protocol RelayingLayer: AnyObject {
     var watchedWait: RelayWait { get set }
 }
 
-extension ProxySession {
+extension SessionContext {
     /// Starts the deadline for the TLS ClientHello the client owes after a CONNECT was answered 200.
     func startClientHelloDeadline() {
         commands.append(.startTimer(.clientHello, after: env.timeouts.client))
@@ -82,15 +82,11 @@ extension ProxySession {
         case .clientHello:
             clientHelloDeadlinePassed()
         case .clientHandshake:
-            guard let i = interception, i.stage == .clientHandshake else { return }
-            i.stage = .failed
-            notice("\(i.host):\(i.port): the client's TLS handshake did not finish within \(env.timeouts.client); "
-                + "closing (--client-timeout)")
-            closeAll()
+            interception?.clientHandshakeDeadlinePassed(self)
         case .requestHead, .requestBody, .response:
             relayDeadlinePassed(timer)
         case .upstreamHandshake:
-            upstreamHandshakeDeadlinePassed()
+            break  // routed to the layer by ProxySession
         case .streamDeadlines:
             streamDeadlineTimer = nil
             streamDeadlinesPassed()
@@ -107,7 +103,7 @@ extension ProxySession {
             notice("\(i.host):\(i.port): \(ended.count) HTTP/2 request(s) passed a deadline: \(first)",
                 kind: "h2-stream-deadline")
         }
-        applyIntercepted(output, i)
+        i.apply(self, output)
     }
 
     /// The answer to a request whose upstream did not answer within `limit`: a 504 with the app's -1001, in the
@@ -177,8 +173,8 @@ extension ProxySession {
         layer.watchedWait = .nothing
         let output = relay.deadlinePassed(wait, limit: limit, timeoutAnswer: timeoutAnswer(limit: limit))
         switch phase {
-        case .plain(let p): applyPlain(output, p)
-        case .intercepting(let i): applyIntercepted(output, i)
+        case .plain(let p): p.apply(self, output)
+        case .intercepting(let i): i.apply(self, output)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
     }
@@ -190,11 +186,6 @@ extension ProxySession {
         let name = interception.map { "\($0.host):\($0.port)" } ?? "\(upstream.host):\(upstream.port)"
         notice("\(name): the upstream sent bytes with no request outstanding (a response nobody asked for); "
             + "closed its connection")
-        guard let i = interception, let relay = i.relay else { return }
-        i.upstream = nil
-        i.upstreamFinished = true
-        // A request the client pipelined behind went to that connection: it gets a 502.
-        applyIntercepted(relay.upstreamEOF(), i)
-        if !isDone { closeAll(tlsClose: true) }
+        interception?.upstreamSentUnasked(self)
     }
 }

@@ -14,7 +14,7 @@ import TLSCore
 // The client's address is asked of the adapter once, when interception starts: the client is then waiting for
 // the proxy's answer to its ClientHello, so its connection is surely open (a refusing client closes at once).
 
-extension ProxySession {
+extension SessionContext {
     /// A close this soon after the client's handshake, with no request, is taken for a pin check that failed.
     static let refusalWindow = 3.0
 
@@ -37,8 +37,8 @@ extension ProxySession {
 
     /// The client sent its first request over the intercepted connection.
     func noteClientAccepted(_ i: InterceptLayer) {
-        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, !i.trustJudged else { return }
-        i.trustJudged = true
+        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, !i.client.trustJudged else { return }
+        i.client.trustJudged = true
         guard let client = clientHost() else { return }
         store.accepted(client: client, host: i.host)
     }
@@ -46,8 +46,8 @@ extension ProxySession {
     /// The client refused the leaf. The set-up site's own name is never tunnelled (it has no upstream): its
     /// refusals are not counted, its acceptances are (the device trusts the CA).
     func noteClientRefused(_ i: InterceptLayer) {
-        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, i.localSite == nil, !i.trustJudged else { return }
-        i.trustJudged = true
+        guard let store = env.autoPassthrough, !i.servesWeaknessOnPurpose, i.localSite == nil, !i.client.trustJudged else { return }
+        i.client.trustJudged = true
         guard let client = clientHost() else { return }
         switch store.refused(client: client, host: i.host) {
         case .nothing:
@@ -77,8 +77,8 @@ extension ProxySession {
     /// The client closed its side (close_notify, FIN or the whole connection; not a close the proxy decided): one
     /// that completed its handshake with the standard leaf and closed soon after with no request refused it.
     func noteClientClosedWithoutRequest() {
-        guard env.autoPassthrough != nil, let i = interception, !i.trustJudged, !i.clientSpoke,
-            let done = i.clientHandshakeDone, now() - done <= Self.refusalWindow
+        guard env.autoPassthrough != nil, let i = interception, !i.client.trustJudged, !i.client.spoke,
+            let done = i.client.handshakeDone, now() - done <= Self.refusalWindow
         else { return }
         noteClientRefused(i)
     }

@@ -4,12 +4,12 @@ import ProxyTrace
 // `--auth`: Basic proxy credentials, checked on the first request of every connection (FrontLayer) and on each
 // later request of a plain-HTTP connection (PlainLayer): they belong to each request (RFC 9110 §11.7.1).
 
-extension ProxySession {
+extension SessionContext {
     static let authChallenge = ("Proxy-Authenticate", "Basic realm=\"atsproxy\"")
     static let authRequiredBody = "ATSProxy: proxy credentials required\n"
 
     /// Why `head` lacks the `--auth` credentials, or nil when it has them (or none are required).
-    /// A transparent connection owes none: it never saw a proxy (ProxySession+Transparent).
+    /// A transparent connection owes none: it never saw a proxy (SessionContext+Transparent).
     func authFailureReason(_ head: HTTPRequestHead) -> ProxyAuthFailure.Reason? {
         guard transparentDestination == nil else { return nil }
         return env.credentials?.refusal(ofProxyAuthorization: head.headers[first: "Proxy-Authorization"])
