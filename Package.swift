@@ -85,12 +85,12 @@ let package = Package(
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
-            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
+            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"],
             swiftSettings: strict),
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
             name: "WebView",
-            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyServer", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyEventLoop", "ProxyTrace"],
             exclude: ["Assets"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
@@ -166,8 +166,7 @@ let package = Package(
         .testTarget(
             name: "ProxyServerTests",
             dependencies: [
-                "ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "CaptureStore", "ATSPolicy", "HTTP1Core",
-                "TestSupport",
+                "ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
             ],
             swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Onboarding
+import ProxyTrace
 import TLSCore
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one

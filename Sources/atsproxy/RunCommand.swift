@@ -9,6 +9,7 @@ import PolicyLoader
 import ProxyCore
 import ProxyEventLoop
 import ProxyServer
+import ProxyTrace
 import Synchronization
 import TLSCore
 import WebView

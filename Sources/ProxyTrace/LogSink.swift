@@ -1,4 +1,3 @@
-import ProxyCore
 
 /// A consumer of the proxy's record stream: every finished exchange (`ProxyLog.exchange`, the record relays emit
 /// and sessions complete), CFNetwork-style trace records, JSON events and notices. The console, the trace and the
