@@ -13,7 +13,7 @@ let package = Package(
         // `swift build` builds these modules anyway, so the product adds no work here.
         .library(
             name: "ATSProxyCores",
-            targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyCore"]),
+            targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyTrace", "ProxyCore"]),
         // The same, for the harnesses that query a capture: the filter language and the web view's router
         // (Fuzz/Sources/fuzz-filter, fuzz-web-router).
         .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
