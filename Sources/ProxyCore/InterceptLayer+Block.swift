@@ -74,7 +74,7 @@ extension ProxySession {
     /// JSON log: the app's task ends there.
     func logBlockedConnection(_ i: InterceptLayer) {
         let summary = ExchangeSummary(
-            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS",
+            method: "CONNECT", url: i.url, status: nil, kind: .refusedHandshake,
             outcome: i.outcome == .failed ? .failed : .blocked,
             errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (now() - i.started) * 1000)

@@ -184,7 +184,7 @@ extension ProxySession {
             notice("\(i.host):\(i.port): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
         }
         let summary = ExchangeSummary(
-            method: "CONNECT", url: i.url, status: nil, httpVersion: "TLS", outcome: i.outcome,
+            method: "CONNECT", url: i.url, status: nil, kind: .refusedHandshake, outcome: i.outcome,
             errors: i.violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (now() - i.started) * 1000,
             note: accepted ? nil : step)

@@ -130,7 +130,7 @@ extension ProxySession {
             : InterceptLayer.authority(host: tunnel.host, port: tunnel.port)
         recordExchange(ExchangeSummary(
             method: "CONNECT", url: url, status: status,
-            httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
+            kind: .tunnel, outcome: tunnel.outcome, errors: tunnel.errors,
             requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
             durationMilliseconds: (now() - tunnel.started) * 1000, note: tunnel.note))
     }
