@@ -100,14 +100,14 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
+                "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
 
         // The protocol core's user-space cost per request, in memory (`swift run -c release proxycore-bench`).
         .executableTarget(
-            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore", "CaptureStore"],
+            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore", "ProxyTrace", "CaptureStore"],
             path: "Sources/ProxyCoreBenchmark", swiftSettings: strict),
         // A lean keep-alive HTTP/1.1 load client for benchmarks/proxybench.py: a fixed set of connections, one event
         // loop, closed-loop requests (`swift build -c release --product atsproxy-load`).
