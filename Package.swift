@@ -13,7 +13,7 @@ let package = Package(
         // `swift build` builds these modules anyway, so the product adds no work here.
         .library(
             name: "ATSProxyCores",
-            targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyCore"]),
+            targets: ["ATSPolicy", "HTTP1Core", "HTTP2Core", "TLSCore", "PolicyLoader", "ProxyTrace", "ProxyCore"]),
         // The same, for the harnesses that query a capture: the filter language and the web view's router
         // (Fuzz/Sources/fuzz-filter, fuzz-web-router).
         .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
@@ -85,12 +85,12 @@ let package = Package(
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
-            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "CaptureStore"],
+            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"],
             swiftSettings: strict),
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
             name: "WebView",
-            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyServer", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyEventLoop", "ProxyTrace"],
             exclude: ["Assets"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
@@ -100,14 +100,14 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
+                "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
 
         // The protocol core's user-space cost per request, in memory (`swift run -c release proxycore-bench`).
         .executableTarget(
-            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore", "CaptureStore"],
+            name: "proxycore-bench", dependencies: ["ATSPolicy", "TLSCore", "ProxyCore", "ProxyTrace", "CaptureStore"],
             path: "Sources/ProxyCoreBenchmark", swiftSettings: strict),
         // A lean keep-alive HTTP/1.1 load client for benchmarks/proxybench.py: a fixed set of connections, one event
         // loop, closed-loop requests (`swift build -c release --product atsproxy-load`).
@@ -168,8 +168,7 @@ let package = Package(
         .testTarget(
             name: "ProxyServerTests",
             dependencies: [
-                "ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "CaptureStore", "ATSPolicy", "HTTP1Core",
-                "TestSupport",
+                "ProxyServer", "ProxyEventLoop", "ProxyCore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "TestSupport",
             ],
             swiftSettings: strict),
         // The load client's connection state machine in memory, and the built `atsproxy-load` against a local server.

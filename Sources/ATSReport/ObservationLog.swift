@@ -41,7 +41,7 @@ public struct ObservationLog: Sendable {
         guard exchange.action != .proxySite else { return }
         let carriage: Observation.Carriage =
             exchange.outcome == .failed
-            ? .unreachable : exchange.action == .tunnelled || exchange.httpVersion == "TUNNEL" ? .tunnelled : .observed
+            ? .unreachable : exchange.action == .tunnelled || exchange.kind == .tunnel ? .tunnelled : .observed
         add(
             Observation(
                 url: exchange.url, handshake: exchange.connection?.upstreamHandshake, exchanges: 1,

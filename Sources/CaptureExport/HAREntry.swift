@@ -54,11 +54,10 @@ public enum HAREntry {
         case exchange, tunnel, blockedHandshake, upgraded
 
         init(_ e: ExchangeSummary) {
-            switch (e.method, e.httpVersion) {
-            case ("CONNECT", "TUNNEL"): self = .tunnel
-            case ("CONNECT", "TLS"): self = .blockedHandshake
-            case (_, "UPGRADED"): self = .upgraded
-            default: self = .exchange
+            switch e.kind {
+            case .tunnel: self = .tunnel
+            case .refusedHandshake: self = .blockedHandshake
+            case .http: self = e.httpVersion == "UPGRADED" ? .upgraded : .exchange
             }
         }
     }

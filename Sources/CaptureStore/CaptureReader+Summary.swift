@@ -163,6 +163,7 @@ extension CaptureReader {
                     errors: Self.summaryErrors(row["errors"]), requestBytes: row["request_bytes"],
                     responseBytes: row["response_bytes"], durationMilliseconds: row["duration_ms"],
                     interruption: row["interruption"], note: row["note"])
+                record.kind = .recorded(method: record.method, version: record.httpVersion)
                 record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
                 record.detail = ExchangeDetail(timings: ExchangeTimings(started: row["started"], ended: row["ended"]))
                 return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)

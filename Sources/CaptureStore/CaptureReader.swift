@@ -220,6 +220,7 @@ public final class CaptureReader: @unchecked Sendable {
             outcome: ExchangeSummary.ATSOutcome(rawValue: row["outcome"]) ?? .notEvaluated, errors: errors,
             requestBytes: row["request_bytes"], responseBytes: row["response_bytes"],
             durationMilliseconds: row["duration_ms"], interruption: row["interruption"], note: row["note"])
+        record.kind = .recorded(method: record.method, version: record.httpVersion)
         record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
         if let mirror = row["mirror"] as String? {
             record.mirror = try decoder.decode(MirrorRecord.self, from: Data(mirror.utf8))

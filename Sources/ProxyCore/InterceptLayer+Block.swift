@@ -87,7 +87,7 @@ extension InterceptLayer {
     /// JSON log: the app's task ends there.
     func logBlockedConnection(_ ctx: SessionContext) {
         let summary = ExchangeSummary(
-            method: "CONNECT", url: url, status: nil, httpVersion: "TLS",
+            method: "CONNECT", url: url, status: nil, kind: .refusedHandshake,
             outcome: outcome == .failed ? .failed : .blocked,
             errors: violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (ctx.now() - started) * 1000)

@@ -181,7 +181,7 @@ extension InterceptLayer {
             ctx.notice("\(host):\(port): mirror disagreement: \(disagreement)", kind: "mirror disagreement \(kind)")
         }
         let summary = ExchangeSummary(
-            method: "CONNECT", url: url, status: nil, httpVersion: "TLS", outcome: outcome,
+            method: "CONNECT", url: url, status: nil, kind: .refusedHandshake, outcome: outcome,
             errors: violations.map(ExchangeError.init), requestBytes: 0, responseBytes: 0,
             durationMilliseconds: (ctx.now() - started) * 1000,
             note: accepted ? nil : step)

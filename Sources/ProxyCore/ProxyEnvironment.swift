@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import ProxyTrace
 import TLSCore
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one

@@ -124,16 +124,3 @@ public enum ProxyCommand: Sendable, Equatable {
     case startTimer(ProxyTimer, after: Duration)
     case log(ProxyLog)
 }
-
-/// Something worth telling the user; the adapter formats it for the console, the diagnostics trace and the JSON log.
-public enum ProxyLog: Sendable, Equatable {
-    /// One finished exchange: the console line.
-    case exchange(ExchangeSummary)
-    /// A CFNetwork-style diagnostics record (only produced when diagnostics are on).
-    case diagnostics(DiagnosticsRecord)
-    /// A machine-readable event (only produced when the JSON log is on).
-    case event(TraceEvent)
-    /// A plain notice: why a host is tunnelled, why a client handshake failed. Repeats are folded by `kind` when
-    /// given (notices whose text varies by host or detail, such as malformed ClientHellos), else by the text.
-    case notice(String, kind: String? = nil)
-}

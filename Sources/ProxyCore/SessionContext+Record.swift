@@ -90,14 +90,14 @@ extension SessionContext {
     }
 
     private func action(of exchange: ExchangeSummary) -> ExchangeAction {
-        if exchange.method == "CONNECT", exchange.httpVersion == "TUNNEL" {
+        if exchange.kind == .tunnel {
             return exchange.outcome == .failed ? .failed : .tunnelled
         }
         switch exchange.outcome {
         case .failed: return .failed
         case .violation: return .annotated
         case .blocked:
-            return exchange.method == "CONNECT" && exchange.httpVersion == "TLS" ? .blockedHandshake : .blockedAnswer
+            return exchange.kind == .refusedHandshake ? .blockedHandshake : .blockedAnswer
         case .allowed, .notEvaluated:
             // A status the proxy answered itself before anything went upstream (400, 407, 408…).
             if exchange.detail?.response == nil, exchange.detail?.clientResponse != nil || exchange.detail == nil,

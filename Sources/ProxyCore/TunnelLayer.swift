@@ -115,7 +115,7 @@ extension TunnelLayer {
             : InterceptLayer.authority(host: tunnel.host, port: tunnel.port)
         ctx.recordExchange(ExchangeSummary(
             method: "CONNECT", url: url, status: status,
-            httpVersion: "TUNNEL", outcome: tunnel.outcome, errors: tunnel.errors,
+            kind: .tunnel, outcome: tunnel.outcome, errors: tunnel.errors,
             requestBytes: tunnel.clientBytesBefore + fromClient, responseBytes: toClient,
             durationMilliseconds: (ctx.now() - tunnel.started) * 1000, note: tunnel.note))
     }

@@ -2,6 +2,7 @@ import ATSPolicy
 import CaptureStore
 import Foundation
 import ProxyCore
+import ProxyTrace
 import TLSCore
 
 // The user-space cost of the proxy's protocol core per request, without sockets or a kernel: an in-memory TLS

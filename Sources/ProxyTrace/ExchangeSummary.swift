@@ -22,8 +22,14 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     public var url: String
     /// nil when no response was received.
     public var status: Int?
+    /// The protocol spoken (`HTTP/1.1`, `HTTP/2.0`, `UPGRADED` after a 101); for a tunnel or a refused handshake,
+    /// which spoke none, the kind's label (`TUNNEL`, `TLS`) that the console line, the JSON event and a capture
+    /// show in its place. Tell those apart by `kind`, never by this text.
     public var httpVersion: String
     public var outcome: ATSOutcome
+    /// A request, a tunnel or a refused handshake. Next to `outcome`: it takes a byte of that field's padding, so
+    /// the record copied along the relaying path does not grow.
+    public var kind: ExchangeKind
     /// The errors of the violations, empty when allowed: the first is what the app's task would fail with.
     public var errors: [ExchangeError]
     public var requestBytes: Int
@@ -114,7 +120,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         case interruption, note, mirror
     }
 
-    // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null.
+    // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null. The
+    // kind is not a field of the event: its label stands in `httpVersion`, and is read back from there.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -129,6 +136,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             interruption: try c.decodeIfPresent(String.self, forKey: .interruption),
             note: try c.decodeIfPresent(String.self, forKey: .note))
         mirror = try c.decodeIfPresent(MirrorRecord.self, forKey: .mirror)
+        kind = .recorded(method: method, version: httpVersion)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -150,7 +158,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// Equal in what the console line and the JSON event show; the details are not compared.
     public static func == (a: ExchangeSummary, b: ExchangeSummary) -> Bool {
         a.method == b.method && a.url == b.url && a.status == b.status && a.httpVersion == b.httpVersion
-            && a.outcome == b.outcome && a.errors == b.errors && a.requestBytes == b.requestBytes
+            && a.outcome == b.outcome && a.kind == b.kind && a.errors == b.errors && a.requestBytes == b.requestBytes
             && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
             && a.interruption == b.interruption && a.note == b.note && a.action == b.action && a.mirror == b.mirror
     }
@@ -165,12 +173,27 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         self.status = status
         self.httpVersion = httpVersion
         self.outcome = outcome
+        kind = .http
         self.errors = errors
         self.requestBytes = requestBytes
         self.responseBytes = responseBytes
         self.durationMilliseconds = durationMilliseconds
         self.interruption = interruption
         self.note = note
+    }
+
+    /// A record that is no request through the proxy (a tunnel, a refused handshake): its version text is the
+    /// kind's label. `kind` is not `.http`.
+    public init(
+        method: String, url: String, status: Int?, kind: ExchangeKind, outcome: ATSOutcome, errors: [ExchangeError],
+        requestBytes: Int, responseBytes: Int, durationMilliseconds: Double, interruption: String? = nil,
+        note: String? = nil
+    ) {
+        self.init(
+            method: method, url: url, status: status, httpVersion: kind.versionLabel ?? "", outcome: outcome,
+            errors: errors, requestBytes: requestBytes, responseBytes: responseBytes,
+            durationMilliseconds: durationMilliseconds, interruption: interruption, note: note)
+        self.kind = kind
     }
 
     /// The console line: `GET https://host/path 200 HTTP/1.1 ATS ok 1.0 KiB 12 ms`, with ANSI colour only when

@@ -1,8 +1,7 @@
 import Dispatch
 import Foundation
-import ProxyCore
 import ProxyEventLoop
-import ProxyServer
+import ProxyTrace
 import Synchronization
 
 /// The live view's sink of the exchange record: tells the open streams that exchanges arrived, so each reads what

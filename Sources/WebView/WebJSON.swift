@@ -20,6 +20,8 @@ struct ExchangeRowJSON: Encodable {
     var status: Int?
     /// `HTTP/1.1`, `HTTP/2.0`, `TLS` (a refused handshake), `TUNNEL`, `UPGRADED`.
     var `protocol`: String
+    /// `http`, `tunnel`, `refusedHandshake` (`ExchangeKind`): what the page tells rows apart by.
+    var kind: String
     /// `ok`, `blocked`, `violation`, `notJudged`, `failed`.
     var verdict: String
     var action: String?
@@ -41,6 +43,7 @@ struct ExchangeRowJSON: Encodable {
         (host, path) = Self.hostAndPath(e.url)
         status = e.status
         `protocol` = e.httpVersion
+        kind = e.kind.rawValue
         verdict = Self.verdict(e.outcome)
         action = e.action?.rawValue
         errors = e.errors.map(\.shortCode)

@@ -1,6 +1,6 @@
 import Dispatch
-import ProxyCore
 import ProxyEventLoop
+import ProxyTrace
 
 /// The web view's server: listens on the proxy's own event loops and answers with `WebRouter`, over the
 /// project's HTTP/1.1 core. The router's calls read SQLite, so they run on worker queues of their own, never on a

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ProxyCore
+import ProxyTrace
 
 /// Where `run` takes the proxy credentials from: `--auth USER:PASSWORD` (simple, but every user of the machine
 /// sees it in `ps`), `--auth-file FILE` (its first line) or the `ATSPROXY_AUTH` environment variable. At most one.

@@ -6,6 +6,7 @@ import Foundation
 import ProxyCore
 import ProxyEventLoop
 import ProxyServer
+import ProxyTrace
 
 /// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
 /// with its own CA and judges every upstream connection by the app's ATS policy.

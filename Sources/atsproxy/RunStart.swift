@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import ProxyCore
 import ProxyEventLoop
+import ProxyTrace
 import TLSCore
 
 /// What `run` settles from its options before it opens anything: where it listens first, who may use it, the

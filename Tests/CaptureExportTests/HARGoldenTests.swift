@@ -114,7 +114,7 @@ private func exchanges(_ name: String) -> [ExchangeSummary] {
         return [e]
     case "blocked":
         var e = ExchangeSummary(
-            method: "CONNECT", url: "https://old.example.com", status: nil, httpVersion: "TLS", outcome: .blocked,
+            method: "CONNECT", url: "https://old.example.com", status: nil, kind: .refusedHandshake, outcome: .blocked,
             errors: [ExchangeError(urlError: URLErrorCode(-1200), sslError: SSLErrorCode(-9836))], requestBytes: 0,
             responseBytes: 0, durationMilliseconds: 40)
         let violation = ATSViolation(
@@ -132,7 +132,7 @@ private func exchanges(_ name: String) -> [ExchangeSummary] {
         return [e]
     case "tunnel":
         var e = ExchangeSummary(
-            method: "CONNECT", url: "https://pinned.example.com:8443", status: nil, httpVersion: "TUNNEL",
+            method: "CONNECT", url: "https://pinned.example.com:8443", status: nil, kind: .tunnel,
             outcome: .notEvaluated, errors: [], requestBytes: 517, responseBytes: 4096, durationMilliseconds: 250,
             note: "pinned host: tunnelled, not intercepted")
         e.connection = connection(10, clientALPN: nil, upstream: nil, decision: nil, address: "[2001:db8::5]:8443")

@@ -223,7 +223,7 @@ struct ExchangeRecordTests {
         // blocked handshake is logged then (a client that refuses the leaf is logged as its handshake fails).
         scene.apply(scene.session.handle(.clientEOF))
         let record = try #require(scene.exchanges.last)
-        #expect(record.method == "CONNECT" && record.httpVersion == "TLS")
+        #expect(record.method == "CONNECT" && record.httpVersion == "TLS" && record.kind == .refusedHandshake)
         #expect(record.action == .blockedHandshake)
         let connection = try #require(record.connection)
         #expect(connection.violations.map(\.kind).contains(.hostnameMismatch), "\(connection.violations)")
@@ -249,7 +249,7 @@ struct ExchangeRecordTests {
         _ = session.handle(.upstreamConnected)
         let out = session.handle(.tunnelClosed(fromClient: 100, toClient: 200))
         let record = try #require(out.exchanges.last)
-        #expect(record.action == .tunnelled)
+        #expect(record.action == .tunnelled && record.kind == .tunnel)
         #expect(record.note?.contains("--passthrough") == true)
         #expect(record.connection?.connectionID == 9)
         let t = try #require(record.detail?.timings)

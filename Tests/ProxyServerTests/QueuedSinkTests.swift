@@ -1,5 +1,5 @@
 import Foundation
-import ProxyCore
+import ProxyTrace
 import Testing
 
 @testable import ProxyServer

@@ -9,7 +9,7 @@ struct MirrorRecordTests {
         -> ExchangeSummary
     {
         var e = ExchangeSummary(
-            method: "CONNECT", url: "https://old.test", status: nil, httpVersion: "TLS", outcome: outcome,
+            method: "CONNECT", url: "https://old.test", status: nil, kind: .refusedHandshake, outcome: outcome,
             errors: outcome == .violation
                 ? [ExchangeError(urlError: .secureConnectionFailed, sslError: .peerProtocolVersion)] : [],
             requestBytes: 0, responseBytes: 0, durationMilliseconds: 1.25)

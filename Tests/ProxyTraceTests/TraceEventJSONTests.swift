@@ -44,7 +44,7 @@ struct TraceEventJSONTests {
         TraceEvent(
             kind: .exchange, time: 1_700_000_000.5, connectionID: 4, url: "https://old.test",
             exchange: ExchangeSummary(
-                method: "CONNECT", url: "https://old.test", status: nil, httpVersion: "TLS", outcome: .blocked,
+                method: "CONNECT", url: "https://old.test", status: nil, kind: .refusedHandshake, outcome: .blocked,
                 errors: [ExchangeError(versionViolation), ExchangeError(urlError: .requiresSecureConnection)],
                 requestBytes: 0, responseBytes: 0, durationMilliseconds: 3.5)),
         TraceEvent(

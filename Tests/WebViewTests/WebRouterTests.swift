@@ -89,6 +89,7 @@ struct WebRouterTests {
         #expect(row["verdict"] as? String == "blocked")
         #expect(row["errors"] as? [String] == ["-1200/-9836"])
         #expect(row["protocol"] as? String == "HTTP/1.1")
+        #expect(row["kind"] as? String == "http")
     }
 
     @Test("Bad parameters are answered 400 with a message that names them", arguments: [

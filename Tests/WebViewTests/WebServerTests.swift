@@ -1,7 +1,7 @@
 import CaptureStore
 import Foundation
-import ProxyCore
 import ProxyEventLoop
+import ProxyTrace
 import Testing
 
 @testable import WebView

@@ -1,6 +1,7 @@
 import ATSPolicy
 import FuzzSupport
 import ProxyCore
+import ProxyTrace
 import TLSCore
 
 // Input: [environment/connect outcome/transparent] [client chunking] [schedule] client bytes, optionally followed by

@@ -1,5 +1,4 @@
 import Foundation
-import ProxyCore
 import ProxyTrace
 
 /// One line per exchange on stdout, coloured only on a terminal.

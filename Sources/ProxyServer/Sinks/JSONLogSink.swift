@@ -1,5 +1,4 @@
 import Foundation
-import ProxyCore
 import ProxyTrace
 
 /// `--log-json FILE`: one JSON object per event, one per line. Run behind a `QueuedSink` with backpressure: a

@@ -1,5 +1,4 @@
 import Foundation
-import ProxyCore
 import ProxyTrace
 
 /// Where sessions' records go: the fan-out to every `LogSink`. Shared by every loop thread.

@@ -1,5 +1,5 @@
 import Foundation
-import ProxyCore
+import ProxyTrace
 
 /// Runs a sink's `consume` on a thread of its own, behind a bounded queue, so its I/O never runs on an event-loop
 /// thread. What happens when the sink cannot keep up is the sink's documented choice:

@@ -1,5 +1,4 @@
 import Foundation
-import ProxyCore
 import ProxyTrace
 
 /// Notices (`atsproxy: …`) and CFNetwork-style trace records on stderr, in the order they came. Identical notices,

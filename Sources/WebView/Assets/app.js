@@ -94,10 +94,11 @@ function isProblem(row) {
     (row.status || 0) >= 400 || !!row.interruption;
 }
 
-function protocolLabel(p) {
+function protocolLabel(row) {
+  if (row.kind === "tunnel") return "tunnel";
+  if (row.kind === "refusedHandshake") return "TLS (refused)";
+  const p = row.protocol;
   if (p === "HTTP/2.0") return "HTTP/2";
-  if (p === "TUNNEL") return "tunnel";
-  if (p === "TLS") return "TLS (refused)";
   if (p === "UPGRADED") return "upgraded";
   return p;
 }
@@ -144,7 +145,7 @@ function rowElement(row) {
     el("td", { class: "c-host", text: row.host, title: row.host }),
     el("td", { class: "c-path", text: row.path || "", title }),
     el("td", { class: "c-status", text: row.status ?? "—" }),
-    el("td", { class: "c-proto", text: protocolLabel(row.protocol) }),
+    el("td", { class: "c-proto", text: protocolLabel(row) }),
     el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict)),
     el("td", { class: "c-errors mono", text: row.errors.join(" "), title: row.errors.join(" ") }),
     el("td", { class: "c-size", text: formatBytes(row.responseBytes) }),
@@ -646,7 +647,7 @@ async function showDetail(id) {
   close.addEventListener("click", () => { closeDetail(); $("list").focus(); });
   parts.push(close, el("h2", {}, `${x.method} ${x.url}`));
   parts.push(el("div", {}, verdictBadge(x.verdict), " ",
-    `${x.status ?? "no response"} · ${protocolLabel(x.protocol)} · ${formatBytes(x.responseBytes)} · ` +
+    `${x.status ?? "no response"} · ${protocolLabel(x)} · ${formatBytes(x.responseBytes)} · ` +
     `${formatDuration(x.durationMs)}${x.action ? ` · ${x.action}` : ""}`,
     x.errors.length ? el("span", { class: "mono", text: `  ${x.errors.join(" ")}` }) : null));
   if (x.interruption) parts.push(el("div", { class: "sub", text: `INCOMPLETE: ${x.interruption}` }));

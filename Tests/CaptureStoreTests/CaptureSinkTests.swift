@@ -1,13 +1,11 @@
 import ATSPolicy
-import CaptureStore
 import Foundation
 import HTTP1Core
-import ProxyCore
 import ProxyTrace
 import Testing
 import TestSupport
 
-@testable import ProxyServer
+@testable import CaptureStore
 
 /// The capture sink as the proxy drives it: several event-loop threads hand it records at once while its writer
 /// thread commits batches. Run under ThreadSanitizer and AddressSanitizer by scripts/sanitize (the batches are raw

@@ -1,6 +1,4 @@
-import CaptureStore
 import Foundation
-import ProxyCore
 import ProxyTrace
 import Synchronization
 
