@@ -2,7 +2,7 @@ import ATSPolicy
 import HTTP1Core
 import ProxyTrace
 
-/// What the owner decides for one request.
+/// What the owner decides for one request (`ExchangeRelay.resolve`).
 enum RequestDecision {
     /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
     /// `annotation` to the response.
@@ -21,8 +21,42 @@ struct UpstreamTarget: Equatable {
     var port: Int
 }
 
+/// A request head a relay holds until its owner decides what becomes of it (`ExchangeRelay.resolve`). `id` names
+/// the exchange within its relay: the number of the head on an HTTP/1 connection, the stream id on an h2 one.
+struct DecisionRequest {
+    let id: Int
+    let head: HTTPRequestHead
+}
+
+/// The requests one relay step holds for a decision, in the order they came. Most steps hold none or one (an HTTP/1
+/// relay holds one at a time), and those cost no allocation; an h2 step may hold several.
+struct DecisionRequests {
+    private var first: DecisionRequest?
+    private var more: [DecisionRequest] = []
+
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ request: DecisionRequest) {
+        if first == nil { first = request } else { more.append(request) }
+    }
+
+    mutating func append(contentsOf other: consuming DecisionRequests) {
+        while let request = other.popFirst() { append(request) }
+    }
+
+    mutating func popFirst() -> DecisionRequest? {
+        guard let request = first else { return nil }
+        first = more.isEmpty ? nil : more.removeFirst()
+        return request
+    }
+}
+
 /// Bytes and decisions produced by one relay step.
 struct RelayOutput {
+    /// Requests whose heads the relay holds until the owner answers each with `ExchangeRelay.resolve`. The relay
+    /// holds what follows meanwhile: an HTTP/1 connection's further bytes, an h2 stream's frames (other streams go
+    /// on).
+    var toDecide = DecisionRequests()
     var toClient: [UInt8] = []
     var toUpstream: [UInt8] = []
     var exchanges: [ExchangeSummary] = []
@@ -67,6 +101,13 @@ extension RelayOutput {
         self = RelayOutput()
         return collected
     }
+
+    /// Hands over the requests this step holds for a decision, leaving the rest of the output to apply.
+    mutating func takeToDecide() -> DecisionRequests {
+        let requests = toDecide
+        toDecide = DecisionRequests()
+        return requests
+    }
 }
 
 /// What every relay records of one exchange, for its console line and trace.
@@ -103,6 +144,10 @@ extension UpstreamLane {
 
 /// A relay of HTTP exchanges between a client's and an upstream's plaintext byte streams (HTTP/1.1 or HTTP/2).
 protocol ExchangeRelay: AnyObject {
+    /// The owner's answer to the request `id` a step held (`RelayOutput.toDecide`), in the same step or any later
+    /// one: the relay carries the request out and resumes what it held behind it. An id the relay no longer holds
+    /// (the client reset the stream, or went, meanwhile) is ignored.
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
     func clientEOF() -> RelayOutput
     /// The client connection is gone (reset, failed, or closed by the proxy's shutdown): nothing more can reach the

@@ -6,8 +6,9 @@ import ProxyTrace
 //
 // 1. Used when both the client and the upstream negotiated h2 (ALPN mirroring makes that the case exactly when
 //    the upstream speaks h2). Two H2Sessions: server role facing the client, client role facing the upstream.
-// 2. Streams map one to one. Request heads go through the same `decide` as HTTP/1 (forward with annotation, or
-//    answer locally for `--block http`); header fields are copied as they are (both sides speak h2).
+// 2. Streams map one to one. The owner decides each request head as for HTTP/1 (forward with annotation, or answer
+//    locally for `--block http`), now or later: the stream is held meanwhile (UndecidedStreams) while the others
+//    go on. Header fields are copied as they are (both sides speak h2).
 // 3. Flow control follows the slower side: bytes received on one session are consumed (WINDOW_UPDATE) only as
 //    the other session actually sends them, so a slow reader stops the writer without unbounded buffering. The
 //    connection windows hold every stream's full window, so only the stalled stream stops.
@@ -26,7 +27,6 @@ import ProxyTrace
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
     private let upstream: H2Session
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     private var out = RelayOutput()
 
@@ -53,6 +53,7 @@ final class H2Relay: ExchangeRelay {
     }
 
     private var streams: [Int32: Stream] = [:]
+    private var undecided = UndecidedStreams()
     private var byUpstream: [Int32: Int32] = [:]
     private var failed = false
     /// Set once the proxy relayed an upstream GOAWAY to the client. The client, told to go away, closes the
@@ -77,8 +78,7 @@ final class H2Relay: ExchangeRelay {
     private var resetAfterResponse: Set<Int32> = []
 
     init(
-        now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
-        decide: @escaping (HTTPRequestHead) -> RequestDecision
+        now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init()
     ) throws(H2Error) {
         self.recording = recording
         self.limits = limits
@@ -96,11 +96,21 @@ final class H2Relay: ExchangeRelay {
         client = try H2Session(role: .server, settings: clientSettings)
         upstream = try H2Session(role: .client, settings: settings)
         self.now = now
-        self.decide = decide
         pump()
     }
 
-    var isIdle: Bool { streams.isEmpty }
+    var isIdle: Bool { streams.isEmpty && undecided.isEmpty }
+
+    /// The highest client stream the relay has taken on (decided or not), for a GOAWAY that lets them finish.
+    private var highestStream: Int32 { max(streams.keys.max() ?? 0, undecided.highestID ?? 0) }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !failed, let held = undecided.take(id) else { return out.take() }
+        open(Int32(id), held, decision)
+        for event in held.held { clientEvent(event) }
+        pump()
+        return out.take()
+    }
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         guard !failed else { return out.take() }
@@ -132,6 +142,7 @@ final class H2Relay: ExchangeRelay {
     func clientGone(_ reason: String) -> RelayOutput {
         out.closeClient = true
         failed = true
+        _ = undecided.removeAll()
         finishAll(interruption: reason)
         return out.take()
     }
@@ -146,7 +157,10 @@ final class H2Relay: ExchangeRelay {
             reset(client, id, .internalError)
             finish(clientID: id, interruption: "the upstream connection closed")
         }
-        goAway(client, last: streams.keys.max() ?? 0, .noError)
+        // Undecided streams have nowhere to go either.
+        let last = highestStream
+        for id in undecided.removeAll() { reset(client, id, .internalError) }
+        goAway(client, last: last, .noError)
         clientToldToGoAway = true
         pump()
         out.closeUpstream = true
@@ -157,6 +171,7 @@ final class H2Relay: ExchangeRelay {
     // MARK: - Client → upstream
 
     private func clientEvent(_ event: H2Event) {
+        if !undecided.isEmpty, undecided.keep(event, crediting: client) { return }
         switch event {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
@@ -213,13 +228,20 @@ final class H2Relay: ExchangeRelay {
             heldExtendedConnects.append((id, fields, endStream))
             return
         }
-        switch decide(head) {
+        undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
+    }
+
+    /// Carries out the owner's decision on a held stream.
+    private func open(_ id: Int32, _ held: UndecidedStreams.Stream, _ decision: RequestDecision) {
+        let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
+        let extendedConnect = fields.first(named: ":protocol") != nil
+        switch decision {
         case .forward(_, let url, _, _, let outcome, let codes)
             where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
             // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
             // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
             var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
                 clock: .answered(at: now()))
             s.local = true
             s.status = 501
@@ -232,11 +254,11 @@ final class H2Relay: ExchangeRelay {
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: started,
                 clock: StreamClock(opened: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: forwarded)
-            if endStream, let recorder = s.recorder { recorder.requestSent = s.started }
+            if endStream, let recorder = s.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
             if endStream || extendedConnect { s.clock.requestEnded(at: now()) }
             do {
@@ -257,7 +279,7 @@ final class H2Relay: ExchangeRelay {
             }
         case .answer(let response, let body, let url, let outcome, let codes):
             var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
                 clock: .answered(at: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: nil)
@@ -346,8 +368,7 @@ final class H2Relay: ExchangeRelay {
                 reset(client, id, .refusedStream)
                 finish(clientID: id, interruption: "refused by the upstream's GOAWAY (the client may retry)")
             }
-            let highest = streams.keys.max() ?? 0
-            goAway(client, last: highest, .noError)
+            goAway(client, last: highestStream, .noError)
             clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
@@ -448,6 +469,7 @@ final class H2Relay: ExchangeRelay {
 
     /// Logs every stream still open as cut off: the connection is ending.
     private func finishAll(interruption: String) {
+        _ = undecided.removeAll()
         for id in streams.keys.sorted() { finish(clientID: id, interruption: interruption) }
     }
 
@@ -464,7 +486,7 @@ final class H2Relay: ExchangeRelay {
             // The client's GOAWAY is already queued by the session; the upstream is told we are going away.
             goAway(upstream, last: 0, .noError)
         } else {
-            goAway(client, last: streams.keys.max() ?? 0, .internalError)
+            goAway(client, last: highestStream, .internalError)
         }
         out.closeClient = true
         out.closeUpstream = true
@@ -519,7 +541,9 @@ final class H2Relay: ExchangeRelay {
             if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
         }
-        if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
+        if !client.wantsRead && !client.wantsWrite && streams.isEmpty && undecided.isEmpty && !clientToldToGoAway {
+            out.closeClient = true
+        }
     }
 }
 

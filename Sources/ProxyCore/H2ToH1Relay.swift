@@ -11,7 +11,9 @@ import ProxyTrace
 //    judged); the session opens the others on request (`RelayOutput.openLanes`) with the same TLS settings.
 // 2. Each request stream waits in a FIFO for an idle lane; a new lane is opened while the pool is below `maxLanes`
 //    and more streams wait than lanes are connecting. A lane is reused when both sides allow keep-alive.
-// 3. Heads are translated (H2HeaderTranslation: :authority → Host, cookie crumbs joined). A request body without
+// 3. The owner decides each request head (`RelayOutput.toDecide`, answered by `resolve`, now or later); the stream
+//    is held meanwhile (UndecidedStreams), its DATA uncredited, while the others go on.
+//    Heads are translated (H2HeaderTranslation: :authority → Host, cookie crumbs joined). A request body without
 //    Content-Length is sent chunked. Trailers cross both ways.
 // 4. Flow control: request DATA is credited back once written to its lane (the lane's socket backpressure pauses
 //    the client when the upstream reads slowly); DATA of a stream still waiting for a lane stays uncredited, so its
@@ -42,7 +44,6 @@ import ProxyTrace
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     private let maxLanes: Int
     private var out = RelayOutput()
@@ -108,6 +109,7 @@ final class H2ToH1Relay: LaneRelay {
     private var lanes: [UpstreamLane: Lane] = [:]
     private var nextLane = 1
     private var streams: [Int32: Stream] = [:]
+    private var undecided = UndecidedStreams()
     private var waiting: [Int32] = []
     private var failed = false
 
@@ -120,8 +122,7 @@ final class H2ToH1Relay: LaneRelay {
     private var clientHeld = false
 
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
-         recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
-         decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+         recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init()) throws(H2Error) {
         self.recording = recording
         self.limits = limits
         // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
@@ -134,12 +135,19 @@ final class H2ToH1Relay: LaneRelay {
                 enableConnectProtocol: true))
         self.maxLanes = max(1, maxLanes)
         self.now = now
-        self.decide = decide
         if primaryConnected { lanes[.primary] = Lane(connected: true) }
         pump()
     }
 
-    var isIdle: Bool { streams.isEmpty }
+    var isIdle: Bool { streams.isEmpty && undecided.isEmpty }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !failed, let held = undecided.take(id) else { return out.take() }
+        open(Int32(id), held, decision)
+        for event in held.held { clientEvent(event) }
+        pump()
+        return out.take()
+    }
 
     // MARK: - Input
 
@@ -162,6 +170,7 @@ final class H2ToH1Relay: LaneRelay {
 
     func clientGone(_ reason: String) -> RelayOutput {
         abandon()
+        _ = undecided.removeAll()
         for id in streams.keys.sorted() { finish(id, interruption: reason) }
         return out.take()
     }
@@ -244,6 +253,7 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Client → lanes
 
     private func clientEvent(_ event: H2Event) {
+        if !undecided.isEmpty, undecided.keep(event, crediting: client) { return }
         switch event {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
@@ -289,11 +299,17 @@ final class H2ToH1Relay: LaneRelay {
             reset(id, .protocolError, blamingPeer: true)
             return
         }
-        switch decide(head) {
+        undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
+    }
+
+    /// Carries out the owner's decision on a held stream.
+    private func open(_ id: Int32, _ held: UndecidedStreams.Stream, _ decision: RequestDecision) {
+        let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
+        switch decision {
         case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
             var s = Stream(
                 method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
+                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: started,
                 clock: StreamClock(opened: now()))
             s.clock.requestEnded = endStream
             s.recorder = ExchangeRecorder.make(recording)
@@ -347,7 +363,7 @@ final class H2ToH1Relay: LaneRelay {
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
             var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
                 clock: .answered(at: now()))
             s.recorder = ExchangeRecorder.make(recording)
             s.recorder?.recordRequest(head, forwarded: nil)
@@ -734,7 +750,7 @@ final class H2ToH1Relay: LaneRelay {
         for event in client.takeEvents() { clientEvent(event) }
         regulateLanes()
         out.toClient += client.pendingOutput()
-        if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty {
+        if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty, undecided.isEmpty {
             failed = true
             out.closeClient = true
             for lane in Array(lanes.keys) { dropLane(lane, close: true) }

@@ -19,29 +19,24 @@ import TLSCore
 extension ProxySession {
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
     func startRelaying(_ i: InterceptLayer, _ engine: TLSEngine) {
-        let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned i] head in
-            self.decideIntercepted(head, i)
-        }
         let clientH2 = engine.negotiated?.alpn == "h2"
         let streamLimits = StreamDeadlineLimits(env.timeouts)
         let upstreamH2 = i.upstreamALPN == "h2" && i.upstream != nil
         do {
             switch (clientH2, upstreamH2) {
             case (true, true):
-                i.relay = try H2Relay(now: now, recording: env.recording, limits: streamLimits, decide: decide)
+                i.relay = try H2Relay(now: now, recording: env.recording, limits: streamLimits)
             case (true, false):
                 i.relay = try H2ToH1Relay(
-                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, limits: streamLimits,
-                    decide: decide)
+                    primaryConnected: i.upstream != nil, now: now, recording: env.recording, limits: streamLimits)
             case (false, true):
                 i.relay = try H1ToH2Relay(
                     now: now, recording: env.recording,
                     retryUpgradeOverHTTP1: env.upstreamALPN == .ios && !i.http1OnlyUpstream,
-                    retryRefused: i.refusedRetries < InterceptLayer.maxRefusedRetries, decide: decide)
+                    retryRefused: i.refusedRetries < InterceptLayer.maxRefusedRetries)
             case (false, false):
                 i.relay = HTTP1Relay(
-                    connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording,
-                    decide: decide)
+                    connectedTo: UpstreamTarget(host: i.host, port: i.port), now: now, recording: env.recording)
             }
         } catch {
             notice("\(i.host): cannot start HTTP/2: \(error)")
@@ -52,9 +47,24 @@ extension ProxySession {
         if clientH2 || upstreamH2, let relay = i.relay { applyIntercepted(relay.upstreamBytes([]), i) }
     }
 
-    /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
-    /// lines, lanes, a 101's switch to raw relaying, the client's close.
+    /// Carries out a relay step of an intercepted connection, then decides each request the step holds
+    /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn. Every request is decided
+    /// at once for now; a rule or breakpoint that holds one answers through the same `resolve`, later.
     func applyIntercepted(_ o: consuming RelayOutput, _ i: InterceptLayer) {
+        var step = o
+        var toDecide = step.takeToDecide()
+        let asking = i.relay
+        applyInterceptedStep(step, i)
+        while !isDone, let relay = i.relay, relay === asking, let request = toDecide.popFirst() {
+            var next = relay.resolve(request.id, decideIntercepted(request.head, i))
+            toDecide.append(contentsOf: next.takeToDecide())
+            applyInterceptedStep(next, i)
+        }
+    }
+
+    /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch
+    /// to raw relaying, the client's close.
+    private func applyInterceptedStep(_ o: consuming RelayOutput, _ i: InterceptLayer) {
         if let replay = o.retryOverHTTP1 {
             retryUpstreamOverHTTP1(i, replaying: replay)
             return

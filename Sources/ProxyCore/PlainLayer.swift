@@ -17,7 +17,7 @@ import ProxyTrace
 
 /// Plain-HTTP forwarding: the relay, the upstream connection it uses, and the last block for its trace.
 final class PlainLayer: RelayingLayer {
-    /// Set once, by `startPlain` (its decision closure refers back to this layer).
+    /// Set once, by `startPlain`.
     var relay: HTTP1Relay!
     /// The upstream TCP connection is open (a close is owed to it).
     var upstreamOpen = false
@@ -52,9 +52,7 @@ extension ProxySession {
 
     func startPlain(replaying bytes: [UInt8]) {
         let p = PlainLayer()
-        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
-            self.decidePlain(self.absoluteForm(head), p)
-        }
+        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording)
         phase = .plain(p)
         applyPlain(p.relay.clientBytes(bytes), p)
     }
@@ -194,8 +192,21 @@ extension ProxySession {
         }
     }
 
-    /// Carries out a relay step of plain forwarding: connects, bytes, exchange lines, a 101's hand-off, closes.
+    /// Carries out a relay step of plain forwarding, then decides each request the step holds
+    /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn (at once, for now).
     func applyPlain(_ o: consuming RelayOutput, _ p: PlainLayer) {
+        var step = o
+        var toDecide = step.takeToDecide()
+        applyPlainStep(step, p)
+        while !isDone, case .plain(let current) = phase, current === p, let request = toDecide.popFirst() {
+            var next = p.relay.resolve(request.id, decidePlain(absoluteForm(request.head), p))
+            toDecide.append(contentsOf: next.takeToDecide())
+            applyPlainStep(next, p)
+        }
+    }
+
+    /// Carries out one relay step: connects, bytes, exchange lines, a 101's hand-off, closes.
+    private func applyPlainStep(_ o: consuming RelayOutput, _ p: PlainLayer) {
         let unsolicited = o.unsolicitedUpstream
         defer { relayStepped(p, unsolicited: unsolicited) }
         p.upstreamOpen = beginRelayStep(o, upstreamOpen: p.upstreamOpen)

@@ -6,15 +6,15 @@ import Testing
 
 @Suite("H1ToH2Relay: a request the upstream's GOAWAY refused is sent again on a new connection")
 struct H1ToH2RelayRefusedRetryTests {
-    private func relay() throws -> H1ToH2Relay {
-        try H1ToH2Relay(now: { 0 }, retryRefused: true) { head in
+    private func relay() throws -> DecidedRelay<H1ToH2Relay> {
+        DecidedRelay(try H1ToH2Relay(now: { 0 }, retryRefused: true)) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }
     }
 
     /// The origin answers the first request, then refuses the second with GOAWAY (last stream id: the first).
-    private func refuseSecond(_ relay: H1ToH2Relay, _ origin: H2Session, second: String) throws -> RelayOutput {
+    private func refuseSecond(_ relay: DecidedRelay<H1ToH2Relay>, _ origin: H2Session, second: String) throws -> RelayOutput {
         var toOrigin = relay.upstreamBytes([]).toUpstream
         toOrigin += relay.clientBytes(bytes("GET /first HTTP/1.1\r\nHost: h2.test\r\n\r\n")).toUpstream
         var first: Int32 = 0

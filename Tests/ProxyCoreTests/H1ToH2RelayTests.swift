@@ -7,8 +7,8 @@ import Testing
 @Suite("H1ToH2Relay: an HTTP/1.1 client to an h2 upstream")
 struct H1ToH2RelayTests {
     /// The relay and an h2 server session (nghttp2) standing for the origin.
-    private func pair() throws -> (H1ToH2Relay, H2Session) {
-        let relay = try H1ToH2Relay(now: { 0 }) { head in
+    private func pair() throws -> (DecidedRelay<H1ToH2Relay>, H2Session) {
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 })) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [("X-ATS-Verdict", "allowed")],
                      outcome: .allowed, codes: [])
         }
@@ -70,7 +70,7 @@ struct H1ToH2RelayTests {
 
     @Test("With retryUpgradeOverHTTP1, a first request carrying Upgrade is handed back to replay over http/1.1")
     func upgradeRetriedOverHTTP1() throws {
-        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true)) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }
@@ -86,7 +86,7 @@ struct H1ToH2RelayTests {
 
     @Test("An Upgrade after other requests on the connection still gets the 501")
     func laterUpgradeGets501() throws {
-        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true)) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }
