@@ -73,7 +73,7 @@ final class H2ToH1Relay: LaneRelay {
         var raw = false
     }
 
-    private struct Stream: ExchangeRecording {
+    private struct Stream: H2ClientStream {
         var method: String
         var url: String
         var outcome: ExchangeSummary.ATSOutcome
@@ -104,27 +104,25 @@ final class H2ToH1Relay: LaneRelay {
         var upgradeAccept: String?
         var isTunnel = false
         var clock: StreamClock
+
+        /// Waiting for a lane, it cannot send: its DATA stays uncredited.
+        var bodyHeldByProxy: Bool { lane == nil }
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
     private var nextLane = 1
-    private var streams: [Int32: Stream] = [:]
-    private var undecided = UndecidedStreams()
+    private var book: H2StreamBook<Stream>
     private var waiting: [Int32] = []
     private var failed = false
 
     /// - Parameter primaryConnected: the session's upstream is connected and serves as the first lane (false when
     ///   every request is answered locally, as with `--block http`).
     private let recording: RecordingOptions?
-    private let limits: StreamDeadlineLimits
-    private var headerBlock = HeaderBlockClock()
-    /// The adapter stopped reading the client for a full lane's write buffer (StreamDeadlines).
-    private var clientHeld = false
 
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
          recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init()) throws(H2Error) {
         self.recording = recording
-        self.limits = limits
+        book = H2StreamBook(limits: limits)
         // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
         // (its DATA uncredited) never stalls the others.
         let defaults = H2Settings()
@@ -139,10 +137,10 @@ final class H2ToH1Relay: LaneRelay {
         pump()
     }
 
-    var isIdle: Bool { streams.isEmpty && undecided.isEmpty }
+    var isIdle: Bool { book.isEmpty }
 
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
-        guard !failed, let held = undecided.take(id) else { return out.take() }
+        guard !failed, let held = book.undecided.take(id) else { return out.take() }
         open(Int32(id), held, decision)
         for event in held.held { clientEvent(event) }
         pump()
@@ -159,7 +157,7 @@ final class H2ToH1Relay: LaneRelay {
             // The session queued its GOAWAY; the lanes have nothing left to do.
             abandon()
         }
-        headerBlock.update(assembling: client.isReceivingHeaderBlock, now: now())
+        book.noteHeaderBlock(assembling: client.isReceivingHeaderBlock, at: now())
         pump()
         return out.take()
     }
@@ -170,8 +168,8 @@ final class H2ToH1Relay: LaneRelay {
 
     func clientGone(_ reason: String) -> RelayOutput {
         abandon()
-        _ = undecided.removeAll()
-        for id in streams.keys.sorted() { finish(id, interruption: reason) }
+        _ = book.undecided.removeAll()
+        for id in book.streams.keys.sorted() { finish(id, interruption: reason) }
         return out.take()
     }
 
@@ -221,9 +219,9 @@ final class H2ToH1Relay: LaneRelay {
             do { try client.sendData(streamID: id, [], endStream: true) } catch {
                 // The client reset the stream meanwhile.
             }
-            streams[id]?.responseEnded = true
+            book.streams[id]?.responseEnded = true
             lanes[lane]?.streamID = nil
-            streams[id]?.lane = nil
+            book.streams[id]?.lane = nil
             dropLane(lane, close: true)
             pump()
             return out.take()
@@ -253,17 +251,17 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Client → lanes
 
     private func clientEvent(_ event: H2Event) {
-        if !undecided.isEmpty, undecided.keep(event, crediting: client) { return }
+        if !book.undecided.isEmpty, book.undecided.keep(event, crediting: client) { return }
         switch event {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
-            guard streams[id] != nil else { return }
-            streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
-            streams[id]!.clock.requestEnded = true
+            guard book.streams[id] != nil else { return }
+            book.streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            book.streams[id]!.clock.requestEnded = true
             endRequest(id)
         case .data(let id, let bytes, let endStream):
-            guard var s = streams[id], !s.local else {
+            guard var s = book.streams[id], !s.local else {
                 client.consume(streamID: id, count: bytes.count)
                 return
             }
@@ -272,16 +270,16 @@ final class H2ToH1Relay: LaneRelay {
             s.clock.lastRequestProgress = now()
             if endStream { s.clock.requestEnded = true }
             if let lane = s.lane, lanes[lane]?.raw == true {
-                streams[id] = s
+                book.streams[id] = s
                 send(bytes, to: lane)
                 client.consume(streamID: id, count: bytes.count)
                 return
             } else if let lane = s.lane, !s.isTunnel {
-                streams[id] = s
+                book.streams[id] = s
                 writeBody(bytes, stream: id, lane: lane)
             } else {
                 s.pendingBody += bytes
-                streams[id] = s
+                book.streams[id] = s
             }
             if endStream { endRequest(id) }
         case .rstStream(let id, let code):
@@ -299,7 +297,7 @@ final class H2ToH1Relay: LaneRelay {
             reset(id, .protocolError, blamingPeer: true)
             return
         }
-        undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
+        book.undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
     }
 
     /// Carries out the owner's decision on a held stream.
@@ -313,7 +311,7 @@ final class H2ToH1Relay: LaneRelay {
                 clock: StreamClock(opened: now()))
             s.clock.requestEnded = endStream
             s.recorder = ExchangeRecorder.make(recording)
-            streams[id] = s
+            book.streams[id] = s
             guard head.method != "CONNECT" else {
                 answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
                 return
@@ -335,7 +333,7 @@ final class H2ToH1Relay: LaneRelay {
                 s.framing = .none
                 s.keepAlive = false
                 s.recorder?.recordRequest(head, forwarded: forwarded)
-                streams[id] = s
+                book.streams[id] = s
                 waiting.append(id)
                 assignLanes()
                 return
@@ -358,7 +356,7 @@ final class H2ToH1Relay: LaneRelay {
             s.keepAlive = forwarded.keepAlive
             s.requestEnded = endStream
             s.recorder?.recordRequest(head, forwarded: forwarded)
-            streams[id] = s
+            book.streams[id] = s
             waiting.append(id)
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
@@ -372,7 +370,7 @@ final class H2ToH1Relay: LaneRelay {
             s.status = response.status
             s.responseBytes = body.count
             s.responseHeadSent = true
-            streams[id] = s
+            book.streams[id] = s
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
                 reset(id, .internalError)
             }
@@ -380,15 +378,15 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private func endRequest(_ id: Int32) {
-        guard var s = streams[id], !s.local else { return }
+        guard var s = book.streams[id], !s.local else { return }
         if s.isTunnel {
             // The client's half of the WebSocket ended; the origin's half runs until the lane ends.
             s.requestEnded = true
-            streams[id] = s
+            book.streams[id] = s
             return
         }
         s.requestEnded = true
-        streams[id] = s
+        book.streams[id] = s
         guard let lane = s.lane, var l = lanes[lane], l.streamID == id else { return }
         var bytes: [UInt8] = []
         do { try l.requestWriter?.finish(trailers: s.trailers, into: &bytes) } catch {
@@ -399,7 +397,7 @@ final class H2ToH1Relay: LaneRelay {
         lanes[lane] = l
         send(bytes, to: lane)
         if let recorder = s.recorder { recorder.requestSent = now() }
-        streams[id]?.clock.requestSent = now()
+        book.streams[id]?.clock.requestSent = now()
         releaseIfDone(lane)
     }
 
@@ -423,7 +421,7 @@ final class H2ToH1Relay: LaneRelay {
 
     private func assignLanes() {
         while let id = waiting.first {
-            guard streams[id] != nil else {
+            guard book.streams[id] != nil else {
                 waiting.removeFirst()
                 continue
             }
@@ -445,7 +443,7 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private func assign(_ id: Int32, to lane: UpstreamLane) {
-        guard var s = streams[id], var l = lanes[lane] else { return }
+        guard var s = book.streams[id], var l = lanes[lane] else { return }
         l.streamID = id
         l.requestWriter = HTTP1BodyWriter(framing: s.framing)
         l.responses.expectResponse(toRequestMethod: s.method)
@@ -457,13 +455,13 @@ final class H2ToH1Relay: LaneRelay {
         s.pendingBody = []
         let ended = s.requestEnded
         s.requestEnded = false
-        streams[id] = s
+        book.streams[id] = s
         send(s.head, to: lane)
         if s.isTunnel {
-            streams[id]?.clock.requestSent = now()
+            book.streams[id]?.clock.requestSent = now()
             // The handshake has no body; DATA waits for the 101 (kept in pendingBody, uncredited).
-            streams[id]?.pendingBody = pending
-            streams[id]?.requestEnded = ended
+            book.streams[id]?.pendingBody = pending
+            book.streams[id]?.requestEnded = ended
             lanes[lane]?.requestWriter = nil
             return
         }
@@ -481,7 +479,7 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
             lanes[lane] = l
-            guard let id = l.streamID, var s = streams[id] else {
+            guard let id = l.streamID, var s = book.streams[id] else {
                 switch event {
                 case .connectionClosed:
                     // The end of an idle connection: the lane is done.
@@ -515,11 +513,11 @@ final class H2ToH1Relay: LaneRelay {
                 s.clock.responseStarted = true
                 s.responseStreaming = true
                 s.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
-                streams[id] = s
+                book.streams[id] = s
             case .switchedProtocols(let leftover) where s.isTunnel && s.responseHeadSent:
                 lanes[lane]?.raw = true
                 let pending = s.pendingBody
-                streams[id]?.pendingBody = []
+                book.streams[id]?.pendingBody = []
                 if !pending.isEmpty {
                     send(pending, to: lane)
                     client.consume(streamID: id, count: pending.count)
@@ -552,11 +550,11 @@ final class H2ToH1Relay: LaneRelay {
                     // The upstream's HTTP/1.1 head as received, and the h2 head the client got.
                     recorder.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
                 }
-                streams[id] = s
+                book.streams[id] = s
             case .body(let piece):
                 s.responseBytes += piece.count
                 s.recorder?.responseBody(piece)
-                streams[id] = s
+                book.streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
                     continue
@@ -574,7 +572,7 @@ final class H2ToH1Relay: LaneRelay {
                     }
                 }
                 s.responseEnded = true
-                streams[id] = s
+                book.streams[id] = s
                 releaseIfDone(lane)
                 return
             case .switchedProtocols:
@@ -592,7 +590,7 @@ final class H2ToH1Relay: LaneRelay {
     /// Frees a lane whose exchange is over in both directions, for the next waiting stream, or closes it when
     /// either side did not allow keep-alive or the request is unfinished.
     private func releaseIfDone(_ lane: UpstreamLane) {
-        guard var l = lanes[lane], let id = l.streamID, let s = streams[id], s.responseEnded else { return }
+        guard var l = lanes[lane], let id = l.streamID, let s = book.streams[id], s.responseEnded else { return }
         guard s.requestEnded || l.requestWriter == nil else {
             // The upstream answered before the request body ended: that body would be read as the next request.
             dropLane(lane, close: true)
@@ -647,9 +645,9 @@ final class H2ToH1Relay: LaneRelay {
 
     /// Bytes of a WebSocket's lane after its 101: DATA on its stream.
     private func tunnelBytes(_ bytes: [UInt8], from lane: UpstreamLane) {
-        guard let id = lanes[lane]?.streamID, streams[id] != nil else { return }
-        streams[id]?.responseBytes += bytes.count
-        streams[id]?.recorder?.responseBody(bytes)
+        guard let id = lanes[lane]?.streamID, book.streams[id] != nil else { return }
+        book.streams[id]?.responseBytes += bytes.count
+        book.streams[id]?.recorder?.responseBody(bytes)
         do { try client.sendData(streamID: id, bytes, endStream: false) } catch {
             failStream(id, reason: "\(error)")
         }
@@ -658,13 +656,13 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Bookkeeping
 
     private func answer(_ id: Int32, status: Int, body: String) {
-        guard var s = streams[id] else { return }
+        guard var s = book.streams[id] else { return }
         s.local = true
         s.status = status
         s.responseBytes = body.utf8.count
         s.responseHeadSent = true
         s.clock = .answered(at: now())
-        streams[id] = s
+        book.streams[id] = s
         do {
             try client.answerLocally(
                 streamID: id, status: status, headers: [H2Header("content-type", "text/plain; charset=utf-8")],
@@ -676,14 +674,14 @@ final class H2ToH1Relay: LaneRelay {
 
     /// Ends a stream whose lane failed: a 502 if no response head went out, else a reset.
     private func failStream(_ id: Int32, reason: String) {
-        guard let s = streams[id] else { return }
+        guard let s = book.streams[id] else { return }
         if let lane = s.lane, lanes[lane]?.streamID == id {
             lanes[lane]?.streamID = nil
             dropLane(lane, close: true)
         }
-        streams[id]?.lane = nil
+        book.streams[id]?.lane = nil
         if s.responseHeadSent {
-            streams[id]?.interruption = reason
+            book.streams[id]?.interruption = reason
             reset(id, .internalError)
         } else {
             answer(id, status: 502, body: "ATSProxy: \(reason)\n")
@@ -696,7 +694,7 @@ final class H2ToH1Relay: LaneRelay {
 
     /// The client's stream is closed (normally or reset): log it, and free or close its lane.
     private func finish(_ id: Int32, interruption: String?) {
-        guard let s = streams.removeValue(forKey: id) else { return }
+        guard let s = book.streams.removeValue(forKey: id) else { return }
         if let lane = s.lane, lanes[lane]?.streamID == id {
             // Its exchange is still in flight on HTTP/1.1, which cannot cancel one: the lane goes.
             dropLane(lane, close: true)
@@ -723,7 +721,7 @@ final class H2ToH1Relay: LaneRelay {
             let pause: Bool
             if let id = l.streamID {
                 let draining = queued <= Self.streamQueueLowWater && (client.sendWindow(streamID: id) ?? 0) > 0
-                    && (streams[id].map { $0.responseBytes - queued > initialWindow } ?? false)
+                    && (book.streams[id].map { $0.responseBytes - queued > initialWindow } ?? false)
                 if l.paused {
                     pause = queued > Self.streamQueueLowWater || (total > Self.connectionQueueLowWater && !draining)
                 } else {
@@ -750,7 +748,7 @@ final class H2ToH1Relay: LaneRelay {
         for event in client.takeEvents() { clientEvent(event) }
         regulateLanes()
         out.toClient += client.pendingOutput()
-        if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty, undecided.isEmpty {
+        if !failed, !client.wantsRead, !client.wantsWrite, book.isEmpty {
             failed = true
             out.closeClient = true
             for lane in Array(lanes.keys) { dropLane(lane, close: true) }
@@ -761,36 +759,29 @@ final class H2ToH1Relay: LaneRelay {
 // MARK: - Deadlines
 
 extension H2ToH1Relay {
-    var nextStreamDeadline: Double? {
-        limits.earliest(
-            headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) },
-            clientReadingHeld: clientHeld)
-    }
+    // A local answer's clock is `.answered`: it waits for nothing.
+    var nextStreamDeadline: Double? { book.nextDeadline }
 
-    func clientReadingHeld(_ held: Bool, at time: Double) {
-        clientHeld = held
-        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
-    }
+    func clientReadingHeld(_ held: Bool, at time: Double) { book.clientReadingHeld(held, at: time) }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard !failed else { return out.take() }
         let time = now()
-        if !clientHeld, let due = headerBlock.due(limits), due <= time {
+        if book.headerBlockOverdue(at: time) {
             // Nothing else may cross the connection until the block ends: the connection goes.
             do { try client.submitGoAway(lastStreamID: 0, errorCode: .enhanceYourCalm) } catch {
                 // The session is beyond sending anything: the close below is all there is.
             }
             out.toClient += client.pendingOutput()
-            return clientGone("a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
+            return clientGone("a request's header block was not complete within \(Int(book.limits.client)) s (--client-timeout)")
         }
-        for (id, s) in streams where !s.local {
-            let bodyHeld = s.lane == nil || clientHeld
-            guard let due = s.clock.due(limits, bodyHeldByProxy: bodyHeld), due.at <= time else { continue }
-            switch due.stall {
+        for (id, stall) in book.overdueStreams(at: time) {
+            guard let s = book.streams[id], !s.local else { continue }
+            switch stall {
             case .requestBody:
                 reset(id, .cancel)
                 // Its lane closes with it (HTTP/1.1 cannot cancel one exchange).
-                finish(id, interruption: "no byte of the request body for \(Int(limits.client)) s (--client-timeout)")
+                finish(id, interruption: "no byte of the request body for \(Int(book.limits.client)) s (--client-timeout)")
             case .response:
                 if let lane = s.lane, lanes[lane]?.streamID == id {
                     lanes[lane]?.streamID = nil
@@ -798,11 +789,11 @@ extension H2ToH1Relay {
                 }
                 let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
                 let body = s.method == "HEAD" ? [] : answer.body
-                streams[id]?.lane = nil
-                streams[id]?.status = 504
-                streams[id]?.outcome = .failed
-                streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
-                streams[id]?.responseBytes = body.count
+                book.streams[id]?.lane = nil
+                book.streams[id]?.status = 504
+                book.streams[id]?.outcome = .failed
+                book.streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                book.streams[id]?.responseBytes = body.count
                 do {
                     try client.answerLocally(
                         streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: body)
@@ -810,7 +801,7 @@ extension H2ToH1Relay {
                     reset(id, .internalError)
                 }
                 // Logged now; the rest of the stream (the client's closing frames) is dropped as for a reset one.
-                finish(id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
+                finish(id, interruption: "no response from the upstream within \(Int(book.limits.response)) s (--response-timeout)")
             }
         }
         assignLanes()
