@@ -71,27 +71,40 @@ struct RelayOutput {
     var closeUpstream = false
     /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
     var switchedToRaw = false
-    /// Extra upstream connections to open, bytes for them, and lanes that are finished (H2ToH1Relay only; its
-    /// lane `.primary` is the session's upstream and uses `toUpstream`/`closeUpstream` instead).
-    var openLanes: [UpstreamLane] = []
-    var toLanes: [(lane: UpstreamLane, bytes: [UInt8])] = []
-    var closeLanes: [UpstreamLane] = []
+    /// What the session's extra upstream connections (lanes) are to do (H2ToH1Relay only).
+    var lanes = LaneCommands()
     /// Reading to pause (true) or resume (false) because the other side's flow control is full or drained.
     var pauseReading: [ProxyPeer: Bool] = [:]
     /// The upstream sent bytes with no request outstanding (a response nobody asked for): its connection is closed
     /// (`closeUpstream`) rather than its bytes served as the answer to the client's next request. Names the upstream.
     var unsolicitedUpstream: UpstreamTarget?
-    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`closeLanes`/`closeUpstream`)
-    /// rather than served as the next stream's answer; the session says so in a notice (H2ToH1Relay only).
-    var unsolicitedLanes: [UpstreamLane] = []
-    /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: these bytes (the
-    /// request, and anything after it) go again over a new upstream connection that offers only http/1.1, as
-    /// URLSession makes a WebSocket's connection (H1ToH2Relay with `--upstream-alpn ios`). The relay is done.
-    var retryOverHTTP1: [UInt8]?
+    /// The relay cannot carry the request on this upstream connection: the session sends it again over a new one.
+    var retry: RelayRetry?
+}
+
+/// What a lane relay asks of the session's extra upstream connections in one step (H2ToH1Relay; its lane `.primary`
+/// is the session's upstream and uses `toUpstream`/`closeUpstream` instead).
+struct LaneCommands {
+    /// Lanes to connect.
+    var open: [UpstreamLane] = []
+    /// Bytes for lanes, in order.
+    var bytes: [(lane: UpstreamLane, bytes: [UInt8])] = []
+    /// Lanes that are finished.
+    var close: [UpstreamLane] = []
+    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`close`, or `closeUpstream`)
+    /// rather than served as the next stream's answer; the session says so in a notice.
+    var unsolicited: [UpstreamLane] = []
+}
+
+/// A request that goes again over a new upstream connection, these bytes whole (the request, and anything after
+/// it); the relay is done (H1ToH2Relay).
+enum RelayRetry: Equatable {
+    /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: the new connection
+    /// offers only http/1.1, as URLSession makes a WebSocket's connection (`--upstream-alpn ios`).
+    case overHTTP1([UInt8])
     /// The upstream's GOAWAY refused the request in flight (its stream is above the GOAWAY's last stream id: never
-    /// processed, RFC 9113 §6.8): these bytes, the request whole, go again over a new upstream connection, as
-    /// URLSession retries such a request. The relay is done (H1ToH2Relay only).
-    var retryOnNewConnection: [UInt8]?
+    /// processed, RFC 9113 §6.8), and URLSession retries such a request.
+    case onNewConnection([UInt8])
 }
 
 extension RelayOutput {

@@ -22,7 +22,7 @@ import ProxyTrace
 //    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
 //    a later one, or CONNECT, gets a 501.
 // 6. A GOAWAY that refuses the request in flight (its stream above the last stream id: never processed) makes the
-//    session send it again on a new connection (`retryOnNewConnection`), as URLSession does, when the relay kept it
+//    session send it again on a new connection (`RelayRetry.onNewConnection`), as URLSession does, when the relay kept it
 //    whole (a head, and a Content-Length body up to `replayLimit`) and nothing is pipelined behind it; else 502.
 
 final class H1ToH2Relay: ExchangeRelay {
@@ -208,7 +208,7 @@ final class H1ToH2Relay: ExchangeRelay {
                     // The request and whatever the client sent after it go again to the new upstream; this relay
                     // is done.
                     finished = true
-                    do { out.retryOverHTTP1 = head + (try requests.switchProtocols()) } catch {
+                    do { out.retry = .overHTTP1(head + (try requests.switchProtocols())) } catch {
                         clientProtocolError(error)
                     }
                     return
@@ -473,7 +473,7 @@ final class H1ToH2Relay: ExchangeRelay {
         }
         exchange = nil
         finished = true
-        out.retryOnNewConnection = replay
+        out.retry = .onNewConnection(replay)
     }
 
     private func writeHead(_ head: HTTPResponseHead) {

@@ -8,7 +8,7 @@ import ProxyTrace
 //    offered h2 alone), and for `--block http` answers to such a client. The client side is an H2Session in the
 //    server role; the upstream side is a bounded pool of HTTP/1.1 connections ("lanes"), since HTTP/1.1 carries one
 //    exchange at a time. Lane `.primary` is the session's own upstream (the connection whose handshake was
-//    judged); the session opens the others on request (`RelayOutput.openLanes`) with the same TLS settings.
+//    judged); the session opens the others on request (`RelayOutput.lanes`) with the same TLS settings.
 // 2. Each request stream waits in a FIFO for an idle lane; a new lane is opened while the pool is below `maxLanes`
 //    and more streams wait than lanes are connecting. A lane is reused when both sides allow keep-alive.
 // 3. The owner decides each request head (`RelayOutput.toDecide`, answered by `resolve`, now or later); the stream
@@ -30,7 +30,7 @@ import ProxyTrace
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
 //    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
 //    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
-//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer. A lane reset
+//    later) is closed with a notice (`LaneCommands.unsolicited`), never read as the next stream's answer. A lane reset
 //    (`laneReset`) is such a failure even for a close-delimited body, which its EOF would have ended.
 // 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
 //    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
@@ -433,7 +433,7 @@ final class H2ToH1Relay: LaneRelay {
                     let lane = UpstreamLane(nextLane)
                     nextLane += 1
                     lanes[lane] = Lane(connected: false)
-                    out.openLanes.append(lane)
+                    out.lanes.open.append(lane)
                 }
                 return
             }
@@ -623,18 +623,18 @@ final class H2ToH1Relay: LaneRelay {
     private func dropUnsolicited(_ lane: UpstreamLane) {
         guard lanes[lane] != nil else { return }
         dropLane(lane, close: true)
-        out.unsolicitedLanes.append(lane)
+        out.lanes.unsolicited.append(lane)
     }
 
     private func dropLane(_ lane: UpstreamLane, close: Bool) {
         guard lanes.removeValue(forKey: lane) != nil else { return }
         guard close else { return }
-        if lane == .primary { out.closeUpstream = true } else { out.closeLanes.append(lane) }
+        if lane == .primary { out.closeUpstream = true } else { out.lanes.close.append(lane) }
     }
 
     private func send(_ bytes: [UInt8], to lane: UpstreamLane) {
         guard !bytes.isEmpty else { return }
-        if lane == .primary { out.toUpstream += bytes } else { out.toLanes.append((lane, bytes)) }
+        if lane == .primary { out.toUpstream += bytes } else { out.lanes.bytes.append((lane, bytes)) }
     }
 
     private func peer(_ lane: UpstreamLane) -> ProxyPeer { lane == .primary ? .upstream : .lane(lane) }

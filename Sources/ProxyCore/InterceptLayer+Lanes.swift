@@ -16,13 +16,13 @@ final class LaneTLS {
 extension ProxySession {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ o: borrowing RelayOutput, _ i: InterceptLayer) {
-        for lane in o.unsolicitedLanes {
+        for lane in o.lanes.unsolicited {
             notice("\(i.host):\(i.port): the upstream sent bytes with no request outstanding on \(lane) (a response "
                 + "nobody asked for); closed that connection")
         }
-        for lane in o.openLanes { openLane(lane, i) }
-        for (lane, bytes) in o.toLanes { sendToLane(lane, bytes, i) }
-        for lane in o.closeLanes { closeLane(lane, i) }
+        for lane in o.lanes.open { openLane(lane, i) }
+        for (lane, bytes) in o.lanes.bytes { sendToLane(lane, bytes, i) }
+        for lane in o.lanes.close { closeLane(lane, i) }
         if o.closeUpstream, i.relay is LaneRelay, i.upstreamOpen {
             // The relay is done with its first connection (lane `.primary`): close_notify, then close.
             i.upstream?.close()

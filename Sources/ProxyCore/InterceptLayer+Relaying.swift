@@ -65,13 +65,15 @@ extension ProxySession {
     /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch
     /// to raw relaying, the client's close.
     private func applyInterceptedStep(_ o: consuming RelayOutput, _ i: InterceptLayer) {
-        if let replay = o.retryOverHTTP1 {
+        switch o.retry {
+        case .overHTTP1(let replay)?:
             retryUpstreamOverHTTP1(i, replaying: replay)
             return
-        }
-        if let replay = o.retryOnNewConnection {
+        case .onNewConnection(let replay)?:
             retryRefusedRequest(i, replaying: replay)
             return
+        case nil:
+            break
         }
         if !o.exchanges.isEmpty { i.refusedRetries = 0 }
         let unsolicited = o.unsolicitedUpstream

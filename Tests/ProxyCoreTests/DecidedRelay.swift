@@ -81,13 +81,12 @@ extension RelayOutput {
         abortClient = abortClient || later.abortClient
         closeUpstream = closeUpstream || later.closeUpstream
         switchedToRaw = switchedToRaw || later.switchedToRaw
-        openLanes += later.openLanes
-        toLanes += later.toLanes
-        closeLanes += later.closeLanes
+        lanes.open += later.lanes.open
+        lanes.bytes += later.lanes.bytes
+        lanes.close += later.lanes.close
         pauseReading.merge(later.pauseReading) { _, new in new }
         unsolicitedUpstream = later.unsolicitedUpstream ?? unsolicitedUpstream
-        unsolicitedLanes += later.unsolicitedLanes
-        retryOverHTTP1 = later.retryOverHTTP1 ?? retryOverHTTP1
-        retryOnNewConnection = later.retryOnNewConnection ?? retryOnNewConnection
+        lanes.unsolicited += later.lanes.unsolicited
+        retry = later.retry ?? retry
     }
 }

@@ -79,7 +79,7 @@ struct H1ToH2RelayTests {
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         let out = relay.clientBytes(request)
         // Nothing goes to the h2 upstream and nothing is answered: the same bytes go to a new connection.
-        #expect(out.retryOverHTTP1 == request)
+        #expect(out.retry == .overHTTP1(request))
         #expect(out.toClient.isEmpty)
         #expect(out.exchanges.isEmpty)
     }
@@ -98,7 +98,7 @@ struct H1ToH2RelayTests {
         try origin.submitResponse(streamID: id, headers: [H2Header(":status", "204")], body: .none)
         _ = relay.upstreamBytes(origin.pendingOutput())
         let out = relay.clientBytes(bytes("GET /ws HTTP/1.1\r\nHost: h2.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
-        #expect(out.retryOverHTTP1 == nil)
+        #expect(out.retry == nil)
         #expect(String(decoding: out.toClient, as: UTF8.self).hasPrefix("HTTP/1.1 501 "))
     }
 }

@@ -43,13 +43,13 @@ private final class PoolScene {
     }
 
     func take(_ o: RelayOutput) {
-        opened += o.openLanes
-        unsolicited += o.unsolicitedLanes
+        opened += o.lanes.open
+        unsolicited += o.lanes.unsolicited
         paused.merge(o.pauseReading) { _, new in new }
-        closed += o.closeLanes
+        closed += o.lanes.close
         if o.closeUpstream { closed.append(.primary) }
         toLanes[.primary, default: ""] += String(decoding: o.toUpstream, as: UTF8.self)
-        for (lane, bytes) in o.toLanes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
+        for (lane, bytes) in o.lanes.bytes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
         guard !o.toClient.isEmpty else { return }
         let events: [H2Event]
         do { events = try client.receive(o.toClient) } catch {

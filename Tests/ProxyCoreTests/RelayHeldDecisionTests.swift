@@ -254,7 +254,7 @@ struct RelayHeldDecisionTests {
 
         try client.sendData(streamID: upload, bytes("world"), endStream: true)
         let meanwhile = relay.clientBytes(client.pendingOutput())
-        #expect(meanwhile.toUpstream.isEmpty && meanwhile.openLanes.isEmpty)
+        #expect(meanwhile.toUpstream.isEmpty && meanwhile.lanes.open.isEmpty)
 
         let resolved = relay.resolve(held.id, Self.forward(held.head, host: "h2.test"))
         let text = String(decoding: resolved.toUpstream, as: UTF8.self)
@@ -273,6 +273,6 @@ struct RelayHeldDecisionTests {
         try client.submitRSTStream(streamID: id, errorCode: .cancel)
         #expect(relay.clientBytes(client.pendingOutput()).exchanges.isEmpty)
         let late = relay.resolve(request.id, Self.forward(request.head, host: "h2.test"))
-        #expect(late.toUpstream.isEmpty && late.openLanes.isEmpty && late.exchanges.isEmpty)
+        #expect(late.toUpstream.isEmpty && late.lanes.open.isEmpty && late.exchanges.isEmpty)
     }
 }
