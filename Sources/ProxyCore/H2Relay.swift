@@ -31,25 +31,14 @@ final class H2Relay: ExchangeRelay {
     private var out = RelayOutput()
 
     private struct Stream: H2ClientStream {
+        var exchange: H2StreamExchange
         var upstreamID: Int32?
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [H2Header]
-        var started: Double
-        var status: Int?
-        var requestBytes = 0
-        var responseBytes = 0
         /// Bytes handed to the upstream session (client → upstream) not yet credited back to the client.
         var uncreditedToUpstream = 0
         /// Bytes handed to the client session (upstream → client) not yet credited back to the upstream.
         var uncreditedToClient = 0
-        var local = false
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
-        var recorder: ExchangeRecorder?
-        var clock: StreamClock
 
         /// Its DATA waits uncredited in the upstream session's queue for the upstream's window.
         var bodyHeldByProxy: Bool { uncreditedToUpstream > 0 }
@@ -148,7 +137,7 @@ final class H2Relay: ExchangeRelay {
         // client's flow control, and an origin may close right after its last response. The other streams are
         // lost: reset towards the client and finished, so their exchanges are logged and traced (iterating a copy
         // of `streams`). The client is told to go away and closes once it has what is left.
-        for (id, s) in book.streams where !s.upstreamEnded && !s.local {
+        for (id, s) in book.streams where !s.upstreamEnded && !s.exchange.local {
             reset(client, id, .internalError)
             finish(clientID: id, interruption: "the upstream connection closed")
         }
@@ -172,18 +161,18 @@ final class H2Relay: ExchangeRelay {
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
             guard let up = book.streams[id]?.upstreamID else { return }
-            book.streams[id]?.clock.requestEnded(at: now())
+            book.streams[id]?.exchange.clock.requestEnded(at: now())
             do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
         case .data(let id, let bytes, let endStream):
             guard var s = book.streams[id] else {
                 client.consume(streamID: id, count: bytes.count)
                 return
             }
-            s.requestBytes += bytes.count
-            s.recorder?.requestBody(bytes)
-            if endStream, s.upstreamID != nil, let recorder = s.recorder { recorder.requestSent = now() }
-            s.clock.lastRequestProgress = now()
-            if endStream { s.clock.requestEnded(at: now()) }
+            s.exchange.requestBytes += bytes.count
+            s.exchange.recorder?.requestBody(bytes)
+            if endStream, s.upstreamID != nil, let recorder = s.exchange.recorder { recorder.requestSent = now() }
+            s.exchange.clock.lastRequestProgress = now()
+            if endStream { s.exchange.clock.requestEnded(at: now()) }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
                 book.streams[id] = s
@@ -235,27 +224,25 @@ final class H2Relay: ExchangeRelay {
             where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
             // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
             // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
-            var s = Stream(
+            var s = Stream(exchange: H2StreamExchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
-                clock: .answered(at: now()))
-            s.local = true
-            s.status = 501
+                clock: .answered(at: now())))
+            s.exchange.local = true
+            s.exchange.status = 501
             let body = Array(("ATSProxy: the origin does not accept extended CONNECT (it sent no "
                 + "SETTINGS_ENABLE_CONNECT_PROTOCOL), so \(fields.first(named: ":protocol") ?? "") over HTTP/2 cannot "
                 + "reach it\n").utf8)
-            s.responseBytes = body.count
+            s.exchange.responseBytes = body.count
             book.streams[id] = s
             answer(id, status: 501, headers: [], body: body)
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: started,
-                clock: StreamClock(opened: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: forwarded)
-            if endStream, let recorder = s.recorder { recorder.requestSent = now() }
+            var s = Stream(exchange: .forwarded(
+                head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
+                recording: recording))
+            s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
+            if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
-            if endStream || extendedConnect { s.clock.requestEnded(at: now()) }
+            if endStream || extendedConnect { s.exchange.clock.requestEnded(at: now()) }
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
@@ -268,21 +255,14 @@ final class H2Relay: ExchangeRelay {
                 byUpstream[up] = id
                 book.streams[id] = s
             } catch {
-                s.clock = .answered(at: now())
+                s.exchange.clock = .answered(at: now())
                 book.streams[id] = s
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused a new stream (\(error))\n".utf8))
             }
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
-                clock: .answered(at: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: nil)
-            s.recorder?.recordLocalResponse(response)
-            s.local = true
-            s.status = response.status
-            s.responseBytes = body.count
-            book.streams[id] = s
+            book.streams[id] = Stream(exchange: .answered(
+                head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
+                now: now(), recording: recording))
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
                 reset(client, id, .internalError)
             }
@@ -311,12 +291,12 @@ final class H2Relay: ExchangeRelay {
                 if (100..<200).contains(status) {
                     try client.submitInformational(streamID: id, headers: fields)
                 } else {
-                    s.status = status
-                    s.clock.responseStarted = true
+                    s.exchange.status = status
+                    s.exchange.clock.responseStarted = true
                     s.upstreamEnded = endStream
-                    if let recorder = s.recorder { Self.record(fields, annotation: s.annotation, in: recorder, at: now()) }
+                    if let recorder = s.exchange.recorder { Self.record(fields, annotation: s.exchange.annotation, in: recorder, at: now()) }
                     book.streams[id] = s
-                    try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
+                    try client.submitResponse(streamID: id, headers: fields + s.exchange.annotation, body: endStream ? .none : .streaming)
                 }
             } catch {
                 resetBoth(clientID: id)
@@ -330,8 +310,8 @@ final class H2Relay: ExchangeRelay {
                 upstream.consume(streamID: up, count: bytes.count)
                 return
             }
-            s.responseBytes += bytes.count
-            s.recorder?.responseBody(bytes)
+            s.exchange.responseBytes += bytes.count
+            s.exchange.recorder?.responseBody(bytes)
             s.uncreditedToClient += bytes.count
             if endStream { s.upstreamEnded = true }
             book.streams[id] = s
@@ -346,11 +326,11 @@ final class H2Relay: ExchangeRelay {
             finish(clientID: id, interruption: "reset by the upstream (\(code))")
         case .streamClosed(let up, let code):
             guard let id = byUpstream[up], code != .noError else { return }
-            if upstream.takeOversizedHeaderBlock(streamID: up), book.streams[id]?.status == nil {
+            if upstream.takeOversizedHeaderBlock(streamID: up), book.streams[id]?.exchange.status == nil {
                 // Only this stream is lost, and the client is told why.
                 let limit = upstream.localSettings.maxHeaderListSize
                 let reason = "the upstream's response header section exceeds \(limit) bytes"
-                book.streams[id]?.status = 502
+                book.streams[id]?.exchange.status = 502
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: \(reason)\n".utf8))
                 finish(clientID: id, interruption: reason)
                 return
@@ -419,7 +399,7 @@ final class H2Relay: ExchangeRelay {
             if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
             if s.uncreditedToClient > 0 { upstream.consume(streamID: up, count: s.uncreditedToClient) }
         }
-        out.exchanges.append(s.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
+        out.exchanges.append(s.exchange.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
     }
 
     /// The upstream has answered in full and wants no more of the request: the stream lets go of its upstream
@@ -432,7 +412,7 @@ final class H2Relay: ExchangeRelay {
         if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
         s.uncreditedToUpstream = 0
         s.uncreditedToClient = 0
-        s.clock.requestEnded = true
+        s.exchange.clock.requestEnded = true
         book.streams[id] = s
         resetAfterResponse.insert(id)
     }
@@ -516,7 +496,7 @@ final class H2Relay: ExchangeRelay {
                 let toUpstream = Self.credit(
                     &book.streams.values[index].uncreditedToUpstream, sentBy: upstream, as: up, to: client, as: id)
                 // The client may send again: its body's inactivity counts from now.
-                if toUpstream { book.streams.values[index].clock.lastRequestProgress = now() }
+                if toUpstream { book.streams.values[index].exchange.clock.lastRequestProgress = now() }
                 let toClient = Self.credit(
                     &book.streams.values[index].uncreditedToClient, sentBy: client, as: id, to: upstream, as: up)
                 credited = credited || toUpstream || toClient
@@ -568,10 +548,10 @@ extension H2Relay {
                 reset(client, id, .cancel)
                 finish(clientID: id, interruption: "no byte of the request body for \(Int(book.limits.client)) s (--client-timeout)")
             case .response:
-                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
-                book.streams[id]?.status = 504
-                book.streams[id]?.outcome = .failed
-                book.streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.exchange.url)
+                book.streams[id]?.exchange.status = 504
+                book.streams[id]?.exchange.outcome = .failed
+                book.streams[id]?.exchange.codes = timeoutAnswer.violations.map(ExchangeError.init)
                 self.answer(id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: answer.body)
                 finish(clientID: id, interruption: "no response from the upstream within \(Int(book.limits.response)) s (--response-timeout)")
             }

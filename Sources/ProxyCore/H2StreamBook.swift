@@ -1,16 +1,21 @@
+import HTTP1Core
+import HTTP2Core
+import ProxyTrace
+
 // Theory of operation: what a relay of an h2 client (H2Relay, H2ToH1Relay) keeps of the client's streams, whatever
 // carries them upstream (an h2 session, or HTTP/1.1 lanes):
 //
-// - each decided stream's state (the relay's own `Stream`, which says where its clock is and whether the proxy holds
-//   back its body), and the streams held for the owner's decision (UndecidedStreams);
+// - each decided stream's state: what both relays keep of its exchange (H2StreamExchange: its line, its record, its
+//   clock) inside the relay's own `Stream`, which says whether the proxy holds back its body; and the streams held
+//   for the owner's decision (UndecidedStreams);
 // - the deadlines of StreamDeadlines over them: the header block the client is assembling, and each stream's body
 //   and response, none of the client's while the adapter holds the client unread (`clientReadingHeld`).
 //
 // The relays differ in what they do with a stream; what they keep of one, and when it is overdue, is written here once.
 
 /// A decided stream of an h2 client, as its relay keeps it.
-protocol H2ClientStream: ExchangeRecording {
-    var clock: StreamClock { get set }
+protocol H2ClientStream {
+    var exchange: H2StreamExchange { get set }
     /// The proxy holds back the stream's body (DATA it has not credited: waiting for the upstream's window or for a
     /// lane), so no body deadline runs.
     var bodyHeldByProxy: Bool { get }
@@ -43,7 +48,7 @@ struct H2StreamBook<Stream: H2ClientStream> {
     /// When the earliest deadline falls; nil when none runs.
     var nextDeadline: Double? {
         limits.earliest(
-            headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.bodyHeldByProxy) },
+            headerBlock: headerBlock, streams.values.lazy.map { ($0.exchange.clock, $0.bodyHeldByProxy) },
             clientReadingHeld: clientHeld)
     }
 
@@ -55,7 +60,7 @@ struct H2StreamBook<Stream: H2ClientStream> {
         headerBlock.restart(at: time)
         var index = streams.startIndex
         while index != streams.endIndex {
-            streams.values[index].clock.lastRequestProgress = time
+            streams.values[index].exchange.clock.lastRequestProgress = time
             streams.formIndex(after: &index)
         }
     }
@@ -70,10 +75,59 @@ struct H2StreamBook<Stream: H2ClientStream> {
     func overdueStreams(at time: Double) -> [(id: Int32, stall: StreamStall)] {
         var overdue: [(id: Int32, stall: StreamStall)] = []
         for (id, s) in streams {
-            guard let due = s.clock.due(limits, bodyHeldByProxy: s.bodyHeldByProxy || clientHeld), due.at <= time
+            guard let due = s.exchange.clock.due(limits, bodyHeldByProxy: s.bodyHeldByProxy || clientHeld), due.at <= time
             else { continue }
             overdue.append((id, due.stall))
         }
         return overdue
+    }
+}
+
+/// What both h2 relays keep of one client stream's exchange: its line and trace, and its deadlines' clock.
+struct H2StreamExchange: ExchangeRecording {
+    var method: String
+    var url: String
+    var outcome: ExchangeSummary.ATSOutcome
+    var codes: [ExchangeError]
+    /// The `X-ATS-*` fields for the response, in h2 form.
+    var annotation: [H2Header]
+    var started: Double
+    var status: Int?
+    var requestBytes = 0
+    var responseBytes = 0
+    /// The proxy answers the stream itself: its request body is dropped.
+    var local = false
+    var recorder: ExchangeRecorder?
+    var clock: StreamClock
+
+    /// A stream the owner forwards (its relay records the request as it goes upstream).
+    static func forwarded(
+        _ head: HTTPRequestHead, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
+        annotation: [(String, String)], started: Double, now: Double, recording: RecordingOptions?
+    ) -> H2StreamExchange {
+        var exchange = H2StreamExchange(
+            method: head.method, url: url, outcome: outcome, codes: codes,
+            annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: started,
+            clock: StreamClock(opened: now))
+        exchange.recorder = ExchangeRecorder.make(recording)
+        return exchange
+    }
+
+    /// A stream the owner answers locally with `response` and `body`.
+    static func answered(
+        _ head: HTTPRequestHead, with response: HTTPResponseHead, body: [UInt8], url: String,
+        outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError], started: Double, now: Double,
+        recording: RecordingOptions?
+    ) -> H2StreamExchange {
+        var exchange = H2StreamExchange(
+            method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
+            clock: .answered(at: now))
+        exchange.recorder = ExchangeRecorder.make(recording)
+        exchange.recorder?.recordRequest(head, forwarded: nil)
+        exchange.recorder?.recordLocalResponse(response)
+        exchange.local = true
+        exchange.status = response.status
+        exchange.responseBytes = body.count
+        return exchange
     }
 }

@@ -74,16 +74,7 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private struct Stream: H2ClientStream {
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [H2Header]
-        var started: Double
-        var status: Int?
-        var requestBytes = 0
-        var responseBytes = 0
-        var local = false
+        var exchange: H2StreamExchange
         /// The serialised HTTP/1.1 head and its body framing, sent when a lane is free.
         var head: [UInt8] = []
         var framing: HTTP1BodyFraming = .none
@@ -99,11 +90,9 @@ final class H2ToH1Relay: LaneRelay {
         var responseStreaming = false
         /// Why the response was cut off, when it was.
         var interruption: String?
-        var recorder: ExchangeRecorder?
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
         var upgradeAccept: String?
         var isTunnel = false
-        var clock: StreamClock
 
         /// Waiting for a lane, it cannot send: its DATA stays uncredited.
         var bodyHeldByProxy: Bool { lane == nil }
@@ -258,17 +247,17 @@ final class H2ToH1Relay: LaneRelay {
         case .headers(let id, let fields, .trailers, _):
             guard book.streams[id] != nil else { return }
             book.streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
-            book.streams[id]!.clock.requestEnded = true
+            book.streams[id]!.exchange.clock.requestEnded = true
             endRequest(id)
         case .data(let id, let bytes, let endStream):
-            guard var s = book.streams[id], !s.local else {
+            guard var s = book.streams[id], !s.exchange.local else {
                 client.consume(streamID: id, count: bytes.count)
                 return
             }
-            s.requestBytes += bytes.count
-            s.recorder?.requestBody(bytes)
-            s.clock.lastRequestProgress = now()
-            if endStream { s.clock.requestEnded = true }
+            s.exchange.requestBytes += bytes.count
+            s.exchange.recorder?.requestBody(bytes)
+            s.exchange.clock.lastRequestProgress = now()
+            if endStream { s.exchange.clock.requestEnded = true }
             if let lane = s.lane, lanes[lane]?.raw == true {
                 book.streams[id] = s
                 send(bytes, to: lane)
@@ -305,12 +294,10 @@ final class H2ToH1Relay: LaneRelay {
         let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
         switch decision {
         case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: started,
-                clock: StreamClock(opened: now()))
-            s.clock.requestEnded = endStream
-            s.recorder = ExchangeRecorder.make(recording)
+            var s = Stream(exchange: .forwarded(
+                head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
+                recording: recording))
+            s.exchange.clock.requestEnded = endStream
             book.streams[id] = s
             guard head.method != "CONNECT" else {
                 answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
@@ -320,7 +307,7 @@ final class H2ToH1Relay: LaneRelay {
                 // RFC 8441 §5: the HTTP/1.1 handshake the origin expects, with the key HTTP/2 leaves out.
                 s.isTunnel = true
                 // Its DATA is a tunnel's, not a body with a deadline: only the 101 is waited for.
-                s.clock.requestEnded = true
+                s.exchange.clock.requestEnded = true
                 if upgrade.lowercased() == "websocket", !forwarded.headers.contains(name: "Sec-WebSocket-Key") {
                     let key = WebSocketKey.make()
                     forwarded.headers.add(name: "Sec-WebSocket-Key", value: key)
@@ -332,7 +319,7 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 s.framing = .none
                 s.keepAlive = false
-                s.recorder?.recordRequest(head, forwarded: forwarded)
+                s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
                 book.streams[id] = s
                 waiting.append(id)
                 assignLanes()
@@ -355,20 +342,14 @@ final class H2ToH1Relay: LaneRelay {
             }
             s.keepAlive = forwarded.keepAlive
             s.requestEnded = endStream
-            s.recorder?.recordRequest(head, forwarded: forwarded)
+            s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
             book.streams[id] = s
             waiting.append(id)
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
-                clock: .answered(at: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: nil)
-            s.recorder?.recordLocalResponse(response)
-            s.local = true
-            s.status = response.status
-            s.responseBytes = body.count
+            var s = Stream(exchange: .answered(
+                head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
+                now: now(), recording: recording))
             s.responseHeadSent = true
             book.streams[id] = s
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
@@ -378,7 +359,7 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private func endRequest(_ id: Int32) {
-        guard var s = book.streams[id], !s.local else { return }
+        guard var s = book.streams[id], !s.exchange.local else { return }
         if s.isTunnel {
             // The client's half of the WebSocket ended; the origin's half runs until the lane ends.
             s.requestEnded = true
@@ -396,8 +377,8 @@ final class H2ToH1Relay: LaneRelay {
         l.requestWriter = nil
         lanes[lane] = l
         send(bytes, to: lane)
-        if let recorder = s.recorder { recorder.requestSent = now() }
-        book.streams[id]?.clock.requestSent = now()
+        if let recorder = s.exchange.recorder { recorder.requestSent = now() }
+        book.streams[id]?.exchange.clock.requestSent = now()
         releaseIfDone(lane)
     }
 
@@ -446,11 +427,11 @@ final class H2ToH1Relay: LaneRelay {
         guard var s = book.streams[id], var l = lanes[lane] else { return }
         l.streamID = id
         l.requestWriter = HTTP1BodyWriter(framing: s.framing)
-        l.responses.expectResponse(toRequestMethod: s.method)
+        l.responses.expectResponse(toRequestMethod: s.exchange.method)
         lanes[lane] = l
         s.lane = lane
         // The stream may send now (its window was held while it waited): its body's inactivity counts from here.
-        s.clock.lastRequestProgress = now()
+        s.exchange.clock.lastRequestProgress = now()
         let pending = s.pendingBody
         s.pendingBody = []
         let ended = s.requestEnded
@@ -458,7 +439,7 @@ final class H2ToH1Relay: LaneRelay {
         book.streams[id] = s
         send(s.head, to: lane)
         if s.isTunnel {
-            book.streams[id]?.clock.requestSent = now()
+            book.streams[id]?.exchange.clock.requestSent = now()
             // The handshake has no body; DATA waits for the 101 (kept in pendingBody, uncredited).
             book.streams[id]?.pendingBody = pending
             book.streams[id]?.requestEnded = ended
@@ -503,16 +484,16 @@ final class H2ToH1Relay: LaneRelay {
                 // RFC 8441 §5: the 101 is the stream's 200; the handshake's HTTP/1.1 fields stay on that hop.
                 let kept = HTTPHeaders(head.headers.fields.filter { $0.name.lowercased() != "sec-websocket-accept" }
                     .map { ($0.name, $0.value) })
-                let fields = [H2Header(":status", "200")] + h2Fields(kept) + s.annotation
+                let fields = [H2Header(":status", "200")] + h2Fields(kept) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: .streaming) } catch {
                     failStream(id, reason: "\(error)")
                     return
                 }
-                s.status = 200
+                s.exchange.status = 200
                 s.responseHeadSent = true
-                s.clock.responseStarted = true
+                s.exchange.clock.responseStarted = true
                 s.responseStreaming = true
-                s.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
+                s.exchange.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
                 book.streams[id] = s
             case .switchedProtocols(let leftover) where s.isTunnel && s.responseHeadSent:
                 lanes[lane]?.raw = true
@@ -532,28 +513,28 @@ final class H2ToH1Relay: LaneRelay {
                     continue
                 }
                 let bodyless: Bool
-                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.method) == .none } catch {
+                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) == .none } catch {
                     failStream(id, reason: "the upstream's response cannot be framed: \(error)")
                     dropLane(lane, close: true)
                     return
                 }
-                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.annotation
+                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
                     failStream(id, reason: "\(error)")
                     continue
                 }
-                s.status = head.status
+                s.exchange.status = head.status
                 s.responseHeadSent = true
-                s.clock.responseStarted = true
+                s.exchange.clock.responseStarted = true
                 s.responseStreaming = !bodyless
-                if let recorder = s.recorder {
+                if let recorder = s.exchange.recorder {
                     // The upstream's HTTP/1.1 head as received, and the h2 head the client got.
                     recorder.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
                 }
                 book.streams[id] = s
             case .body(let piece):
-                s.responseBytes += piece.count
-                s.recorder?.responseBody(piece)
+                s.exchange.responseBytes += piece.count
+                s.exchange.recorder?.responseBody(piece)
                 book.streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
@@ -646,8 +627,8 @@ final class H2ToH1Relay: LaneRelay {
     /// Bytes of a WebSocket's lane after its 101: DATA on its stream.
     private func tunnelBytes(_ bytes: [UInt8], from lane: UpstreamLane) {
         guard let id = lanes[lane]?.streamID, book.streams[id] != nil else { return }
-        book.streams[id]?.responseBytes += bytes.count
-        book.streams[id]?.recorder?.responseBody(bytes)
+        book.streams[id]?.exchange.responseBytes += bytes.count
+        book.streams[id]?.exchange.recorder?.responseBody(bytes)
         do { try client.sendData(streamID: id, bytes, endStream: false) } catch {
             failStream(id, reason: "\(error)")
         }
@@ -657,16 +638,16 @@ final class H2ToH1Relay: LaneRelay {
 
     private func answer(_ id: Int32, status: Int, body: String) {
         guard var s = book.streams[id] else { return }
-        s.local = true
-        s.status = status
-        s.responseBytes = body.utf8.count
+        s.exchange.local = true
+        s.exchange.status = status
+        s.exchange.responseBytes = body.utf8.count
         s.responseHeadSent = true
-        s.clock = .answered(at: now())
+        s.exchange.clock = .answered(at: now())
         book.streams[id] = s
         do {
             try client.answerLocally(
                 streamID: id, status: status, headers: [H2Header("content-type", "text/plain; charset=utf-8")],
-                body: s.method == "HEAD" ? [] : Array(body.utf8))
+                body: s.exchange.method == "HEAD" ? [] : Array(body.utf8))
         } catch {
             reset(id, .internalError)
         }
@@ -701,7 +682,7 @@ final class H2ToH1Relay: LaneRelay {
         }
         let unsent = s.pendingBody.count
         if unsent > 0 { client.consume(streamID: id, count: unsent) }
-        out.exchanges.append(s.summary(httpVersion: "HTTP/1.1", now: now(), interruption: interruption ?? s.interruption))
+        out.exchanges.append(s.exchange.summary(httpVersion: "HTTP/1.1", now: now(), interruption: interruption ?? s.interruption))
         assignLanes()
     }
 
@@ -721,7 +702,7 @@ final class H2ToH1Relay: LaneRelay {
             let pause: Bool
             if let id = l.streamID {
                 let draining = queued <= Self.streamQueueLowWater && (client.sendWindow(streamID: id) ?? 0) > 0
-                    && (book.streams[id].map { $0.responseBytes - queued > initialWindow } ?? false)
+                    && (book.streams[id].map { $0.exchange.responseBytes - queued > initialWindow } ?? false)
                 if l.paused {
                     pause = queued > Self.streamQueueLowWater || (total > Self.connectionQueueLowWater && !draining)
                 } else {
@@ -776,7 +757,7 @@ extension H2ToH1Relay {
             return clientGone("a request's header block was not complete within \(Int(book.limits.client)) s (--client-timeout)")
         }
         for (id, stall) in book.overdueStreams(at: time) {
-            guard let s = book.streams[id], !s.local else { continue }
+            guard let s = book.streams[id], !s.exchange.local else { continue }
             switch stall {
             case .requestBody:
                 reset(id, .cancel)
@@ -787,13 +768,13 @@ extension H2ToH1Relay {
                     lanes[lane]?.streamID = nil
                     dropLane(lane, close: true)
                 }
-                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
-                let body = s.method == "HEAD" ? [] : answer.body
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.exchange.url)
+                let body = s.exchange.method == "HEAD" ? [] : answer.body
                 book.streams[id]?.lane = nil
-                book.streams[id]?.status = 504
-                book.streams[id]?.outcome = .failed
-                book.streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
-                book.streams[id]?.responseBytes = body.count
+                book.streams[id]?.exchange.status = 504
+                book.streams[id]?.exchange.outcome = .failed
+                book.streams[id]?.exchange.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                book.streams[id]?.exchange.responseBytes = body.count
                 do {
                     try client.answerLocally(
                         streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: body)
