@@ -157,28 +157,27 @@ final class HTTP1Relay {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
         pumpRequests()
-        let heldBytes = awaitingUpstream ? held.count : undecided != nil ? requests.bufferedByteCount : 0
-        if heldBytes >= Self.heldLimit, !clientPausedByProxy {
-            clientPausedByProxy = true
-            out.pauseReading[.client] = true
-        }
+        updateClientHold()
         return out.take()
     }
 
-    /// The wait for the upstream or the owner is over: the client is read again if `heldLimit` had paused it.
-    private func resumeClientHeldByProxy() {
-        guard clientPausedByProxy else { return }
-        clientPausedByProxy = false
-        out.pauseReading[.client] = false
+    /// Pauses the client while the proxy holds `heldLimit` of its bytes for the upstream to connect or for the
+    /// owner to decide, and reads it again once it holds less (the wait is over).
+    private func updateClientHold() {
+        let holding = awaitingUpstream ? held.count : undecided != nil ? requests.bufferedByteCount : 0
+        let full = holding >= Self.heldLimit
+        guard full != clientPausedByProxy else { return }
+        clientPausedByProxy = full
+        out.pauseReading[.client] = full
     }
 
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
         guard !finished, let u = undecided, u.number == id else { return out.take() }
         undecided = nil
-        resumeClientHeldByProxy()
         begin(u, decision)
         // The body and whatever the client sent after the head waited in the parser.
         pumpRequests()
+        updateClientHold()
         return out.take()
     }
 
@@ -232,7 +231,7 @@ final class HTTP1Relay {
         if let ex = exchange, ex.requestEnded, let recorder = ex.recorder { recorder.requestSent = now() }
         out.toUpstream += held
         held = []
-        resumeClientHeldByProxy()
+        updateClientHold()
         return out.take()
     }
 
@@ -241,7 +240,7 @@ final class HTTP1Relay {
     func upstreamFailed(_ message: String, failure: ConnectFailure? = nil) -> RelayOutput {
         awaitingUpstream = false
         held = []
-        resumeClientHeldByProxy()
+        updateClientHold()
         if let failure, let ex = exchange, !ex.responseHeadSent {
             ex.outcome = .failed
             ex.codes = [ExchangeError(urlError: failure.urlError)]

@@ -94,6 +94,24 @@ struct RelayHeldDecisionTests {
         #expect(answered.toUpstream.count > HTTP1Relay.heldLimit)
     }
 
+    @Test("HTTP/1: a held body past 64 KiB keeps the client paused when the answer sends it to an upstream to connect")
+    func http1HeldThenConnecting() throws {
+        let relay = HTTP1Relay(connectedTo: nil, now: { 0 })
+        var first = relay.clientBytes(
+            bytes("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 100000\r\n\r\n")
+                + [UInt8](repeating: 0x61, count: HTTP1Relay.heldLimit))
+        let request = try #require(Self.asked(&first))
+        #expect(first.pauseReading[.client] == true)
+        let target = UpstreamTarget(host: "a.test", port: 80)
+        let answered = relay.resolve(request.id, .forward(
+            head: request.head, url: "http://a.test/", upstream: target, annotation: [], outcome: .allowed, codes: []))
+        #expect(answered.connect == target)
+        #expect(answered.pauseReading[.client] == nil, "still paused: the bytes now wait for the upstream")
+        let connected = relay.upstreamConnected(target)
+        #expect(connected.pauseReading[.client] == false)
+        #expect(connected.toUpstream.count > HTTP1Relay.heldLimit)
+    }
+
     @Test("HTTP/1: a local answer that comes later drops the body held meanwhile and answers")
     func http1LateLocalAnswer() throws {
         let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 })
