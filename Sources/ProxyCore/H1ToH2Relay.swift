@@ -45,13 +45,13 @@ final class H1ToH2Relay: ExchangeRelay {
     private var headsBegun = 0
 
     private struct Exchange: ExchangeRecording, LocallyAnsweredExchange {
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [(String, String)]
-        var started: Double
-        var clientVersion: HTTPVersion
+        let method: String
+        let url: String
+        let outcome: ExchangeSummary.ATSOutcome
+        let codes: [ExchangeError]
+        let annotation: [(String, String)]
+        let started: Double
+        let clientVersion: HTTPVersion
         var requestKeepAlive: Bool
         var streamID: Int32?
         /// The request head went out without END_STREAM: DATA or trailers must end it.

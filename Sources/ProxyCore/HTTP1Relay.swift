@@ -65,11 +65,11 @@ final class HTTP1Relay {
         let annotation: [(String, String)]
         let started: Double
         /// The exchange's number on the connection (1 for the first head), naming it in `RelayWait`.
-        @exclusivity(unchecked) var number = 0
+        let number: Int
         /// The request carries `Upgrade`: only then may the upstream answer 101.
-        @exclusivity(unchecked) var asksUpgrade = false
+        let asksUpgrade: Bool
         /// The client spoke HTTP/1.0, which knows no chunked coding: a chunked response reaches it close-delimited.
-        @exclusivity(unchecked) var clientIsHTTP10 = false
+        let clientIsHTTP10: Bool
         /// The client holds its body back for `100 Continue`: until the upstream answers or the body starts anyway,
         /// the wait is the upstream's, not the client's.
         @exclusivity(unchecked) var awaitingContinue = false
@@ -93,9 +93,13 @@ final class HTTP1Relay {
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
-            annotation: [(String, String)], started: Double, recorder: ExchangeRecorder? = nil
+            annotation: [(String, String)], started: Double, recorder: ExchangeRecorder? = nil, number: Int = 0,
+            asksUpgrade: Bool = false, clientIsHTTP10: Bool = false
         ) {
             self.recorder = recorder
+            self.number = number
+            self.asksUpgrade = asksUpgrade
+            self.clientIsHTTP10 = clientIsHTTP10
             self.method = method
             self.url = url
             self.outcome = outcome
@@ -336,16 +340,14 @@ final class HTTP1Relay {
                 protocolError(error, fromClient: true)
                 return
             }
+            // What went up decides: an h2c upgrade removed there may not be answered 101.
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
-                started: u.arrived, recorder: ExchangeRecorder.make(recording))
+                started: u.arrived, recorder: ExchangeRecorder.make(recording), number: u.number,
+                asksUpgrade: forwarded.headers.contains(name: "Upgrade"), clientIsHTTP10: head.version.minor == 0)
             ex.recorder?.recordRequest(head, forwarded: forwarded)
-            ex.number = u.number
             // The body's inactivity counts from the decision: until then the proxy held it.
             ex.lastRequestProgress = now()
-            // What went up decides: an h2c upgrade removed there may not be answered 101.
-            ex.asksUpgrade = forwarded.headers.contains(name: "Upgrade")
-            ex.clientIsHTTP10 = head.version.minor == 0
             ex.awaitingContinue = forwarded.expectsContinue
             ex.requestKeepAlive = u.keepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
@@ -372,10 +374,9 @@ final class HTTP1Relay {
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: u.arrived,
-                recorder: ExchangeRecorder.make(recording))
+                recorder: ExchangeRecorder.make(recording), number: u.number)
             ex.recorder?.recordRequest(head, forwarded: nil)
             ex.recorder?.recordLocalResponse(response)
-            ex.number = u.number
             ex.lastRequestProgress = now()
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
