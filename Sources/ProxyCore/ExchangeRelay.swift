@@ -2,7 +2,7 @@ import ATSPolicy
 import HTTP1Core
 import ProxyTrace
 
-/// What the owner decides for one request.
+/// What the owner decides for one request (`ExchangeRelay.resolve`).
 enum RequestDecision {
     /// Send `head` upstream (to `upstream`, when it names another host than the connected one) and add
     /// `annotation` to the response.
@@ -21,8 +21,42 @@ struct UpstreamTarget: Equatable {
     var port: Int
 }
 
+/// A request head a relay holds until its owner decides what becomes of it (`ExchangeRelay.resolve`). `id` names
+/// the exchange within its relay: the number of the head on an HTTP/1 connection, the stream id on an h2 one.
+struct DecisionRequest {
+    let id: Int
+    let head: HTTPRequestHead
+}
+
+/// The requests one relay step holds for a decision, in the order they came. Most steps hold none or one (an HTTP/1
+/// relay holds one at a time), and those cost no allocation; an h2 step may hold several.
+struct DecisionRequests {
+    private var first: DecisionRequest?
+    private var more: [DecisionRequest] = []
+
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ request: DecisionRequest) {
+        if first == nil { first = request } else { more.append(request) }
+    }
+
+    mutating func append(contentsOf other: consuming DecisionRequests) {
+        while let request = other.popFirst() { append(request) }
+    }
+
+    mutating func popFirst() -> DecisionRequest? {
+        guard let request = first else { return nil }
+        first = more.isEmpty ? nil : more.removeFirst()
+        return request
+    }
+}
+
 /// Bytes and decisions produced by one relay step.
 struct RelayOutput {
+    /// Requests whose heads the relay holds until the owner answers each with `ExchangeRelay.resolve`. The relay
+    /// holds what follows meanwhile: an HTTP/1 connection's further bytes, an h2 stream's frames (other streams go
+    /// on).
+    var toDecide = DecisionRequests()
     var toClient: [UInt8] = []
     var toUpstream: [UInt8] = []
     var exchanges: [ExchangeSummary] = []
@@ -37,27 +71,40 @@ struct RelayOutput {
     var closeUpstream = false
     /// HTTP/1 is over (101): relay raw bytes from now on; leftovers are already in toClient/toUpstream.
     var switchedToRaw = false
-    /// Extra upstream connections to open, bytes for them, and lanes that are finished (H2ToH1Relay only; its
-    /// lane `.primary` is the session's upstream and uses `toUpstream`/`closeUpstream` instead).
-    var openLanes: [UpstreamLane] = []
-    var toLanes: [(lane: UpstreamLane, bytes: [UInt8])] = []
-    var closeLanes: [UpstreamLane] = []
+    /// What the session's extra upstream connections (lanes) are to do (H2ToH1Relay only).
+    var lanes = LaneCommands()
     /// Reading to pause (true) or resume (false) because the other side's flow control is full or drained.
     var pauseReading: [ProxyPeer: Bool] = [:]
     /// The upstream sent bytes with no request outstanding (a response nobody asked for): its connection is closed
     /// (`closeUpstream`) rather than its bytes served as the answer to the client's next request. Names the upstream.
     var unsolicitedUpstream: UpstreamTarget?
-    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`closeLanes`/`closeUpstream`)
-    /// rather than served as the next stream's answer; the session says so in a notice (H2ToH1Relay only).
-    var unsolicitedLanes: [UpstreamLane] = []
-    /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: these bytes (the
-    /// request, and anything after it) go again over a new upstream connection that offers only http/1.1, as
-    /// URLSession makes a WebSocket's connection (H1ToH2Relay with `--upstream-alpn ios`). The relay is done.
-    var retryOverHTTP1: [UInt8]?
+    /// The relay cannot carry the request on this upstream connection: the session sends it again over a new one.
+    var retry: RelayRetry?
+}
+
+/// What a lane relay asks of the session's extra upstream connections in one step (H2ToH1Relay; its lane `.primary`
+/// is the session's upstream and uses `toUpstream`/`closeUpstream` instead).
+struct LaneCommands {
+    /// Lanes to connect.
+    var open: [UpstreamLane] = []
+    /// Bytes for lanes, in order.
+    var bytes: [(lane: UpstreamLane, bytes: [UInt8])] = []
+    /// Lanes that are finished.
+    var close: [UpstreamLane] = []
+    /// Lanes that sent bytes with no request outstanding (an extra response): closed (`close`, or `closeUpstream`)
+    /// rather than served as the next stream's answer; the session says so in a notice.
+    var unsolicited: [UpstreamLane] = []
+}
+
+/// A request that goes again over a new upstream connection, these bytes whole (the request, and anything after
+/// it); the relay is done (H1ToH2Relay).
+enum RelayRetry: Equatable {
+    /// The client's first request asks to switch protocols (Upgrade), which HTTP/2 cannot carry: the new connection
+    /// offers only http/1.1, as URLSession makes a WebSocket's connection (`--upstream-alpn ios`).
+    case overHTTP1([UInt8])
     /// The upstream's GOAWAY refused the request in flight (its stream is above the GOAWAY's last stream id: never
-    /// processed, RFC 9113 §6.8): these bytes, the request whole, go again over a new upstream connection, as
-    /// URLSession retries such a request. The relay is done (H1ToH2Relay only).
-    var retryOnNewConnection: [UInt8]?
+    /// processed, RFC 9113 §6.8), and URLSession retries such a request.
+    case onNewConnection([UInt8])
 }
 
 extension RelayOutput {
@@ -66,6 +113,13 @@ extension RelayOutput {
         let collected = self
         self = RelayOutput()
         return collected
+    }
+
+    /// Hands over the requests this step holds for a decision, leaving the rest of the output to apply.
+    mutating func takeToDecide() -> DecisionRequests {
+        let requests = toDecide
+        toDecide = DecisionRequests()
+        return requests
     }
 }
 
@@ -103,6 +157,10 @@ extension UpstreamLane {
 
 /// A relay of HTTP exchanges between a client's and an upstream's plaintext byte streams (HTTP/1.1 or HTTP/2).
 protocol ExchangeRelay: AnyObject {
+    /// The owner's answer to the request `id` a step held (`RelayOutput.toDecide`), in the same step or any later
+    /// one: the relay carries the request out and resumes what it held behind it. An id the relay no longer holds
+    /// (the client reset the stream, or went, meanwhile) is ignored.
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
     func clientEOF() -> RelayOutput
     /// The client connection is gone (reset, failed, or closed by the proxy's shutdown): nothing more can reach the

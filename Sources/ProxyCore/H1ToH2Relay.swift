@@ -7,7 +7,9 @@ import ProxyTrace
 // 1. Used when the client speaks HTTP/1.1 and the upstream chose h2 (an h2-only origin, or `--upstream-alpn ios`).
 //    The client side is an HTTP1Parser; the upstream side an H2Session in the client role.
 // 2. As in HTTP1Relay, one exchange is in flight at a time: pipelined requests wait in the parser. Each request
-//    becomes a new stream (H2HeaderTranslation: Host → :authority, connection-specific fields dropped).
+//    becomes a new stream (H2HeaderTranslation: Host → :authority, connection-specific fields dropped). As there,
+//    the owner decides each head (`RelayOutput.toDecide`, answered by `resolve`, now or later); the connection's
+//    further bytes wait in the parser meanwhile, and past `HTTP1Relay.heldLimit` the client is not read.
 // 3. Response heads are translated back. HTTP/1 needs a framing HTTP/2 does not: a response without
 //    Content-Length is sent chunked to an HTTP/1.1 client, and close-delimited to an HTTP/1.0 one.
 // 4. Flow control: response DATA is credited back as soon as it is handed to the client connection, whose socket
@@ -20,24 +22,36 @@ import ProxyTrace
 //    (`retryUpgradeOverHTTP1`, as with `--upstream-alpn ios` the upstream chose h2 only because it was offered);
 //    a later one, or CONNECT, gets a 501.
 // 6. A GOAWAY that refuses the request in flight (its stream above the last stream id: never processed) makes the
-//    session send it again on a new connection (`retryOnNewConnection`), as URLSession does, when the relay kept it
+//    session send it again on a new connection (`RelayRetry.onNewConnection`), as URLSession does, when the relay kept it
 //    whole (a head, and a Content-Length body up to `replayLimit`) and nothing is pipelined behind it; else 502.
 
 final class H1ToH2Relay: ExchangeRelay {
     private var requests = HTTP1Parser(role: .requests)
     private let upstream: H2Session
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     private var out = RelayOutput()
 
+    /// A request head waiting for the owner's decision, with what `begin` needs of the parser.
+    private struct Undecided {
+        let head: HTTPRequestHead
+        let received: ArraySlice<UInt8>?
+        let asksUpgrade: Bool
+        let number: Int
+        let arrived: Double
+    }
+
+    private var undecided: Undecided?
+    /// Request heads begun on this connection, numbering them for `resolve`.
+    private var headsBegun = 0
+
     private struct Exchange: ExchangeRecording, LocallyAnsweredExchange {
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [(String, String)]
-        var started: Double
-        var clientVersion: HTTPVersion
+        let method: String
+        let url: String
+        let outcome: ExchangeSummary.ATSOutcome
+        let codes: [ExchangeError]
+        let annotation: [(String, String)]
+        let started: Double
+        let clientVersion: HTTPVersion
         var requestKeepAlive: Bool
         var streamID: Int32?
         /// The request head went out without END_STREAM: DATA or trailers must end it.
@@ -83,23 +97,40 @@ final class H1ToH2Relay: ExchangeRelay {
 
     init(
         now: @escaping () -> Double, recording: RecordingOptions? = nil, retryUpgradeOverHTTP1: Bool = false,
-        retryRefused: Bool = false, decide: @escaping (HTTPRequestHead) -> RequestDecision
+        retryRefused: Bool = false
     ) throws(H2Error) {
         self.recording = recording
         self.retryUpgradeOverHTTP1 = retryUpgradeOverHTTP1
         self.retryRefused = retryRefused
         upstream = try H2Session(role: .client)
         self.now = now
-        self.decide = decide
         pump()
     }
 
-    var isIdle: Bool { exchange == nil }
+    var isIdle: Bool { exchange == nil && undecided == nil }
 
     // MARK: - Input
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
+        pumpRequests()
+        if undecided != nil, !clientPaused, requests.bufferedByteCount >= HTTP1Relay.heldLimit {
+            clientPaused = true
+            out.pauseReading[.client] = true
+        }
+        pump()
+        return out.take()
+    }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !finished, let u = undecided, u.number == id else { return out.take() }
+        undecided = nil
+        if clientPaused {
+            clientPaused = false
+            out.pauseReading[.client] = false
+        }
+        begin(u, decision)
+        // The body and whatever the client sent after the head waited in the parser.
         pumpRequests()
         pump()
         return out.take()
@@ -113,6 +144,8 @@ final class H1ToH2Relay: ExchangeRelay {
     }
 
     func clientGone(_ reason: String) -> RelayOutput {
+        // An undecided request ends unlogged: it never became an exchange, and its owner knows it asked.
+        undecided = nil
         complete(keepParsing: false, interruption: reason)
         close()
         return out.take()
@@ -145,7 +178,7 @@ final class H1ToH2Relay: ExchangeRelay {
     // MARK: - Requests (client → upstream)
 
     private func pumpRequests() {
-        while !finished {
+        while !finished, undecided == nil {
             let event: HTTP1Event
             do { event = try requests.nextEvent() } catch {
                 clientProtocolError(error)
@@ -153,7 +186,7 @@ final class H1ToH2Relay: ExchangeRelay {
             }
             switch event {
             case .requestHead(let head):
-                begin(head)
+                ask(head)
             case .body(let piece):
                 guard var ex = exchange else { return }
                 ex.requestBytes += piece.count
@@ -175,7 +208,7 @@ final class H1ToH2Relay: ExchangeRelay {
                     // The request and whatever the client sent after it go again to the new upstream; this relay
                     // is done.
                     finished = true
-                    do { out.retryOverHTTP1 = head + (try requests.switchProtocols()) } catch {
+                    do { out.retry = .overHTTP1(head + (try requests.switchProtocols())) } catch {
                         clientProtocolError(error)
                     }
                     return
@@ -220,7 +253,9 @@ final class H1ToH2Relay: ExchangeRelay {
         }
     }
 
-    private func begin(_ head: HTTPRequestHead) {
+    /// Holds a request head for the owner's decision (the parser is not read again until `resolve`), unless it is
+    /// replayed over HTTP/1.1, where it is decided on the new connection.
+    private func ask(_ head: HTTPRequestHead) {
         let first = firstRequest
         firstRequest = false
         // An h2c upgrade is no upgrade the proxy relays (HopByHopFields): such a request goes as a plain one. Whatever
@@ -243,11 +278,20 @@ final class H1ToH2Relay: ExchangeRelay {
             }
             return
         }
-        switch decide(head) {
+        headsBegun += 1
+        undecided = Undecided(
+            head: head, received: requests.lastHeadBytes, asksUpgrade: asksUpgrade, number: headsBegun, arrived: now())
+        out.toDecide.append(DecisionRequest(id: headsBegun, head: head))
+    }
+
+    private func begin(_ u: Undecided, _ decision: RequestDecision) {
+        let head = u.head
+        let asksUpgrade = u.asksUpgrade
+        switch decision {
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
-                started: now(), clientVersion: head.version, requestKeepAlive: head.keepAlive)
+                started: u.arrived, clientVersion: head.version, requestKeepAlive: head.keepAlive)
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             if head.method == "CONNECT" || asksUpgrade {
@@ -279,7 +323,7 @@ final class H1ToH2Relay: ExchangeRelay {
                     body: "ATSProxy: the upstream's HTTP/2 connection is going away; retry on a new connection\n")
                 return
             }
-            if retryRefused, let raw = requests.lastHeadBytes {
+            if retryRefused, let raw = u.received {
                 switch framing {
                 case .none: ex.replay = Array(raw)
                 case .contentLength(let length) where length <= Self.replayLimit: ex.replay = Array(raw)
@@ -298,7 +342,7 @@ final class H1ToH2Relay: ExchangeRelay {
             exchange = ex
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: u.arrived,
                 clientVersion: head.version, requestKeepAlive: head.keepAlive)
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: nil)
@@ -429,7 +473,7 @@ final class H1ToH2Relay: ExchangeRelay {
         }
         exchange = nil
         finished = true
-        out.retryOnNewConnection = replay
+        out.retry = .onNewConnection(replay)
     }
 
     private func writeHead(_ head: HTTPResponseHead) {

@@ -6,8 +6,9 @@ import ProxyTrace
 //
 // 1. Used when both the client and the upstream negotiated h2 (ALPN mirroring makes that the case exactly when
 //    the upstream speaks h2). Two H2Sessions: server role facing the client, client role facing the upstream.
-// 2. Streams map one to one. Request heads go through the same `decide` as HTTP/1 (forward with annotation, or
-//    answer locally for `--block http`); header fields are copied as they are (both sides speak h2).
+// 2. Streams map one to one. The owner decides each request head as for HTTP/1 (forward with annotation, or answer
+//    locally for `--block http`), now or later: the stream is held meanwhile (UndecidedStreams) while the others
+//    go on. Header fields are copied as they are (both sides speak h2).
 // 3. Flow control follows the slower side: bytes received on one session are consumed (WINDOW_UPDATE) only as
 //    the other session actually sends them, so a slow reader stops the writer without unbounded buffering. The
 //    connection windows hold every stream's full window, so only the stalled stream stops.
@@ -26,33 +27,24 @@ import ProxyTrace
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
     private let upstream: H2Session
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     private var out = RelayOutput()
 
-    private struct Stream: ExchangeRecording {
+    private struct Stream: H2ClientStream {
+        var exchange: H2StreamExchange
         var upstreamID: Int32?
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [H2Header]
-        var started: Double
-        var status: Int?
-        var requestBytes = 0
-        var responseBytes = 0
         /// Bytes handed to the upstream session (client → upstream) not yet credited back to the client.
         var uncreditedToUpstream = 0
         /// Bytes handed to the client session (upstream → client) not yet credited back to the upstream.
         var uncreditedToClient = 0
-        var local = false
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
-        var recorder: ExchangeRecorder?
-        var clock: StreamClock
+
+        /// Its DATA waits uncredited in the upstream session's queue for the upstream's window.
+        var bodyHeldByProxy: Bool { uncreditedToUpstream > 0 }
     }
 
-    private var streams: [Int32: Stream] = [:]
+    private var book: H2StreamBook<Stream>
     private var byUpstream: [Int32: Int32] = [:]
     private var failed = false
     /// Set once the proxy relayed an upstream GOAWAY to the client. The client, told to go away, closes the
@@ -68,20 +60,15 @@ final class H2Relay: ExchangeRelay {
     private var upstreamSettingsSeen = false
     /// Extended CONNECTs that arrived before that (the proxy advertised the setting at once), opened when it comes.
     private var heldExtendedConnects: [(id: Int32, fields: [H2Header], endStream: Bool)] = []
-    private let limits: StreamDeadlineLimits
-    private var headerBlock = HeaderBlockClock()
-    /// The adapter stopped reading the client for the upstream's full write buffer (StreamDeadlines).
-    private var clientHeld = false
     /// Streams the upstream reset with NO_ERROR after its complete response: each is reset the same way towards
     /// the client once that response went out (theory of operation, 8).
     private var resetAfterResponse: Set<Int32> = []
 
     init(
-        now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
-        decide: @escaping (HTTPRequestHead) -> RequestDecision
+        now: @escaping () -> Double, recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init()
     ) throws(H2Error) {
         self.recording = recording
-        self.limits = limits
+        book = H2StreamBook(limits: limits)
         // Credit follows the other side per stream, so uncredited bytes pile up per stream: a response whose
         // reader stopped (its window at the client is 0), or request bodies waiting for an upstream stream slot
         // (the origin allows fewer concurrent streams than the client opened). With the RFC's 64 KiB connection
@@ -96,11 +83,18 @@ final class H2Relay: ExchangeRelay {
         client = try H2Session(role: .server, settings: clientSettings)
         upstream = try H2Session(role: .client, settings: settings)
         self.now = now
-        self.decide = decide
         pump()
     }
 
-    var isIdle: Bool { streams.isEmpty }
+    var isIdle: Bool { book.isEmpty }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !failed, let held = book.undecided.take(id) else { return out.take() }
+        open(Int32(id), held, decision)
+        for event in held.held { clientEvent(event) }
+        pump()
+        return out.take()
+    }
 
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         guard !failed else { return out.take() }
@@ -109,7 +103,7 @@ final class H2Relay: ExchangeRelay {
         } catch {
             connectionFailed(clientSide: true, error)
         }
-        headerBlock.update(assembling: client.isReceivingHeaderBlock, now: now())
+        book.noteHeaderBlock(assembling: client.isReceivingHeaderBlock, at: now())
         pump()
         return out.take()
     }
@@ -132,6 +126,7 @@ final class H2Relay: ExchangeRelay {
     func clientGone(_ reason: String) -> RelayOutput {
         out.closeClient = true
         failed = true
+        _ = book.undecided.removeAll()
         finishAll(interruption: reason)
         return out.take()
     }
@@ -142,55 +137,59 @@ final class H2Relay: ExchangeRelay {
         // client's flow control, and an origin may close right after its last response. The other streams are
         // lost: reset towards the client and finished, so their exchanges are logged and traced (iterating a copy
         // of `streams`). The client is told to go away and closes once it has what is left.
-        for (id, s) in streams where !s.upstreamEnded && !s.local {
+        for (id, s) in book.streams where !s.upstreamEnded && !s.exchange.local {
             reset(client, id, .internalError)
             finish(clientID: id, interruption: "the upstream connection closed")
         }
-        goAway(client, last: streams.keys.max() ?? 0, .noError)
+        // Undecided streams have nowhere to go either.
+        let last = book.highestID
+        for id in book.undecided.removeAll() { reset(client, id, .internalError) }
+        goAway(client, last: last, .noError)
         clientToldToGoAway = true
         pump()
         out.closeUpstream = true
-        if streams.isEmpty { out.closeClient = true }
+        if book.streams.isEmpty { out.closeClient = true }
         return out.take()
     }
 
     // MARK: - Client → upstream
 
     private func clientEvent(_ event: H2Event) {
+        if !book.undecided.isEmpty, book.undecided.keep(event, crediting: client) { return }
         switch event {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
-            guard let up = streams[id]?.upstreamID else { return }
-            streams[id]?.clock.requestEnded(at: now())
+            guard let up = book.streams[id]?.upstreamID else { return }
+            book.streams[id]?.exchange.clock.requestEnded(at: now())
             do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
         case .data(let id, let bytes, let endStream):
-            guard var s = streams[id] else {
+            guard var s = book.streams[id] else {
                 client.consume(streamID: id, count: bytes.count)
                 return
             }
-            s.requestBytes += bytes.count
-            s.recorder?.requestBody(bytes)
-            if endStream, s.upstreamID != nil, let recorder = s.recorder { recorder.requestSent = now() }
-            s.clock.lastRequestProgress = now()
-            if endStream { s.clock.requestEnded(at: now()) }
+            s.exchange.requestBytes += bytes.count
+            s.exchange.recorder?.requestBody(bytes)
+            if endStream, s.upstreamID != nil, let recorder = s.exchange.recorder { recorder.requestSent = now() }
+            s.exchange.clock.lastRequestProgress = now()
+            if endStream { s.exchange.clock.requestEnded(at: now()) }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
-                streams[id] = s
+                book.streams[id] = s
                 do { try upstream.sendData(streamID: up, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
             } else {
                 // A locally answered request: its body is dropped, and credited at once.
-                streams[id] = s
+                book.streams[id] = s
                 client.consume(streamID: id, count: bytes.count)
             }
         case .rstStream(let id, let code):
             heldExtendedConnects.removeAll { $0.id == id }
-            if let up = streams[id]?.upstreamID { reset(upstream, up, code) }
+            if let up = book.streams[id]?.upstreamID { reset(upstream, up, code) }
             finish(clientID: id, interruption: "reset by the client (\(code))")
         case .streamClosed(let id, let code):
             // A stream the proxy reset itself (nghttp2 on a WINDOW_UPDATE overflow, say) or that closed before the
             // upstream finished: its upstream request is cancelled now, never sent later (MadeYouReset).
-            if let s = streams[id], let up = s.upstreamID, code != .noError || !s.upstreamEnded {
+            if let s = book.streams[id], let up = s.upstreamID, code != .noError || !s.upstreamEnded {
                 reset(upstream, up, .cancel)
             }
             finish(clientID: id, interruption: code == .noError ? nil : "stream closed with \(code)")
@@ -213,32 +212,37 @@ final class H2Relay: ExchangeRelay {
             heldExtendedConnects.append((id, fields, endStream))
             return
         }
-        switch decide(head) {
+        book.undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
+    }
+
+    /// Carries out the owner's decision on a held stream.
+    private func open(_ id: Int32, _ held: UndecidedStreams.Stream, _ decision: RequestDecision) {
+        let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
+        let extendedConnect = fields.first(named: ":protocol") != nil
+        switch decision {
         case .forward(_, let url, _, _, let outcome, let codes)
             where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
             // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
             // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
-                clock: .answered(at: now()))
-            s.local = true
-            s.status = 501
+            var s = Stream(exchange: H2StreamExchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: started,
+                clock: .answered(at: now())))
+            s.exchange.local = true
+            s.exchange.status = 501
             let body = Array(("ATSProxy: the origin does not accept extended CONNECT (it sent no "
                 + "SETTINGS_ENABLE_CONNECT_PROTOCOL), so \(fields.first(named: ":protocol") ?? "") over HTTP/2 cannot "
                 + "reach it\n").utf8)
-            s.responseBytes = body.count
-            streams[id] = s
+            s.exchange.responseBytes = body.count
+            book.streams[id] = s
             answer(id, status: 501, headers: [], body: body)
         case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
-                clock: StreamClock(opened: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: forwarded)
-            if endStream, let recorder = s.recorder { recorder.requestSent = s.started }
+            var s = Stream(exchange: .forwarded(
+                head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
+                recording: recording))
+            s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
+            if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
-            if endStream || extendedConnect { s.clock.requestEnded(at: now()) }
+            if endStream || extendedConnect { s.exchange.clock.requestEnded(at: now()) }
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
@@ -249,23 +253,16 @@ final class H2Relay: ExchangeRelay {
                 let up = try upstream.submitRequest(upstreamFields, body: endStream ? .none : .streaming)
                 s.upstreamID = up
                 byUpstream[up] = id
-                streams[id] = s
+                book.streams[id] = s
             } catch {
-                s.clock = .answered(at: now())
-                streams[id] = s
+                s.exchange.clock = .answered(at: now())
+                book.streams[id] = s
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused a new stream (\(error))\n".utf8))
             }
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
-                clock: .answered(at: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: nil)
-            s.recorder?.recordLocalResponse(response)
-            s.local = true
-            s.status = response.status
-            s.responseBytes = body.count
-            streams[id] = s
+            book.streams[id] = Stream(exchange: .answered(
+                head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
+                now: now(), recording: recording))
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
                 reset(client, id, .internalError)
             }
@@ -288,40 +285,40 @@ final class H2Relay: ExchangeRelay {
             heldExtendedConnects = []
             for stream in held { openStream(stream.id, fields: stream.fields, endStream: stream.endStream) }
         case .headers(let up, let fields, .response, let endStream):
-            guard let id = byUpstream[up], var s = streams[id] else { return }
+            guard let id = byUpstream[up], var s = book.streams[id] else { return }
             let status = fields.first(named: ":status").flatMap { Int($0) } ?? 0
             do {
                 if (100..<200).contains(status) {
                     try client.submitInformational(streamID: id, headers: fields)
                 } else {
-                    s.status = status
-                    s.clock.responseStarted = true
+                    s.exchange.status = status
+                    s.exchange.clock.responseStarted = true
                     s.upstreamEnded = endStream
-                    if let recorder = s.recorder { Self.record(fields, annotation: s.annotation, in: recorder, at: now()) }
-                    streams[id] = s
-                    try client.submitResponse(streamID: id, headers: fields + s.annotation, body: endStream ? .none : .streaming)
+                    if let recorder = s.exchange.recorder { Self.record(fields, annotation: s.exchange.annotation, in: recorder, at: now()) }
+                    book.streams[id] = s
+                    try client.submitResponse(streamID: id, headers: fields + s.exchange.annotation, body: endStream ? .none : .streaming)
                 }
             } catch {
                 resetBoth(clientID: id)
             }
         case .headers(let up, let fields, .trailers, _):
             guard let id = byUpstream[up] else { return }
-            streams[id]?.upstreamEnded = true
+            book.streams[id]?.upstreamEnded = true
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
-            guard let id = byUpstream[up], var s = streams[id] else {
+            guard let id = byUpstream[up], var s = book.streams[id] else {
                 upstream.consume(streamID: up, count: bytes.count)
                 return
             }
-            s.responseBytes += bytes.count
-            s.recorder?.responseBody(bytes)
+            s.exchange.responseBytes += bytes.count
+            s.exchange.recorder?.responseBody(bytes)
             s.uncreditedToClient += bytes.count
             if endStream { s.upstreamEnded = true }
-            streams[id] = s
+            book.streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
             guard let id = byUpstream[up] else { return }
-            if code == .noError, streams[id]?.upstreamEnded == true {
+            if code == .noError, book.streams[id]?.upstreamEnded == true {
                 stopRequest(clientID: id, upstreamID: up)
                 return
             }
@@ -329,11 +326,11 @@ final class H2Relay: ExchangeRelay {
             finish(clientID: id, interruption: "reset by the upstream (\(code))")
         case .streamClosed(let up, let code):
             guard let id = byUpstream[up], code != .noError else { return }
-            if upstream.takeOversizedHeaderBlock(streamID: up), streams[id]?.status == nil {
+            if upstream.takeOversizedHeaderBlock(streamID: up), book.streams[id]?.exchange.status == nil {
                 // Only this stream is lost, and the client is told why.
                 let limit = upstream.localSettings.maxHeaderListSize
                 let reason = "the upstream's response header section exceeds \(limit) bytes"
-                streams[id]?.status = 502
+                book.streams[id]?.exchange.status = 502
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: \(reason)\n".utf8))
                 finish(clientID: id, interruption: reason)
                 return
@@ -346,8 +343,7 @@ final class H2Relay: ExchangeRelay {
                 reset(client, id, .refusedStream)
                 finish(clientID: id, interruption: "refused by the upstream's GOAWAY (the client may retry)")
             }
-            let highest = streams.keys.max() ?? 0
-            goAway(client, last: highest, .noError)
+            goAway(client, last: book.highestID, .noError)
             clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
@@ -396,28 +392,28 @@ final class H2Relay: ExchangeRelay {
     }
 
     private func finish(clientID id: Int32, interruption: String? = nil) {
-        guard let s = streams.removeValue(forKey: id) else { return }
+        guard let s = book.streams.removeValue(forKey: id) else { return }
         if let up = s.upstreamID {
             byUpstream[up] = nil
             // Bytes of a reset stream that will never be relayed still count against the connection windows.
             if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
             if s.uncreditedToClient > 0 { upstream.consume(streamID: up, count: s.uncreditedToClient) }
         }
-        out.exchanges.append(s.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
+        out.exchanges.append(s.exchange.summary(httpVersion: "HTTP/2.0", now: now(), interruption: interruption))
     }
 
     /// The upstream has answered in full and wants no more of the request: the stream lets go of its upstream
     /// stream (later request DATA is credited and dropped, as for a local answer) and is reset towards the client
     /// once the response is out (`resetAnsweredStreams`).
     private func stopRequest(clientID id: Int32, upstreamID up: Int32) {
-        guard var s = streams[id] else { return }
+        guard var s = book.streams[id] else { return }
         byUpstream[up] = nil
         s.upstreamID = nil
         if s.uncreditedToUpstream > 0 { client.consume(streamID: id, count: s.uncreditedToUpstream) }
         s.uncreditedToUpstream = 0
         s.uncreditedToClient = 0
-        s.clock.requestEnded = true
-        streams[id] = s
+        s.exchange.clock.requestEnded = true
+        book.streams[id] = s
         resetAfterResponse.insert(id)
     }
 
@@ -427,7 +423,7 @@ final class H2Relay: ExchangeRelay {
         guard !resetAfterResponse.isEmpty else { return false }
         var any = false
         for id in resetAfterResponse {
-            guard streams[id] != nil else {
+            guard book.streams[id] != nil else {
                 resetAfterResponse.remove(id)
                 continue
             }
@@ -448,11 +444,12 @@ final class H2Relay: ExchangeRelay {
 
     /// Logs every stream still open as cut off: the connection is ending.
     private func finishAll(interruption: String) {
-        for id in streams.keys.sorted() { finish(clientID: id, interruption: interruption) }
+        _ = book.undecided.removeAll()
+        for id in book.streams.keys.sorted() { finish(clientID: id, interruption: interruption) }
     }
 
     private func resetBoth(clientID id: Int32) {
-        if let up = streams[id]?.upstreamID { reset(upstream, up, .internalError) }
+        if let up = book.streams[id]?.upstreamID { reset(upstream, up, .internalError) }
         reset(client, id, .internalError)
         finish(clientID: id, interruption: "the relay could not pass the stream on")
     }
@@ -464,7 +461,7 @@ final class H2Relay: ExchangeRelay {
             // The client's GOAWAY is already queued by the session; the upstream is told we are going away.
             goAway(upstream, last: 0, .noError)
         } else {
-            goAway(client, last: streams.keys.max() ?? 0, .internalError)
+            goAway(client, last: book.highestID, .internalError)
         }
         out.closeClient = true
         out.closeUpstream = true
@@ -492,19 +489,19 @@ final class H2Relay: ExchangeRelay {
         var credited = false
         // By index, changing each stream where it lies: iterating `streams` while assigning to it copied the whole
         // dictionary on every pump.
-        var index = streams.startIndex
-        while index != streams.endIndex {
-            let id = streams.keys[index]
-            if let up = streams.values[index].upstreamID {
+        var index = book.streams.startIndex
+        while index != book.streams.endIndex {
+            let id = book.streams.keys[index]
+            if let up = book.streams.values[index].upstreamID {
                 let toUpstream = Self.credit(
-                    &streams.values[index].uncreditedToUpstream, sentBy: upstream, as: up, to: client, as: id)
+                    &book.streams.values[index].uncreditedToUpstream, sentBy: upstream, as: up, to: client, as: id)
                 // The client may send again: its body's inactivity counts from now.
-                if toUpstream { streams.values[index].clock.lastRequestProgress = now() }
+                if toUpstream { book.streams.values[index].exchange.clock.lastRequestProgress = now() }
                 let toClient = Self.credit(
-                    &streams.values[index].uncreditedToClient, sentBy: client, as: id, to: upstream, as: up)
+                    &book.streams.values[index].uncreditedToClient, sentBy: client, as: id, to: upstream, as: up)
                 credited = credited || toUpstream || toClient
             }
-            streams.formIndex(after: &index)
+            book.streams.formIndex(after: &index)
         }
         // Events raised by our own output (a stream closed by the END_STREAM just sent, a frame nghttp2 could not
         // send) may queue frames as well, a reset or a credit. Nothing else would pump those out before the next
@@ -519,50 +516,44 @@ final class H2Relay: ExchangeRelay {
             if !upstreamClosed { out.toUpstream += more }
             out.toClient += client.pendingOutput()
         }
-        if !client.wantsRead && !client.wantsWrite && streams.isEmpty && !clientToldToGoAway { out.closeClient = true }
+        if !client.wantsRead && !client.wantsWrite && book.isEmpty && !clientToldToGoAway {
+            out.closeClient = true
+        }
     }
 }
 
 // MARK: - Deadlines
 
 extension H2Relay {
-    var nextStreamDeadline: Double? {
-        limits.earliest(
-            headerBlock: headerBlock, streams.values.lazy.map { ($0.clock, $0.uncreditedToUpstream > 0) },
-            clientReadingHeld: clientHeld)
-    }
+    var nextStreamDeadline: Double? { book.nextDeadline }
 
-    func clientReadingHeld(_ held: Bool, at time: Double) {
-        clientHeld = held
-        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
-    }
+    func clientReadingHeld(_ held: Bool, at time: Double) { book.clientReadingHeld(held, at: time) }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard !failed else { return out.take() }
         let time = now()
-        if !clientHeld, let due = headerBlock.due(limits), due <= time {
+        if book.headerBlockOverdue(at: time) {
             // Nothing else may cross the connection until the block ends: the connection goes.
-            finishAll(interruption: "a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
+            finishAll(interruption: "a request's header block was not complete within \(Int(book.limits.client)) s (--client-timeout)")
             goAway(client, last: 0, .enhanceYourCalm)
             pump()
             abandon()
             return out.take()
         }
-        for (id, s) in streams {
-            let bodyHeld = s.uncreditedToUpstream > 0 || clientHeld
-            guard let due = s.clock.due(limits, bodyHeldByProxy: bodyHeld), due.at <= time else { continue }
+        for (id, stall) in book.overdueStreams(at: time) {
+            guard let s = book.streams[id] else { continue }
             if let up = s.upstreamID { reset(upstream, up, .cancel) }
-            switch due.stall {
+            switch stall {
             case .requestBody:
                 reset(client, id, .cancel)
-                finish(clientID: id, interruption: "no byte of the request body for \(Int(limits.client)) s (--client-timeout)")
+                finish(clientID: id, interruption: "no byte of the request body for \(Int(book.limits.client)) s (--client-timeout)")
             case .response:
-                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
-                streams[id]?.status = 504
-                streams[id]?.outcome = .failed
-                streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.exchange.url)
+                book.streams[id]?.exchange.status = 504
+                book.streams[id]?.exchange.outcome = .failed
+                book.streams[id]?.exchange.codes = timeoutAnswer.violations.map(ExchangeError.init)
                 self.answer(id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: answer.body)
-                finish(clientID: id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
+                finish(clientID: id, interruption: "no response from the upstream within \(Int(book.limits.response)) s (--response-timeout)")
             }
         }
         pump()

@@ -8,10 +8,12 @@ import ProxyTrace
 //    offered h2 alone), and for `--block http` answers to such a client. The client side is an H2Session in the
 //    server role; the upstream side is a bounded pool of HTTP/1.1 connections ("lanes"), since HTTP/1.1 carries one
 //    exchange at a time. Lane `.primary` is the session's own upstream (the connection whose handshake was
-//    judged); the session opens the others on request (`RelayOutput.openLanes`) with the same TLS settings.
+//    judged); the session opens the others on request (`RelayOutput.lanes`) with the same TLS settings.
 // 2. Each request stream waits in a FIFO for an idle lane; a new lane is opened while the pool is below `maxLanes`
 //    and more streams wait than lanes are connecting. A lane is reused when both sides allow keep-alive.
-// 3. Heads are translated (H2HeaderTranslation: :authority → Host, cookie crumbs joined). A request body without
+// 3. The owner decides each request head (`RelayOutput.toDecide`, answered by `resolve`, now or later); the stream
+//    is held meanwhile (UndecidedStreams), its DATA uncredited, while the others go on.
+//    Heads are translated (H2HeaderTranslation: :authority → Host, cookie crumbs joined). A request body without
 //    Content-Length is sent chunked. Trailers cross both ways.
 // 4. Flow control: request DATA is credited back once written to its lane (the lane's socket backpressure pauses
 //    the client when the upstream reads slowly); DATA of a stream still waiting for a lane stays uncredited, so its
@@ -28,7 +30,7 @@ import ProxyTrace
 // 5. HTTP/1.1 cannot cancel one exchange: a client reset of a stream whose exchange is in flight closes its lane.
 //    A lane that fails before the response head turns into a 502 on the stream; after it, into RST_STREAM. A lane
 //    that sends bytes with no request outstanding (an extra response, in the same write as the one asked for or
-//    later) is closed with a notice (`unsolicitedLanes`), never read as the next stream's answer. A lane reset
+//    later) is closed with a notice (`LaneCommands.unsolicited`), never read as the next stream's answer. A lane reset
 //    (`laneReset`) is such a failure even for a close-delimited body, which its EOF would have ended.
 // 6. WebSockets (RFC 8441): the client session advertises SETTINGS_ENABLE_CONNECT_PROTOCOL. An extended CONNECT
 //    (`:protocol websocket`) becomes the HTTP/1.1 handshake (GET with Upgrade, and a Sec-WebSocket-Key the proxy
@@ -42,7 +44,6 @@ import ProxyTrace
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     private let maxLanes: Int
     private var out = RelayOutput()
@@ -72,17 +73,8 @@ final class H2ToH1Relay: LaneRelay {
         var raw = false
     }
 
-    private struct Stream: ExchangeRecording {
-        var method: String
-        var url: String
-        var outcome: ExchangeSummary.ATSOutcome
-        var codes: [ExchangeError]
-        var annotation: [H2Header]
-        var started: Double
-        var status: Int?
-        var requestBytes = 0
-        var responseBytes = 0
-        var local = false
+    private struct Stream: H2ClientStream {
+        var exchange: H2StreamExchange
         /// The serialised HTTP/1.1 head and its body framing, sent when a lane is free.
         var head: [UInt8] = []
         var framing: HTTP1BodyFraming = .none
@@ -98,32 +90,28 @@ final class H2ToH1Relay: LaneRelay {
         var responseStreaming = false
         /// Why the response was cut off, when it was.
         var interruption: String?
-        var recorder: ExchangeRecorder?
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
         var upgradeAccept: String?
         var isTunnel = false
-        var clock: StreamClock
+
+        /// Waiting for a lane, it cannot send: its DATA stays uncredited.
+        var bodyHeldByProxy: Bool { lane == nil }
     }
 
     private var lanes: [UpstreamLane: Lane] = [:]
     private var nextLane = 1
-    private var streams: [Int32: Stream] = [:]
+    private var book: H2StreamBook<Stream>
     private var waiting: [Int32] = []
     private var failed = false
 
     /// - Parameter primaryConnected: the session's upstream is connected and serves as the first lane (false when
     ///   every request is answered locally, as with `--block http`).
     private let recording: RecordingOptions?
-    private let limits: StreamDeadlineLimits
-    private var headerBlock = HeaderBlockClock()
-    /// The adapter stopped reading the client for a full lane's write buffer (StreamDeadlines).
-    private var clientHeld = false
 
     init(primaryConnected: Bool, maxLanes: Int = defaultMaxLanes, now: @escaping () -> Double,
-         recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init(),
-         decide: @escaping (HTTPRequestHead) -> RequestDecision) throws(H2Error) {
+         recording: RecordingOptions? = nil, limits: StreamDeadlineLimits = .init()) throws(H2Error) {
         self.recording = recording
-        self.limits = limits
+        book = H2StreamBook(limits: limits)
         // As in H2Relay: the connection window holds every stream's full window, so a stream waiting for a lane
         // (its DATA uncredited) never stalls the others.
         let defaults = H2Settings()
@@ -134,12 +122,19 @@ final class H2ToH1Relay: LaneRelay {
                 enableConnectProtocol: true))
         self.maxLanes = max(1, maxLanes)
         self.now = now
-        self.decide = decide
         if primaryConnected { lanes[.primary] = Lane(connected: true) }
         pump()
     }
 
-    var isIdle: Bool { streams.isEmpty }
+    var isIdle: Bool { book.isEmpty }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !failed, let held = book.undecided.take(id) else { return out.take() }
+        open(Int32(id), held, decision)
+        for event in held.held { clientEvent(event) }
+        pump()
+        return out.take()
+    }
 
     // MARK: - Input
 
@@ -151,7 +146,7 @@ final class H2ToH1Relay: LaneRelay {
             // The session queued its GOAWAY; the lanes have nothing left to do.
             abandon()
         }
-        headerBlock.update(assembling: client.isReceivingHeaderBlock, now: now())
+        book.noteHeaderBlock(assembling: client.isReceivingHeaderBlock, at: now())
         pump()
         return out.take()
     }
@@ -162,7 +157,8 @@ final class H2ToH1Relay: LaneRelay {
 
     func clientGone(_ reason: String) -> RelayOutput {
         abandon()
-        for id in streams.keys.sorted() { finish(id, interruption: reason) }
+        _ = book.undecided.removeAll()
+        for id in book.streams.keys.sorted() { finish(id, interruption: reason) }
         return out.take()
     }
 
@@ -212,9 +208,9 @@ final class H2ToH1Relay: LaneRelay {
             do { try client.sendData(streamID: id, [], endStream: true) } catch {
                 // The client reset the stream meanwhile.
             }
-            streams[id]?.responseEnded = true
+            book.streams[id]?.responseEnded = true
             lanes[lane]?.streamID = nil
-            streams[id]?.lane = nil
+            book.streams[id]?.lane = nil
             dropLane(lane, close: true)
             pump()
             return out.take()
@@ -244,34 +240,35 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Client → lanes
 
     private func clientEvent(_ event: H2Event) {
+        if !book.undecided.isEmpty, book.undecided.keep(event, crediting: client) { return }
         switch event {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
-            guard streams[id] != nil else { return }
-            streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
-            streams[id]!.clock.requestEnded = true
+            guard book.streams[id] != nil else { return }
+            book.streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            book.streams[id]!.exchange.clock.requestEnded = true
             endRequest(id)
         case .data(let id, let bytes, let endStream):
-            guard var s = streams[id], !s.local else {
+            guard var s = book.streams[id], !s.exchange.local else {
                 client.consume(streamID: id, count: bytes.count)
                 return
             }
-            s.requestBytes += bytes.count
-            s.recorder?.requestBody(bytes)
-            s.clock.lastRequestProgress = now()
-            if endStream { s.clock.requestEnded = true }
+            s.exchange.requestBytes += bytes.count
+            s.exchange.recorder?.requestBody(bytes)
+            s.exchange.clock.lastRequestProgress = now()
+            if endStream { s.exchange.clock.requestEnded = true }
             if let lane = s.lane, lanes[lane]?.raw == true {
-                streams[id] = s
+                book.streams[id] = s
                 send(bytes, to: lane)
                 client.consume(streamID: id, count: bytes.count)
                 return
             } else if let lane = s.lane, !s.isTunnel {
-                streams[id] = s
+                book.streams[id] = s
                 writeBody(bytes, stream: id, lane: lane)
             } else {
                 s.pendingBody += bytes
-                streams[id] = s
+                book.streams[id] = s
             }
             if endStream { endRequest(id) }
         case .rstStream(let id, let code):
@@ -289,15 +286,19 @@ final class H2ToH1Relay: LaneRelay {
             reset(id, .protocolError, blamingPeer: true)
             return
         }
-        switch decide(head) {
+        book.undecided.hold(id, fields: fields, head: head, endStream: endStream, at: now(), asking: &out)
+    }
+
+    /// Carries out the owner's decision on a held stream.
+    private func open(_ id: Int32, _ held: UndecidedStreams.Stream, _ decision: RequestDecision) {
+        let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
+        switch decision {
         case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes,
-                annotation: annotation.map { H2Header($0.0.lowercased(), $0.1) }, started: now(),
-                clock: StreamClock(opened: now()))
-            s.clock.requestEnded = endStream
-            s.recorder = ExchangeRecorder.make(recording)
-            streams[id] = s
+            var s = Stream(exchange: .forwarded(
+                head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
+                recording: recording))
+            s.exchange.clock.requestEnded = endStream
+            book.streams[id] = s
             guard head.method != "CONNECT" else {
                 answer(id, status: 501, body: "ATSProxy: CONNECT over HTTP/2 cannot be relayed to an HTTP/1.1 upstream\n")
                 return
@@ -306,7 +307,7 @@ final class H2ToH1Relay: LaneRelay {
                 // RFC 8441 §5: the HTTP/1.1 handshake the origin expects, with the key HTTP/2 leaves out.
                 s.isTunnel = true
                 // Its DATA is a tunnel's, not a body with a deadline: only the 101 is waited for.
-                s.clock.requestEnded = true
+                s.exchange.clock.requestEnded = true
                 if upgrade.lowercased() == "websocket", !forwarded.headers.contains(name: "Sec-WebSocket-Key") {
                     let key = WebSocketKey.make()
                     forwarded.headers.add(name: "Sec-WebSocket-Key", value: key)
@@ -318,8 +319,8 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 s.framing = .none
                 s.keepAlive = false
-                s.recorder?.recordRequest(head, forwarded: forwarded)
-                streams[id] = s
+                s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
+                book.streams[id] = s
                 waiting.append(id)
                 assignLanes()
                 return
@@ -341,22 +342,16 @@ final class H2ToH1Relay: LaneRelay {
             }
             s.keepAlive = forwarded.keepAlive
             s.requestEnded = endStream
-            s.recorder?.recordRequest(head, forwarded: forwarded)
-            streams[id] = s
+            s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
+            book.streams[id] = s
             waiting.append(id)
             assignLanes()
         case .answer(let response, let body, let url, let outcome, let codes):
-            var s = Stream(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
-                clock: .answered(at: now()))
-            s.recorder = ExchangeRecorder.make(recording)
-            s.recorder?.recordRequest(head, forwarded: nil)
-            s.recorder?.recordLocalResponse(response)
-            s.local = true
-            s.status = response.status
-            s.responseBytes = body.count
+            var s = Stream(exchange: .answered(
+                head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
+                now: now(), recording: recording))
             s.responseHeadSent = true
-            streams[id] = s
+            book.streams[id] = s
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
                 reset(id, .internalError)
             }
@@ -364,15 +359,15 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private func endRequest(_ id: Int32) {
-        guard var s = streams[id], !s.local else { return }
+        guard var s = book.streams[id], !s.exchange.local else { return }
         if s.isTunnel {
             // The client's half of the WebSocket ended; the origin's half runs until the lane ends.
             s.requestEnded = true
-            streams[id] = s
+            book.streams[id] = s
             return
         }
         s.requestEnded = true
-        streams[id] = s
+        book.streams[id] = s
         guard let lane = s.lane, var l = lanes[lane], l.streamID == id else { return }
         var bytes: [UInt8] = []
         do { try l.requestWriter?.finish(trailers: s.trailers, into: &bytes) } catch {
@@ -382,8 +377,8 @@ final class H2ToH1Relay: LaneRelay {
         l.requestWriter = nil
         lanes[lane] = l
         send(bytes, to: lane)
-        if let recorder = s.recorder { recorder.requestSent = now() }
-        streams[id]?.clock.requestSent = now()
+        if let recorder = s.exchange.recorder { recorder.requestSent = now() }
+        book.streams[id]?.exchange.clock.requestSent = now()
         releaseIfDone(lane)
     }
 
@@ -407,7 +402,7 @@ final class H2ToH1Relay: LaneRelay {
 
     private func assignLanes() {
         while let id = waiting.first {
-            guard streams[id] != nil else {
+            guard book.streams[id] != nil else {
                 waiting.removeFirst()
                 continue
             }
@@ -419,7 +414,7 @@ final class H2ToH1Relay: LaneRelay {
                     let lane = UpstreamLane(nextLane)
                     nextLane += 1
                     lanes[lane] = Lane(connected: false)
-                    out.openLanes.append(lane)
+                    out.lanes.open.append(lane)
                 }
                 return
             }
@@ -429,25 +424,25 @@ final class H2ToH1Relay: LaneRelay {
     }
 
     private func assign(_ id: Int32, to lane: UpstreamLane) {
-        guard var s = streams[id], var l = lanes[lane] else { return }
+        guard var s = book.streams[id], var l = lanes[lane] else { return }
         l.streamID = id
         l.requestWriter = HTTP1BodyWriter(framing: s.framing)
-        l.responses.expectResponse(toRequestMethod: s.method)
+        l.responses.expectResponse(toRequestMethod: s.exchange.method)
         lanes[lane] = l
         s.lane = lane
         // The stream may send now (its window was held while it waited): its body's inactivity counts from here.
-        s.clock.lastRequestProgress = now()
+        s.exchange.clock.lastRequestProgress = now()
         let pending = s.pendingBody
         s.pendingBody = []
         let ended = s.requestEnded
         s.requestEnded = false
-        streams[id] = s
+        book.streams[id] = s
         send(s.head, to: lane)
         if s.isTunnel {
-            streams[id]?.clock.requestSent = now()
+            book.streams[id]?.exchange.clock.requestSent = now()
             // The handshake has no body; DATA waits for the 101 (kept in pendingBody, uncredited).
-            streams[id]?.pendingBody = pending
-            streams[id]?.requestEnded = ended
+            book.streams[id]?.pendingBody = pending
+            book.streams[id]?.requestEnded = ended
             lanes[lane]?.requestWriter = nil
             return
         }
@@ -465,7 +460,7 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
             lanes[lane] = l
-            guard let id = l.streamID, var s = streams[id] else {
+            guard let id = l.streamID, var s = book.streams[id] else {
                 switch event {
                 case .connectionClosed:
                     // The end of an idle connection: the lane is done.
@@ -489,21 +484,21 @@ final class H2ToH1Relay: LaneRelay {
                 // RFC 8441 §5: the 101 is the stream's 200; the handshake's HTTP/1.1 fields stay on that hop.
                 let kept = HTTPHeaders(head.headers.fields.filter { $0.name.lowercased() != "sec-websocket-accept" }
                     .map { ($0.name, $0.value) })
-                let fields = [H2Header(":status", "200")] + h2Fields(kept) + s.annotation
+                let fields = [H2Header(":status", "200")] + h2Fields(kept) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: .streaming) } catch {
                     failStream(id, reason: "\(error)")
                     return
                 }
-                s.status = 200
+                s.exchange.status = 200
                 s.responseHeadSent = true
-                s.clock.responseStarted = true
+                s.exchange.clock.responseStarted = true
                 s.responseStreaming = true
-                s.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
-                streams[id] = s
+                s.exchange.recorder?.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
+                book.streams[id] = s
             case .switchedProtocols(let leftover) where s.isTunnel && s.responseHeadSent:
                 lanes[lane]?.raw = true
                 let pending = s.pendingBody
-                streams[id]?.pendingBody = []
+                book.streams[id]?.pendingBody = []
                 if !pending.isEmpty {
                     send(pending, to: lane)
                     client.consume(streamID: id, count: pending.count)
@@ -518,29 +513,29 @@ final class H2ToH1Relay: LaneRelay {
                     continue
                 }
                 let bodyless: Bool
-                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.method) == .none } catch {
+                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) == .none } catch {
                     failStream(id, reason: "the upstream's response cannot be framed: \(error)")
                     dropLane(lane, close: true)
                     return
                 }
-                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.annotation
+                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
                     failStream(id, reason: "\(error)")
                     continue
                 }
-                s.status = head.status
+                s.exchange.status = head.status
                 s.responseHeadSent = true
-                s.clock.responseStarted = true
+                s.exchange.clock.responseStarted = true
                 s.responseStreaming = !bodyless
-                if let recorder = s.recorder {
+                if let recorder = s.exchange.recorder {
                     // The upstream's HTTP/1.1 head as received, and the h2 head the client got.
                     recorder.recordResponse(head, toClient: HTTPResponseHead(h2Response: fields), at: now())
                 }
-                streams[id] = s
+                book.streams[id] = s
             case .body(let piece):
-                s.responseBytes += piece.count
-                s.recorder?.responseBody(piece)
-                streams[id] = s
+                s.exchange.responseBytes += piece.count
+                s.exchange.recorder?.responseBody(piece)
+                book.streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
                     continue
@@ -558,7 +553,7 @@ final class H2ToH1Relay: LaneRelay {
                     }
                 }
                 s.responseEnded = true
-                streams[id] = s
+                book.streams[id] = s
                 releaseIfDone(lane)
                 return
             case .switchedProtocols:
@@ -576,7 +571,7 @@ final class H2ToH1Relay: LaneRelay {
     /// Frees a lane whose exchange is over in both directions, for the next waiting stream, or closes it when
     /// either side did not allow keep-alive or the request is unfinished.
     private func releaseIfDone(_ lane: UpstreamLane) {
-        guard var l = lanes[lane], let id = l.streamID, let s = streams[id], s.responseEnded else { return }
+        guard var l = lanes[lane], let id = l.streamID, let s = book.streams[id], s.responseEnded else { return }
         guard s.requestEnded || l.requestWriter == nil else {
             // The upstream answered before the request body ended: that body would be read as the next request.
             dropLane(lane, close: true)
@@ -609,18 +604,18 @@ final class H2ToH1Relay: LaneRelay {
     private func dropUnsolicited(_ lane: UpstreamLane) {
         guard lanes[lane] != nil else { return }
         dropLane(lane, close: true)
-        out.unsolicitedLanes.append(lane)
+        out.lanes.unsolicited.append(lane)
     }
 
     private func dropLane(_ lane: UpstreamLane, close: Bool) {
         guard lanes.removeValue(forKey: lane) != nil else { return }
         guard close else { return }
-        if lane == .primary { out.closeUpstream = true } else { out.closeLanes.append(lane) }
+        if lane == .primary { out.closeUpstream = true } else { out.lanes.close.append(lane) }
     }
 
     private func send(_ bytes: [UInt8], to lane: UpstreamLane) {
         guard !bytes.isEmpty else { return }
-        if lane == .primary { out.toUpstream += bytes } else { out.toLanes.append((lane, bytes)) }
+        if lane == .primary { out.toUpstream += bytes } else { out.lanes.bytes.append((lane, bytes)) }
     }
 
     private func peer(_ lane: UpstreamLane) -> ProxyPeer { lane == .primary ? .upstream : .lane(lane) }
@@ -631,9 +626,9 @@ final class H2ToH1Relay: LaneRelay {
 
     /// Bytes of a WebSocket's lane after its 101: DATA on its stream.
     private func tunnelBytes(_ bytes: [UInt8], from lane: UpstreamLane) {
-        guard let id = lanes[lane]?.streamID, streams[id] != nil else { return }
-        streams[id]?.responseBytes += bytes.count
-        streams[id]?.recorder?.responseBody(bytes)
+        guard let id = lanes[lane]?.streamID, book.streams[id] != nil else { return }
+        book.streams[id]?.exchange.responseBytes += bytes.count
+        book.streams[id]?.exchange.recorder?.responseBody(bytes)
         do { try client.sendData(streamID: id, bytes, endStream: false) } catch {
             failStream(id, reason: "\(error)")
         }
@@ -642,17 +637,17 @@ final class H2ToH1Relay: LaneRelay {
     // MARK: - Bookkeeping
 
     private func answer(_ id: Int32, status: Int, body: String) {
-        guard var s = streams[id] else { return }
-        s.local = true
-        s.status = status
-        s.responseBytes = body.utf8.count
+        guard var s = book.streams[id] else { return }
+        s.exchange.local = true
+        s.exchange.status = status
+        s.exchange.responseBytes = body.utf8.count
         s.responseHeadSent = true
-        s.clock = .answered(at: now())
-        streams[id] = s
+        s.exchange.clock = .answered(at: now())
+        book.streams[id] = s
         do {
             try client.answerLocally(
                 streamID: id, status: status, headers: [H2Header("content-type", "text/plain; charset=utf-8")],
-                body: s.method == "HEAD" ? [] : Array(body.utf8))
+                body: s.exchange.method == "HEAD" ? [] : Array(body.utf8))
         } catch {
             reset(id, .internalError)
         }
@@ -660,14 +655,14 @@ final class H2ToH1Relay: LaneRelay {
 
     /// Ends a stream whose lane failed: a 502 if no response head went out, else a reset.
     private func failStream(_ id: Int32, reason: String) {
-        guard let s = streams[id] else { return }
+        guard let s = book.streams[id] else { return }
         if let lane = s.lane, lanes[lane]?.streamID == id {
             lanes[lane]?.streamID = nil
             dropLane(lane, close: true)
         }
-        streams[id]?.lane = nil
+        book.streams[id]?.lane = nil
         if s.responseHeadSent {
-            streams[id]?.interruption = reason
+            book.streams[id]?.interruption = reason
             reset(id, .internalError)
         } else {
             answer(id, status: 502, body: "ATSProxy: \(reason)\n")
@@ -680,14 +675,14 @@ final class H2ToH1Relay: LaneRelay {
 
     /// The client's stream is closed (normally or reset): log it, and free or close its lane.
     private func finish(_ id: Int32, interruption: String?) {
-        guard let s = streams.removeValue(forKey: id) else { return }
+        guard let s = book.streams.removeValue(forKey: id) else { return }
         if let lane = s.lane, lanes[lane]?.streamID == id {
             // Its exchange is still in flight on HTTP/1.1, which cannot cancel one: the lane goes.
             dropLane(lane, close: true)
         }
         let unsent = s.pendingBody.count
         if unsent > 0 { client.consume(streamID: id, count: unsent) }
-        out.exchanges.append(s.summary(httpVersion: "HTTP/1.1", now: now(), interruption: interruption ?? s.interruption))
+        out.exchanges.append(s.exchange.summary(httpVersion: "HTTP/1.1", now: now(), interruption: interruption ?? s.interruption))
         assignLanes()
     }
 
@@ -707,7 +702,7 @@ final class H2ToH1Relay: LaneRelay {
             let pause: Bool
             if let id = l.streamID {
                 let draining = queued <= Self.streamQueueLowWater && (client.sendWindow(streamID: id) ?? 0) > 0
-                    && (streams[id].map { $0.responseBytes - queued > initialWindow } ?? false)
+                    && (book.streams[id].map { $0.exchange.responseBytes - queued > initialWindow } ?? false)
                 if l.paused {
                     pause = queued > Self.streamQueueLowWater || (total > Self.connectionQueueLowWater && !draining)
                 } else {
@@ -734,7 +729,7 @@ final class H2ToH1Relay: LaneRelay {
         for event in client.takeEvents() { clientEvent(event) }
         regulateLanes()
         out.toClient += client.pendingOutput()
-        if !failed, !client.wantsRead, !client.wantsWrite, streams.isEmpty {
+        if !failed, !client.wantsRead, !client.wantsWrite, book.isEmpty {
             failed = true
             out.closeClient = true
             for lane in Array(lanes.keys) { dropLane(lane, close: true) }
@@ -745,48 +740,41 @@ final class H2ToH1Relay: LaneRelay {
 // MARK: - Deadlines
 
 extension H2ToH1Relay {
-    var nextStreamDeadline: Double? {
-        limits.earliest(
-            headerBlock: headerBlock, streams.values.lazy.filter { !$0.local }.map { ($0.clock, $0.lane == nil) },
-            clientReadingHeld: clientHeld)
-    }
+    // A local answer's clock is `.answered`: it waits for nothing.
+    var nextStreamDeadline: Double? { book.nextDeadline }
 
-    func clientReadingHeld(_ held: Bool, at time: Double) {
-        clientHeld = held
-        if !held { restartClientClocks(&streams, \.clock, headerBlock: &headerBlock, at: time) }
-    }
+    func clientReadingHeld(_ held: Bool, at time: Double) { book.clientReadingHeld(held, at: time) }
 
     func streamDeadlinesPassed(timeoutAnswer: ATSAnswer) -> RelayOutput {
         guard !failed else { return out.take() }
         let time = now()
-        if !clientHeld, let due = headerBlock.due(limits), due <= time {
+        if book.headerBlockOverdue(at: time) {
             // Nothing else may cross the connection until the block ends: the connection goes.
             do { try client.submitGoAway(lastStreamID: 0, errorCode: .enhanceYourCalm) } catch {
                 // The session is beyond sending anything: the close below is all there is.
             }
             out.toClient += client.pendingOutput()
-            return clientGone("a request's header block was not complete within \(Int(limits.client)) s (--client-timeout)")
+            return clientGone("a request's header block was not complete within \(Int(book.limits.client)) s (--client-timeout)")
         }
-        for (id, s) in streams where !s.local {
-            let bodyHeld = s.lane == nil || clientHeld
-            guard let due = s.clock.due(limits, bodyHeldByProxy: bodyHeld), due.at <= time else { continue }
-            switch due.stall {
+        for (id, stall) in book.overdueStreams(at: time) {
+            guard let s = book.streams[id], !s.exchange.local else { continue }
+            switch stall {
             case .requestBody:
                 reset(id, .cancel)
                 // Its lane closes with it (HTTP/1.1 cannot cancel one exchange).
-                finish(id, interruption: "no byte of the request body for \(Int(limits.client)) s (--client-timeout)")
+                finish(id, interruption: "no byte of the request body for \(Int(book.limits.client)) s (--client-timeout)")
             case .response:
                 if let lane = s.lane, lanes[lane]?.streamID == id {
                     lanes[lane]?.streamID = nil
                     dropLane(lane, close: true)
                 }
-                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.url)
-                let body = s.method == "HEAD" ? [] : answer.body
-                streams[id]?.lane = nil
-                streams[id]?.status = 504
-                streams[id]?.outcome = .failed
-                streams[id]?.codes = timeoutAnswer.violations.map(ExchangeError.init)
-                streams[id]?.responseBytes = body.count
+                let answer = streamTimeoutAnswer(timeoutAnswer, url: s.exchange.url)
+                let body = s.exchange.method == "HEAD" ? [] : answer.body
+                book.streams[id]?.lane = nil
+                book.streams[id]?.exchange.status = 504
+                book.streams[id]?.exchange.outcome = .failed
+                book.streams[id]?.exchange.codes = timeoutAnswer.violations.map(ExchangeError.init)
+                book.streams[id]?.exchange.responseBytes = body.count
                 do {
                     try client.answerLocally(
                         streamID: id, status: 504, headers: answer.headers.map { H2Header($0.0, $0.1) }, body: body)
@@ -794,7 +782,7 @@ extension H2ToH1Relay {
                     reset(id, .internalError)
                 }
                 // Logged now; the rest of the stream (the client's closing frames) is dropped as for a reset one.
-                finish(id, interruption: "no response from the upstream within \(Int(limits.response)) s (--response-timeout)")
+                finish(id, interruption: "no response from the upstream within \(Int(book.limits.response)) s (--response-timeout)")
             }
         }
         assignLanes()

@@ -13,8 +13,11 @@ import ProxyTrace
 // 2. At most one exchange is in flight: after a request ends, the request parser stays paused until the response
 //    has ended. Pipelined requests wait in the parser's buffer. This keeps local answers (blocks) and forwarded
 //    responses in order without a queue, at no cost for the usual request → response → request pattern.
-// 3. For every request head the owner decides (`decide`): forward it (possibly rewritten, possibly to another
-//    upstream, with `X-ATS-*` annotation for the response) or answer it locally (a block) and discard its body.
+// 3. For every request head the owner decides: the relay asks (`RelayOutput.toDecide`, numbered by the head) and
+//    holds the connection's further bytes, the request's body included, in the parser until the answer comes
+//    (`resolve`), in the same step or later; past `heldLimit` the client is not read meanwhile. The answer forwards
+//    the head (possibly rewritten, possibly to another upstream, with `X-ATS-*` annotation for the response) or
+//    answers it locally (a block) and discards its body. No client deadline runs while the owner decides.
 // 4. Bodies stream piece by piece in their original framing; nothing is buffered whole.
 // 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
 // 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
@@ -35,9 +38,21 @@ import ProxyTrace
 final class HTTP1Relay {
     @exclusivity(unchecked) private var requests = HTTP1Parser(role: .requests)
     @exclusivity(unchecked) private var responses = HTTP1Parser(role: .responses)
-    private let decide: (HTTPRequestHead) -> RequestDecision
     private let now: () -> Double
     @exclusivity(unchecked) private var out = RelayOutput()
+
+    /// A request head waiting for the owner's decision (theory of operation, 3), with what `begin` needs of the
+    /// parser, read while it still describes this head.
+    private struct Undecided {
+        let head: HTTPRequestHead
+        let received: ArraySlice<UInt8>?
+        let framing: HTTP1BodyFraming
+        let keepAlive: Bool
+        let number: Int
+        let arrived: Double
+    }
+
+    @exclusivity(unchecked) private var undecided: Undecided?
 
     /// The exchange in flight. A class, so each parser event updates it in place instead of copying its strings and
     /// arrays out of the optional and back.
@@ -50,11 +65,11 @@ final class HTTP1Relay {
         let annotation: [(String, String)]
         let started: Double
         /// The exchange's number on the connection (1 for the first head), naming it in `RelayWait`.
-        @exclusivity(unchecked) var number = 0
+        let number: Int
         /// The request carries `Upgrade`: only then may the upstream answer 101.
-        @exclusivity(unchecked) var asksUpgrade = false
+        let asksUpgrade: Bool
         /// The client spoke HTTP/1.0, which knows no chunked coding: a chunked response reaches it close-delimited.
-        @exclusivity(unchecked) var clientIsHTTP10 = false
+        let clientIsHTTP10: Bool
         /// The client holds its body back for `100 Continue`: until the upstream answers or the body starts anyway,
         /// the wait is the upstream's, not the client's.
         @exclusivity(unchecked) var awaitingContinue = false
@@ -78,9 +93,13 @@ final class HTTP1Relay {
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
-            annotation: [(String, String)], started: Double, recorder: ExchangeRecorder? = nil
+            annotation: [(String, String)], started: Double, recorder: ExchangeRecorder? = nil, number: Int = 0,
+            asksUpgrade: Bool = false, clientIsHTTP10: Bool = false
         ) {
             self.recorder = recorder
+            self.number = number
+            self.asksUpgrade = asksUpgrade
+            self.clientIsHTTP10 = clientIsHTTP10
             self.method = method
             self.url = url
             self.outcome = outcome
@@ -94,8 +113,10 @@ final class HTTP1Relay {
     @exclusivity(unchecked) private var exchange: Exchange?
     /// Head bytes (and body) held while the upstream connects; past `heldLimit` the client is not read until then.
     @exclusivity(unchecked) private var held: [UInt8] = []
-    @exclusivity(unchecked) private var clientPausedForUpstream = false
-    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream cannot make the proxy buffer more.
+    /// The client is not read while the upstream connects or the owner decides (`heldLimit`).
+    @exclusivity(unchecked) private var clientPausedByProxy = false
+    /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream, or an owner slow to decide, cannot
+    /// make the proxy buffer more.
     static let heldLimit = 64 * 1024
     @exclusivity(unchecked) private(set) var awaitingUpstream = false
     @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
@@ -105,18 +126,14 @@ final class HTTP1Relay {
     private let httpVersionLabel = "HTTP/1.1"
     private let recording: RecordingOptions?
 
-    init(
-        connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, recording: RecordingOptions? = nil,
-        decide: @escaping (HTTPRequestHead) -> RequestDecision
-    ) {
+    init(connectedTo upstream: UpstreamTarget?, now: @escaping () -> Double, recording: RecordingOptions? = nil) {
         self.recording = recording
         self.connectedUpstream = upstream
         self.now = now
-        self.decide = decide
     }
 
     /// True when no exchange is in flight (the connection may be closed without losing anything).
-    var isIdle: Bool { exchange == nil }
+    var isIdle: Bool { exchange == nil && undecided == nil }
 
     /// Storage larger than this is not kept between steps (a download's read-sized buffers).
     private static let maxRecycledCapacity = 80 * 1024
@@ -144,18 +161,28 @@ final class HTTP1Relay {
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput {
         requests.receive(bytes)
         pumpRequests()
-        if awaitingUpstream, held.count >= Self.heldLimit, !clientPausedForUpstream {
-            clientPausedForUpstream = true
-            out.pauseReading[.client] = true
-        }
+        updateClientHold()
         return out.take()
     }
 
-    /// The wait for the upstream is over: the client is read again if `heldLimit` had paused it.
-    private func resumeClientAfterUpstream() {
-        guard clientPausedForUpstream else { return }
-        clientPausedForUpstream = false
-        out.pauseReading[.client] = false
+    /// Pauses the client while the proxy holds `heldLimit` of its bytes for the upstream to connect or for the
+    /// owner to decide, and reads it again once it holds less (the wait is over).
+    private func updateClientHold() {
+        let holding = awaitingUpstream ? held.count : undecided != nil ? requests.bufferedByteCount : 0
+        let full = holding >= Self.heldLimit
+        guard full != clientPausedByProxy else { return }
+        clientPausedByProxy = full
+        out.pauseReading[.client] = full
+    }
+
+    func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
+        guard !finished, let u = undecided, u.number == id else { return out.take() }
+        undecided = nil
+        begin(u, decision)
+        // The body and whatever the client sent after the head waited in the parser.
+        pumpRequests()
+        updateClientHold()
+        return out.take()
     }
 
     func clientEOF() -> RelayOutput {
@@ -165,6 +192,8 @@ final class HTTP1Relay {
     }
 
     func clientGone(_ reason: String) -> RelayOutput {
+        // An undecided request ends unlogged: it never became an exchange, and its owner knows it asked.
+        undecided = nil
         complete(keepParsing: false, interruption: reason)
         out.closeClient = true
         finished = true
@@ -206,7 +235,7 @@ final class HTTP1Relay {
         if let ex = exchange, ex.requestEnded, let recorder = ex.recorder { recorder.requestSent = now() }
         out.toUpstream += held
         held = []
-        resumeClientAfterUpstream()
+        updateClientHold()
         return out.take()
     }
 
@@ -215,7 +244,7 @@ final class HTTP1Relay {
     func upstreamFailed(_ message: String, failure: ConnectFailure? = nil) -> RelayOutput {
         awaitingUpstream = false
         held = []
-        resumeClientAfterUpstream()
+        updateClientHold()
         if let failure, let ex = exchange, !ex.responseHeadSent {
             ex.outcome = .failed
             ex.codes = [ExchangeError(urlError: failure.urlError)]
@@ -231,7 +260,7 @@ final class HTTP1Relay {
     }
 
     private func pumpRequests() {
-        while !finished {
+        while !finished, undecided == nil {
             let event: HTTP1Event
             do { event = try requests.nextEvent() } catch {
                 protocolError(error, fromClient: true)
@@ -239,7 +268,7 @@ final class HTTP1Relay {
             }
             switch event {
             case .requestHead(let head):
-                begin(head)
+                ask(head)
             case .body(let piece):
                 guard let ex = exchange else { return }
                 ex.requestBytes += piece.count
@@ -291,12 +320,19 @@ final class HTTP1Relay {
         }
     }
 
-    private func begin(_ head: HTTPRequestHead) {
-        // Read before anything else touches the parser: both describe the head just parsed.
-        let received = requests.lastHeadBytes
-        let framing = requests.lastBodyFraming
-        let decision = decide(head)
+    /// Holds a request head for the owner's decision; the parser is not read again until `resolve`.
+    private func ask(_ head: HTTPRequestHead) {
         headsBegun += 1
+        // Read before anything else touches the parser: they describe the head just parsed.
+        undecided = Undecided(
+            head: head, received: requests.lastHeadBytes, framing: requests.lastBodyFraming,
+            keepAlive: requests.lastMessageKeepAlive, number: headsBegun, arrived: now())
+        out.toDecide.append(DecisionRequest(id: headsBegun, head: head))
+    }
+
+    private func begin(_ u: Undecided, _ decision: RequestDecision) {
+        let head = u.head
+        let received = u.received
         switch decision {
         case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes):
             let forwarded: HTTPRequestHead
@@ -304,18 +340,18 @@ final class HTTP1Relay {
                 protocolError(error, fromClient: true)
                 return
             }
-            let ex = Exchange(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation, started: now(),
-                recorder: ExchangeRecorder.make(recording))
-            ex.recorder?.recordRequest(head, forwarded: forwarded)
-            ex.number = headsBegun
             // What went up decides: an h2c upgrade removed there may not be answered 101.
-            ex.asksUpgrade = forwarded.headers.contains(name: "Upgrade")
-            ex.clientIsHTTP10 = head.version.minor == 0
+            let ex = Exchange(
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
+                started: u.arrived, recorder: ExchangeRecorder.make(recording), number: u.number,
+                asksUpgrade: forwarded.headers.contains(name: "Upgrade"), clientIsHTTP10: head.version.minor == 0)
+            ex.recorder?.recordRequest(head, forwarded: forwarded)
+            // The body's inactivity counts from the decision: until then the proxy held it.
+            ex.lastRequestProgress = now()
             ex.awaitingContinue = forwarded.expectsContinue
-            ex.requestKeepAlive = requests.lastMessageKeepAlive
+            ex.requestKeepAlive = u.keepAlive
             // The parser framed this very head (and refused it had the framing been invalid).
-            ex.requestWriter = HTTP1BodyWriter(framing: framing)
+            ex.requestWriter = HTTP1BodyWriter(framing: u.framing)
             exchange = ex
             if let upstream, upstream != connectedUpstream {
                 awaitingUpstream = true
@@ -337,11 +373,11 @@ final class HTTP1Relay {
             responses.expectResponse(toRequestMethod: head.method)
         case .answer(let response, let body, let url, let outcome, let codes):
             var ex = Exchange(
-                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: now(),
-                recorder: ExchangeRecorder.make(recording))
+                method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: u.arrived,
+                recorder: ExchangeRecorder.make(recording), number: u.number)
             ex.recorder?.recordRequest(head, forwarded: nil)
             ex.recorder?.recordLocalResponse(response)
-            ex.number = headsBegun
+            ex.lastRequestProgress = now()
             let local: HTTP1LocalAnswer
             do { local = try HTTP1LocalAnswer(response: response, body: body, request: head) } catch {
                 exchange = ex
@@ -573,7 +609,8 @@ final class HTTP1Relay {
 
 extension HTTP1Relay {
     var wait: RelayWait {
-        if finished { return .nothing }
+        // An undecided request waits for the owner, not for either peer.
+        if finished || undecided != nil { return .nothing }
         guard let ex = exchange else {
             return requests.bufferedByteCount > 0 ? .requestHead(headsBegun + 1) : .nothing
         }

@@ -16,13 +16,13 @@ final class LaneTLS {
 extension InterceptLayer {
     /// Carries out what a lane relay asked for: lanes to open, bytes for them, lanes to close, reads to pause.
     func applyLanes(_ ctx: SessionContext, _ o: borrowing RelayOutput) {
-        for lane in o.unsolicitedLanes {
+        for lane in o.lanes.unsolicited {
             ctx.notice("\(host):\(port): the upstream sent bytes with no request outstanding on \(lane) (a response "
                 + "nobody asked for); closed that connection")
         }
-        for lane in o.openLanes { openLane(ctx, lane) }
-        for (lane, bytes) in o.toLanes { sendToLane(ctx, lane, bytes) }
-        for lane in o.closeLanes { closeLane(ctx, lane) }
+        for lane in o.lanes.open { openLane(ctx, lane) }
+        for (lane, bytes) in o.lanes.bytes { sendToLane(ctx, lane, bytes) }
+        for lane in o.lanes.close { closeLane(ctx, lane) }
         if o.closeUpstream, self.relay is LaneRelay, upstream.isOpen {
             // The relay is done with its first connection (lane `.primary`): close_notify, then close.
             upstream.engine?.close()

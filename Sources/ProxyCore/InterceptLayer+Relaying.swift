@@ -18,29 +18,25 @@ import TLSCore
 extension InterceptLayer {
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
     func startRelaying(_ ctx: SessionContext, _ engine: TLSEngine) {
-        let decide: (HTTPRequestHead) -> RequestDecision = { [unowned self, unowned ctx] head in
-            self.decide(ctx, head)
-        }
         let clientH2 = engine.negotiated?.alpn == "h2"
         let streamLimits = StreamDeadlineLimits(ctx.env.timeouts)
         let upstreamH2 = upstream.alpn == "h2" && upstream.engine != nil
         do {
             switch (clientH2, upstreamH2) {
             case (true, true):
-                relay = try H2Relay(now: ctx.now, recording: ctx.env.recording, limits: streamLimits, decide: decide)
+                relay = try H2Relay(now: ctx.now, recording: ctx.env.recording, limits: streamLimits)
             case (true, false):
                 relay = try H2ToH1Relay(
-                    primaryConnected: upstream.engine != nil, now: ctx.now, recording: ctx.env.recording, limits: streamLimits,
-                    decide: decide)
+                    primaryConnected: upstream.engine != nil, now: ctx.now, recording: ctx.env.recording,
+                    limits: streamLimits)
             case (false, true):
                 relay = try H1ToH2Relay(
                     now: ctx.now, recording: ctx.env.recording,
                     retryUpgradeOverHTTP1: ctx.env.upstreamALPN == .ios && !upstream.http1Only,
-                    retryRefused: upstream.refusedRetries < UpstreamLeg.maxRefusedRetries, decide: decide)
+                    retryRefused: upstream.refusedRetries < UpstreamLeg.maxRefusedRetries)
             case (false, false):
                 relay = HTTP1Relay(
-                    connectedTo: UpstreamTarget(host: host, port: port), now: ctx.now, recording: ctx.env.recording,
-                    decide: decide)
+                    connectedTo: UpstreamTarget(host: host, port: port), now: ctx.now, recording: ctx.env.recording)
             }
         } catch {
             ctx.notice("\(host): cannot start HTTP/2: \(error)")
@@ -51,16 +47,33 @@ extension InterceptLayer {
         if clientH2 || upstreamH2, let relay = self.relay { apply(ctx, relay.upstreamBytes([])) }
     }
 
-    /// Carries out a relay step of an intercepted connection: plaintext through the legs' TLS engines, exchange
-    /// lines, lanes, a 101's switch to raw relaying, the client's close.
+    /// Carries out a relay step of an intercepted connection, then decides each request the step holds
+    /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn. Every request is decided
+    /// at once for now; a rule or breakpoint that holds one answers through the same `resolve`, later.
     func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
-        if let replay = o.retryOverHTTP1 {
+        var step = o
+        var toDecide = step.takeToDecide()
+        let asking = relay
+        applyStep(ctx, step)
+        while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
+            var next = relay.resolve(request.id, decide(ctx, request.head))
+            toDecide.append(contentsOf: next.takeToDecide())
+            applyStep(ctx, next)
+        }
+    }
+
+    /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch
+    /// to raw relaying, the client's close.
+    private func applyStep(_ ctx: SessionContext, _ o: consuming RelayOutput) {
+        switch o.retry {
+        case .overHTTP1(let replay)?:
             retryUpstreamOverHTTP1(ctx, replaying: replay)
             return
-        }
-        if let replay = o.retryOnNewConnection {
+        case .onNewConnection(let replay)?:
             retryRefusedRequest(ctx, replaying: replay)
             return
+        case nil:
+            break
         }
         if !o.exchanges.isEmpty { upstream.refusedRetries = 0 }
         let unsolicited = o.unsolicitedUpstream

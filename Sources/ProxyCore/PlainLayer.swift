@@ -16,7 +16,7 @@ import ProxyTrace
 
 /// Plain-HTTP forwarding: the relay, the upstream connection it uses, and the last block for its trace.
 final class PlainLayer: RelayingLayer {
-    /// Set once, by `startPlain` (its decision closure refers back to this layer).
+    /// Set once, by `startPlain`.
     var relay: HTTP1Relay!
     /// The upstream TCP connection is open (a close is owed to it).
     var upstreamOpen = false
@@ -171,8 +171,21 @@ extension PlainLayer {
         }
     }
 
-    /// Carries out a relay step of plain forwarding: connects, bytes, exchange lines, a 101's hand-off, closes.
+    /// Carries out a relay step of plain forwarding, then decides each request the step holds
+    /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn (at once, for now).
     func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
+        var step = o
+        var toDecide = step.takeToDecide()
+        applyStep(ctx, step)
+        while !ctx.isDone, case .plain(let current) = ctx.phase, current === self, let request = toDecide.popFirst() {
+            var next = relay.resolve(request.id, decide(ctx, ctx.absoluteForm(request.head)))
+            toDecide.append(contentsOf: next.takeToDecide())
+            applyStep(ctx, next)
+        }
+    }
+
+    /// Carries out one relay step: connects, bytes, exchange lines, a 101's hand-off, closes.
+    private func applyStep(_ ctx: SessionContext, _ o: consuming RelayOutput) {
         let unsolicited = o.unsolicitedUpstream
         defer { ctx.relayStepped(self, unsolicited: unsolicited) }
         upstreamOpen = ctx.beginRelayStep(o, upstreamOpen: upstreamOpen)

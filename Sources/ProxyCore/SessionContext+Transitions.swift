@@ -61,9 +61,7 @@ extension SessionContext {
     /// Plain-HTTP forwarding, starting with the bytes the front read so far.
     func startPlain(replaying bytes: [UInt8]) {
         let p = PlainLayer()
-        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording) { [unowned self, unowned p] head in
-            p.decide(self, self.absoluteForm(head))
-        }
+        p.relay = HTTP1Relay(connectedTo: nil, now: now, recording: env.recording)
         phase = .plain(p)
         p.apply(self, p.relay.clientBytes(bytes))
     }

@@ -1,7 +1,8 @@
 import ATSPolicy
 
-// Theory of operation: the deadlines of an HTTP/2 client's requests (H2Relay, H2ToH1Relay), the same limits an
-// HTTP/1.1 client has (ProxySession+Deadlines), kept per stream since one connection carries many requests:
+// Theory of operation: the deadlines of an HTTP/2 client's requests (H2Relay, H2ToH1Relay, through their
+// H2StreamBook), the same limits an HTTP/1.1 client has (ProxySession+Deadlines), kept per stream since one
+// connection carries many requests:
 //
 // - the request head: a header block (HEADERS and its CONTINUATIONs) must be complete within `--client-timeout` of
 //   its first frame; nothing else may cross the connection meanwhile, so a stalled block ends the connection;
@@ -107,16 +108,6 @@ struct HeaderBlockClock {
     mutating func restart(at time: Double) {
         if since != nil { since = time }
     }
-}
-
-/// The proxy reads the client again after holding it unread (`ExchangeRelay.clientReadingHeld`): every stream's
-/// body clock and an assembling header block's restart at `time`, each with its full limit.
-func restartClientClocks<Stream>(
-    _ streams: inout [Int32: Stream], _ clock: WritableKeyPath<Stream, StreamClock>,
-    headerBlock: inout HeaderBlockClock, at time: Double
-) {
-    headerBlock.restart(at: time)
-    for id in streams.keys { streams[id]?[keyPath: clock].lastRequestProgress = time }
 }
 
 extension Duration {

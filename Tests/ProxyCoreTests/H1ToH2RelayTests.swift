@@ -7,8 +7,8 @@ import Testing
 @Suite("H1ToH2Relay: an HTTP/1.1 client to an h2 upstream")
 struct H1ToH2RelayTests {
     /// The relay and an h2 server session (nghttp2) standing for the origin.
-    private func pair() throws -> (H1ToH2Relay, H2Session) {
-        let relay = try H1ToH2Relay(now: { 0 }) { head in
+    private func pair() throws -> (DecidedRelay<H1ToH2Relay>, H2Session) {
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 })) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [("X-ATS-Verdict", "allowed")],
                      outcome: .allowed, codes: [])
         }
@@ -70,7 +70,7 @@ struct H1ToH2RelayTests {
 
     @Test("With retryUpgradeOverHTTP1, a first request carrying Upgrade is handed back to replay over http/1.1")
     func upgradeRetriedOverHTTP1() throws {
-        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true)) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }
@@ -79,14 +79,14 @@ struct H1ToH2RelayTests {
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         let out = relay.clientBytes(request)
         // Nothing goes to the h2 upstream and nothing is answered: the same bytes go to a new connection.
-        #expect(out.retryOverHTTP1 == request)
+        #expect(out.retry == .overHTTP1(request))
         #expect(out.toClient.isEmpty)
         #expect(out.exchanges.isEmpty)
     }
 
     @Test("An Upgrade after other requests on the connection still gets the 501")
     func laterUpgradeGets501() throws {
-        let relay = try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true) { head in
+        let relay = DecidedRelay(try H1ToH2Relay(now: { 0 }, retryUpgradeOverHTTP1: true)) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }
@@ -98,7 +98,7 @@ struct H1ToH2RelayTests {
         try origin.submitResponse(streamID: id, headers: [H2Header(":status", "204")], body: .none)
         _ = relay.upstreamBytes(origin.pendingOutput())
         let out = relay.clientBytes(bytes("GET /ws HTTP/1.1\r\nHost: h2.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"))
-        #expect(out.retryOverHTTP1 == nil)
+        #expect(out.retry == nil)
         #expect(String(decoding: out.toClient, as: UTF8.self).hasPrefix("HTTP/1.1 501 "))
     }
 }

@@ -9,14 +9,14 @@ struct H2RelayExtendedConnectTests {
     private final class Scene {
         let client: H2Session
         let origin: H2Session
-        let relay: H2Relay
+        let relay: DecidedRelay<H2Relay>
         var originEvents: [H2Event] = []
         var clientEvents: [H2Event] = []
 
         init(originAcceptsConnect: Bool) throws {
             client = try H2Session(role: .client)
             origin = try H2Session(role: .server, settings: H2Settings(enableConnectProtocol: originAcceptsConnect))
-            relay = try H2Relay(now: { 0 }) { head in
+            relay = DecidedRelay(try H2Relay(now: { 0 })) { head in
                 .forward(head: head, url: "https://chat.test" + head.target, upstream: nil, annotation: [],
                          outcome: .allowed, codes: [])
             }

@@ -9,7 +9,7 @@ import Testing
 private final class StreamScene {
     let client: H2Session
     let origin: H2Session
-    let relay: H2Relay
+    let relay: DecidedRelay<H2Relay>
     let clock = TestClock()
     var clientEvents: [H2Event] = []
     var originEvents: [H2Event] = []
@@ -22,7 +22,7 @@ private final class StreamScene {
         client = try H2Session(role: .client)
         origin = try H2Session(role: .server)
         let clock = clock
-        relay = try H2Relay(now: { clock.now }) { head in
+        relay = DecidedRelay(try H2Relay(now: { clock.now })) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }

@@ -8,7 +8,7 @@ import Testing
 private final class RelayScene {
     let client: H2Session
     let origin: H2Session
-    let relay: H2Relay
+    let relay: DecidedRelay<H2Relay>
     /// Response body sizes by path (`/s0`, `/s1`, …).
     let sizes: [Int]
     private var clientToRelay: [UInt8] = []
@@ -33,7 +33,7 @@ private final class RelayScene {
         client = try H2Session(
             role: .client, settings: H2Settings(initialWindowSize: 32 << 20, connectionWindowSize: 32 << 20))
         origin = try H2Session(role: .server)
-        relay = try H2Relay(now: { 0 }) { head in
+        relay = DecidedRelay(try H2Relay(now: { 0 })) { head in
             .forward(head: head, url: "https://h2.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }

@@ -8,7 +8,7 @@ import Testing
 /// An h2 client session (nghttp2) paired with an H2ToH1Relay, with the upstream lanes played by the test.
 private final class PoolScene {
     let client: H2Session
-    let relay: H2ToH1Relay
+    let relay: DecidedRelay<H2ToH1Relay>
     var toLanes: [UpstreamLane: String] = [:]
     var opened: [UpstreamLane] = []
     var closed: [UpstreamLane] = []
@@ -27,7 +27,7 @@ private final class PoolScene {
     init(maxLanes: Int, clientSettings: H2Settings = H2Settings()) throws {
         client = try H2Session(role: .client, settings: clientSettings)
         let clock = clock
-        relay = try H2ToH1Relay(primaryConnected: true, maxLanes: maxLanes, now: { clock.now }) { head in
+        relay = DecidedRelay(try H2ToH1Relay(primaryConnected: true, maxLanes: maxLanes, now: { clock.now })) { head in
             .forward(head: head, url: "https://good.test" + head.target, upstream: nil, annotation: [], outcome: .allowed, codes: [])
         }
         take(relay.upstreamBytes([]))
@@ -43,13 +43,13 @@ private final class PoolScene {
     }
 
     func take(_ o: RelayOutput) {
-        opened += o.openLanes
-        unsolicited += o.unsolicitedLanes
+        opened += o.lanes.open
+        unsolicited += o.lanes.unsolicited
         paused.merge(o.pauseReading) { _, new in new }
-        closed += o.closeLanes
+        closed += o.lanes.close
         if o.closeUpstream { closed.append(.primary) }
         toLanes[.primary, default: ""] += String(decoding: o.toUpstream, as: UTF8.self)
-        for (lane, bytes) in o.toLanes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
+        for (lane, bytes) in o.lanes.bytes { toLanes[lane, default: ""] += String(decoding: bytes, as: UTF8.self) }
         guard !o.toClient.isEmpty else { return }
         let events: [H2Event]
         do { events = try client.receive(o.toClient) } catch {
@@ -223,9 +223,9 @@ struct H2ToH1ZeroWindowUpdateTests {
 
     static let protocolError: UInt32 = 1
 
-    func relay() throws -> (H2ToH1Relay, H2Session) {
+    func relay() throws -> (DecidedRelay<H2ToH1Relay>, H2Session) {
         let client = try H2Session(role: .client)
-        let relay = try H2ToH1Relay(primaryConnected: true, maxLanes: 2, now: { 0 }) { head in
+        let relay = DecidedRelay(try H2ToH1Relay(primaryConnected: true, maxLanes: 2, now: { 0 })) { head in
             .forward(head: head, url: "https://good.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                      codes: [])
         }

@@ -10,7 +10,7 @@ import Testing
 struct H2ToH1WebSocketTests {
     private final class Scene {
         let client: H2Session
-        let relay: H2ToH1Relay
+        let relay: DecidedRelay<H2ToH1Relay>
         var toOrigin: [UInt8] = []
         var status: String?
         var fields: [H2Header] = []
@@ -20,7 +20,7 @@ struct H2ToH1WebSocketTests {
 
         init() throws {
             client = try H2Session(role: .client)
-            relay = try H2ToH1Relay(primaryConnected: true, now: { 0 }) { head in
+            relay = DecidedRelay(try H2ToH1Relay(primaryConnected: true, now: { 0 })) { head in
                 .forward(head: head, url: "https://chat.test" + head.target, upstream: nil, annotation: [],
                          outcome: .allowed, codes: [])
             }

@@ -7,8 +7,8 @@ import Testing
 /// switches, an HTTP/1.0 client never sees chunked, a response cut by a reset looks cut.
 @Suite("HTTP1Relay: hop-by-hop fields, h2c, HTTP/1.0 framing, cut responses")
 struct HTTP1RelayHygieneTests {
-    private func relay() -> HTTP1Relay {
-        HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+    private func relay() -> DecidedRelay<HTTP1Relay> {
+        DecidedRelay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
             .forward(
                 head: head, url: "http://a.test" + head.target, upstream: nil, annotation: [], outcome: .allowed,
                 codes: [])
@@ -126,7 +126,7 @@ struct HTTP1RelayHygieneTests {
 struct EarlyBytesTests {
     @Test("A body held while the upstream connects pauses the client past 64 KiB, and resumes it once connected")
     func heldBytesPauseTheClient() {
-        let relay = HTTP1Relay(connectedTo: nil, now: { 0 }) { head in
+        let relay = DecidedRelay(connectedTo: nil, now: { 0 }) { head in
             .forward(
                 head: head, url: "http://a.test/", upstream: UpstreamTarget(host: "a.test", port: 80), annotation: [],
                 outcome: .allowed, codes: [])

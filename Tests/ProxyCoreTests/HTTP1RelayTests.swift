@@ -18,7 +18,7 @@ struct HTTP1RelayTests {
     private func run(_ requestParts: [[UInt8]], _ responseParts: [[UInt8]], response: [UInt8])
         -> (upstream: [UInt8], client: [UInt8], exchanges: [ExchangeSummaryProbe], closed: Bool)
     {
-        let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+        let relay = DecidedRelay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
             .forward(head: head, url: "http://a.test" + head.target, upstream: nil, annotation: [("X-ATS-Verdict", "allowed")],
                      outcome: .allowed, codes: [])
         }
@@ -111,7 +111,7 @@ struct HTTP1RelayTests {
 
     @Test("The exchange names the version the upstream answered with: an HTTP/1.0 origin shows as HTTP/1.0")
     func responseVersion() {
-        let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+        let relay = DecidedRelay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
             .forward(head: head, url: "http://a.test/", upstream: nil, annotation: [], outcome: .allowed, codes: [])
         }
         _ = relay.clientBytes(bytes("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"))
@@ -122,7 +122,7 @@ struct HTTP1RelayTests {
     @Test("A pipelined second request waits until the first response has ended, then goes up")
     func pipelined() {
         let get = bytes("GET /1 HTTP/1.1\r\nHost: a.test\r\n\r\nGET /2 HTTP/1.1\r\nHost: a.test\r\n\r\n")
-        let relay = HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+        let relay = DecidedRelay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
             .forward(head: head, url: head.target, upstream: nil, annotation: [], outcome: .allowed, codes: [])
         }
         let first = relay.clientBytes(get)
@@ -136,8 +136,8 @@ struct HTTP1RelayTests {
 
     private func relay(
         annotation: [(String, String)] = [], rewrite: @escaping (HTTPRequestHead) -> HTTPRequestHead = { $0 }
-    ) -> HTTP1Relay {
-        HTTP1Relay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
+    ) -> DecidedRelay<HTTP1Relay> {
+        DecidedRelay(connectedTo: UpstreamTarget(host: "a.test", port: 80), now: { 0 }) { head in
             .forward(head: rewrite(head), url: head.target, upstream: nil, annotation: annotation, outcome: .allowed, codes: [])
         }
     }
