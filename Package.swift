@@ -54,6 +54,9 @@ let package = Package(
         .target(name: "Onboarding", swiftSettings: strict),
         // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
         .target(name: "QRCode", swiftSettings: strict),
+        // WireGuard (Noise IKpsk2 over OpenSSL's primitives) and the tunnel's minimal IP layer: datagrams and a
+        // clock in, datagrams and IP packets out (docs/wireguard.md).
+        .target(name: "WireGuardCore", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "Onboarding"],
@@ -136,6 +139,7 @@ let package = Package(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
+        .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(
