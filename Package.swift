@@ -103,7 +103,7 @@ let package = Package(
             name: "atsproxy",
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
-                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
+                "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView", "WireGuardCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

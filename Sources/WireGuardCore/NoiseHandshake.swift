@@ -27,7 +27,9 @@ enum NoiseHandshake {
         }
 
         mutating func mixHash(_ data: [UInt8]) { hash = WireGuardCrypto.hash(hash, data) }
-        mutating func mixKey(_ input: [UInt8]) { chainingKey = WireGuardCrypto.kdf(1, key: chainingKey, input: input)[0] }
+        mutating func mixKey(_ input: [UInt8]) {
+            chainingKey = WireGuardCrypto.kdf(1, key: chainingKey, input: input)[0]
+        }
         /// Mixes a DH result into C and returns the key it yields.
         mutating func mixKeyAndKey(_ input: [UInt8]) -> [UInt8] {
             let out = WireGuardCrypto.kdf(2, key: chainingKey, input: input)
@@ -73,12 +75,17 @@ enum NoiseHandshake {
         t.mixHash(encryptedStatic)
         guard let ss = WireGuardCrypto.dh(privateKey: local.privateKey, publicKey: remoteStatic) else { return nil }
         key = t.mixKeyAndKey(ss)
-        guard let encryptedTimestamp = WireGuardCrypto.seal(key: key, counter: 0, plaintext: timestamp.bytes, aad: t.hash)
+        guard
+            let encryptedTimestamp = WireGuardCrypto.seal(key: key, counter: 0, plaintext: timestamp.bytes, aad: t.hash)
         else { return nil }
         t.mixHash(encryptedTimestamp)
-        let macked = [1, 0, 0, 0] + WireGuardMessage.le32(sender) + ephemeral.publicKey + encryptedStatic
+        let macked =
+            [1, 0, 0, 0] + WireGuardMessage.le32(sender) + ephemeral.publicKey + encryptedStatic
             + encryptedTimestamp
-        return (appendMACs(macked, receiverStatic: remoteStatic), InitiatorState(transcript: t, ephemeral: ephemeral, sender: sender))
+        return (
+            appendMACs(macked, receiverStatic: remoteStatic),
+            InitiatorState(transcript: t, ephemeral: ephemeral, sender: sender)
+        )
     }
 
     /// The transport keys (send, receive) from the response to `state`'s initiation; nil when it does not verify.
@@ -86,7 +93,8 @@ enum NoiseHandshake {
         _ response: WireGuardMessage.Response, state: InitiatorState, local: WireGuardKeyPair, remoteStatic: [UInt8]
     ) -> (send: [UInt8], receive: [UInt8])? {
         guard response.receiver == state.sender,
-            WireGuardCrypto.constantTimeEqual(WireGuardCrypto.mac(key: mac1Key(local.publicKey), response.macked), response.mac1)
+            WireGuardCrypto.constantTimeEqual(
+                WireGuardCrypto.mac(key: mac1Key(local.publicKey), response.macked), response.mac1)
         else { return nil }
         var t = state.transcript
         t.mixKey(response.ephemeral)
@@ -116,26 +124,36 @@ enum NoiseHandshake {
     }
 
     /// Checks MAC1 and decrypts an initiation addressed to `local`; nil when anything fails.
-    static func consumeInitiation(_ message: WireGuardMessage.Initiation, local: WireGuardKeyPair) -> ReceivedInitiation? {
-        guard WireGuardCrypto.constantTimeEqual(WireGuardCrypto.mac(key: mac1Key(local.publicKey), message.macked), message.mac1)
+    static func consumeInitiation(_ message: WireGuardMessage.Initiation, local: WireGuardKeyPair)
+        -> ReceivedInitiation?
+    {
+        guard
+            WireGuardCrypto.constantTimeEqual(
+                WireGuardCrypto.mac(key: mac1Key(local.publicKey), message.macked), message.mac1)
         else { return nil }
         var t = Transcript(responderStatic: local.publicKey)
         t.mixKey(message.ephemeral)
         t.mixHash(message.ephemeral)
-        guard let es = WireGuardCrypto.dh(privateKey: local.privateKey, publicKey: message.ephemeral) else { return nil }
+        guard let es = WireGuardCrypto.dh(privateKey: local.privateKey, publicKey: message.ephemeral) else {
+            return nil
+        }
         var key = t.mixKeyAndKey(es)
-        guard let initiatorStatic = WireGuardCrypto.open(
-            key: key, counter: 0, ciphertext: message.encryptedStatic[...], aad: t.hash)
+        guard
+            let initiatorStatic = WireGuardCrypto.open(
+                key: key, counter: 0, ciphertext: message.encryptedStatic[...], aad: t.hash)
         else { return nil }
         t.mixHash(message.encryptedStatic)
         guard let ss = WireGuardCrypto.dh(privateKey: local.privateKey, publicKey: initiatorStatic) else { return nil }
         key = t.mixKeyAndKey(ss)
-        guard let stamp = WireGuardCrypto.open(key: key, counter: 0, ciphertext: message.encryptedTimestamp[...], aad: t.hash),
+        guard
+            let stamp = WireGuardCrypto.open(
+                key: key, counter: 0, ciphertext: message.encryptedTimestamp[...], aad: t.hash),
             let timestamp = TAI64N(bytes: stamp)
         else { return nil }
         t.mixHash(message.encryptedTimestamp)
         return ReceivedInitiation(
-            initiatorStatic: initiatorStatic, timestamp: timestamp, ephemeral: message.ephemeral, sender: message.sender,
+            initiatorStatic: initiatorStatic, timestamp: timestamp, ephemeral: message.ephemeral,
+            sender: message.sender,
             transcript: t)
     }
 
@@ -155,7 +173,8 @@ enum NoiseHandshake {
         t.mixHash(tau)
         guard let nothing = WireGuardCrypto.seal(key: key, counter: 0, plaintext: [], aad: t.hash) else { return nil }
         t.mixHash(nothing)
-        let macked = [2, 0, 0, 0] + WireGuardMessage.le32(sender) + WireGuardMessage.le32(initiation.sender)
+        let macked =
+            [2, 0, 0, 0] + WireGuardMessage.le32(sender) + WireGuardMessage.le32(initiation.sender)
             + ephemeral.publicKey + nothing
         let keys = t.transportKeys()
         return (appendMACs(macked, receiverStatic: initiation.initiatorStatic), keys.responderSend, keys.initiatorSend)

@@ -7,7 +7,8 @@ public struct TAI64N: Sendable, Comparable {
     public init(unixNanoseconds: UInt64) {
         let seconds = 0x4000_0000_0000_000A &+ unixNanoseconds / 1_000_000_000
         let nanos = UInt32(unixNanoseconds % 1_000_000_000)
-        bytes = (0..<8).reversed().map { UInt8(truncatingIfNeeded: seconds >> (8 * $0)) }
+        bytes =
+            (0..<8).reversed().map { UInt8(truncatingIfNeeded: seconds >> (8 * $0)) }
             + (0..<4).reversed().map { UInt8(truncatingIfNeeded: nanos >> (8 * $0)) }
     }
 

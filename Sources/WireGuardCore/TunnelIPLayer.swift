@@ -21,7 +21,7 @@ public struct TunnelIPLayer: Sendable {
         switch TunnelPacket.parse(bytes) {
         case .failure(let malformed): return .dropped("malformed IP packet (\(malformed.rawValue))")
         case .success(.ipv6(let header, let payload)):
-            if (header.nextHeader == TunnelPacket.tcp || header.nextHeader == TunnelPacket.udp), payload.count >= 4 {
+            if header.nextHeader == TunnelPacket.tcp || header.nextHeader == TunnelPacket.udp, payload.count >= 4 {
                 let port = UInt16(payload[payload.startIndex + 2]) << 8 | UInt16(payload[payload.startIndex + 3])
                 return .unhandled(protocolNumber: header.nextHeader, destination: "IPv6", port: port)
             }

@@ -70,10 +70,12 @@ public struct IPv4Header: Equatable, Sendable {
     /// A 20-byte header (no options) for a packet of `payloadLength` bytes, its checksum filled in.
     func serialized(payloadLength: Int) -> [UInt8] {
         let total = 20 + payloadLength
-        var header: [UInt8] = [
-            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), UInt8(identification >> 8), UInt8(identification & 0xFF),
-            0x40, 0, ttl, protocolNumber, 0, 0,
-        ] + source + destination
+        var header: [UInt8] =
+            [
+                0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), UInt8(identification >> 8),
+                UInt8(identification & 0xFF),
+                0x40, 0, ttl, protocolNumber, 0, 0,
+            ] + source + destination
         let checksum = TunnelPacket.internetChecksum(header[...])
         header[10] = UInt8(checksum >> 8)
         header[11] = UInt8(checksum & 0xFF)

@@ -95,7 +95,9 @@ public enum WireGuardCrypto {
         let ok = out.withUnsafeMutableBufferPointer { o -> Bool in
             var n: Int32 = 0
             var final: Int32 = 0
-            guard plaintext.isEmpty || EVP_EncryptUpdate(context, o.baseAddress, &n, plaintext, Int32(plaintext.count)) == 1,
+            guard
+                plaintext.isEmpty
+                    || EVP_EncryptUpdate(context, o.baseAddress, &n, plaintext, Int32(plaintext.count)) == 1,
                 EVP_EncryptFinal_ex(context, o.baseAddress! + Int(n), &final) == 1
             else { return false }
             return EVP_CIPHER_CTX_ctrl(
@@ -173,6 +175,8 @@ public enum WireGuardCrypto {
     /// Equality in time independent of where the bytes differ.
     static func constantTimeEqual(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in Array(b).withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 } }
+        return a.withUnsafeBytes { x in
+            Array(b).withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 }
+        }
     }
 }

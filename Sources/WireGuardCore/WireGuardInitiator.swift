@@ -35,8 +35,9 @@ public struct WireGuardInitiator: Sendable {
         switch message {
         case .response(let response):
             guard let state = pending else { return .dropped(.unexpected) }
-            guard let keys = NoiseHandshake.consumeResponse(
-                response, state: state, local: keyPair, remoteStatic: remoteStatic)
+            guard
+                let keys = NoiseHandshake.consumeResponse(
+                    response, state: state, local: keyPair, remoteStatic: remoteStatic)
             else { return .dropped(.handshakeFailed) }
             pending = nil
             peer.previous = peer.current

@@ -21,9 +21,12 @@ public struct WireGuardKeyPair: Sendable, CustomStringConvertible {
     }
 
     /// The private key in base64, as `PrivateKey =` of a wg-quick file.
-    public var privateKeyBase64: String { Data(privateKey).base64EncodedString() }
+    public var privateKeyBase64: String { Self.base64(privateKey) }
     /// The public key in base64, as `PublicKey =` and `wg show`.
-    public var publicKeyBase64: String { Data(publicKey).base64EncodedString() }
+    public var publicKeyBase64: String { Self.base64(publicKey) }
+
+    /// A key in WireGuard's text form.
+    public static func base64(_ key: [UInt8]) -> String { Data(key).base64EncodedString() }
 
     public var description: String { "WireGuard key pair (public \(publicKeyBase64))" }
 

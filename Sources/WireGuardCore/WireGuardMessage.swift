@@ -46,13 +46,15 @@ enum WireGuardMessage {
         guard bytes.count >= 4, bytes[1] == 0, bytes[2] == 0, bytes[3] == 0 else { return nil }
         switch bytes[0] {
         case 1 where bytes.count == Self.initiationLength:
-            self = .initiation(Initiation(
-                sender: Self.u32(bytes, 4), ephemeral: Array(bytes[8..<40]), encryptedStatic: Array(bytes[40..<88]),
-                encryptedTimestamp: Array(bytes[88..<116]), macked: bytes[0..<116], mac1: bytes[116..<132]))
+            self = .initiation(
+                Initiation(
+                    sender: Self.u32(bytes, 4), ephemeral: Array(bytes[8..<40]), encryptedStatic: Array(bytes[40..<88]),
+                    encryptedTimestamp: Array(bytes[88..<116]), macked: bytes[0..<116], mac1: bytes[116..<132]))
         case 2 where bytes.count == Self.responseLength:
-            self = .response(Response(
-                sender: Self.u32(bytes, 4), receiver: Self.u32(bytes, 8), ephemeral: Array(bytes[12..<44]),
-                encryptedNothing: Array(bytes[44..<60]), macked: bytes[0..<60], mac1: bytes[60..<76]))
+            self = .response(
+                Response(
+                    sender: Self.u32(bytes, 4), receiver: Self.u32(bytes, 8), ephemeral: Array(bytes[12..<44]),
+                    encryptedNothing: Array(bytes[44..<60]), macked: bytes[0..<60], mac1: bytes[60..<76]))
         case 3 where bytes.count == Self.cookieReplyLength:
             self = .cookieReply
         case 4 where bytes.count >= Self.transportMinimum:

@@ -55,8 +55,9 @@ public struct WireGuardResponder: Sendable {
     }
 
     private mutating func answer(_ initiation: WireGuardMessage.Initiation, now: UInt64) -> WireGuardReceipt {
-        guard WireGuardCrypto.constantTimeEqual(
-            WireGuardCrypto.mac(key: NoiseHandshake.mac1Key(keyPair.publicKey), initiation.macked), initiation.mac1)
+        guard
+            WireGuardCrypto.constantTimeEqual(
+                WireGuardCrypto.mac(key: NoiseHandshake.mac1Key(keyPair.publicKey), initiation.macked), initiation.mac1)
         else { return .dropped(.badMAC1) }
         guard let received = NoiseHandshake.consumeInitiation(initiation, local: keyPair) else {
             return .dropped(.handshakeFailed)

@@ -46,7 +46,9 @@ struct WireGuardSession {
     mutating func open(_ message: WireGuardMessage.Transport, now: UInt64) -> Result<[UInt8], WireGuardDrop> {
         guard !expired(now: now) else { return .failure(.expiredSession) }
         guard message.counter < WireGuardLimits.rejectAfterMessages else { return .failure(.replayedCounter) }
-        guard let plain = WireGuardCrypto.open(key: receiveKey, counter: message.counter, ciphertext: message.ciphertext, aad: [])
+        guard
+            let plain = WireGuardCrypto.open(
+                key: receiveKey, counter: message.counter, ciphertext: message.ciphertext, aad: [])
         else { return .failure(.undecryptable) }
         guard window.accept(message.counter) else { return .failure(.replayedCounter) }
         return .success(plain)

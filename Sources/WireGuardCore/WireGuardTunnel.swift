@@ -41,7 +41,8 @@ public struct WireGuardTunnel: Sendable {
                 if protocolNumber == TunnelPacket.tcp { droppedTCP += 1 } else { droppedUDP += 1 }
                 return (
                     nil,
-                    first ? .firstUnhandled(protocolNumber: protocolNumber, destination: destination, port: port) : .none
+                    first
+                        ? .firstUnhandled(protocolNumber: protocolNumber, destination: destination, port: port) : .none
                 )
             }
         }

@@ -3,7 +3,9 @@ import Testing
 @testable import WireGuardCore
 
 /// An IPv4 echo request from `source` to `destination` (what `ping` sends), checksums right.
-func echoRequest(from source: [UInt8], to destination: [UInt8], identifier: UInt16 = 0x1234, data: [UInt8] = Array(0..<56))
+func echoRequest(
+    from source: [UInt8], to destination: [UInt8], identifier: UInt16 = 0x1234, data: [UInt8] = Array(0..<56)
+)
     -> [UInt8]
 {
     var icmp: [UInt8] = [8, 0, 0, 0, UInt8(identifier >> 8), UInt8(identifier & 0xFF), 0, 1] + data
@@ -53,8 +55,10 @@ struct TunnelIPLayerTests {
 
     @Test("TCP and UDP are recognised by destination and port, not handled")
     func transports() {
-        var tcp = IPv4Header(source: device, destination: [93, 184, 216, 34], protocolNumber: 6, ttl: 64, identification: 1)
-            .serialized(payloadLength: 20)
+        var tcp = IPv4Header(
+            source: device, destination: [93, 184, 216, 34], protocolNumber: 6, ttl: 64, identification: 1
+        )
+        .serialized(payloadLength: 20)
         tcp += [0xC0, 0x00, 0x01, 0xBB] + [UInt8](repeating: 0, count: 16)
         #expect(layer.handle(tcp) == .unhandled(protocolNumber: 6, destination: "93.184.216.34", port: 443))
     }

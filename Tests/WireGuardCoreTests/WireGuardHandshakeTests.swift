@@ -165,7 +165,9 @@ struct WireGuardHandshakeTests {
         reserved[2] = 1
         #expect(pair.proxy.receive(reserved, now: pair.now) == .dropped(.malformed))
         for type: UInt8 in [0, 5, 255] {
-            #expect(pair.proxy.receive([type, 0, 0, 0] + [UInt8](repeating: 0, count: 60), now: pair.now) == .dropped(.malformed))
+            #expect(
+                pair.proxy.receive([type, 0, 0, 0] + [UInt8](repeating: 0, count: 60), now: pair.now)
+                    == .dropped(.malformed))
         }
 
         try pair.connect()
@@ -183,7 +185,12 @@ struct WireGuardHandshakeTests {
         for _ in 0..<2000 {
             let length = Int.random(in: 0...200, using: &generator)
             var noise = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            if length >= 4 { noise[0] = UInt8.random(in: 1...4); noise[1] = 0; noise[2] = 0; noise[3] = 0 }
+            if length >= 4 {
+                noise[0] = UInt8.random(in: 1...4)
+                noise[1] = 0
+                noise[2] = 0
+                noise[3] = 0
+            }
             guard case .dropped = pair.proxy.receive(noise, now: pair.now) else {
                 Issue.record("random bytes were taken")
                 return
@@ -195,7 +202,9 @@ struct WireGuardHandshakeTests {
             return
         }
         // Messages of the initiator's role are not for the responder.
-        #expect(pair.proxy.receive([2, 0, 0, 0] + [UInt8](repeating: 0, count: 88), now: pair.now) == .dropped(.unexpected))
-        #expect(pair.proxy.receive([3, 0, 0, 0] + [UInt8](repeating: 0, count: 60), now: pair.now) == .dropped(.unexpected))
+        #expect(
+            pair.proxy.receive([2, 0, 0, 0] + [UInt8](repeating: 0, count: 88), now: pair.now) == .dropped(.unexpected))
+        #expect(
+            pair.proxy.receive([3, 0, 0, 0] + [UInt8](repeating: 0, count: 60), now: pair.now) == .dropped(.unexpected))
     }
 }

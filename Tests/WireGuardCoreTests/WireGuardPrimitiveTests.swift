@@ -17,8 +17,10 @@ func hex(_ text: String) -> [UInt8] {
 struct WireGuardPrimitiveTests {
     @Test("X25519 gives RFC 7748 §6.1's keys and shared secret")
     func x25519() throws {
-        let alice = try #require(WireGuardKeyPair(privateKey: hex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")))
-        let bob = try #require(WireGuardKeyPair(privateKey: hex("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")))
+        let alice = try #require(
+            WireGuardKeyPair(privateKey: hex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")))
+        let bob = try #require(
+            WireGuardKeyPair(privateKey: hex("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")))
         #expect(alice.publicKey == hex("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"))
         #expect(bob.publicKey == hex("de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"))
         let shared = hex("4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742")
@@ -30,8 +32,9 @@ struct WireGuardPrimitiveTests {
 
     @Test("BLAKE2s-256 gives RFC 7693's digest of \"abc\"")
     func blake2s() {
-        #expect(WireGuardCrypto.hash(Array("abc".utf8))
-            == hex("508c5e8c327c14e2e1a72ba34eeb452f37458b209ed63a294d999b4c86675982"))
+        #expect(
+            WireGuardCrypto.hash(Array("abc".utf8))
+                == hex("508c5e8c327c14e2e1a72ba34eeb452f37458b209ed63a294d999b4c86675982"))
     }
 
     @Test("The AEAD opens what it sealed, and nothing altered")
@@ -87,4 +90,25 @@ struct WireGuardPrimitiveTests {
 final class WindowBox {
     var window = ReplayWindow()
     func accept(_ counter: UInt64) -> Bool { window.accept(counter) }
+}
+
+@Suite("WireGuard client configuration")
+struct WireGuardClientConfigTests {
+    @Test("The wg-quick text names the device's key, the proxy's key and endpoint, and fits a QR code at level L")
+    func text() throws {
+        let device = try #require(WireGuardKeyPair.generate())
+        let proxy = try #require(WireGuardKeyPair.generate())
+        let config = WireGuardClientConfig(
+            device: device, proxyPublicKey: proxy.publicKey, endpoint: "192.168.100.200:51820",
+            deviceAddress: "198.19.0.2/32", dns: "198.19.0.1")
+        let lines = config.text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("PrivateKey = \(device.privateKeyBase64)"))
+        #expect(lines.contains("PublicKey = \(proxy.publicKeyBase64)"))
+        #expect(lines.contains("Endpoint = 192.168.100.200:51820"))
+        #expect(lines.contains("AllowedIPs = 0.0.0.0/0, ::/0"))
+        #expect(lines.contains("DNS = 198.19.0.1"))
+        #expect(!config.text.contains(proxy.privateKeyBase64))
+        // Version 10 at level L holds 271 bytes.
+        #expect(config.text.utf8.count <= 271)
+    }
 }
