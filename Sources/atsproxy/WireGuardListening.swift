@@ -22,17 +22,24 @@ enum WireGuardListening {
         let keys = try WireGuardKeyFiles(caDirectory: URL(fileURLWithPath: caDirectory))
         let proxyAddress = WireGuardClientConfig.defaultProxyAddress
         let responder = WireGuardResponder(keyPair: keys.proxy, peers: [keys.device.publicKey])
-        let tunnel = Mutex(WireGuardTunnel(responder: responder, address: proxyAddress))
+        let state = Mutex(PortState(tunnel: WireGuardTunnel(responder: responder, address: proxyAddress)))
         let deviceName = "device " + keys.device.publicKeyBase64
         let socket: DatagramSocket
         do {
             // The socket calls this on its loop's thread, one datagram at a time; the mutex is never contended.
             socket = try group.bindDatagrams(host: host, port: port) { datagram, sender in
                 let now = DispatchTime.now().uptimeNanoseconds
-                let (reply, event) = tunnel.withLock { $0.receive(Array(datagram), now: now) }
+                let from = "\(sender.unmapped)"
+                let (reply, event, newAddress) = state.withLock { state in
+                    let (reply, event) = state.tunnel.receive(Array(datagram), now: now)
+                    // A device rekeys every two minutes: said when it first comes, and again from a new address.
+                    guard case .handshake = event, state.announced != from else { return (reply, event, false) }
+                    state.announced = from
+                    return (reply, event, true)
+                }
                 switch event {
-                case .handshake:
-                    log.notice("WireGuard: handshake with \(deviceName) from \(sender.unmapped)")
+                case .handshake where newAddress:
+                    log.notice("WireGuard: handshake with \(deviceName) from \(from)")
                 case .firstUnhandled(let protocolNumber, let destination, let port):
                     let name = protocolNumber == 6 ? "TCP" : "UDP"
                     log.notice(
@@ -40,7 +47,7 @@ enum WireGuardListening {
                             + "through WireGuard are not built yet (only ping to \(ipv4Text(proxyAddress)) is "
                             + "answered); "
                             + "every such packet is dropped and counted")
-                case .echo, .dropped, .none:
+                case .handshake, .echo, .dropped, .none:
                     break
                 }
                 return reply
@@ -63,9 +70,10 @@ enum WireGuardListening {
             + "; scan this in the WireGuard app (it holds the device's private key):\n"
         do {
             let code = try QRCode(text: config.text, errorCorrection: .low)
-            text += code.terminalText(quietZone: 2, ansiColors: isatty(STDOUT_FILENO) == 1)
+            // Without its last newline: the banner's next line follows, and only a blank line ends the banner.
+            text += code.terminalText(quietZone: 2, ansiColors: isatty(STDOUT_FILENO) == 1).dropLast()
         } catch {
-            text += "(no QR code: \(error); import \(configPath) instead)\n"
+            text += "(no QR code: \(error); import \(configPath) instead)"
         }
         return text
     }
@@ -75,12 +83,28 @@ enum WireGuardListening {
     static func endpointText(_ bound: SocketAddress) -> String {
         var address = bound.unmapped
         if address.isUnspecified {
-            let candidates = SocketAddress.interfaceAddresses().filter { !$0.isLoopback && !$0.isUnspecified }
+            let candidates = SocketAddress.interfaceAddresses().filter {
+                !$0.isLoopback && !$0.isUnspecified && !isLinkLocal($0)
+            }
             if let lan = candidates.first(where: { if case .ipv4 = $0 { true } else { false } }) ?? candidates.first {
                 address = lan
             }
         }
         let host = address.host
         return host.contains(":") ? "[\(host)]:\(bound.port)" : "\(host):\(bound.port)"
+    }
+
+    /// 169.254/16 or fe80::/10: not what a phone on the network reaches (as the set-up page's choice).
+    private static func isLinkLocal(_ address: SocketAddress) -> Bool {
+        switch address {
+        case .ipv4(let h, _): h.0 == 169 && h.1 == 254
+        case .ipv6(let h, _, _): h.count == 16 && h[0] == 0xFE && h[1] & 0xC0 == 0x80
+        }
+    }
+
+    /// What the socket's loop keeps: the tunnel, and the address the device's handshake was last announced from.
+    struct PortState {
+        var tunnel: WireGuardTunnel
+        var announced: String?
     }
 }

@@ -23,7 +23,8 @@ struct WireGuardModeTests {
         let caDir = folder.appendingPathComponent("wg-ca")
         let proxy = try TestProcess(
             e2e.binary,
-            ["run", "--mode", "wireguard:\(net.hostAddress):0", "--ca-dir", caDir.path, "--threads", "1"],
+            ["run", "--mode", "wireguard:\(net.hostAddress):0", "--ca-dir", caDir.path, "--threads", "1",
+             "--listen", "127.0.0.1:0"],
             in: folder, name: "atsproxy-wireguard")
         defer { proxy.stop() }
         let udpLine = try await proxy.waitForLine(startingWith: "WireGuard: UDP \(net.hostAddress):")
@@ -110,5 +111,44 @@ struct WireGuardModeTests {
         let proxyPrivate = try String(contentsOf: wireguardDir.appendingPathComponent("proxy.key"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!proxy.stdout.contains(proxyPrivate) && !proxy.stderr.contains(proxyPrivate))
+    }
+
+    @Test("The banner's QR code reads back as the device's configuration; a second start keeps the keys")
+    func configurationQRCodeAndKeptKeys() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let caDir = folder.appendingPathComponent("wg-ca")
+        func start() async throws -> (banner: String, config: String) {
+            let proxy = try TestProcess(
+                e2e.binary, ["run", "--mode", "wireguard:127.0.0.1:0", "--ca-dir", caDir.path, "--threads", "1",
+                    "--listen", "127.0.0.1:0"],
+                in: folder, name: "atsproxy-wireguard")
+            defer { proxy.stop() }
+            // On loopback the banner ends with its Set-up line (no QR code of the set-up page).
+            let banner = try await proxy.waitForOutput { text in
+                text.contains("\nSet-up:") && text.hasSuffix("\n") ? text : nil
+            }
+            let config = try String(
+                contentsOf: caDir.appendingPathComponent("wireguard/device.conf"), encoding: .utf8)
+            return (banner, config)
+        }
+        let first = try await start()
+        let lines = first.banner.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let heading = try #require(lines.firstIndex { $0.contains("device configuration: ") })
+        #expect(lines[heading].contains("(new keys: import it again)"))
+        let code = Array(lines[(heading + 1)...].prefix { !$0.isEmpty && !$0.hasPrefix("Set-up:") })
+        #expect(code.count > 10, "\(first.banner)")
+        let image = folder.appendingPathComponent("wireguard-qr.pgm")
+        try DeviceTests.pgm(halfBlocks: code).write(to: image)
+        let decoded = try await runProcess("/usr/bin/zbarimg", ["--raw", "-q", "-Sbinary", image.path], in: folder)
+        #expect(decoded.stdout == first.config, "\(decoded.stdout) \(decoded.stderr)")
+
+        let second = try await start()
+        func key(_ config: String, _ name: String) -> String? {
+            config.split(separator: "\n").first { $0.hasPrefix(name) }.map(String.init)
+        }
+        #expect(key(second.config, "PrivateKey") == key(first.config, "PrivateKey"))
+        #expect(key(second.config, "PublicKey") == key(first.config, "PublicKey"))
+        #expect(!second.banner.contains("(new keys"))
     }
 }
