@@ -28,12 +28,12 @@ public enum WireGuardCrypto {
 
     /// HMAC-BLAKE2s(key, data), 32 bytes.
     static func hmac(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
-        mac(algorithm: "HMAC", key: key, data: data, outputLength: 32, digest: "BLAKE2S-256")
+        mac(hmacAlgorithm, key: key, data: data, outputLength: 32, digest: "BLAKE2S-256")
     }
 
     /// MAC(key, data) of the paper: keyed BLAKE2s with a 16-byte output (MAC1 and MAC2).
     static func mac(key: [UInt8], _ data: ArraySlice<UInt8>) -> [UInt8] {
-        mac(algorithm: "BLAKE2SMAC", key: key, data: Array(data), outputLength: 16, digest: nil)
+        mac(blake2sMACAlgorithm, key: key, data: Array(data), outputLength: 16, digest: nil)
     }
 
     /// The KDF_n of the paper (HKDF over HMAC-BLAKE2s): `count` 32-byte outputs from the chaining key and `input`.
@@ -48,12 +48,16 @@ public enum WireGuardCrypto {
         return outputs
     }
 
+    /// The MAC implementations, fetched once (a fetch searches the provider's tables; an `EVP_MAC` may be used by
+    /// many contexts at once, on any thread).
+    nonisolated(unsafe) private static let hmacAlgorithm = EVP_MAC_fetch(nil, "HMAC", nil)
+    nonisolated(unsafe) private static let blake2sMACAlgorithm = EVP_MAC_fetch(nil, "BLAKE2SMAC", nil)
+
     private static func mac(
-        algorithm: String, key: [UInt8], data: [UInt8], outputLength: Int, digest: String?
+        _ algorithm: OpaquePointer?, key: [UInt8], data: [UInt8], outputLength: Int, digest: String?
     ) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: outputLength)
-        guard let mac = EVP_MAC_fetch(nil, algorithm, nil) else { return out }
-        defer { EVP_MAC_free(mac) }
+        guard let mac = algorithm else { return out }
         guard let context = EVP_MAC_CTX_new(mac) else { return out }
         defer { EVP_MAC_CTX_free(context) }
         var size = outputLength

@@ -11,10 +11,10 @@ struct ModeOptions: ParsableArguments {
             "regular (the explicit HTTP/HTTPS proxy on --listen; the default) or transparent[:ADDR:PORT] (for a "
                 + "Linux machine that is the devices' gateway: connections its nftables rule redirects to the proxy "
                 + "keep their original destination; --print-nft prints the rule). Repeatable: regular and "
-                + "transparent:ADDR:PORT serve both. wireguard[:ADDR:PORT] (UDP, default 0.0.0.0:51820): a device joins "
-                + "with the WireGuard app from the QR code printed at start; this version completes the handshake "
-                + "and answers ping, but does not carry TCP or UDP through the tunnel yet (the explicit proxy runs "
-                + "beside it).",
+                + "transparent:ADDR:PORT serve both. wireguard[:ADDR:PORT] (UDP, default 0.0.0.0:51820): a device "
+                + "joins with the WireGuard app from the QR code printed at start; this version completes the "
+                + "handshake and answers ping, but does not carry TCP or UDP through the tunnel yet (the explicit "
+                + "proxy runs beside it).",
             valueName: "MODE"))
     var modes: [String] = []
 
