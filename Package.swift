@@ -17,6 +17,8 @@ let package = Package(
         // The same, for the harnesses that query a capture: the filter language and the web view's router
         // (Fuzz/Sources/fuzz-filter, fuzz-web-router).
         .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
+        // The same, for the WireGuard harness (Fuzz/Sources/fuzz-wireguard): its protocol core alone.
+        .library(name: "ATSProxyWireGuard", targets: ["WireGuardCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
