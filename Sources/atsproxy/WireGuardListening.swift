@@ -14,23 +14,22 @@ enum WireGuardListening {
     /// The default UDP port (WireGuard's usual one).
     static let defaultPort: UInt16 = 51820
 
-    /// Opens the socket and returns the banner's lines (empty without WireGuard mode).
+    /// Opens the socket and returns the banner's lines and the running port (nil without WireGuard mode).
     static func start(
         _ modes: ProxyListeners, group: EventLoopGroup, caDirectory: String, log: ProxyLogSink
-    ) throws -> String {
-        guard let (host, port) = modes.wireguard else { return "" }
+    ) throws -> (lines: String, running: Running)? {
+        guard let (host, port) = modes.wireguard else { return nil }
         let keys = try WireGuardKeyFiles(caDirectory: URL(fileURLWithPath: caDirectory))
         let proxyAddress = WireGuardClientConfig.defaultProxyAddress
         let responder = WireGuardResponder(keyPair: keys.proxy, peers: [keys.device.publicKey])
-        let state = Mutex(PortState(tunnel: WireGuardTunnel(responder: responder, address: proxyAddress)))
+        let running = Running(PortState(tunnel: WireGuardTunnel(responder: responder, address: proxyAddress)))
         let deviceName = "device " + keys.device.publicKeyBase64
         let socket: DatagramSocket
         do {
-            // The socket calls this on its loop's thread, one datagram at a time; the mutex is never contended.
             socket = try group.bindDatagrams(host: host, port: port) { datagram, sender in
                 let now = DispatchTime.now().uptimeNanoseconds
                 let from = "\(sender.unmapped)"
-                let (reply, event, newAddress) = state.withLock { state in
+                let (reply, event, newAddress) = running.state.withLock { state in
                     let (reply, event) = state.tunnel.receive(Array(datagram), now: now)
                     // A device rekeys every two minutes: said when it first comes, and again from a new address.
                     guard case .handshake = event, state.announced != from else { return (reply, event, false) }
@@ -75,7 +74,23 @@ enum WireGuardListening {
         } catch {
             text += "(no QR code: \(error); import \(configPath) instead)"
         }
-        return text
+        return (text, running)
+    }
+
+    /// The WireGuard port while the proxy runs: what it says at shutdown.
+    final class Running: Sendable {
+        /// Used on the socket's loop thread (one datagram at a time: never contended) and once at shutdown.
+        let state: Mutex<PortState>
+
+        init(_ state: PortState) { self.state = Mutex(state) }
+
+        /// How many TCP and UDP packets the tunnel dropped, for the shutdown; nil when none came.
+        func summary() -> String? {
+            let (tcp, udp) = state.withLock { ($0.tunnel.droppedTCP, $0.tunnel.droppedUDP) }
+            guard tcp + udp > 0 else { return nil }
+            return "atsproxy: WireGuard: \(tcp) TCP and \(udp) UDP packets from the device were dropped (TCP and UDP "
+                + "through the tunnel are not built yet)\n"
+        }
     }
 
     /// The endpoint a device is given: the bound address, or for a wildcard the host's first network address (as

@@ -107,6 +107,16 @@ struct WireGuardModeTests {
                 + "UDP through WireGuard are not built yet",
             stderr: true)
 
+        // At shutdown, the count of what the tunnel dropped.
+        kill(proxy.pid, SIGINT)
+        let summary = try await proxy.waitForOutput(stderr: true) { text in
+            text.split(separator: "\n").first { $0.contains("packets from the device were dropped") }.map(String.init)
+        }
+        // "atsproxy: WireGuard: N TCP and M UDP packets …"
+        let droppedTCP = summary.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } ?? 0
+        #expect(droppedTCP >= 1, "\(summary)")
+        _ = try await proxy.waitForExit(timeout: .seconds(20))
+
         // The proxy's private key is never printed (the device's is, in its configuration's QR code, by design).
         let proxyPrivate = try String(contentsOf: wireguardDir.appendingPathComponent("proxy.key"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
