@@ -8,8 +8,8 @@ import WireGuardCore
 
 /// `run --mode wireguard[:ADDR:PORT]`: the WireGuard UDP socket on one event loop, feeding `WireGuardTunnel`
 /// (handshakes, and ping to the proxy's tunnel address); the keys beside the CA; the device's configuration written
-/// beside them and printed with a QR code. TCP and UDP through the tunnel are not built yet: they are counted and
-/// dropped, said once.
+/// beside them and printed with a QR code. TCP and UDP through the tunnel are not built yet: they are dropped, said
+/// at the first and counted at shutdown.
 enum WireGuardListening {
     /// The default UDP port (WireGuard's usual one).
     static let defaultPort: UInt16 = 51820
@@ -28,25 +28,25 @@ enum WireGuardListening {
         do {
             socket = try group.bindDatagrams(host: host, port: port) { datagram, sender in
                 let now = DispatchTime.now().uptimeNanoseconds
-                let from = "\(sender.unmapped)"
-                let (reply, event, newAddress) = running.state.withLock { state in
+                let (reply, event, announce) = running.state.withLock { state in
                     let (reply, event) = state.tunnel.receive(Array(datagram), now: now)
                     // A device rekeys every two minutes: said when it first comes, and again from a new address.
-                    guard case .handshake = event, state.announced != from else { return (reply, event, false) }
+                    guard case .handshake = event else { return (reply, event, nil as String?) }
+                    let from = "\(sender.unmapped)"
+                    guard state.announced != from else { return (reply, event, nil) }
                     state.announced = from
-                    return (reply, event, true)
+                    return (reply, event, from)
                 }
                 switch event {
-                case .handshake where newAddress:
-                    log.notice("WireGuard: handshake with \(deviceName) from \(from)")
+                case .handshake:
+                    if let from = announce { log.notice("WireGuard: handshake with \(deviceName) from \(from)") }
                 case .firstUnhandled(let protocolNumber, let destination, let port):
                     let name = protocolNumber == 6 ? "TCP" : "UDP"
                     log.notice(
                         "WireGuard: \(name) to \(destination):\(port) from \(deviceName) dropped: TCP and UDP "
                             + "through WireGuard are not built yet (only ping to \(ipv4Text(proxyAddress)) is "
-                            + "answered); "
-                            + "every such packet is dropped and counted")
-                case .handshake, .echo, .dropped, .none:
+                            + "answered); every such packet is dropped and counted")
+                case .echo, .dropped, .none:
                     break
                 }
                 return reply
