@@ -17,6 +17,8 @@ let package = Package(
         // The same, for the harnesses that query a capture: the filter language and the web view's router
         // (Fuzz/Sources/fuzz-filter, fuzz-web-router).
         .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
+        // The same, for the WireGuard harness (Fuzz/Sources/fuzz-wireguard): its protocol core alone.
+        .library(name: "ATSProxyWireGuard", targets: ["WireGuardCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -54,6 +56,9 @@ let package = Package(
         .target(name: "Onboarding", swiftSettings: strict),
         // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
         .target(name: "QRCode", swiftSettings: strict),
+        // WireGuard (Noise IKpsk2 over OpenSSL's primitives) and the tunnel's minimal IP layer: datagrams and a
+        // clock in, datagrams and IP packets out (docs/wireguard.md).
+        .target(name: "WireGuardCore", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
@@ -101,6 +106,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
+                "WireGuardCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -136,6 +142,7 @@ let package = Package(
             name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
+        .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(

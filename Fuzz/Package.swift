@@ -35,5 +35,6 @@ let package = Package(
         harness("proxy-session"),
         harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
         harness("web-router", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
+        harness("wireguard", products: ["ATSProxyWireGuard"]),
     ]
 )

@@ -11,7 +11,10 @@ struct ModeOptions: ParsableArguments {
             "regular (the explicit HTTP/HTTPS proxy on --listen; the default) or transparent[:ADDR:PORT] (for a "
                 + "Linux machine that is the devices' gateway: connections its nftables rule redirects to the proxy "
                 + "keep their original destination; --print-nft prints the rule). Repeatable: regular and "
-                + "transparent:ADDR:PORT serve both. WireGuard mode is not built yet.",
+                + "transparent:ADDR:PORT serve both. wireguard[:ADDR:PORT] (UDP, default 0.0.0.0:51820): a device "
+                + "joins with the WireGuard app from the QR code printed at start; this version completes the "
+                + "handshake and answers ping, but does not carry TCP or UDP through the tunnel yet (the explicit "
+                + "proxy runs beside it).",
             valueName: "MODE"))
     var modes: [String] = []
 
@@ -34,6 +37,7 @@ struct ModeOptions: ParsableArguments {
         var regular = false
         var transparent: (String, UInt16)?
         var transparentOnListen = false
+        var wireguard: (String, UInt16)?
         for mode in modes {
             let (name, rest) = mode.firstIndex(of: ":").map { (mode[..<$0], mode[mode.index(after: $0)...]) }
                 ?? (Substring(mode), nil)
@@ -56,12 +60,19 @@ struct ModeOptions: ParsableArguments {
                     transparentOnListen = true
                 }
             case "wireguard":
-                throw ValidationError(
-                    "--mode wireguard is not built yet; on a Linux gateway, --mode transparent serves apps that "
-                        + "ignore the proxy setting (docs/device.md)")
+                guard wireguard == nil else { throw ValidationError("--mode wireguard is given twice") }
+                guard let rest else {
+                    wireguard = ("0.0.0.0", WireGuardListening.defaultPort)
+                    continue
+                }
+                do { wireguard = try RunCommand.parseListen(String(rest)) } catch let error as ValidationError {
+                    throw ValidationError(error.message
+                        .replacingOccurrences(of: "--listen '", with: "--mode 'wireguard:")
+                        .replacingOccurrences(of: "--listen expects", with: "--mode wireguard:ADDR:PORT expects"))
+                }
             default:
                 throw ValidationError(
-                    "--mode '\(mode)': expected regular or transparent[:ADDR:PORT]")
+                    "--mode '\(mode)': expected regular, transparent[:ADDR:PORT] or wireguard[:ADDR:PORT]")
             }
         }
         if transparentOnListen && regular {
@@ -81,7 +92,8 @@ struct ModeOptions: ParsableArguments {
                 "--devices-interface '\(devicesInterface)' is no interface name (1 to 15 letters, digits, '.', '-', "
                     + "'_')")
         }
-        return ProxyListeners(regular: regular || transparent == nil ? listen : nil, transparent: transparent)
+        return ProxyListeners(
+            regular: regular || transparent == nil ? listen : nil, transparent: transparent, wireguard: wireguard)
     }
 }
 
@@ -91,6 +103,9 @@ struct ProxyListeners {
     var regular: (String, UInt16)?
     /// The transparent listener's address, nil without `--mode transparent`.
     var transparent: (String, UInt16)?
+    /// The WireGuard UDP socket's address, nil without `--mode wireguard`. It does not replace the explicit proxy:
+    /// TCP through the tunnel is not built yet.
+    var wireguard: (String, UInt16)? = nil
 }
 
 /// The nftables ruleset of transparent mode: a table of its own, so loading it again replaces it and deleting it

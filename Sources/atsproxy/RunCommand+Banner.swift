@@ -42,7 +42,7 @@ extension RunCommand {
             CA:      \(caFile)\(authorities.created ? " (created now: trust it on the device or client)" : "")
             \(regular ? "Try:     curl -x \(listeners.proxyURL) --cacert \(caFile) https://example.com/"
                 : TransparentListening.tryLine(caFile: caFile))\
-            \(captureLine)\(webLine)\(listeners.transparentLine)
+            \(captureLine)\(webLine)\(listeners.transparentLine)\(listeners.wireguardLines)
             \(regular ? DeviceOptions.setUpLines(networkAddress: listeners.networkAddress, loopbackPort: Int(port))
                 : TransparentListening.setUpLine)
             """

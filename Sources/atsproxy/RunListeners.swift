@@ -14,6 +14,9 @@ struct RunListeners {
     let listener: Listener
     /// The banner's line about the transparent listener (empty without transparent mode).
     let transparentLine: String
+    /// The banner's lines about WireGuard mode, with the device's QR code (empty without it).
+    let wireguardLines: String
+    private let wireguard: WireGuardListening.Running?
     /// The address a device on the network uses (the set-up page's), when the proxy listens on one.
     let networkAddress: String?
     /// The listening host as a URL shows it (`[::1]`).
@@ -37,6 +40,8 @@ struct RunListeners {
             throw failure("atsproxy run: error: \(RunCommand.listenFailure(error, host: host, port: port))")
         }
         transparentLine = try TransparentListening.start(start.modes, server: server, first: listener)
+        let wireguard = try WireGuardListening.start(start.modes, group: group, caDirectory: command.caDir, log: log)
+        (wireguardLines, self.wireguard) = (wireguard?.lines ?? "", wireguard?.running)
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         (done, signals) = Self.observeSignals(group: group, shutdownTimeout: command.shutdownTimeout)
         networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))
@@ -48,6 +53,7 @@ struct RunListeners {
     func waitForShutdown() {
         done.wait()
         signals.cancel()
+        if let summary = wireguard?.summary() { ProxyLogSink.writeToStandardError(summary) }
     }
 
     private static func observeSignals(group: EventLoopGroup, shutdownTimeout: Double)
