@@ -47,8 +47,9 @@ public struct TLSConfiguration: Sendable {
     /// nil keeps `identity`. Called on the thread running the handshake.
     public var certificateSelector: (@Sendable (_ serverName: String?) -> ServerIdentity?)?
     /// Session resumption. Off (the default), every handshake is a full one that shows the real chain (what a probe
-    /// needs). On, a server issues session tickets and a client hands its sessions to the `TLSSessionCache` an
-    /// engine was given (`TLSEngine.offerSession(from:key:)`) and offers them again.
+    /// needs). On, a server with a fixed `identity` issues session tickets and keeps TLS 1.2 session IDs, bound to
+    /// that identity (see `TLSContext`), and a client hands its sessions to the `TLSSessionCache` an engine was
+    /// given (`TLSEngine.offerSession(from:key:)`) and offers them again.
     public var sessionResumption: Bool = false
 
     public init(
