@@ -45,7 +45,14 @@ fewer requests/s).
 With `--team-store URI` (a postgresql:// team store, docs/team-store.md), a fourth proxy captures into it, and the
 "capture on (team store)" row runs interleaved with the others: the line after the table gives req/s and steady
 proxy CPU per request with no capture, the SQLite capture and the PostgreSQL capture, from the same rounds.
-Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
+Issue 37's references, each printed beside the figure it judges: the crypto floor of one new intercepted connection
+(`openssl speed` on the OpenSSL the proxy links, run right after the new-connection rows; see crypto_floor), the
+squid rows (squid as a plain CONNECT tunnel, its own process, interleaved like the others; "squid not installed"
+when it is missing: it is optional), the proxy's CPU per new connection with the client offering its last session
+against none (a Python client, connections one after another, CPU from /proc/PID/task/*/schedstat), and the idle
+measure: `--idle N` connections held at once through the proxy and through squid, the RSS growth over N (both legs),
+with the file limit raised in this process (the servers inherit it) as far as the hard limit allows.
+Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary; squid optional.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
 
@@ -729,6 +736,13 @@ def main():
                       f"speed` in the same minutes: {floor[1]}")
             else:
                 print(f"new connection: proxy CPU {cpu:.0f} µs; no crypto floor ({floor[1]})")
+        squid_row, keepalive_row = "reference: squid CONNECT tunnel, 32 conns", "keep-alive HTTPS 1 KiB, 32 conns"
+        if squid_row in results and keepalive_row in results:
+            def steady(name):
+                return statistics.median(r["steady_us"] for r in results[name][0]["proxy"])
+            print(f"keep-alive: proxy steady CPU {steady(keepalive_row):.1f} µs per request = "
+                  f"{steady(keepalive_row) / steady(squid_row):.2f}x squid's tunnel ({steady(squid_row):.1f} µs, same "
+                  f"rounds; target <= 1.2x)")
         if not squid:
             print("reference: squid tunnel: squid not installed (apt-get install squid)")
         comparisons = [(name, name + ", capture on") for name in results if name + ", capture on" in results]
