@@ -118,7 +118,8 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// A server context that resumes: TLS 1.3 tickets and TLS 1.2 tickets and session IDs, for the sessions of this
-    /// context's own identity only.
+    /// context's own identity only. Stateless tickets: with `SSL_OP_NO_TICKET` OpenSSL's TLS 1.3 tickets are stateful,
+    /// two sessions kept in the context's cache per full handshake (up to 20,480), held while nobody resumes them.
     ///
     /// Tickets are sealed with keys OpenSSL draws at random for each `SSL_CTX`, and session IDs are looked up in the
     /// context's own cache, so a session resumes only on the context that made it: the proxy builds one per host
