@@ -45,7 +45,14 @@ fewer requests/s).
 With `--team-store URI` (a postgresql:// team store, docs/team-store.md), a fourth proxy captures into it, and the
 "capture on (team store)" row runs interleaved with the others: the line after the table gives req/s and steady
 proxy CPU per request with no capture, the SQLite capture and the PostgreSQL capture, from the same rounds.
-Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary.
+Issue 37's references, each printed beside the figure it judges: the crypto floor of one new intercepted connection
+(`openssl speed` on the OpenSSL the proxy links, run right after the new-connection rows; see crypto_floor), the
+squid rows (squid as a plain CONNECT tunnel, its own process, interleaved like the others; "squid not installed"
+when it is missing: it is optional), the proxy's CPU per new connection with the client offering its last session
+against none (a Python client, connections one after another, CPU from /proc/PID/task/*/schedstat), and the idle
+measure: `--idle N` connections held at once through the proxy and through squid, the RSS growth over N (both legs),
+with the file limit raised in this process (the servers inherit it) as far as the hard limit allows.
+Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary; squid optional.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
 
@@ -97,7 +104,7 @@ def start_nginx(d, tls_port, http_port, h2_port):
 worker_processes 1;
 pid {d}/nginx.pid;
 error_log {d}/nginx-error.log;
-events {{ worker_connections 4096; }}
+events {{ worker_connections 20000; }}
 http {{
   access_log off;
   keepalive_requests 1000000;
@@ -372,18 +379,33 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def task_cpu_seconds(pid):
+    """`pid`'s CPU summed over its live threads from /proc/PID/task/*/schedstat, in nanoseconds' resolution (the
+    clock ticks of /proc/PID/stat are 10 ms: too coarse for a few hundred handshakes)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass  # the thread ended meanwhile
+    return total / 1e9
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
-def idle_intercepted(proxy_port, origin_port, ca_file, count):
-    """Opens `count` CONNECT tunnels through the proxy and completes TLS in each; returns the open sockets."""
+def idle_intercepted(proxy_port, origin_port, ca_file, count, host=None):
+    """Opens `count` CONNECT tunnels through the proxy (to bench.test, or `host`) and completes TLS in each; returns
+    the open sockets."""
     ctx = ssl.create_default_context(cafile=ca_file)
+    target = host or "bench.test"
     socks = []
     for _ in range(count):
         s = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
-        s.sendall(f"CONNECT bench.test:{origin_port} HTTP/1.1\r\nHost: bench.test:{origin_port}\r\n\r\n".encode())
+        s.sendall(f"CONNECT {target}:{origin_port} HTTP/1.1\r\nHost: {target}:{origin_port}\r\n\r\n".encode())
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = s.recv(4096)
@@ -394,6 +416,114 @@ def idle_intercepted(proxy_port, origin_port, ca_file, count):
             raise RuntimeError(f"CONNECT refused: {head[:80]!r}")
         socks.append(ctx.wrap_socket(s, server_hostname="bench.test"))
     return socks
+
+
+
+def raise_file_limit(wanted):
+    """Raises this process's RLIMIT_NOFILE (inherited by the servers it starts) to `wanted`, within the hard limit:
+    idle runs hold two sockets per connection in the proxy and one here. The tests never do this."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))  # as root
+            return wanted
+        except (ValueError, OSError):
+            pass
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def crypto_floor(seconds=1):
+    """The public-key operations one intercepted new connection cannot avoid, timed by `openssl speed` (the OpenSSL
+    the proxy links) in the same minutes as the run. Per connection, with this bench's ECDSA P-256 origin and CA and
+    X25519 (what hey, the proxy and nginx agree on):
+      client leg (proxy as server): one ECDSA P-256 sign (CertificateVerify), one X25519 key generation and one
+        X25519 derivation;
+      upstream leg (proxy as client): one X25519 key generation and one derivation, two ECDSA P-256 verifies (the
+        origin's CertificateVerify and its leaf's signature by the CA).
+    A key generation is counted as one X25519 operation (a scalar multiplication like the derivation). The RSA-2048
+    verify is printed beside it for origins with RSA chains (most public ones), not added. Symmetric crypto and
+    hashing of the handshake are left out: they are a few µs. Returns (floor_us, parts) or (None, reason)."""
+    try:
+        out = subprocess.run(["openssl", "speed", "-seconds", str(seconds), "-mr", "ecdsap256", "ecdhx25519",
+                              "rsa2048"], capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"openssl speed failed: {e}"
+    sign = verify = x25519 = rsa_verify = None
+    for line in out.splitlines():
+        f = line.split(":")
+        if line.startswith("+F4:") and f[2] == "256":
+            sign, verify = 1e6 / float(f[3]), 1e6 / float(f[4])
+        elif line.startswith("+F5:") and f[2] == "253":
+            x25519 = 1e6 / float(f[3])
+        elif line.startswith("+F2:") and f[2] == "2048":
+            rsa_verify = 1e6 / float(f[4])
+    if None in (sign, verify, x25519):
+        return None, "openssl speed gave no ECDSA P-256 or X25519 figure"
+    floor = sign + 4 * x25519 + 2 * verify
+    parts = (f"ECDSA P-256 sign {sign:.0f} + 4 x X25519 {x25519:.0f} + 2 x ECDSA P-256 verify {verify:.0f} µs"
+             + (f"; an RSA-2048 verify would add {rsa_verify:.0f} µs" if rsa_verify else ""))
+    return floor, parts
+
+
+def start_squid(d, port):
+    """Squid as a plain CONNECT tunnel (no caching, no bumping), one process in the foreground: the reference for
+    what a proxy that only tunnels spends. None when squid is not installed."""
+    squid = shutil.which("squid") or (os.path.exists("/usr/sbin/squid") and "/usr/sbin/squid")
+    if not squid:
+        return None
+    os.makedirs(f"{d}/squid", mode=0o777, exist_ok=True)
+    os.chmod(f"{d}/squid", 0o777)
+    conf = f"""
+http_port 127.0.0.1:{port}
+acl all_ports port 1-65535
+http_access allow all
+cache deny all
+cache_mem 0
+access_log none
+cache_store_log none
+cache_log {d}/squid/cache.log
+pid_filename {d}/squid/squid.pid
+coredump_dir {d}/squid
+workers 1
+max_filedescriptors 65536
+shutdown_lifetime 1 seconds
+client_persistent_connections on
+"""
+    with open(f"{d}/squid.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen([squid, "-N", "-f", f"{d}/squid.conf"], stdout=subprocess.DEVNULL,
+                            stderr=open(f"{d}/squid/stderr.log", "w"))
+    wait_port(port)
+    return proc
+
+
+def new_tls_connections(proxy_port, origin_port, ca_file, count, resume):
+    """`count` sequential connections through the proxy (CONNECT, TLS, one GET /1k, close), each offering the
+    session of the one before when `resume`. Returns how many resumed."""
+    ctx = ssl.create_default_context(cafile=ca_file)
+    session, resumed = None, 0
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", proxy_port), timeout=10)
+        s.sendall(f"CONNECT bench.test:{origin_port} HTTP/1.1\r\nHost: bench.test:{origin_port}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise RuntimeError("proxy closed the CONNECT")
+            head += chunk
+        t = ctx.wrap_socket(s, server_hostname="bench.test", session=session if resume else None)
+        resumed += t.session_reused
+        t.sendall(f"GET /1k HTTP/1.1\r\nHost: bench.test:{origin_port}\r\nConnection: close\r\n\r\n".encode())
+        while t.recv(65536):
+            pass
+        if resume:
+            session = t.session
+        t.close()
+    return resumed
 
 
 def main():
@@ -410,6 +540,8 @@ def main():
     args = ap.parse_args()
     load_binary = args.load_binary or os.path.join(os.path.dirname(args.binary), "atsproxy-load")
     require_tools(("nginx", "hey", "openssl", "curl"), load_binary)
+    # The proxy holds two sockets per idle connection and this process one; the servers inherit the limit.
+    file_limit = raise_file_limit(max(4096, 3 * args.idle + 1024))
 
     d = tempfile.mkdtemp(prefix="atsproxy-bench-")
     procs = []
@@ -449,6 +581,11 @@ def main():
                                       log_name="proxy-store.log")
             procs.append(store_proxy)
             proxies["store"] = (store_proxy, f"127.0.0.1:{store_port}")
+        squid_port = free_port()
+        squid = start_squid(d, squid_port)
+        if squid:
+            procs.append(squid)
+            proxies["squid"] = (squid, f"127.0.0.1:{squid_port}")
         captured_requests = 0
 
         def client(kind, url, n, c, proxied=False, keepalive=True, which="off"):
@@ -490,6 +627,12 @@ def main():
             ("keep-alive HTTPS 1 KiB, 32 conns, web view streaming", direct_1k, proxied_1k, args.requests, 32, True,
              "rps", "load", "web"),
         ]
+        if squid:
+            # Squid cannot resolve bench.test: its rows tunnel to 127.0.0.1, the same origin listener.
+            cases.insert(1, ("reference: squid CONNECT tunnel, 32 conns", direct_1k, direct_1k, args.requests, 32, True,
+                             "rps", "load", "squid"))
+            cases.insert(4, ("reference: squid tunnel, new conn per request", direct_1k, direct_1k,
+                             max(500, args.requests // 10), 8, False, "rps", "hey", "squid"))
         if args.team_store:
             cases.append(("keep-alive HTTPS 1 KiB, 32 conns, capture on (team store)", direct_1k, proxied_1k,
                           args.requests, 32, True, "rps", "load", "store"))
@@ -497,6 +640,7 @@ def main():
         h2_direct = f"https://127.0.0.1:{h2_port}/1k"
         h2_proxied = f"https://bench-h2.test:{h2_port}/1k"
         results = {}
+        floor = (None, "the new-connection row did not run")
         if args.only:
             cases = [case for case in cases if args.only in case[0]]
         for name, direct, proxied, n, c, ka, unit, kind, which in cases:
@@ -519,6 +663,9 @@ def main():
                 if which == "capture":
                     captured_requests += n + (max(100, n // 5) if kind == "load" else 0)
             results[name] = (rows, unit)
+            if name.startswith("new connection per request"):
+                # The crypto floor in the same minutes as the rows it judges.
+                floor = crypto_floor()
         reference = "reference: nginx TLS reverse proxy, 32 conns"
         if not args.only or args.only in reference:
             # The proxy column of this row is nginx proxying to the same origin (no CONNECT, no ATS).
@@ -578,6 +725,26 @@ def main():
             for r in bad:
                 print(f"   non-200 responses or errors: {r['codes']} {r['errors']}")
 
+        new_row = "new connection per request, 8 clients"
+        if new_row in results:
+            rows = results[new_row][0]
+            cpu = statistics.median(r["cpu_us"] for r in rows["proxy"])
+            ratio = statistics.median(p["rps"] / d["rps"] for d, p in zip(rows["direct"], rows["proxy"]))
+            if floor[0]:
+                print(f"new connection: proxy CPU {cpu:.0f} µs = {cpu / floor[0]:.2f}x the crypto floor of "
+                      f"{floor[0]:.0f} µs (target <= 3x), {ratio:.2f}x of direct (target >= 0.5x); floor by `openssl "
+                      f"speed` in the same minutes: {floor[1]}")
+            else:
+                print(f"new connection: proxy CPU {cpu:.0f} µs; no crypto floor ({floor[1]})")
+        squid_row, keepalive_row = "reference: squid CONNECT tunnel, 32 conns", "keep-alive HTTPS 1 KiB, 32 conns"
+        if squid_row in results and keepalive_row in results:
+            def steady(name):
+                return statistics.median(r["steady_us"] for r in results[name][0]["proxy"])
+            print(f"keep-alive: proxy steady CPU {steady(keepalive_row):.1f} µs per request = "
+                  f"{steady(keepalive_row) / steady(squid_row):.2f}x squid's tunnel ({steady(squid_row):.1f} µs, same "
+                  f"rounds; target <= 1.2x)")
+        if not squid:
+            print("reference: squid tunnel: squid not installed (apt-get install squid)")
         comparisons = [(name, name + ", capture on") for name in results if name + ", capture on" in results]
         if comparisons:
             print()
@@ -614,16 +781,53 @@ def main():
             print(f"capture file: {size / 1e6:.1f} MB for about {captured_requests} exchanges "
                   f"({size / captured_requests:.0f} bytes per exchange, 1 KiB response bodies, trace included)")
 
-        if args.only:
+        ca_file = f"{cadir}/atsproxy-ca.pem"
+        resume_row = "new TLS connection, client resumes"
+        if not args.only or args.only in resume_row:
+            # Proxy CPU per new connection with and without the client offering its last session, interleaved (a
+            # Python client, one connection at a time: its own speed does not count, only the proxy's CPU).
+            n = max(200, args.requests // 50)
+            new_tls_connections(proxy_port, tls_port, ca_file, 20, resume=True)
+            cpu = {False: [], True: []}
+            reused = 0
+            for r in range(args.rounds):
+                for resume in ((False, True) if r % 2 == 0 else (True, False)):
+                    before = task_cpu_seconds(proxy.pid)
+                    got = new_tls_connections(proxy_port, tls_port, ca_file, n, resume)
+                    time.sleep(0.1)
+                    cpu[resume].append((task_cpu_seconds(proxy.pid) - before) / n * 1e6)
+                    reused += got if resume else 0
+            full, resumed = statistics.median(cpu[False]), statistics.median(cpu[True])
+            print(f"{resume_row}: proxy CPU per connection {resumed:.0f} µs resumed vs {full:.0f} µs full "
+                  f"({resumed / full:.2f}x; {reused} of {n * args.rounds} client handshakes resumed), "
+                  f"{args.rounds} interleaved rounds of {n} sequential connections")
+        idle_row = "idle intercepted connections"
+        if args.only and args.only not in idle_row:
             return
-        socks = idle_intercepted(proxy_port, tls_port, f"{cadir}/atsproxy-ca.pem", args.idle)
-        time.sleep(0.5)
-        rss_idle = rss_kib(proxy.pid)
         print()
-        print(f"proxy RSS at start: {rss_start} KiB; holding {len(socks)} idle intercepted connections: {rss_idle} KiB "
-              f"({(rss_idle - rss_start) / len(socks):.1f} KiB per connection)")
-        for s in socks:
-            s.close()
+        print(f"{idle_row}: {args.idle} at once (file limit {file_limit})")
+        if file_limit < 2 * args.idle + 64:
+            print(f"  the file limit allows the proxy about {(file_limit - 64) // 2} connections (two sockets each): "
+                  f"raise the hard limit (ulimit -Hn) or lower --idle")
+        for label, (proc, address) in [("atsproxy", proxies["off"])] + ([("squid tunnel", proxies["squid"])]
+                                                                        if squid else []):
+            port = int(address.rsplit(":", 1)[1])
+            host = "127.0.0.1" if label.startswith("squid") else None
+            rss_before = rss_kib(proc.pid)
+            socks = idle_intercepted(port, tls_port, ca_file if not host else f"{d}/ca.pem", args.idle, host=host)
+            time.sleep(0.5)
+            rss_idle = rss_kib(proc.pid)
+            # Every connection really held on both legs: the proxy's open sockets.
+            held = sum(1 for fd in os.listdir(f"/proc/{proc.pid}/fd")
+                       if os.readlink(f"/proc/{proc.pid}/fd/{fd}").startswith("socket:"))
+            target = " (both legs; target <= 24 KiB)" if label == "atsproxy" else ""
+            print(f"  {label}: RSS {rss_before} KiB before, {rss_idle} KiB holding {len(socks)}: "
+                  f"{(rss_idle - rss_before) / len(socks):.1f} KiB per connection{target}; {held} sockets open in it")
+            for sock in socks:
+                sock.close()
+            time.sleep(0.5)
+        if not squid:
+            print("  squid tunnel: squid not installed")
         print(f"machine: {os.cpu_count()} cores; origin nginx (1 worker), clients atsproxy-load (keep-alive rows) and hey "
               f"(the others), proxy atsproxy, all on 127.0.0.1")
     finally:

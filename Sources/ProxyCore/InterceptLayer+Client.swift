@@ -66,6 +66,8 @@ extension InterceptLayer {
             // OpenSSL's default security level refuses to load the deliberately weak leaves (SHA-1 signed,
             // RSA-1024) that --block tls serves; the client must get them and fail its own trust check.
             if leaf != .standard { configuration.securityLevel = 0 }
+            // A device reconnecting resumes (tickets, session IDs), bound to this host's leaf (TLSContext).
+            configuration.sessionResumption = leaf == .standard
             return try TLSContext(configuration)
         }
     }

@@ -46,9 +46,12 @@ public struct TLSConfiguration: Sendable {
     /// Servers: picks a certificate per connection from the SNI name (nil when the client sent none). Returning
     /// nil keeps `identity`. Called on the thread running the handshake.
     public var certificateSelector: (@Sendable (_ serverName: String?) -> ServerIdentity?)?
-    /// Session resumption. Off (the default), every handshake is a full one that shows the real chain (what a probe
-    /// needs). On, a server issues session tickets and a client hands its sessions to the `TLSSessionCache` an
-    /// engine was given (`TLSEngine.offerSession(from:key:)`) and offers them again.
+    /// Session resumption. Off (the default), a client makes every handshake a full one that shows the real chain
+    /// (what a probe needs), and a server keeps OpenSSL's defaults (no stateless tickets; stateful TLS 1.3 tickets
+    /// and TLS 1.2 session IDs from the context's own cache). On, a server with a fixed `identity` issues stateless
+    /// tickets and keeps a bounded cache of TLS 1.2 session IDs, bound to that identity (see `TLSContext`), and a
+    /// client hands its sessions to the `TLSSessionCache` an engine was given (`TLSEngine.offerSession(from:key:)`)
+    /// and offers them again.
     public var sessionResumption: Bool = false
 
     public init(

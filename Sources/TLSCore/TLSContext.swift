@@ -94,13 +94,15 @@ public final class TLSContext: @unchecked Sendable {
 
         SSL_CTX_set_info_callback(ctx, tlsInfoCallback)
         if c.sessionResumption {
-            // The exception to "no session tickets" above: a context made to resume (the proxy's upstream client;
-            // probes never are). Clients see their sessions only through the callback, which hands them to the
+            // The exception to "no session tickets" above: a context made to resume (the proxy's upstream client and
+            // its per-host server contexts for clients; probes never are). Clients see their sessions only through the callback, which hands them to the
             // engine's TLSSessionCache.
             SSL_CTX_clear_options(ctx, copenssl_SSL_OP_NO_TICKET())
             if c.role == .client {
                 _ = copenssl_SSL_CTX_set_session_cache_mode(ctx, copenssl_SSL_SESS_CACHE_CLIENT_ONLY_CALLBACK())
                 SSL_CTX_sess_set_new_cb(ctx, tlsNewSessionCallback)
+            } else {
+                try TLSContext.configureServerResumption(ctx, c)
             }
         }
         if c.role == .server {
@@ -114,6 +116,36 @@ public final class TLSContext: @unchecked Sendable {
             }
         }
     }
+
+    /// A server context that resumes: TLS 1.3 tickets and TLS 1.2 tickets and session IDs, for the sessions of this
+    /// context's own identity only. Stateless tickets: with `SSL_OP_NO_TICKET` OpenSSL's TLS 1.3 tickets are stateful,
+    /// two sessions kept in the context's cache per full handshake (up to 20,480), held while nobody resumes them.
+    ///
+    /// Tickets are sealed with keys OpenSSL draws at random for each `SSL_CTX`, and session IDs are looked up in the
+    /// context's own cache, so a session resumes only on the context that made it: the proxy builds one per host
+    /// and leaf (`TLSContextKey.server`), so a session for host A never resumes on a connection for host B, and a
+    /// context rebuilt with a new leaf starts with new keys (its clients make one full handshake and see the new
+    /// leaf). The session ID context, the leaf's SHA-256, states the same binding where OpenSSL checks it (a
+    /// session carries it and is refused on a connection whose context differs). A context that picks its
+    /// certificate per connection (`certificateSelector`) serves several names from one cache, and the choice is
+    /// made after OpenSSL has looked the session up, so it never resumes.
+    private static func configureServerResumption(_ ctx: OpaquePointer, _ c: TLSConfiguration) throws(OpenSSLError) {
+        guard c.certificateSelector == nil, let leaf = c.identity?.chain.first else {
+            SSL_CTX_set_options(ctx, copenssl_SSL_OP_NO_TICKET())
+            _ = copenssl_SSL_CTX_set_session_cache_mode(ctx, 0)
+            return
+        }
+        let sessionContext = Digest.sha256(leaf.derBytes)
+        try checkPositive("SSL_CTX_set_session_id_context") {
+            SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count))
+        }
+        // TLS 1.2 session IDs live in the context's cache; bound it (OpenSSL's default is 20,480 per context, and
+        // the proxy has a context per host).
+        _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_SESS_CACHE_SIZE, Self.serverSessionCacheSize, nil)
+    }
+
+    /// Sessions a resuming server context keeps for TLS 1.2 session-ID resumption (tickets need no cache).
+    static let serverSessionCacheSize = 1024
 
     private static func install(_ identity: TLSConfiguration.ServerIdentity, on ctx: OpaquePointer)
         throws(OpenSSLError)

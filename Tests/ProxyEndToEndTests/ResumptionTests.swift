@@ -14,7 +14,7 @@ private func verdict(_ event: [String: Any]) -> NSDictionary {
      "message": event["message"] ?? NSNull()] as NSDictionary
 }
 
-@Suite("Upstream TLS session resumption")
+@Suite("TLS session resumption (upstream and client legs)")
 struct ResumptionTests {
     @Test("A second connection to an origin resumes the upstream session: same bytes, same verdict, and the trace says so")
     func secondConnectionResumes() async throws {
@@ -110,5 +110,29 @@ struct ResumptionTests {
             #expect(r.header("X-ATS-Error") == "-1200 NSURLErrorSecureConnectionFailed")
             #expect(r.header("X-ATS-SSL-Error") == "-9836 errSSLPeerProtocolVersion")
         }
+    }
+
+    @Test(
+        "A client reconnecting resumes its session with the proxy, never on another host",
+        arguments: ["1.3", "1.2-ticket", "1.2-id"])
+    func clientLegResumes(tls: String) async throws {
+        // Two hosts, each its own origin and minted leaf: the third connection offers good.test's session to
+        // passthrough.test, which must make a full handshake and verify its own leaf.
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let origin = try await Origin(e2e, tls: "good", in: folder)
+        let other = try await Origin(e2e, tls: "passthrough", in: folder)
+        let proxy = try await Proxy(e2e, origin.map("good.test") + other.map("passthrough.test"), in: folder)
+        let r = try await pythonClient(e2e, proxy, ["resume", "good.test", "passthrough.test", tls], in: folder)
+        let first = r["first"] as? [String: Any] ?? [:]
+        let again = r["again"] as? [String: Any] ?? [:]
+        let elsewhere = r["elsewhere"] as? [String: Any] ?? [:]
+        #expect(first["resumed"] as? Bool == false, "\(r)")
+        #expect(first["status"] as? Int == 200, "\(r)")
+        #expect(again["resumed"] as? Bool == true, "\(r)")
+        #expect(again["status"] as? Int == 200, "\(r)")
+        #expect(again["version"] as? String == (tls == "1.3" ? "TLSv1.3" : "TLSv1.2"), "\(r)")
+        #expect(elsewhere["resumed"] as? Bool == false, "\(r)")
+        #expect(elsewhere["status"] as? Int == 200, "\(r)")
     }
 }

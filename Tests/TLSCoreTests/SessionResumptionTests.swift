@@ -110,6 +110,28 @@ struct SessionResumptionTests {
         #expect(cache.sessionCount(for: key(client12)) == 1)
     }
 
+    @Test("A session resumes only on the server context that issued it (another host's leaf, another context)",
+          arguments: [false, true])
+    func sessionStaysWithItsServerContext(tls12: Bool) throws {
+        let context = tls12 ? client12 : client
+        let cache = TLSSessionCache()
+        _ = try connect(cache, context)
+        let again = try connect(cache, context)
+        #expect(again.pair.server.sessionReused)
+        // Another host's context, as the proxy makes one per host: the client offers the session, the server makes
+        // a full handshake and shows its own leaf.
+        var otherConfig = TLSConfiguration.server(
+            identity: try LeafMinter(authority: ca).identity(for: "localhost"), alpn: ["h2", "http/1.1"])
+        otherConfig.sessionResumption = true
+        let other = try TLSContext(otherConfig)
+        let elsewhere = try connect(cache, context, serverEngine: try TLSEngine(context: other))
+        #expect(elsewhere.offered)
+        #expect(!elsewhere.pair.server.sessionReused)
+        #expect(!elsewhere.pair.client.sessionReused)
+        #expect(elsewhere.facts.chain != again.facts.chain)
+        #expect(elsewhere.facts.trust == .trustedByUserRoot)
+    }
+
     @Test("Connections that differ in ALPN offer, SNI, connect port or context do not share sessions")
     func keysDoNotShare() throws {
         let cache = TLSSessionCache()

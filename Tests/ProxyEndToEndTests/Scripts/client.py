@@ -168,3 +168,36 @@ elif CMD == "tunnel":
     # Python's http.client CONNECT via set_tunnel: ARGS host path
     c = https_conn(ARGS[0]); st, ok, n = fetch(c, ARGS[1])
     result(status=st, ok=ok, n=n, peer=c.sock.getpeercert()["issuer"][0][0][1])
+
+elif CMD == "resume":
+    # Client-leg session resumption: ARGS host other_host tls (1.3, 1.2-ticket or 1.2-id). Three connections, one
+    # GET each: to host, to host again offering the first one's session, to other_host offering it too (which
+    # must make a full handshake: a session is the host's). Prints whether each resumed and answered 200.
+    host, other, mode = ARGS[0], ARGS[1], ARGS[2]
+    ctx = tls_ctx()
+    if mode != "1.3":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    if mode == "1.2-id":
+        ctx.options |= ssl.OP_NO_TICKET
+    def connect(name, session):
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=TIMEOUT)
+        s.sendall(("CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (name, name)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            piece = s.recv(4096)
+            if not piece: raise RuntimeError("proxy closed the CONNECT")
+            head += piece
+        t = ctx.wrap_socket(s, server_hostname=name, session=session)
+        t.sendall(("GET /bytes/10 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name).encode())
+        data = b""
+        while True:
+            piece = t.recv(65536)
+            if not piece: break
+            data += piece
+        reused, session, version = t.session_reused, t.session, t.version()
+        t.close()
+        return {"resumed": reused, "status": int(data.split(b" ", 2)[1]) if data else 0, "version": version}, session
+    first, session = connect(host, None)
+    again, _ = connect(host, session)
+    elsewhere, _ = connect(other, session)
+    result(first=first, again=again, elsewhere=elsewhere)
