@@ -370,6 +370,8 @@ public final class PostgresCaptureWriter: CaptureDestination, @unchecked Sendabl
         exchangeRows.int(runID)
         exchangeRows.int(references?.decisionRow)
         exchangeRows.int(references?.handshakeRow)
+        // The frame carries the fields in ExchangeField's order, the connection's id first (read above).
+        assert(ExchangeField.allCases.first == .connectionID, "the connection's id leads an exchange's frame")
         exchangeRows.value(connectionValue)
         for _ in 1..<CaptureBatch.exchangeColumns { exchangeRows.value(frames.value()) }
         exchangeRows.endRow()

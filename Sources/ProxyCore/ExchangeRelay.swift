@@ -15,6 +15,12 @@ enum RequestDecision {
         codes: [ExchangeError])
 }
 
+/// The refusal of a request whose absolute-form target names another origin than its tunnel's
+/// (`InterceptLayer.originForm`).
+struct MisdirectedRequest: Error {
+    let decision: RequestDecision
+}
+
 /// A host and port to connect to for plain-HTTP forwarding.
 struct UpstreamTarget: Equatable {
     var host: String
@@ -33,6 +39,8 @@ struct DecisionRequest {
 struct DecisionRequests {
     private var first: DecisionRequest?
     private var more: [DecisionRequest] = []
+    /// The next of `more` to pop: popping moves an index, not the array's elements (a page load's many heads).
+    private var nextOfMore = 0
 
     var isEmpty: Bool { first == nil }
 
@@ -46,7 +54,14 @@ struct DecisionRequests {
 
     mutating func popFirst() -> DecisionRequest? {
         guard let request = first else { return nil }
-        first = more.isEmpty ? nil : more.removeFirst()
+        if nextOfMore < more.count {
+            first = more[nextOfMore]
+            nextOfMore += 1
+        } else {
+            first = nil
+            more.removeAll(keepingCapacity: true)
+            nextOfMore = 0
+        }
         return request
     }
 }
@@ -161,6 +176,9 @@ protocol ExchangeRelay: AnyObject {
     /// one: the relay carries the request out and resumes what it held behind it. An id the relay no longer holds
     /// (the client reset the stream, or went, meanwhile) is ignored.
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput
+    /// Whether the request `id` still waits for its answer: a request the client gave up meanwhile (an h2 stream it
+    /// reset in the same read as its head) is not decided at all, so no rule, trace or notice acts on it.
+    func isHolding(_ id: Int) -> Bool
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
     func clientEOF() -> RelayOutput
     /// The client connection is gone (reset, failed, or closed by the proxy's shutdown): nothing more can reach the

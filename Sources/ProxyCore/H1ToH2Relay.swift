@@ -122,6 +122,8 @@ final class H1ToH2Relay: ExchangeRelay {
         return out.take()
     }
 
+    func isHolding(_ id: Int) -> Bool { !finished && undecided?.number == id }
+
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
         guard !finished, let u = undecided, u.number == id else { return out.take() }
         undecided = nil

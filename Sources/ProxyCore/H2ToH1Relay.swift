@@ -128,6 +128,8 @@ final class H2ToH1Relay: LaneRelay {
 
     var isIdle: Bool { book.isEmpty }
 
+    func isHolding(_ id: Int) -> Bool { !failed && Int32(exactly: id).map(book.undecided.contains) == true }
+
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
         guard !failed, let held = book.undecided.take(id) else { return out.take() }
         open(Int32(id), held, decision)

@@ -175,6 +175,8 @@ final class HTTP1Relay {
         out.pauseReading[.client] = full
     }
 
+    func isHolding(_ id: Int) -> Bool { !finished && undecided?.number == id }
+
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
         guard !finished, let u = undecided, u.number == id else { return out.take() }
         undecided = nil

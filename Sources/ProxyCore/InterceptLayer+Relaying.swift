@@ -56,6 +56,7 @@ extension InterceptLayer {
         let asking = relay
         applyStep(ctx, step)
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
+            guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, request.head))
             toDecide.append(contentsOf: next.takeToDecide())
             applyStep(ctx, next)
@@ -299,11 +300,6 @@ extension InterceptLayer {
         let out = engine.takeOutput()
         if !out.isEmpty { ctx.commands.append(.sendToClient(out)) }
     }
-}
-
-/// The refusal of a request whose absolute-form target names another origin than its tunnel's.
-struct MisdirectedRequest: Error {
-    let decision: RequestDecision
 }
 
 extension InterceptLayer {

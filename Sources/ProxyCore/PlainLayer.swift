@@ -178,6 +178,7 @@ extension PlainLayer {
         var toDecide = step.takeToDecide()
         applyStep(ctx, step)
         while !ctx.isDone, case .plain(let current) = ctx.phase, current === self, let request = toDecide.popFirst() {
+            guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, ctx.absoluteForm(request.head)))
             toDecide.append(contentsOf: next.takeToDecide())
             applyStep(ctx, next)

@@ -246,6 +246,21 @@ struct RelayHeldDecisionTests {
         #expect(late.toUpstream.isEmpty && late.exchanges.isEmpty)
     }
 
+    @Test("h2: a stream reset in the same read as its head is asked about but no longer held: it is not decided")
+    func h2ResetInTheSameRead() throws {
+        let relay = try H2Relay(now: { 0 })
+        let client = try H2Session(role: .client)
+        _ = relay.upstreamBytes([])
+        let id = try client.submitRequest(Self.requestFields("/gone"), body: .none)
+        let head = client.pendingOutput()
+        try client.submitRSTStream(streamID: id, errorCode: .cancel)
+        var output = relay.clientBytes(head + client.pendingOutput())
+        let request = try #require(Self.asked(&output))
+        // The owner's loop asks `isHolding` before deciding: no rule, trace or notice acts on a cancelled request.
+        #expect(!relay.isHolding(request.id))
+        #expect(relay.isIdle)
+    }
+
     // MARK: - h2 client, HTTP/1.1 lanes
 
     @Test("h2 → HTTP/1: one stream held while another takes the lane and finishes; the held one follows, whole")
