@@ -20,7 +20,8 @@
 // after a fast retransmit (about one round trip) or a retransmission timeout. So each chunk is cut into MSS-sized
 // (1460-byte) segments, each lost with the direction's probability (a seeded generator, injected for tests), and every
 // lost segment delays its chunk (and, in order, everything behind it) by a retransmission penalty of
-// max(round trip, 200 ms), 200 ms being the usual minimum RTO. The retransmitted bytes do not consume bandwidth again:
+// max(round trip, 200 ms), 200 ms being the usual minimum RTO. Penalties add up while the stream is backed up, so a
+// download's extra time is (lost segments × penalty) whatever sizes the caller offers bytes in. The retransmitted bytes do not consume bandwidth again:
 // an approximation that under-states loss on a saturated link. At 100% loss nothing ever passes: `poll` releases
 // nothing and asks for no timer; the connection stalls until the app's own timeout, as with NLC's "100% Loss".
 
@@ -111,7 +112,9 @@ public struct LinkShaper: Sendable {
         guard byteCount > 0 else { return }
         pendingBytes += byteCount
         guard !direction.dropsEverything else { return }
-        var eligibleAt = now &+ direction.delay.nanoseconds
+        // In order behind the chunk ahead; a loss then delays this chunk from there, so that penalties add up while
+        // the stream is backed up (whatever the caller's chunk sizes) and start afresh after an idle spell.
+        var eligibleAt = max(now &+ direction.delay.nanoseconds, lastEligibleAt)
         if direction.lossPercent > 0 {
             let segments = (byteCount + Self.segmentSize - 1) / Self.segmentSize
             let p = direction.lossPercent / 100
@@ -120,7 +123,6 @@ public struct LinkShaper: Sendable {
             lostSegments += lost
             eligibleAt &+= UInt64(lost) &* retransmissionPenalty
         }
-        eligibleAt = max(eligibleAt, lastEligibleAt)
         lastEligibleAt = eligibleAt
         line.append(Chunk(eligibleAt: eligibleAt, byteCount: byteCount))
     }
