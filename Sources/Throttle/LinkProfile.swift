@@ -59,7 +59,11 @@ public struct LinkProfile: Sendable, Equatable, CustomStringConvertible {
             return "\(bits) bit/s"
         }
         func ms(_ d: Duration) -> String { "\(d.nanoseconds / 1_000_000) ms" }
-        func loss(_ d: Direction) -> String { d.lossPercent == 0 ? "" : ", \(d.lossPercent)% loss" }
+        func loss(_ d: Direction) -> String {
+            guard d.lossPercent > 0 else { return "" }
+            let whole = d.lossPercent.rounded() == d.lossPercent
+            return ", \(whole ? String(Int(d.lossPercent)) : String(d.lossPercent))% loss"
+        }
         var text = "\(name): down \(rate(downlink)), \(ms(downlink.delay))\(loss(downlink))"
         text += "; up \(rate(uplink)), \(ms(uplink.delay))\(loss(uplink))"
         if dnsDelay > .zero { text += "; DNS +\(ms(dnsDelay))" }

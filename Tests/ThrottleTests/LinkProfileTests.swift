@@ -100,6 +100,8 @@ struct LinkProfileTests {
     func description() {
         #expect(LinkProfile.threeG.description == "3G: down 780 kbit/s, 100 ms; up 330 kbit/s, 100 ms")
         #expect(LinkProfile.highLatencyDNS.description.contains("DNS +3000 ms"))
+        #expect(LinkProfile.veryBadNetwork.description
+            == "Very Bad Network: down 1 Mbit/s, 500 ms, 10% loss; up 1 Mbit/s, 500 ms, 10% loss")
     }
 }
 
