@@ -59,6 +59,9 @@ let package = Package(
         // WireGuard (Noise IKpsk2 over OpenSSL's primitives) and the tunnel's minimal IP layer: datagrams and a
         // clock in, datagrams and IP packets out (docs/wireguard.md).
         .target(name: "WireGuardCore", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // Network Link Conditioner profiles and a sans-io traffic shaper: byte counts and instants in, how many
+        // bytes may go and when to ask again out (docs/rules-throttle.md).
+        .target(name: "Throttle", swiftSettings: strict),
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
@@ -143,6 +146,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
         .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),
+        .testTarget(name: "ThrottleTests", dependencies: ["Throttle"], swiftSettings: strict),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(
