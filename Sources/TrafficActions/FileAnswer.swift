@@ -1,0 +1,129 @@
+import HTTP1Core
+
+/// A local file turned into a response, as a small static file server would: conditional requests, single ranges,
+/// HEAD, and a size limit. Shared by map local and by answers with a file body.
+enum FileAnswer {
+    static func serve(
+        path: String, info: FileInfo, request: LocalRequest, files: some FileReading, limit: Int
+    ) -> LocalResponse {
+        let isHead = request.method == "HEAD"
+        let etag = "\"\(String(info.size, radix: 16))-\(String(info.modified, radix: 16))\""
+        var headers: HTTPHeaders = [("Content-Type", MediaTypes.contentType(forPath: path)), ("ETag", etag)]
+
+        if let condition = request.headers[first: "If-None-Match"], ["GET", "HEAD"].contains(request.method),
+            matches(condition, etag: etag)
+        {
+            return LocalResponse(
+                head: HTTPResponseHead(status: 304, reason: reasonPhrase(304), headers: headers), body: [],
+                servedFile: path)
+        }
+        headers.add(name: "Accept-Ranges", value: "bytes")
+
+        var range = ByteRange.ignored
+        if request.method == "GET" {
+            let ifRange = request.headers[first: "If-Range"]
+            if ifRange == nil || ifRange == etag {
+                range = ByteRange(header: request.headers[first: "Range"], size: info.size)
+            }
+        }
+        var status = 200
+        var offset = 0
+        var length = info.size
+        switch range {
+        case .ignored:
+            break
+        case .unsatisfiable:
+            headers.add(name: "Content-Range", value: "bytes */\(info.size)")
+            headers.add(name: "Content-Length", value: "0")
+            return LocalResponse(
+                head: HTTPResponseHead(status: 416, reason: reasonPhrase(416), headers: headers), body: [],
+                servedFile: path)
+        case .satisfiable(let lower, let upper):
+            status = 206
+            offset = lower
+            length = upper - lower + 1
+            headers.add(name: "Content-Range", value: "bytes \(lower)-\(upper)/\(info.size)")
+        }
+        headers.add(name: "Content-Length", value: String(length))
+        if isHead {
+            return LocalResponse(
+                head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers), body: [],
+                servedFile: path)
+        }
+        guard length <= limit else {
+            var response = plain(
+                status: 500,
+                "ATSProxy map local: \(path) is \(length) bytes, over the limit of \(limit) bytes"
+                    + " (a Range request can ask for a part of it)\n",
+                method: request.method)
+            response.notices = [
+                ActionNotice(.tooLarge, "map local: \(path) is \(length) bytes, over the limit of \(limit)")
+            ]
+            return response
+        }
+        guard let body = files.read(path, offset: offset, count: length), body.count == length else {
+            var response = plain(status: 500, "ATSProxy map local: cannot read \(path)\n", method: request.method)
+            response.notices = [ActionNotice(.missingFile, "map local: cannot read \(path) (or it changed size)")]
+            return response
+        }
+        return LocalResponse(
+            head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers), body: body,
+            servedFile: path)
+    }
+
+    /// Whether an `If-None-Match` list names this ETag, by the weak comparison RFC 9110 §13.1.2 asks for.
+    static func matches(_ condition: String, etag: String) -> Bool {
+        condition.split(separator: ",").contains { tag in
+            let tag = tag.trimmingSpaces
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+
+    /// A short text/plain response (errors, 404s); its body omitted for HEAD.
+    static func plain(status: Int, _ text: String, method: String) -> LocalResponse {
+        let body = Array(text.utf8)
+        let headers: HTTPHeaders = [
+            ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
+        ]
+        return LocalResponse(
+            head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers),
+            body: method == "HEAD" ? [] : body)
+    }
+}
+
+/// The reason phrase for the statuses a rule is likely to answer with (an empty one for others: HTTP/1.1 allows
+/// it, and HTTP/2 has none).
+public func reasonPhrase(_ status: Int) -> String {
+    switch status {
+    case 200: "OK"
+    case 201: "Created"
+    case 202: "Accepted"
+    case 204: "No Content"
+    case 206: "Partial Content"
+    case 301: "Moved Permanently"
+    case 302: "Found"
+    case 303: "See Other"
+    case 304: "Not Modified"
+    case 307: "Temporary Redirect"
+    case 308: "Permanent Redirect"
+    case 400: "Bad Request"
+    case 401: "Unauthorized"
+    case 403: "Forbidden"
+    case 404: "Not Found"
+    case 405: "Method Not Allowed"
+    case 408: "Request Timeout"
+    case 409: "Conflict"
+    case 410: "Gone"
+    case 413: "Content Too Large"
+    case 416: "Range Not Satisfiable"
+    case 418: "I'm a teapot"
+    case 422: "Unprocessable Content"
+    case 429: "Too Many Requests"
+    case 500: "Internal Server Error"
+    case 501: "Not Implemented"
+    case 502: "Bad Gateway"
+    case 503: "Service Unavailable"
+    case 504: "Gateway Timeout"
+    default: ""
+    }
+}
