@@ -82,7 +82,11 @@ public struct BodyModification: Sendable {
             default:
                 return (
                     body, 0,
-                    [ActionNotice(.unsupportedEncoding, "modify body: Content-Encoding \(codings.joined(separator: ", ")) is left alone")]
+                    [
+                        ActionNotice(
+                            .unsupportedEncoding,
+                            "modify body: Content-Encoding \(codings.joined(separator: ", ")) is left alone")
+                    ]
                 )
             }
             do {
@@ -167,10 +171,18 @@ public struct BodyModification: Sendable {
                 continue
             }
             switch next {
-            case "\\": out.append("\\"); chars.removeFirst()
-            case "n": out.append("\n"); chars.removeFirst()
-            case "r": out.append("\r"); chars.removeFirst()
-            case "t": out.append("\t"); chars.removeFirst()
+            case "\\":
+                out.append("\\")
+                chars.removeFirst()
+            case "n":
+                out.append("\n")
+                chars.removeFirst()
+            case "r":
+                out.append("\r")
+                chars.removeFirst()
+            case "t":
+                out.append("\t")
+                chars.removeFirst()
             case "g" where chars.dropFirst().first == "<":
                 let rest = chars.dropFirst(2)
                 if let close = rest.firstIndex(of: ">") {

@@ -64,7 +64,8 @@ public enum MapLocal {
         guard let match = request.url.firstMatch(of: rule.compiled.regex) else { return nil }
         guard let rootInfo = files.info(rule.localPath), let root = files.realPath(rule.localPath) else {
             return notFound(
-                request, ActionNotice(.missingFile, "map local: \(rule.localPath) does not exist"), shown: rule.localPath)
+                request, ActionNotice(.missingFile, "map local: \(rule.localPath) does not exist"),
+                shown: rule.localPath)
         }
         if !rootInfo.isDirectory {
             return FileAnswer.serve(path: root, info: rootInfo, request: request, files: files, limit: limit)
@@ -95,11 +96,13 @@ public enum MapLocal {
             if escaped {
                 return notFound(
                     request,
-                    ActionNotice(.outsideDirectory, "map local: \(shown) resolves outside \(rule.localPath) (a symlink)"),
+                    ActionNotice(
+                        .outsideDirectory, "map local: \(shown) resolves outside \(rule.localPath) (a symlink)"),
                     shown: shown)
             }
             return notFound(
-                request, ActionNotice(.missingFile, "map local: no file for \(shown) in \(rule.localPath)"), shown: shown)
+                request, ActionNotice(.missingFile, "map local: no file for \(shown) in \(rule.localPath)"),
+                shown: shown)
         }
     }
 
@@ -172,7 +175,8 @@ public enum MapLocal {
     }
 
     static func notFound(_ request: LocalRequest, _ notice: ActionNotice, shown: String) -> LocalResponse {
-        var response = FileAnswer.plain(status: 404, "ATSProxy map local: not found: \(shown)\n", method: request.method)
+        var response = FileAnswer.plain(
+            status: 404, "ATSProxy map local: not found: \(shown)\n", method: request.method)
         response.notices = [notice]
         return response
     }

@@ -20,7 +20,8 @@ import Testing
     /// Python's gzip or zlib module on `data`: an encoder and decoder independent of ours.
     func python(_ code: String, _ data: [UInt8]) throws -> [UInt8] {
         let result = try runCommand(
-            try TestPython.path(), ["-c", "import sys, gzip, zlib; d = sys.stdin.buffer.read(); sys.stdout.buffer.write(\(code))"],
+            try TestPython.path(),
+            ["-c", "import sys, gzip, zlib; d = sys.stdin.buffer.read(); sys.stdout.buffer.write(\(code))"],
             input: Data(data))
         #expect(result.status == 0, "\(result.stderrText)")
         return Array(result.stdout)
@@ -48,7 +49,8 @@ import Testing
 
     @Test func severalRulesApplyInOrder() throws {
         let change = BodyModification.apply(
-            [try rule("a", "b"), try rule("b", "c")], to: response([("Content-Type", "text/html")]), body: Array("ab".utf8))
+            [try rule("a", "b"), try rule("b", "c")], to: response([("Content-Type", "text/html")]),
+            body: Array("ab".utf8))
         #expect(change.body == Array("cc".utf8) && change.replacements == 3)
     }
 
@@ -70,8 +72,10 @@ import Testing
     @Test func aGzipBodyIsDecodedRewrittenAndReEncodedForAnIndependentDecoder() throws {
         let original = Array(String(repeating: "{\"flag\": \"off\"}\n", count: 200).utf8)
         let gzipped = try python("gzip.compress(d, mtime=0)", original)
-        let head = response([("Content-Type", "application/json; charset=utf-8"), ("Content-Encoding", "gzip"),
-            ("Content-Length", String(gzipped.count))])
+        let head = response([
+            ("Content-Type", "application/json; charset=utf-8"), ("Content-Encoding", "gzip"),
+            ("Content-Length", String(gzipped.count)),
+        ])
         let change = BodyModification.apply([try rule("off", "on")], to: head, body: gzipped)
         #expect(change.replacements == 200)
         #expect(change.body.starts(with: [0x1f, 0x8b]))
@@ -120,7 +124,8 @@ import Testing
             #expect(change.notices.map(\.kind) == [.notText], "\(headers)")
         }
         // Invalid UTF-8 under a UTF-8 type.
-        let bad = BodyModification.apply([try rule("a", "b")], to: response([("Content-Type", "text/plain")]), body: [0x61, 0xff])
+        let bad = BodyModification.apply(
+            [try rule("a", "b")], to: response([("Content-Type", "text/plain")]), body: [0x61, 0xff])
         #expect(bad.body == [0x61, 0xff] && bad.notices.map(\.kind) == [.notText])
     }
 
@@ -133,7 +138,8 @@ import Testing
 
     @Test func aLatin1BodyIsRewrittenInLatin1() throws {
         let head = response([("Content-Type", "text/plain; charset=\"ISO-8859-1\""), ("Content-Length", "5")])
-        let change = BodyModification.apply([try rule("caf.", "Café!")], to: head, body: [0x63, 0x61, 0x66, 0xE9, 0x21])
+        let change = BodyModification.apply(
+            [try rule("caf.", "Café!")], to: head, body: [0x63, 0x61, 0x66, 0xE9, 0x21])
         #expect(change.body == [0x43, 0x61, 0x66, 0xE9, 0x21, 0x21])
         #expect(change.changed.headers[first: "Content-Length"] == "6")
         let unencodable = BodyModification.apply([try rule("caf", "€")], to: head, body: [0x63, 0x61, 0x66])

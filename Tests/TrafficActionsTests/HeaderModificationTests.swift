@@ -29,7 +29,8 @@ import Testing
 
     @Test func severalRulesForOneNameGiveSeveralFieldsInRuleOrder() throws {
         let response = HTTPResponseHead(status: 200, headers: [("Set-Cookie", "a=1"), ("Content-Length", "0")])
-        let change = HeaderModification.apply([try set("Set-Cookie", "b=2"), try set("set-cookie", "c=3")], to: response)
+        let change = HeaderModification.apply(
+            [try set("Set-Cookie", "b=2"), try set("set-cookie", "c=3")], to: response)
         #expect(change.changed.headers.values(for: "Set-Cookie") == ["b=2", "c=3"])
         #expect(change.changed.headers[first: "Content-Length"] == "0")
     }
@@ -48,9 +49,10 @@ import Testing
     }
 
     @Test func framingAndHopByHopFieldsAreRefusedWhenTheRuleLoads() {
-        for name in ["Content-Length", "transfer-encoding", "Connection", "Keep-Alive", "Upgrade", "TE", "Trailer",
-            "Proxy-Connection", ":authority", "bad name", ""]
-        {
+        for name in [
+            "Content-Length", "transfer-encoding", "Connection", "Keep-Alive", "Upgrade", "TE", "Trailer",
+            "Proxy-Connection", ":authority", "bad name", "",
+        ] {
             #expect(throws: RuleActionError.self, "\(name)") { try HeaderModification(name: name, value: "x") }
         }
         #expect(throws: RuleActionError.self) { try HeaderModification(name: "X-A", value: "1\r\nX-B: 2") }

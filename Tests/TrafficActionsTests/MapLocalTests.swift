@@ -25,7 +25,8 @@ import Testing
         try Data("0123456789".utf8).write(to: root.appendingPathComponent("digits.txt"))
         try Data().write(to: root.appendingPathComponent("empty.txt"))
         try Data("top secret".utf8).write(to: outside)
-        try fm.createSymbolicLink(atPath: root.appendingPathComponent("escape.txt").path, withDestinationPath: outside.path)
+        try fm.createSymbolicLink(
+            atPath: root.appendingPathComponent("escape.txt").path, withDestinationPath: outside.path)
         try fm.createSymbolicLink(
             atPath: root.appendingPathComponent("up").path, withDestinationPath: scratch.path)
         try fm.createSymbolicLink(
@@ -51,7 +52,8 @@ import Testing
     @Test func theMappedFileAnswersEveryMatchingURL() throws {
         let rule = try MapLocalRule(urlPattern: "/api/user", localPath: root.appendingPathComponent("user.json").path)
         for url in ["https://api.example.com/api/user", "https://api.example.com/api/user/42?x=1"] {
-            let response = try #require(MapLocal.respond(to: LocalRequest(method: "GET", url: url), rule: rule, files: files))
+            let response = try #require(
+                MapLocal.respond(to: LocalRequest(method: "GET", url: url), rule: rule, files: files))
             #expect(response.head.status == 200)
             #expect(response.head.headers[first: "Content-Type"] == "application/json")
             #expect(response.head.headers[first: "Content-Length"] == "15")
@@ -77,7 +79,9 @@ import Testing
         #expect(text(try get("https://example.com/static/")) == "<h1>home</h1>")
         #expect(text(try get("https://example.com/static/docs")) == "<h1>docs</h1>")
         #expect(text(try get("https://example.com/static/docs/")) == "<h1>docs</h1>")
-        #expect(try get("https://example.com/static/docs/")?.head.headers[first: "Content-Type"] == "text/html; charset=utf-8")
+        #expect(
+            try get("https://example.com/static/docs/")?.head.headers[first: "Content-Type"]
+                == "text/html; charset=utf-8")
     }
 
     @Test func aMissingFileInsideTheDirectoryIs404() throws {
@@ -88,7 +92,10 @@ import Testing
     }
 
     @Test func dotDotNeverLeavesTheDirectoryEvenPercentEncoded() throws {
-        for path in ["../secret.txt", "js/../../secret.txt", "%2e%2e/secret.txt", "%2E%2E%2Fsecret.txt", "js/%2e%2e/%2e%2e/secret.txt"] {
+        for path in [
+            "../secret.txt", "js/../../secret.txt", "%2e%2e/secret.txt", "%2E%2E%2Fsecret.txt",
+            "js/%2e%2e/%2e%2e/secret.txt",
+        ] {
             let response = try #require(try get("https://example.com/static/" + path), "\(path)")
             #expect(response.head.status == 404, "\(path)")
             #expect(response.notices.map(\.kind) == [.outsideDirectory], "\(path)")
@@ -118,7 +125,9 @@ import Testing
         let again = try get("https://example.com/static/user.json", headers: [("If-None-Match", "\"x\", " + etag)])
         #expect(again?.head.status == 304)
         #expect(again?.body == [])
-        #expect(try get("https://example.com/static/user.json", headers: [("If-None-Match", "\"other\"")])?.head.status == 200)
+        #expect(
+            try get("https://example.com/static/user.json", headers: [("If-None-Match", "\"other\"")])?.head.status
+                == 200)
     }
 
     @Test func headGetsTheHeadersWithoutTheBody() throws {
@@ -237,7 +246,8 @@ import Testing
             "a.png": "image/png", "a.jpg": "image/jpeg", "a.gif": "image/gif", "a.svg": "image/svg+xml",
             "a.webp": "image/webp", "a.txt": "text/plain; charset=utf-8", "a.xml": "application/xml",
             "a.plist": "application/x-plist", "a.mp4": "video/mp4", "a.woff2": "font/woff2",
-            "a.wasm": "application/wasm", "dir.d/noext": "application/octet-stream", ".hidden": "application/octet-stream",
+            "a.wasm": "application/wasm", "dir.d/noext": "application/octet-stream",
+            ".hidden": "application/octet-stream",
             "a.unknown": "application/octet-stream",
         ]
         for (name, type) in expected { #expect(MediaTypes.contentType(forPath: name) == type, "\(name)") }
