@@ -69,7 +69,7 @@ public struct CannedAnswer: Equatable, Sendable {
         let bodiless = status == 204 || status == 304
         if bodiless { bytes = [] } else { headers.add(name: "Content-Length", value: String(bytes.count)) }
         return LocalResponse(
-            head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers),
+            head: HTTPResponseHead(status: status, reason: LocalResponse.reasonPhrase(status), headers: headers),
             body: method == "HEAD" ? [] : bytes, servedFile: servedFile)
     }
 }

@@ -14,7 +14,8 @@ enum FileAnswer {
             matches(condition, etag: etag)
         {
             return LocalResponse(
-                head: HTTPResponseHead(status: 304, reason: reasonPhrase(304), headers: headers), body: [],
+                head: HTTPResponseHead(status: 304, reason: LocalResponse.reasonPhrase(304), headers: headers),
+                body: [],
                 servedFile: path)
         }
         headers.add(name: "Accept-Ranges", value: "bytes")
@@ -36,7 +37,8 @@ enum FileAnswer {
             headers.add(name: "Content-Range", value: "bytes */\(info.size)")
             headers.add(name: "Content-Length", value: "0")
             return LocalResponse(
-                head: HTTPResponseHead(status: 416, reason: reasonPhrase(416), headers: headers), body: [],
+                head: HTTPResponseHead(status: 416, reason: LocalResponse.reasonPhrase(416), headers: headers),
+                body: [],
                 servedFile: path)
         case .satisfiable(let lower, let upper):
             status = 206
@@ -47,7 +49,8 @@ enum FileAnswer {
         headers.add(name: "Content-Length", value: String(length))
         if isHead {
             return LocalResponse(
-                head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers), body: [],
+                head: HTTPResponseHead(status: status, reason: LocalResponse.reasonPhrase(status), headers: headers),
+                body: [],
                 servedFile: path)
         }
         guard length <= limit else {
@@ -67,7 +70,8 @@ enum FileAnswer {
             return response
         }
         return LocalResponse(
-            head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers), body: body,
+            head: HTTPResponseHead(status: status, reason: LocalResponse.reasonPhrase(status), headers: headers),
+            body: body,
             servedFile: path)
     }
 
@@ -86,44 +90,7 @@ enum FileAnswer {
             ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(body.count)),
         ]
         return LocalResponse(
-            head: HTTPResponseHead(status: status, reason: reasonPhrase(status), headers: headers),
+            head: HTTPResponseHead(status: status, reason: LocalResponse.reasonPhrase(status), headers: headers),
             body: method == "HEAD" ? [] : body)
-    }
-}
-
-/// The reason phrase for the statuses a rule is likely to answer with (an empty one for others: HTTP/1.1 allows
-/// it, and HTTP/2 has none).
-public func reasonPhrase(_ status: Int) -> String {
-    switch status {
-    case 200: "OK"
-    case 201: "Created"
-    case 202: "Accepted"
-    case 204: "No Content"
-    case 206: "Partial Content"
-    case 301: "Moved Permanently"
-    case 302: "Found"
-    case 303: "See Other"
-    case 304: "Not Modified"
-    case 307: "Temporary Redirect"
-    case 308: "Permanent Redirect"
-    case 400: "Bad Request"
-    case 401: "Unauthorized"
-    case 403: "Forbidden"
-    case 404: "Not Found"
-    case 405: "Method Not Allowed"
-    case 408: "Request Timeout"
-    case 409: "Conflict"
-    case 410: "Gone"
-    case 413: "Content Too Large"
-    case 416: "Range Not Satisfiable"
-    case 418: "I'm a teapot"
-    case 422: "Unprocessable Content"
-    case 429: "Too Many Requests"
-    case 500: "Internal Server Error"
-    case 501: "Not Implemented"
-    case 502: "Bad Gateway"
-    case 503: "Service Unavailable"
-    case 504: "Gateway Timeout"
-    default: ""
     }
 }
