@@ -103,6 +103,13 @@ import Testing
         }
     }
 
+    /// A NUL would cut the C path short (`user.json%00.png` opening `user.json`): never looked up.
+    @Test func aPercentEncodedNULIsRefused() throws {
+        let response = try #require(try get("https://example.com/static/user.json%00.png"))
+        #expect(response.head.status == 404)
+        #expect(!text(response).contains("mock"))
+    }
+
     @Test func aSymlinkPointingOutIsRefusedAndOneInsideIsServed() throws {
         for path in ["escape.txt", "up/secret.txt", "up/site/../secret.txt"] {
             let response = try #require(try get("https://example.com/static/" + path), "\(path)")
