@@ -75,6 +75,9 @@ let package = Package(
         // zlib's inflate over a buffer, bounded: an .ipa's Info.plist, captured gzip and deflate bodies.
         .target(name: "Inflate", dependencies: ["CZlib"], swiftSettings: strict),
         .target(name: "ProxyEventLoop", dependencies: ["CLinuxShims"], swiftSettings: strict),
+        // The rules' traffic-changing actions as pure functions (map local, modify headers and body, answer): heads
+        // and bodies in, changed heads and bodies out; files only through an injectable reader (docs/rules.md).
+        .target(name: "TrafficActions", dependencies: ["HTTP1Core", "Inflate", "CZlib"], swiftSettings: strict),
         // Capture files: every exchange record in a SQLite database (writer and reader), through GRDB.
         .target(
             name: "CaptureStore",
@@ -133,6 +136,8 @@ let package = Package(
         // Foundation's URLSession (libcurl on Linux) as a client of the running proxy, for the end-to-end tests.
         .executableTarget(name: "urlsession-probe", path: "Tests/URLSessionProbe", swiftSettings: strict),
         .testTarget(name: "InflateTests", dependencies: ["Inflate"], swiftSettings: strict),
+        .testTarget(
+            name: "TrafficActionsTests", dependencies: ["TrafficActions", "HTTP1Core", "Inflate", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "OrderedJSONTests", dependencies: ["OrderedJSON"], swiftSettings: strict),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strict),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"], swiftSettings: strict),
