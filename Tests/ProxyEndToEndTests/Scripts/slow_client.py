@@ -13,6 +13,16 @@ if __name__ == "__main__" and (len(sys.argv) < 4 or sys.argv[1] in ("-h", "--hel
     sys.exit(__doc__)
 
 PORT = int(sys.argv[1]); MODE = sys.argv[2]; HOST = sys.argv[3]
+if MODE == "handshake":
+    # The ClientHello is made before connecting: loading the trust store can take longer than the proxy's 1 s
+    # --client-timeout on a busy machine, which would make the test see "no TLS ClientHello" instead.
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname=HOST)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    client_hello = outgoing.read()
 s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
 got = b""
 
@@ -41,13 +51,7 @@ elif MODE in ("hello", "handshake"):
     if MODE == "hello":
         s.sendall(b"\x16\x03\x01")
     else:
-        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-        tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname=HOST)
-        try:
-            tls.do_handshake()
-        except ssl.SSLWantReadError:
-            pass
-        s.sendall(outgoing.read())
+        s.sendall(client_hello)
 start = time.time()
 closed = False
 while time.time() - start < 25:
