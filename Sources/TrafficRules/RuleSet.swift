@@ -25,7 +25,8 @@ public struct RuleSet: Sendable, Equatable {
         var rules: [Rule] = []
         var errors: [RuleError] = []
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split at it as at "\n".
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             let source = RuleSource.file(path: path, line: lineNumber)
             let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]
