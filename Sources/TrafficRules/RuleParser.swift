@@ -142,8 +142,9 @@ private struct Reader {
         let known = FilterCondition.earliestPoint(knowing: key).map { "is known only from the \($0) point on" }
             ?? "is a capture's field, not known on a live exchange"
         let keyText = key == "problems" ? "problems" : key + ":"
+        // Lowercasing may change a string's length in characters: the column stays inside the clause.
         throw error(
-            clause.column + (offset ?? 0),
+            clause.column + min(offset ?? 0, clause.text.count),
             "\(keyText) \(known); a \(keyword) rule acts at the \(point) point, so it would never match")
     }
 
@@ -303,7 +304,7 @@ private struct Reader {
         if let bad = name.firstIndex(where: { !allowed.contains($0) }) {
             let offset = text.count - name.count + name.distance(from: name.startIndex, to: bad)
             throw error(
-                clause.column + offset,
+                clause.column + min(offset, clause.text.count),
                 "\"\(clause.text)\" is not a host pattern (a * may only lead, as in *.example.com)")
         }
         return .host(text.hasPrefix("*.") || text.hasPrefix(".") ? "." + name : name)
