@@ -203,6 +203,13 @@ struct RuleSetTests {
         #expect(good.rules.map(\.source) == [.file(path: "team.rules", line: 1), .file(path: "team.rules", line: 2)])
     }
 
+    @Test("A value ending in spaces: kept from an option, not from a file line (found by fuzz-rules)")
+    func trailingSpaces() throws {
+        let option = try RuleParser.parse(option: "--map-local", index: 1, value: "/n/n] fau*. ")
+        #expect(option.action == .mapLocal(urlRegex: "n", path: "n] fau*. "))
+        #expect(try line(option.text)?.action == .mapLocal(urlRegex: "n", path: "n] fau*."))
+    }
+
     @Test("Names are unique in a set")
     func duplicateNames() throws {
         guard case .failure(let error) = RuleSet.parse(file: "[a] block x.test\n[a] block y.test\n", path: "f") else {

@@ -42,6 +42,9 @@ func fuzzRules(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
 
 private func checkRoundTrip(_ rule: Rule) {
     let text = rule.text
+    // A file line's trailing spaces and line breaks are not part of it: an option's value ending so cannot be
+    // written as a line (docs/rules-rules.md; a regression test holds the two readings).
+    if text.last?.isWhitespace == true || text.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) { return }
     do throws(RuleError) {
         guard let again = try RuleParserLine.parse(text) else {
             invariant(false, "\(String(reflecting: text)) reads as no rule")
