@@ -323,6 +323,10 @@ private struct Reader {
         guard !profile.isEmpty else {
             throw error(base, "expected a profile (3G, LTE, Very Bad Network, …) or down=…,up=…,latency=…,loss=…")
         }
+        // `@` ends the profile: a name holding one would read differently once written back without its pattern.
+        if let at = profile.firstIndex(of: "@") {
+            throw error(base + profile.distance(from: profile.startIndex, to: at), "a profile cannot hold a second @")
+        }
         guard profile.contains("=") else { return (filter, .profile(profile)) }
         var pairs: [(key: String, value: String)] = []
         var column = base

@@ -166,6 +166,8 @@ struct TargetTests {
         #expect(failure("throttle", "down=1,down=2")?.message.contains("twice") == true)
         #expect(failure("throttle", "down=")?.message.contains("expected a value") == true)
         #expect(failure("throttle", "@a.test")?.message.contains("expected a profile") == true)
+        // Found by fuzz-rules: `3G@x@*` would be written back as `3G@x`, a profile for host x.
+        #expect(failure("throttle", "3G@x@*")?.message.contains("second @") == true)
     }
 }
 
