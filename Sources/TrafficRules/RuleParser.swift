@@ -179,7 +179,8 @@ private struct Reader {
     /// to the last.
     func split(_ argument: String, maxClauses: Int, usage: String) throws(RuleError) -> [Clause] {
         guard let separator = argument.first else { throw error(base, "expected \(usage)") }
-        guard !separator.isLetter, !separator.isNumber, !separator.isWhitespace, separator != "\"", separator != "@"
+        // ASCII punctuation only: a combining mark would fuse with the space before it into one character.
+        guard separator.isASCII, separator.isPunctuation || separator.isSymbol, separator != "\"", separator != "@"
         else {
             throw error(
                 base, "expected a separator character such as / or | before the first clause (\(usage)), not \"\(separator)\"")
@@ -326,6 +327,11 @@ private struct Reader {
         // `@` ends the profile: a name holding one would read differently once written back without its pattern.
         if let at = profile.firstIndex(of: "@") {
             throw error(base + profile.distance(from: profile.startIndex, to: at), "a profile cannot hold a second @")
+        }
+        // A letter or digit first (3G, LTE, Wi-Fi, 100% Loss, down=…): a combining mark would fuse with the space
+        // before it in a rules file's line.
+        guard let first = profile.first, first.isASCII, first.isLetter || first.isNumber else {
+            throw error(base, "a profile starts with a letter or digit: 3G, LTE, Very Bad Network, down=…")
         }
         guard profile.contains("=") else { return (filter, .profile(profile)) }
         var pairs: [(key: String, value: String)] = []

@@ -168,6 +168,9 @@ struct TargetTests {
         #expect(failure("throttle", "@a.test")?.message.contains("expected a profile") == true)
         // Found by fuzz-rules: `3G@x@*` would be written back as `3G@x`, a profile for host x.
         #expect(failure("throttle", "3G@x@*")?.message.contains("second @") == true)
+        // Found by fuzz-rules: a combining mark after the keyword's space fused with it into one character.
+        #expect(failure("throttle", "\u{301}LTE")?.message.contains("letter or digit") == true)
+        #expect(failure("map-local", "\u{301}x\u{301}y")?.message.contains("separator") == true)
     }
 }
 
