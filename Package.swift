@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "ATSProxyCapture", targets: ["CaptureStore", "ProxyTrace", "CaptureExport", "ATSReport", "WebView"]),
         // The same, for the WireGuard harness (Fuzz/Sources/fuzz-wireguard): its protocol core alone.
         .library(name: "ATSProxyWireGuard", targets: ["WireGuardCore"]),
+        // The same, for the rules harness (Fuzz/Sources/fuzz-rules): the rule parsers and the filter language.
+        .library(name: "ATSProxyRules", targets: ["TrafficRules", "FilterCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -52,6 +54,10 @@ let package = Package(
         .target(name: "HTTP2Core", dependencies: ["CNghttp2", "HTTP1Core"], swiftSettings: strict),
         .target(name: "TLSCore", dependencies: ["COpenSSL", "ATSPolicy"], swiftSettings: strict),
         .target(name: "ProxyTrace", dependencies: ["ATSPolicy", "HTTP1Core"], swiftSettings: strict),
+        // The filter language (`show --filter`, rules): its parser, condition tree and in-memory evaluator.
+        .target(name: "FilterCore", dependencies: ["ProxyTrace"], swiftSettings: strict),
+        // Rules that change traffic (issue 33): the rule model, and its parsers for CLI options and rules files.
+        .target(name: "TrafficRules", dependencies: ["FilterCore"], swiftSettings: strict),
         // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
         .target(name: "Onboarding", swiftSettings: strict),
         // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
@@ -82,7 +88,7 @@ let package = Package(
         .target(
             name: "CaptureStore",
             dependencies: [
-                "ATSPolicy", "HTTP1Core", "ProxyTrace", .product(name: "GRDB", package: "GRDB.swift"),
+                "ATSPolicy", "HTTP1Core", "ProxyTrace", "FilterCore", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the writer's rows without GRDB's per-value boxing (SQLiteInsert).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"), "CSQLiteConfig", "CLibPQ",
             ],
@@ -112,7 +118,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
-                "WireGuardCore",
+                "WireGuardCore", "TrafficRules",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -153,6 +159,8 @@ let package = Package(
         .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),
         .testTarget(name: "ThrottleTests", dependencies: ["Throttle"], swiftSettings: strict),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "FilterCoreTests", dependencies: ["FilterCore", "ProxyTrace"], swiftSettings: strict),
+        .testTarget(name: "TrafficRulesTests", dependencies: ["TrafficRules", "FilterCore"], swiftSettings: strict),
         .testTarget(name: "ProxyTraceTests", dependencies: ["ProxyTrace", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CaptureStoreTests",

@@ -36,5 +36,6 @@ let package = Package(
         harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
         harness("web-router", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
         harness("wireguard", products: ["ATSProxyWireGuard"]),
+        harness("rules", products: ["ATSProxyRules"]),
     ]
 )

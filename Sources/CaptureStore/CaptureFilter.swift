@@ -1,4 +1,6 @@
 import ATSPolicy
+// The filter language (FilterCondition, FilterSyntaxError) is part of this module's API, as before it moved.
+@_exported import FilterCore
 import GRDB
 import ProxyTrace
 
@@ -97,66 +99,26 @@ enum SQLArgument: Equatable {
     case text(String)
 }
 
-/// One condition on an exchange, or a combination of them: what a filter expression parses to. `host` reads its
-/// `(host, id)` index newest first; problem verdicts, statuses of 400 and more and `problems` read the partial
-/// index of problems (`exchanges_problems`); the rest scan newest first and stop at the page's limit.
-public indirect enum CaptureCondition: Sendable, Equatable {
-    /// The host, or with a leading dot a domain and every name below it. Case-insensitive.
-    case host(String)
-    case outcome(ExchangeSummary.ATSOutcome)
-    case status(ClosedRange<Int>)
-    /// No response status: tunnels, blocked handshakes, failed connects, cut-off exchanges.
-    case noStatus
-    /// The request method, as sent (`POST`).
-    case method(String)
-    /// Text the URL contains (case-insensitive for ASCII).
-    case text(String)
-    /// An error code among the exchange's errors: an NSURLError code (`-1200`) or an SSL code (`-9836`).
-    case code(Int)
-    case run(Int64)
-    /// Something went wrong: blocked, an ATS violation, a failed connect, a status of 400 or more, or an
-    /// exchange cut off before its end.
-    case problems
-    case not(CaptureCondition)
-    case all([CaptureCondition])
-    case any([CaptureCondition])
+/// The filter language's condition tree, under the name CaptureStore has always given it.
+public typealias CaptureCondition = FilterCondition
 
+extension CaptureFilter {
+    /// The keys of `KEY:VALUE` terms, for error messages and help.
+    public static let filterKeys = FilterCondition.keys
+
+    /// The filter an expression of the filter language describes (`FilterCondition(parsing:)`, docs/capture.md).
+    public init(parsing expression: String) throws(FilterSyntaxError) {
+        self.init(condition: try FilterCondition(parsing: expression))
+    }
+}
+
+extension FilterCondition {
     /// What makes an exchange a problem: blocked, an ATS violation, a failed connect, a status of 400 or more, or
     /// cut off before its end. Word for word the condition of the partial index `exchanges_problems` (capture schema
     /// step 1, the team store's step 2), so that SQLite and PostgreSQL use it; the schema states it on its own, since
     /// a released step never changes, and a test holds the two to the same text.
     static let problemsSQL =
         "(outcome IN ('blocked', 'violation', 'failed') OR status >= 400 OR interruption IS NOT NULL)"
-
-    /// The same condition with every negation pushed down to a term (De Morgan's laws; `not not x` is `x`) and
-    /// each AND or OR inside one of its own kind merged into it. Its SQL nests only as deep as `and` and `or`
-    /// alternate: SQLite's parser refuses an expression nested much past 30 levels ("parser stack overflow"), which
-    /// 45 negations in a row reached. It matches the same exchanges: the SQL treats NULL as false throughout (a
-    /// negation is `IS NOT 1`), so the two-valued laws hold.
-    var normalized: CaptureCondition { normalized(negated: false) }
-
-    private func normalized(negated: Bool) -> CaptureCondition {
-        switch self {
-        case .not(let inner):
-            return inner.normalized(negated: !negated)
-        case .all(let terms):
-            let parts = terms.map { $0.normalized(negated: negated) }
-            return negated ? Self.any(merging: parts) : Self.all(merging: parts)
-        case .any(let terms):
-            let parts = terms.map { $0.normalized(negated: negated) }
-            return negated ? Self.all(merging: parts) : Self.any(merging: parts)
-        default:
-            return negated ? .not(self) : self
-        }
-    }
-
-    private static func all(merging parts: [CaptureCondition]) -> CaptureCondition {
-        .all(parts.flatMap { part -> [CaptureCondition] in if case .all(let terms) = part { terms } else { [part] } })
-    }
-
-    private static func any(merging parts: [CaptureCondition]) -> CaptureCondition {
-        .any(parts.flatMap { part -> [CaptureCondition] in if case .any(let terms) = part { terms } else { [part] } })
-    }
 
     /// The condition as SQL over `e` in `sql`'s dialect, binding its arguments there. SQL's NULL never leaks out
     /// of a negation: `not status:4xx` holds for an exchange without a status.

@@ -11,38 +11,20 @@ import ProxyTrace
 //
 // A tokenizer cuts the text into words and parentheses, each with its column; quotes (`text:"two words"`) keep
 // spaces and parentheses in a value. A recursive-descent parser (one function per rule) builds a
-// `CaptureCondition`; the first problem stops it with a `FilterSyntaxError` that says where and what was expected.
+// `FilterCondition`; the first problem stops it with a `FilterSyntaxError` that says where and what was expected.
 // Nesting is bounded (`maxDepth`), so a hostile expression cannot exhaust the stack, ours or SQLite's parser's; so
 // is the number of conditions (`maxTerms`), which SQLite's expression depth bounds.
 
-/// A filter expression that does not parse: where (1-based column, in characters) and what was expected there.
-public struct FilterSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let expression: String
-    public let column: Int
-    public let message: String
-
-    public init(expression: String, column: Int, message: String) {
-        self.expression = expression
-        self.column = column
-        self.message = message
-    }
-
-    /// `filter, column 1: unknown key "hots"; …`, then the expression with a caret under the column.
-    public var description: String {
-        "filter, column \(column): \(message)\n  \(expression)\n  " + String(repeating: " ", count: column - 1) + "^"
-    }
-}
-
-extension CaptureFilter {
+extension FilterCondition {
     /// The keys of `KEY:VALUE` terms, for error messages and help.
-    public static let filterKeys = ["host", "status", "verdict", "method", "text", "code", "run"]
+    public static let keys = ["host", "status", "verdict", "method", "text", "code", "run"]
 
-    /// The filter an expression of the filter language describes (see docs/capture.md):
+    /// The condition an expression of the filter language describes (see docs/capture.md):
     /// `host:api.example.com status:4xx -verdict:ok method:POST text:login`, `problems`, `not host:.cdn.example`,
     /// `verdict:blocked or status:5xx`, parentheses. Words are ANDed; `or` binds looser than juxtaposition.
     public init(parsing expression: String) throws(FilterSyntaxError) {
         var parser = FilterParser(expression)
-        self.init(condition: try parser.parse())
+        self = try parser.parse()
     }
 }
 
@@ -89,7 +71,7 @@ private struct FilterParser {
         do { tokens = try Self.tokenize(expression) } catch { tokenizeError = error }
     }
 
-    mutating func parse() throws(FilterSyntaxError) -> CaptureCondition {
+    mutating func parse() throws(FilterSyntaxError) -> FilterCondition {
         if let tokenizeError { throw tokenizeError }
         guard tokens.first?.kind != .end else {
             throw error(at: 1, "an empty filter; expected a condition such as host:api.example.com or problems")
@@ -116,7 +98,7 @@ private struct FilterParser {
         isKeyword(token, "or") || isKeyword(token, "|")
     }
 
-    private mutating func parseAny() throws(FilterSyntaxError) -> CaptureCondition {
+    private mutating func parseAny() throws(FilterSyntaxError) -> FilterCondition {
         var terms = [try parseAll()]
         while isOr(tokens[index]) {
             index += 1
@@ -125,8 +107,8 @@ private struct FilterParser {
         return terms.count == 1 ? terms[0] : .any(terms)
     }
 
-    private mutating func parseAll() throws(FilterSyntaxError) -> CaptureCondition {
-        var terms: [CaptureCondition] = []
+    private mutating func parseAll() throws(FilterSyntaxError) -> FilterCondition {
+        var terms: [FilterCondition] = []
         while true {
             let token = tokens[index]
             if token.kind == .end || token.kind == .close || isOr(token) {
@@ -149,7 +131,7 @@ private struct FilterParser {
         }
     }
 
-    private mutating func parseUnary() throws(FilterSyntaxError) -> CaptureCondition {
+    private mutating func parseUnary() throws(FilterSyntaxError) -> FilterCondition {
         let token = tokens[index]
         depth += 1
         defer { depth -= 1 }
@@ -192,26 +174,26 @@ private struct FilterParser {
         return try term(token)
     }
 
-    private func term(_ token: FilterToken) throws(FilterSyntaxError) -> CaptureCondition {
+    private func term(_ token: FilterToken) throws(FilterSyntaxError) -> FilterCondition {
         guard token.hasColon, let colon = token.text.firstIndex(of: ":") else {
             if !token.quoted, token.text.lowercased() == "problems" { return .problems }
             if token.text.isEmpty { throw error(at: token.column, "expected a condition, not an empty \"\"") }
-            if !token.quoted, CaptureFilter.filterKeys.contains(token.text.lowercased()) {
+            if !token.quoted, FilterCondition.keys.contains(token.text.lowercased()) {
                 throw error(at: token.column, "expected a value: \(token.text.lowercased()):VALUE")
             }
             throw error(
                 at: token.column,
                 "\"\(token.text)\" is not a condition; expected KEY:VALUE with a key of "
-                    + CaptureFilter.filterKeys.joined(separator: ", ")
+                    + FilterCondition.keys.joined(separator: ", ")
                     + ", or problems, not, or, ( ) (to search URLs: text:\(token.text))")
         }
         let key = token.text[..<colon].lowercased()
         let value = String(token.text[token.text.index(after: colon)...])
         let at = token.valueColumn
-        guard CaptureFilter.filterKeys.contains(key) else {
+        guard FilterCondition.keys.contains(key) else {
             throw error(
                 at: token.column,
-                "unknown key \"\(key)\"; expected one of " + CaptureFilter.filterKeys.joined(separator: ", "))
+                "unknown key \"\(key)\"; expected one of " + FilterCondition.keys.joined(separator: ", "))
         }
         guard !value.isEmpty else { throw error(at: at, "expected a value after \(key):") }
         switch key {
@@ -253,7 +235,7 @@ private struct FilterParser {
     ]
 
     /// `404`, `4xx`, `400-499`, `none`.
-    static func status(_ value: String) -> CaptureCondition? {
+    static func status(_ value: String) -> FilterCondition? {
         let v = value.lowercased()
         if v == "none" { return .noStatus }
         if v.count == 3, v.hasSuffix("xx"), let digit = v.first?.wholeNumberValue, (1...5).contains(digit) {
