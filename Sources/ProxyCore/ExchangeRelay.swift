@@ -109,6 +109,8 @@ struct LaneCommands {
     /// Lanes that sent bytes with no request outstanding (an extra response): closed (`close`, or `closeUpstream`)
     /// rather than served as the next stream's answer; the session says so in a notice.
     var unsolicited: [UpstreamLane] = []
+
+    var isEmpty: Bool { open.isEmpty && bytes.isEmpty && close.isEmpty && unsolicited.isEmpty }
 }
 
 /// A request that goes again over a new upstream connection, these bytes whole (the request, and anything after
@@ -123,6 +125,15 @@ enum RelayRetry: Equatable {
 }
 
 extension RelayOutput {
+    /// Nothing to carry out but its decisions: a step that only read a request head. The owner answers the
+    /// decisions and carries out the answers' steps without a pass over this one (the keep-alive path: one relay
+    /// step's bookkeeping per request, as when the decision was made inside the relay).
+    var onlyAsks: Bool {
+        !toDecide.isEmpty && toClient.isEmpty && toUpstream.isEmpty && exchanges.isEmpty && connect == nil
+            && !closeClient && !closeUpstream && !switchedToRaw && lanes.isEmpty && pauseReading.isEmpty
+            && unsolicitedUpstream == nil && retry == nil
+    }
+
     /// Hands over what a relay step collected and starts afresh.
     mutating func take() -> RelayOutput {
         let collected = self

@@ -53,6 +53,8 @@ final class HTTP1Relay {
     }
 
     @exclusivity(unchecked) private var undecided: Undecided?
+    /// `undecided`'s number, read without copying the held head (`isHolding`, once per request); set with it.
+    private var undecidedNumber: Int?
 
     /// The exchange in flight. A class, so each parser event updates it in place instead of copying its strings and
     /// arrays out of the optional and back.
@@ -175,11 +177,14 @@ final class HTTP1Relay {
         out.pauseReading[.client] = full
     }
 
-    func isHolding(_ id: Int) -> Bool { !finished && undecided?.number == id }
+    func isHolding(_ id: Int) -> Bool { !finished && undecidedNumber == id }
 
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
-        guard !finished, let u = undecided, u.number == id else { return out.take() }
-        undecided = nil
+        guard !finished, undecidedNumber == id else { return out.take() }
+        var taken: Undecided?
+        swap(&taken, &undecided)
+        undecidedNumber = nil
+        guard let u = taken else { return out.take() }
         begin(u, decision)
         // The body and whatever the client sent after the head waited in the parser.
         pumpRequests()
@@ -196,6 +201,7 @@ final class HTTP1Relay {
     func clientGone(_ reason: String) -> RelayOutput {
         // An undecided request ends unlogged: it never became an exchange, and its owner knows it asked.
         undecided = nil
+        undecidedNumber = nil
         complete(keepParsing: false, interruption: reason)
         out.closeClient = true
         finished = true
@@ -329,6 +335,7 @@ final class HTTP1Relay {
         undecided = Undecided(
             head: head, received: requests.lastHeadBytes, framing: requests.lastBodyFraming,
             keepAlive: requests.lastMessageKeepAlive, number: headsBegun, arrived: now())
+        undecidedNumber = headsBegun
         out.toDecide.append(DecisionRequest(id: headsBegun, head: head))
     }
 

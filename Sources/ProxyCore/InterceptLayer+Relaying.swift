@@ -51,16 +51,23 @@ extension InterceptLayer {
     /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn. Every request is decided
     /// at once for now; a rule or breakpoint that holds one answers through the same `resolve`, later.
     func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
-        var step = o
+        // Most steps ask nothing (every response, a body's bytes): carried out as they are, with no copy.
+        if o.toDecide.isEmpty { return applyStep(ctx, o) }
+        var step = consume o
+        let skipped = step.onlyAsks
         var toDecide = step.takeToDecide()
         let asking = relay
-        applyStep(ctx, step)
+        if skipped { asking?.recycle(&step) } else { applyStep(ctx, consume step) }
+        var answered = false
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, request.head))
             toDecide.append(contentsOf: next.takeToDecide())
             applyStep(ctx, next)
+            answered = true
         }
+        // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.
+        if skipped, !answered, !ctx.isDone { applyStep(ctx, RelayOutput()) }
     }
 
     /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch

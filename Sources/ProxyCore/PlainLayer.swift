@@ -174,15 +174,21 @@ extension PlainLayer {
     /// Carries out a relay step of plain forwarding, then decides each request the step holds
     /// (`RelayOutput.toDecide`) and carries out the relay's step for each answer in turn (at once, for now).
     func apply(_ ctx: SessionContext, _ o: consuming RelayOutput) {
-        var step = o
+        if o.toDecide.isEmpty { return applyStep(ctx, o) }
+        var step = consume o
+        let skipped = step.onlyAsks
         var toDecide = step.takeToDecide()
-        applyStep(ctx, step)
+        if !skipped { applyStep(ctx, consume step) }
+        var answered = false
         while !ctx.isDone, case .plain(let current) = ctx.phase, current === self, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, ctx.absoluteForm(request.head)))
             toDecide.append(contentsOf: next.takeToDecide())
             applyStep(ctx, next)
+            answered = true
         }
+        // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.
+        if skipped, !answered, !ctx.isDone { applyStep(ctx, RelayOutput()) }
     }
 
     /// Carries out one relay step: connects, bytes, exchange lines, a 101's hand-off, closes.
