@@ -42,10 +42,13 @@ struct DecisionRequests {
     /// The next of `more` to pop: popping moves an index, not the array's elements (a page load's many heads).
     private var nextOfMore = 0
 
-    var isEmpty: Bool { first == nil }
+    /// Whether `first` holds a request, kept beside it: testing a large optional for nil costs an outlined call.
+    private var hasFirst = false
+
+    var isEmpty: Bool { !hasFirst }
 
     mutating func append(_ request: DecisionRequest) {
-        if first == nil { first = request } else { more.append(request) }
+        if hasFirst { more.append(request) } else { first = request; hasFirst = true }
     }
 
     mutating func append(contentsOf other: consuming DecisionRequests) {
@@ -53,13 +56,14 @@ struct DecisionRequests {
     }
 
     mutating func popFirst() -> DecisionRequest? {
-        guard let request = first else { return nil }
+        guard hasFirst else { return nil }
+        let request = first.take()
         if nextOfMore < more.count {
             first = more[nextOfMore]
             nextOfMore += 1
         } else {
-            first = nil
-            more.removeAll(keepingCapacity: true)
+            hasFirst = false
+            if !more.isEmpty { more.removeAll(keepingCapacity: true) }
             nextOfMore = 0
         }
         return request
@@ -143,8 +147,8 @@ extension RelayOutput {
 
     /// Hands over the requests this step holds for a decision, leaving the rest of the output to apply.
     mutating func takeToDecide() -> DecisionRequests {
-        let requests = toDecide
-        toDecide = DecisionRequests()
+        var requests = DecisionRequests()
+        swap(&requests, &toDecide)
         return requests
     }
 }

@@ -180,11 +180,8 @@ final class HTTP1Relay {
     func isHolding(_ id: Int) -> Bool { !finished && undecidedNumber == id }
 
     func resolve(_ id: Int, _ decision: RequestDecision) -> RelayOutput {
-        guard !finished, undecidedNumber == id else { return out.take() }
-        var taken: Undecided?
-        swap(&taken, &undecided)
+        guard !finished, undecidedNumber == id, let u = undecided.take() else { return out.take() }
         undecidedNumber = nil
-        guard let u = taken else { return out.take() }
         begin(u, decision)
         // The body and whatever the client sent after the head waited in the parser.
         pumpRequests()

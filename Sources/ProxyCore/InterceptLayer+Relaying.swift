@@ -62,8 +62,8 @@ extension InterceptLayer {
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, request.head))
-            toDecide.append(contentsOf: next.takeToDecide())
-            applyStep(ctx, next)
+            if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
+            applyStep(ctx, consume next)
             answered = true
         }
         // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.

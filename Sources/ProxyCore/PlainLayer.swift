@@ -183,8 +183,8 @@ extension PlainLayer {
         while !ctx.isDone, case .plain(let current) = ctx.phase, current === self, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
             var next = relay.resolve(request.id, decide(ctx, ctx.absoluteForm(request.head)))
-            toDecide.append(contentsOf: next.takeToDecide())
-            applyStep(ctx, next)
+            if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
+            applyStep(ctx, consume next)
             answered = true
         }
         // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.
