@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
-            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace"],
+            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "Onboarding"],
             swiftSettings: strict),
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding"],
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer"],
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
         .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),

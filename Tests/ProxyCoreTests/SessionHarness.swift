@@ -5,6 +5,7 @@ import ProxyTrace
 import TLSCore
 
 import Onboarding
+import ProxyServer
 @testable import ProxyCore
 
 /// Builds environments for socket-free session tests: a fresh in-memory CA, no system roots.
@@ -31,7 +32,7 @@ enum SessionHarness {
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
                 useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
             diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
-            upstreamALPN: upstreamALPN, localSite: onboarding.map(HarnessLocalSite.init), appleHosts: appleHosts)
+            upstreamALPN: upstreamALPN, localSite: onboarding.map(OnboardingLocalSite.init), appleHosts: appleHosts)
     }
 
     /// A fixed clock for sessions: durations are zero, and it is the time of this test run, for the session judges
@@ -77,27 +78,3 @@ extension [ProxyCommand] {
 
 /// Bytes of a text, for feeding a session.
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
-/// The set-up site as the sessions' LocalSite, wrapped as the run command wraps it (OnboardingLocalSite).
-final class HarnessLocalSite: LocalSite {
-    let site: OnboardingSite
-
-    init(_ site: OnboardingSite) {
-        self.site = site
-    }
-
-    var hostName: String { OnboardingSite.hostName }
-
-    var tunnelRefusal: String {
-        "ATSProxy: \(OnboardingSite.hostName) is the proxy's set-up site: open \(OnboardingSite.url) as a plain proxy "
-            + "request, or \(OnboardingSite.trustCheckURL) through CONNECT\n"
-    }
-
-    func answers(host: String, port: Int) -> Bool { site.role(ofHost: host, port: port) != nil }
-
-    func answer(host: String?, port: Int, path: String, secure: Bool, credentialed: Bool) -> LocalAnswer {
-        let role = host.flatMap { site.role(ofHost: $0, port: port) } ?? .site
-        let response = site.respond(role: role, path: path, secure: secure, credentialed: credentialed)
-        return LocalAnswer(status: response.status, fields: response.fields, body: response.body)
-    }
-}
