@@ -68,9 +68,15 @@ let package = Package(
         // Network Link Conditioner profiles and a sans-io traffic shaper: byte counts and instants in, how many
         // bytes may go and when to ask again out (docs/rules-throttle.md).
         .target(name: "Throttle", swiftSettings: strict),
+        // The one rules stage (issue 33): the rules in force (RuleBook) and what they decide at each point of an
+        // exchange, as pure functions of what it has shown so far (docs/rules.md).
+        .target(
+            name: "RuleStage",
+            dependencies: ["TrafficRules", "TrafficActions", "FilterCore", "Throttle", "HTTP1Core", "ProxyTrace"],
+            swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "RuleStage", "TrafficActions"],
             swiftSettings: strict),
 
         // Edges: files and sockets.
@@ -118,7 +124,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
-                "WireGuardCore", "TrafficRules",
+                "WireGuardCore", "TrafficRules", "RuleStage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

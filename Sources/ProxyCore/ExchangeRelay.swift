@@ -8,11 +8,11 @@ enum RequestDecision {
     /// `annotation` to the response.
     case forward(
         head: HTTPRequestHead, url: String, upstream: UpstreamTarget?, annotation: [(String, String)],
-        outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError])
+        outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError], rules: ExchangeRules? = nil)
     /// Answer locally with this response; the request body is read and dropped.
     case answer(
         head: HTTPResponseHead, body: [UInt8], url: String, outcome: ExchangeSummary.ATSOutcome,
-        codes: [ExchangeError])
+        codes: [ExchangeError], rules: ExchangeRules? = nil)
 }
 
 /// The refusal of a request whose absolute-form target names another origin than its tunnel's
@@ -165,6 +165,8 @@ protocol ExchangeRecording {
     var responseBytes: Int { get }
     /// Heads, timings and body bytes, when details are recorded (`ProxyEnvironment.recording`).
     var recorder: ExchangeRecorder? { get }
+    /// What the rules stage did and still does to the exchange; nil when no rule touched it.
+    var rules: ExchangeRules? { get }
 }
 
 extension ExchangeRecording {
@@ -176,6 +178,7 @@ extension ExchangeRecording {
             durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
         // Only when recording: setting even a nil detail would allocate the record's box on every exchange.
         if let recorder { summary.detail = recorder.detail(started: started, ended: now) }
+        if let rules, !rules.applied.isEmpty { summary.rules = rules.applied }
         return summary
     }
 }

@@ -67,6 +67,7 @@ final class H1ToH2Relay: ExchangeRelay {
         /// A local answer: the request body is read and dropped, then this goes out.
         var localAnswer: [UInt8]?
         var recorder: ExchangeRecorder?
+        var rules: ExchangeRules?
         /// The request as received, kept for a retry on a new connection (theory of operation, 6); nil when not
         /// kept (a chunked body, or one over `replayLimit`).
         var replay: [UInt8]?
@@ -290,10 +291,11 @@ final class H1ToH2Relay: ExchangeRelay {
         let head = u.head
         let asksUpgrade = u.asksUpgrade
         switch decision {
-        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
+        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes, let rules):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
                 started: u.arrived, clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            ex.rules = rules
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             if head.method == "CONNECT" || asksUpgrade {
@@ -342,10 +344,11 @@ final class H1ToH2Relay: ExchangeRelay {
                 return
             }
             exchange = ex
-        case .answer(let response, let body, let url, let outcome, let codes):
+        case .answer(let response, let body, let url, let outcome, let codes, let rules):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: u.arrived,
                 clientVersion: head.version, requestKeepAlive: head.keepAlive)
+            ex.rules = rules
             ex.recorder = ExchangeRecorder.make(recording)
             ex.recorder?.recordRequest(head, forwarded: nil)
             exchange = ex
@@ -396,6 +399,7 @@ final class H1ToH2Relay: ExchangeRelay {
             var head = HTTPResponseHead(
                 status: translated.status, reason: translated.reason,
                 headers: HTTPHeaders(translated.headers.map { ($0.name, $0.value) }))
+            if let rules = ex.rules, let edited = rules.editResponse(head, outcome: ex.outcome) { head = edited }
             let bodyless = ex.method == "HEAD" || head.status == 204 || head.status == 304
             if !bodyless, !head.headers.contains(name: "Content-Length") {
                 if endStream {

@@ -222,7 +222,7 @@ final class H2Relay: ExchangeRelay {
         let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
         let extendedConnect = fields.first(named: ":protocol") != nil
         switch decision {
-        case .forward(_, let url, _, _, let outcome, let codes)
+        case .forward(_, let url, _, _, let outcome, let codes, _)
             where extendedConnect && !upstream.remoteSettings.enableConnectProtocol:
             // The proxy advertised extended CONNECT before it knew the origin's settings: an origin without it
             // cannot take the stream (RFC 8441 §3), and the answer says so rather than a bare reset.
@@ -237,10 +237,11 @@ final class H2Relay: ExchangeRelay {
             s.exchange.responseBytes = body.count
             book.streams[id] = s
             answer(id, status: 501, headers: [], body: body)
-        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes):
+        case .forward(let forwarded, let url, _, let annotation, let outcome, let codes, let rules):
             var s = Stream(exchange: .forwarded(
                 head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
                 recording: recording))
+            s.exchange.rules = rules
             s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
             if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
@@ -261,10 +262,12 @@ final class H2Relay: ExchangeRelay {
                 book.streams[id] = s
                 answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused a new stream (\(error))\n".utf8))
             }
-        case .answer(let response, let body, let url, let outcome, let codes):
-            book.streams[id] = Stream(exchange: .answered(
+        case .answer(let response, let body, let url, let outcome, let codes, let rules):
+            var s = Stream(exchange: .answered(
                 head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
                 now: now(), recording: recording))
+            s.exchange.rules = rules
+            book.streams[id] = s
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
                 reset(client, id, .internalError)
             }
@@ -296,9 +299,15 @@ final class H2Relay: ExchangeRelay {
                     s.exchange.status = status
                     s.exchange.clock.responseStarted = true
                     s.upstreamEnded = endStream
-                    if let recorder = s.exchange.recorder { Self.record(fields, annotation: s.exchange.annotation, in: recorder, at: now()) }
+                    var sent = fields
+                    if let rules = s.exchange.rules, let edited = rules.editResponse(fields, outcome: s.exchange.outcome) {
+                        sent = edited
+                    }
+                    if let recorder = s.exchange.recorder {
+                        Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
+                    }
                     book.streams[id] = s
-                    try client.submitResponse(streamID: id, headers: fields + s.exchange.annotation, body: endStream ? .none : .streaming)
+                    try client.submitResponse(streamID: id, headers: sent + s.exchange.annotation, body: endStream ? .none : .streaming)
                 }
             } catch {
                 resetBoth(clientID: id)
@@ -364,12 +373,14 @@ final class H2Relay: ExchangeRelay {
             from: H1RequestHead(method: head.method, target: head.target, headers: fields), scheme: scheme)
     }
 
-    /// Records an h2 response head (and the annotated one the client got) in HTTP/1.1 terms.
-    static func record(_ fields: [H2Header], annotation: [H2Header], in recorder: ExchangeRecorder, at time: Double) {
+    /// Records an h2 response head (and the one the client got: changed by rules, annotated) in HTTP/1.1 terms.
+    static func record(
+        _ fields: [H2Header], sent: [H2Header], annotation: [H2Header], in recorder: ExchangeRecorder, at time: Double
+    ) {
         guard let head = HTTPResponseHead(h2Response: fields) else { return }
         var annotated: HTTPResponseHead?
-        if !annotation.isEmpty {
-            annotated = head
+        if !annotation.isEmpty || sent != fields {
+            annotated = sent == fields ? head : HTTPResponseHead(h2Response: sent) ?? head
             for field in annotation { annotated?.headers.add(name: field.name, value: field.value) }
         }
         recorder.recordResponse(head, toClient: annotated, at: time)

@@ -98,6 +98,8 @@ struct H2StreamExchange: ExchangeRecording {
     /// The proxy answers the stream itself: its request body is dropped.
     var local = false
     var recorder: ExchangeRecorder?
+    /// What the rules stage did to the stream; nil when no rule touched it.
+    var rules: ExchangeRules?
     var clock: StreamClock
 
     /// A stream the owner forwards (its relay records the request as it goes upstream).

@@ -295,10 +295,11 @@ final class H2ToH1Relay: LaneRelay {
     private func open(_ id: Int32, _ held: UndecidedStreams.Stream, _ decision: RequestDecision) {
         let (head, fields, endStream, started) = (held.head, held.fields, held.endStream, held.arrived)
         switch decision {
-        case .forward(var forwarded, let url, _, let annotation, let outcome, let codes):
+        case .forward(var forwarded, let url, _, let annotation, let outcome, let codes, let rules):
             var s = Stream(exchange: .forwarded(
                 head, url: url, outcome: outcome, codes: codes, annotation: annotation, started: started, now: now(),
                 recording: recording))
+            s.exchange.rules = rules
             s.exchange.clock.requestEnded = endStream
             book.streams[id] = s
             guard head.method != "CONNECT" else {
@@ -348,10 +349,11 @@ final class H2ToH1Relay: LaneRelay {
             book.streams[id] = s
             waiting.append(id)
             assignLanes()
-        case .answer(let response, let body, let url, let outcome, let codes):
+        case .answer(let response, let body, let url, let outcome, let codes, let rules):
             var s = Stream(exchange: .answered(
                 head, with: response, body: body, url: url, outcome: outcome, codes: codes, started: started,
                 now: now(), recording: recording))
+            s.exchange.rules = rules
             s.responseHeadSent = true
             book.streams[id] = s
             do { try client.answerLocally(streamID: id, response: response, body: body, requestMethod: head.method) } catch {
@@ -520,7 +522,8 @@ final class H2ToH1Relay: LaneRelay {
                     dropLane(lane, close: true)
                     return
                 }
-                let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.exchange.annotation
+                let edited = s.exchange.rules?.editResponse(head, outcome: s.exchange.outcome) ?? head
+                let fields = [H2Header(":status", String(edited.status))] + h2Fields(edited.headers) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
                     failStream(id, reason: "\(error)")
                     continue

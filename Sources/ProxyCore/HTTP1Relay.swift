@@ -92,6 +92,7 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var localAnswer: [UInt8]?
         @exclusivity(unchecked) var responseHeadSent = false
         let recorder: ExchangeRecorder?
+        @exclusivity(unchecked) var rules: ExchangeRules?
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
@@ -340,7 +341,7 @@ final class HTTP1Relay {
         let head = u.head
         let received = u.received
         switch decision {
-        case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes):
+        case .forward(let decided, let url, let upstream, let annotation, let outcome, let codes, let rules):
             let forwarded: HTTPRequestHead
             do { forwarded = try HopByHopFields.request(decided) } catch {
                 protocolError(error, fromClient: true)
@@ -351,6 +352,7 @@ final class HTTP1Relay {
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
                 started: u.arrived, recorder: ExchangeRecorder.make(recording), number: u.number,
                 asksUpgrade: forwarded.headers.contains(name: "Upgrade"), clientIsHTTP10: head.version.minor == 0)
+            ex.rules = rules
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             // The body's inactivity counts from the decision: until then the proxy held it.
             ex.lastRequestProgress = now()
@@ -377,10 +379,11 @@ final class HTTP1Relay {
                 sendUpstream(bytes)
             }
             responses.expectResponse(toRequestMethod: head.method)
-        case .answer(let response, let body, let url, let outcome, let codes):
+        case .answer(let response, let body, let url, let outcome, let codes, let rules):
             var ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: [], started: u.arrived,
                 recorder: ExchangeRecorder.make(recording), number: u.number)
+            ex.rules = rules
             ex.recorder?.recordRequest(head, forwarded: nil)
             ex.recorder?.recordLocalResponse(response)
             ex.lastRequestProgress = now()
@@ -442,6 +445,9 @@ final class HTTP1Relay {
                     sent.headers.remove(name: "Transfer-Encoding")
                     sent.headers.replaceOrAdd(name: "Connection", value: "close")
                     framing = .untilClose
+                }
+                if !head.isInterim, let rules = ex.rules, let edited = rules.editResponse(sent, outcome: ex.outcome) {
+                    sent = edited
                 }
                 let received = sent == head ? responses.lastHeadBytes : nil
                 if head.isInterim {

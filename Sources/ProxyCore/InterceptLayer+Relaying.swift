@@ -61,7 +61,8 @@ extension InterceptLayer {
         var answered = false
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
-            var next = relay.resolve(request.id, decide(ctx, request.head))
+            guard let decision = ctx.ruled(decide(ctx, request.head)) else { break }
+            var next = relay.resolve(request.id, decision)
             if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
             applyStep(ctx, consume next)
             answered = true

@@ -1,7 +1,9 @@
 import ATSPolicy
 import Foundation
 import ProxyTrace
+import RuleStage
 import TLSCore
+import TrafficActions
 
 /// Everything sessions share: the policy, the options and the TLS machinery. Immutable after start, so one
 /// value serves every loop thread; the caches inside lock for themselves.
@@ -51,6 +53,11 @@ public final class ProxyEnvironment: Sendable {
     public let localSite: (any LocalSite)?
     /// Apple's own hosts, tunnelled without interception; nil with `--intercept-apple-hosts`.
     public let appleHosts: AppleHosts?
+    /// The rules that change traffic (`--rules`, `--map-local`, `--fault`…); nil when there are none, which costs
+    /// the relaying path nothing.
+    public let rules: RuleBook?
+    /// How map local and answers read their files.
+    let ruleFiles: any FileReading = POSIXFileReader()
     let contexts = TLSContextCache()
     let h2OnlyOrigins = H2OnlyOrigins()
     /// Pin checks of tunnelled NSPinnedDomains hosts, per origin (TunnelLayer+PinCheck).
@@ -91,8 +98,9 @@ public final class ProxyEnvironment: Sendable {
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, localSite: (any LocalSite)? = nil,
         appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
-        mirrorComparesPolicy: Bool = false
+        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil
     ) {
+        self.rules = rules
         self.localSite = localSite
         self.appleHosts = appleHosts
         self.policy = policy

@@ -1,5 +1,6 @@
 import Foundation
 import ProxyTrace
+import RuleStage
 
 // Theory of operation: what the layers of one session share (see ProxySession's theory of operation for the
 // layers themselves).
@@ -50,6 +51,9 @@ final class SessionContext {
     /// A transparent connection's original destination (numeric address and port), where its upstream connects
     /// unless --map names the host; nil for a proxy client (SessionContext+Transparent).
     var transparentDestination: (address: String, port: Int)?
+    /// The rules in force as this session last saw them (SessionContext+Rules); renewed when the book's generation
+    /// moves.
+    var ruleSnapshot: RuleSnapshot?
 
     init(id: UInt64, environment: ProxyEnvironment, now: @escaping () -> Double) {
         self.id = id

@@ -48,6 +48,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         get { extras?.mirror }
         set { if newValue != nil || extras?.mirror != nil { updateExtras { $0.mirror = newValue } } }
     }
+    /// The rules that acted on the exchange (issue 33), in the order they acted; empty when none did. In the boxed
+    /// extras, as `mirror` is: no cost to the records of a proxy without rules.
+    public var rules: [AppliedRule] {
+        get { extras?.rules ?? [] }
+        set { if !newValue.isEmpty || extras?.rules.isEmpty == false { updateExtras { $0.rules = newValue } } }
+    }
     /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
     public var connection: ConnectionRecord? {
         get { extras?.connection }
@@ -76,19 +82,25 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         let action: ExchangeAction?
         let detail: ExchangeDetail?
         let mirror: MirrorRecord?
+        let rules: [AppliedRule]
 
-        init(connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?) {
+        init(
+            connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?,
+            rules: [AppliedRule]
+        ) {
             self.connection = connection
             self.action = action
             self.detail = detail
             self.mirror = mirror
+            self.rules = rules
         }
     }
 
     /// Sets the connection, the action and the detail at once: one copy of the boxed extras instead of one per
     /// field (the session records all three for every exchange a capture keeps).
     public mutating func setRecord(connection: ConnectionRecord, action: ExchangeAction, detail: ExchangeDetail) {
-        extras = Extras(connection: connection, action: action, detail: detail, mirror: extras?.mirror)
+        extras = Extras(
+            connection: connection, action: action, detail: detail, mirror: extras?.mirror, rules: extras?.rules ?? [])
     }
 
     /// Calls `body` with the connection, the action and the detail, lent rather than copied out one by one (the
@@ -102,10 +114,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
 
     private mutating func updateExtras(_ change: (inout Fields) -> Void) {
         var fields = Fields(
-            connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror)
+            connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror,
+            rules: extras?.rules ?? [])
         change(&fields)
         extras = Extras(
-            connection: fields.connection, action: fields.action, detail: fields.detail, mirror: fields.mirror)
+            connection: fields.connection, action: fields.action, detail: fields.detail, mirror: fields.mirror,
+            rules: fields.rules)
     }
 
     private struct Fields {
@@ -113,11 +127,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         var action: ExchangeAction?
         var detail: ExchangeDetail?
         var mirror: MirrorRecord?
+        var rules: [AppliedRule]
     }
 
     private enum CodingKeys: String, CodingKey {
         case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
-        case interruption, note, mirror
+        case interruption, note, mirror, rules
     }
 
     // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null. The
@@ -136,6 +151,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             interruption: try c.decodeIfPresent(String.self, forKey: .interruption),
             note: try c.decodeIfPresent(String.self, forKey: .note))
         mirror = try c.decodeIfPresent(MirrorRecord.self, forKey: .mirror)
+        rules = try c.decodeIfPresent([AppliedRule].self, forKey: .rules) ?? []
         kind = .recorded(method: method, version: httpVersion)
     }
 
@@ -153,6 +169,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         try c.encodeIfPresent(interruption, forKey: .interruption)
         try c.encodeIfPresent(note, forKey: .note)
         try c.encodeIfPresent(mirror, forKey: .mirror)
+        let rules = rules
+        if !rules.isEmpty { try c.encode(rules, forKey: .rules) }
     }
 
     /// Equal in what the console line and the JSON event show; the details are not compared.
@@ -161,6 +179,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             && a.outcome == b.outcome && a.kind == b.kind && a.errors == b.errors && a.requestBytes == b.requestBytes
             && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
             && a.interruption == b.interruption && a.note == b.note && a.action == b.action && a.mirror == b.mirror
+            && a.rules == b.rules
     }
 
     public init(
@@ -252,6 +271,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             line += ")"
         }
         if let mirror { line += mirror.consoleTail }
+        if extras?.rules.isEmpty == false {
+            for rule in rules {
+                line += " RULE "
+                line += rule.summary
+            }
+        }
         return line
     }
 

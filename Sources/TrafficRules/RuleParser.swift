@@ -32,7 +32,9 @@ public enum RuleParser {
 
     /// A rule from a CLI option: `option` is its name as typed (`--fault`), `index` its 1-based use.
     public static func parse(option: String, index: Int, value: String) throws(RuleError) -> Rule {
-        let keyword = option.hasPrefix("--") ? String(option.dropFirst(2)) : option
+        var keyword = option.hasPrefix("--") ? String(option.dropFirst(2)) : option
+        // `run --block` was taken (how enforce blocks): the option is mitmproxy's `--block-list`.
+        if keyword == "block-list" { keyword = "block" }
         return try parse(keyword: keyword, argument: value, source: .option(option, index: index))
     }
 }

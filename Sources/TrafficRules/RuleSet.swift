@@ -111,5 +111,7 @@ public struct RuleSet: Sendable, Equatable {
 public struct RuleSetError: Error, Sendable, Equatable, CustomStringConvertible {
     public var errors: [RuleError]
 
+    public init(errors: [RuleError]) { self.errors = errors }
+
     public var description: String { errors.map(\.description).joined(separator: "\n") }
 }

@@ -34,7 +34,8 @@ extension RunCommand {
             upstreamResumption: upstreamResumption, insecureUpstream: insecureUpstream,
             recording: Self.recording(captureBodyLimit: capturing ? captureOptions.bodyLimit : nil, level: start.level),
             localSite: OnboardingLocalSite(onboarding), appleHosts: deviceOptions.appleHosts,
-            autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil)
+            autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil,
+            rules: try ruleOptions.ruleBook())
         return (environment, onboarding)
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 import ProxyCore
 import ProxyEventLoop
 import ProxyServer
+import RuleStage
 import ProxyTrace
 
 /// `atsproxy run`: the proxy. Explicit HTTP/HTTPS proxy (absolute-form requests and CONNECT) that intercepts TLS
@@ -176,6 +177,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var modeOptions: ModeOptions
 
+    @OptionGroup(title: "Rules that change traffic") var ruleOptions: RuleOptions
+
     /// Usage errors are found here, not in `run()`: ArgumentParser prints `run`'s usage only for errors thrown
     /// while parsing; from `run()` it would print the root command's.
     func validate() throws {
@@ -259,6 +262,12 @@ struct RunCommand: ParsableCommand {
         let policy = try RunPolicy(self, profile: start.profile)
         let authorities = try RunAuthorities(self)
         let (environment, onboarding) = try self.environment(start, policy, authorities, outputs)
+        let rulesWatcher = environment.rules.flatMap { book in
+            ruleOptions.rulesFile.map { path in
+                RulesFileWatcher(book: book, path: path) { ProxyLogSink.writeToStandardError("atsproxy: " + $0 + "\n") }
+            }
+        }
+        defer { withExtendedLifetime(rulesWatcher) {} }
         let listeners = try RunListeners(self, start, environment: environment, onboarding: onboarding, log: outputs.log)
         let webLine = try RunWebView.open(
             self, start, policy, listeners, environment: environment, outputs: outputs)
