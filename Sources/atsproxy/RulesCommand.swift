@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RuleStage
 import TrafficRules
 
 /// `atsproxy rules FILE --check`: reads a rules file as the proxy will and lists its rules, or every error in it.
@@ -32,7 +33,13 @@ struct RulesCommand: ParsableCommand {
         } catch {
             throw failure("atsproxy rules: cannot read \(file): \(error.localizedDescription)", status: 2)
         }
-        switch RuleSet.parse(file: text, path: file) {
+        // Read as `run --rules` reads it: the syntax, then each action (regexes, @FILE values, throttle profiles),
+        // relative paths from the file's folder.
+        let directory = (file as NSString).deletingLastPathComponent
+        let base = directory.isEmpty ? FileManager.default.currentDirectoryPath : directory
+        switch RuleSet.parse(file: text, path: file).flatMap({ set in
+            RuleLoader.load(set, relativeTo: base).map { _ in set }
+        }) {
         case .failure(let error):
             let count = error.errors.count
             throw failure(error.description + "\n\(file): \(count) error\(count == 1 ? "" : "s"); no rules loaded")
