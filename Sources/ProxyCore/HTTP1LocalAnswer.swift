@@ -17,7 +17,10 @@ struct HTTP1LocalAnswer {
 
     init(response: HTTPResponseHead, body: [UInt8], request: HTTPRequestHead) throws(HTTP1Error) {
         var head = response
-        head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+        // A HEAD's answer that states its length (a rule's, the length a GET would get) keeps it.
+        if request.method != "HEAD" || !head.headers.contains(name: "Content-Length") {
+            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+        }
         let hasBody = request.headers.contains(name: "Content-Length") || request.headers.contains(name: "Transfer-Encoding")
         answerNow = request.expectsContinue && hasBody
         var framable = true

@@ -61,7 +61,7 @@ extension InterceptLayer {
         var answered = false
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
-            guard let decision = ctx.ruled(decide(ctx, request.head)) else { break }
+            guard let decision = ctx.ruled(decide(ctx, request.head), request: request.head) else { break }
             var next = relay.resolve(request.id, decision)
             if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
             applyStep(ctx, consume next)

@@ -23,15 +23,28 @@ extension SessionContext {
     /// status fault), sent on with a changed head, or carrying the rules its response will meet. nil when a rule
     /// blocks the request: the client's connection is then reset (the app sees -1005) and the request logged.
     @inline(__always)
-    func ruled(_ decision: consuming RequestDecision) -> RequestDecision? {
+    func ruled(_ decision: consuming RequestDecision, request: HTTPRequestHead) -> RequestDecision? {
         if env.rules == nil { return decision }
-        return applyRequestRules(decision)
+        return applyRequestRules(decision, request: request)
     }
 
-    private func applyRequestRules(_ decision: consuming RequestDecision) -> RequestDecision? {
+    private func applyRequestRules(_ decision: consuming RequestDecision, request: HTTPRequestHead)
+        -> RequestDecision?
+    {
+        guard let rules = currentRules() else { return decision }
+        if case .answer(_, _, let url, .failed, _, _) = decision {
+            // The server could not be reached: a mock still answers (an endpoint not deployed yet), with no
+            // verdict, as there was no server to judge; anything else keeps the failure's answer.
+            let (host, port) = Self.hostAndPort(ofURL: url)
+            guard let ruling = rules.atRequestHead(request, url: url, host: host, port: port, files: env.ruleFiles),
+                let answer = ruling.answer
+            else { return decision }
+            let effects = ExchangeRules(applied: ruling.applied, response: ruling.response)
+            let head = effects.editResponse(answer.head, outcome: .notEvaluated) ?? answer.head
+            return .answer(head: head, body: answer.body, url: url, outcome: .notEvaluated, codes: [], rules: effects)
+        }
         // Answers the layer made itself (an ATS block, the set-up site, a refusal) are no traffic of the app's.
-        guard case .forward(let head, let url, let upstream, let annotation, let outcome, let codes, _) = decision,
-            let rules = currentRules()
+        guard case .forward(let head, let url, let upstream, let annotation, let outcome, let codes, _) = decision
         else { return decision }
         let (host, port) = Self.hostAndPort(ofURL: url)
         guard let ruling = rules.atRequestHead(head, url: url, host: host, port: port, files: env.ruleFiles) else {

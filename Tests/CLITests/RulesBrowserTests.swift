@@ -1,5 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Rules in a real browser")
 struct RulesBrowserTests {

@@ -54,6 +54,23 @@ struct RuleTests {
         #expect(lines.contains("RULE [maintenance] answer: answered 503"), "\(lines)")
     }
 
+    @Test("Map local answers for a server that cannot be reached (an endpoint not deployed yet); other paths fail as the app would")
+    func mockWithoutServer() async throws {
+        let e2e = try E2E.shared()
+        let (folder, rules) = try rulesFolder(e2e, ["map-local |/v1/user$|mocks/user.json"])
+        // Port 9 on loopback: nothing listens, the connect is refused.
+        let proxy = try await Proxy(e2e, ["--map", "new-api.test=127.0.0.1:9", "--rules", rules], in: folder)
+        let via = ["-x", proxy.url, "--cacert", e2e.proxyCA]
+        let mocked = try await curl(via + ["https://new-api.test/v1/user"], in: folder)
+        #expect(mocked.status == 200)
+        #expect(mocked.bodyText == "{\"user\":\"mock\"}\n")
+        let head = try await curl(via + ["-I", "https://new-api.test/v1/user"], in: folder)
+        #expect(head.header("Content-Length") == "16", "HEAD states the length a GET gets")
+        let other = try await curl(via + ["https://new-api.test/v1/other"], in: folder)
+        #expect(other.status == 502)
+        #expect(other.header("X-ATS-Error") == "-1004 NSURLErrorCannotConnectToHost")
+    }
+
     @Test("A rules file is reloaded when it changes; a bad edit keeps the previous rules and names its line")
     func reload() async throws {
         let e2e = try E2E.shared()
