@@ -8,7 +8,7 @@ import Testing
 
 @Suite("Rules in a real browser")
 struct RulesBrowserTests {
-    /// Tests/webview/rules_browser_test.py: headless Chromium through `run` with --map-local and --fault rules, its
+    /// Tests/webview/faults_browser_test.py: headless Chromium through `run` with --map-local and --fault rules, its
     /// certificate store trusting the proxy's CA. Screenshots go to .build/test-artefacts/webview.
     @Test("Chromium gets the mocked page, a certificate error page for --fault expired, and a version error for tls1.0",
           .timeLimit(.minutes(4)))
@@ -17,7 +17,7 @@ struct RulesBrowserTests {
         let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try TestPython.path())
-        p.arguments = [root.appendingPathComponent("Tests/webview/rules_browser_test.py").path,
+        p.arguments = [root.appendingPathComponent("Tests/webview/faults_browser_test.py").path,
                        "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
         let out = Pipe()
         p.standardOutput = out

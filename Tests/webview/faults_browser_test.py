@@ -9,7 +9,7 @@ ERR_SSL_VERSION_OR_CIPHER_MISMATCH; a host with no rule loads from the origin as
 proxy's console line. Exits 1 on the first failed check, naming it; every wait is bounded and every process it
 started is stopped.
 
-    rules_browser_test.py --atsproxy .build/debug/atsproxy --artifacts .build/test-artefacts/webview
+    faults_browser_test.py --atsproxy .build/debug/atsproxy --artifacts .build/test-artefacts/webview
 """
 
 import argparse
