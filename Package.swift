@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "ATSLint", "PolicyLoader", "TLSCore", "ATSDiagnose", "ProxyEventLoop", "ProxyCore", "ProxyServer",
                 "ProxyTrace", "ATSReport", "CaptureStore", "CaptureExport", "Onboarding", "QRCode", "WebView",
-                "WireGuardCore", "TrafficRules", "RuleStage",
+                "WireGuardCore", "TrafficRules", "RuleStage", "Throttle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

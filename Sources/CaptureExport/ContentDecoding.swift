@@ -5,12 +5,12 @@ import Inflate
 /// here by the package's one bounded decompressor (`Inflate`), which returns a stream only when it decodes whole and
 /// its checksum matches. Anything else (`br`, a cut body, damaged data, a result past `limit`) is not decoded, and
 /// the caller says so.
-enum ContentDecoding {
+public enum ContentDecoding {
     /// Decoded bodies larger than this are not decoded (a compression bomb would otherwise fill memory).
     static let limit = 64 << 20
 
     /// The decoded bytes, or nil when `coding` is not one this knows or the data does not decode whole.
-    static func decode(_ bytes: [UInt8], coding: String) -> [UInt8]? {
+    public static func decode(_ bytes: [UInt8], coding: String) -> [UInt8]? {
         let format: Inflate.Format
         switch coding.lowercased() {
         case "gzip", "x-gzip": format = .gzip

@@ -34,6 +34,16 @@ extension HAREntry {
         return ats.value
     }
 
+    /// One rule that acted, for `_atsproxyRules`.
+    static func rule(_ rule: AppliedRule) -> HARValue {
+        var o = HARObject()
+        o.add("id", rule.id)
+        o.add("action", rule.action)
+        o.add("point", rule.point)
+        o.add("note", rule.note)
+        return o.value
+    }
+
     static func code(_ code: Int, _ name: String) -> HARValue {
         .object([HARMember("code", .int(code)), HARMember("name", .string(name))])
     }

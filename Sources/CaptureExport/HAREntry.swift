@@ -21,6 +21,8 @@ import ProxyTrace
 ///   `deflate` are inflated first (HAR wants decoded content); a body cut at the capture's cap has `_truncated`,
 ///   `_originalSize` (the real size, as `size`) and `_keptSize`. A request body that is not text is base64 in
 ///   `postData.text` with `_encoding: "base64"` (HAR 1.2 has no encoding field for requests).
+/// - **Rules** (issue 33): an exchange a rule answered or changed has `_atsproxyRules` (each rule's `id`, `action`,
+///   `point` and `note`, in the order they acted) and says so in `comment`.
 /// - **Timings**: `send` from the request's first byte to its last byte upstream, `wait` to the response's first
 ///   byte, `receive` to the end; a local answer is all `wait`. `blocked`, `dns`, `connect` and `ssl` are -1: the
 ///   capture does not time the upstream connect per exchange.
@@ -42,10 +44,14 @@ public enum HAREntry {
         entry.add("timings", parts.value)
         if let address = e.connection?.upstreamAddress { entry.add("serverIPAddress", Self.ipAddress(address)) }
         if let connection = e.connection { entry.add("connection", String(connection.connectionID)) }
-        if let comment = e.note { entry.add("comment", comment) }
+        // A rule's part in the exchange is in the comment too: a HAR viewer shows the comment, not custom fields.
+        let ruled = e.rules.isEmpty ? nil : "changed by rules: " + e.rules.map(\.summary).joined(separator: "; ")
+        let comment = [e.note, ruled].compactMap { $0 }.joined(separator: "; ")
+        if !comment.isEmpty { entry.add("comment", comment) }
         entry.add("_ats", ats(e))
         entry.add("_tls", tls(e.connection))
         entry.add("_atsproxy", atsproxy(exchange, kind: kind))
+        if !e.rules.isEmpty { entry.add("_atsproxyRules", .array(e.rules.map(rule))) }
         return entry.value
     }
 

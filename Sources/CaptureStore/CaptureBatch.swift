@@ -288,6 +288,7 @@ public struct CaptureEncoder {
             case .rebuiltTrace:
                 let rebuilt = detail?.rebuiltTrace ?? []
                 batch.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
+            case .rules: Self.appendRules(e.rules, to: &batch)
             }
         }
         // Bodies: none stored for an empty one (a missing row is zero bytes).
@@ -308,6 +309,19 @@ public struct CaptureEncoder {
         } catch {
             // Unreachable: a MirrorRecord holds strings, booleans and string arrays, which JSONEncoder always
             // writes. Were it to fail, the exchange keeps its row without the device's verdict.
+            batch.null()
+        }
+    }
+
+    /// Only exchanges a rule touched have any: Foundation's encoder stays off the common path, as for `mirror`.
+    private static func appendRules(_ rules: [AppliedRule], to batch: inout CaptureBatch) {
+        guard !rules.isEmpty else { return batch.null() }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            batch.text(String(decoding: try encoder.encode(rules), as: UTF8.self))
+        } catch {
+            // Unreachable (strings only); were it to fail, the row is kept without its rules.
             batch.null()
         }
     }

@@ -149,9 +149,11 @@ extension CaptureReader {
         }
         _ = arguments.append(contentsOf: [limit])
         let order = after == nil ? " ORDER BY e.id DESC LIMIT ?" : " ORDER BY e.id ASC LIMIT ?"
+        // A file made before step "v2 applied rules" has no `rules` column: NULL in its place.
+        let rules = schemaSteps.contains(CaptureSchema.Step.appliedRules) ? "e.rules" : "NULL AS rules"
         let sql = """
             SELECT e.id, e.run_id, e.started, e.ended, e.method, e.url, e.status, e.http_version, e.outcome, e.action,
-                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note
+                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note, \(rules)
             FROM exchanges e
             """
         // No status index: a range walks the table newest first (or, from 400 up, reads the problems' index).
@@ -166,6 +168,9 @@ extension CaptureReader {
                 record.kind = .recorded(method: record.method, version: record.httpVersion)
                 record.action = (row["action"] as String?).flatMap(ExchangeAction.init(rawValue:))
                 record.detail = ExchangeDetail(timings: ExchangeTimings(started: row["started"], ended: row["ended"]))
+                if let rules = row["rules"] as String? {
+                    record.rules = try JSONDecoder().decode([AppliedRule].self, from: Data(rules.utf8))
+                }
                 return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
             }
         }

@@ -225,6 +225,10 @@ public final class CaptureReader: @unchecked Sendable {
         if let mirror = row["mirror"] as String? {
             record.mirror = try decoder.decode(MirrorRecord.self, from: Data(mirror.utf8))
         }
+        // Absent from files made before step "v2 applied rules": read as none.
+        if let rules = row["rules"] as String? {
+            record.rules = try decoder.decode([AppliedRule].self, from: Data(rules.utf8))
+        }
         if let connectionID = row["connection_id"] as Int64? {
             var decision: PolicyDecision?
             var violations: [ATSViolation] = []

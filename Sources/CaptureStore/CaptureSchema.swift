@@ -23,6 +23,9 @@ enum CaptureSchema {
             try db.execute(sql: "PRAGMA application_id = \(applicationID)")
             try db.execute(sql: tables)
         }
+        migrator.registerMigration(Step.appliedRules) { db in
+            try db.execute(sql: ExchangeField.rules.addColumnSQL(postgres: false))
+        }
         return migrator
     }
 
@@ -109,6 +112,9 @@ enum CaptureSchema {
     /// The migration steps' names, in order.
     enum Step {
         static let tables = "v1 tables"
+        /// The rules that acted on each exchange (issue 33): `exchanges.rules`. A file without it reads as one
+        /// whose exchanges no rule touched; a run appending to it adds the column first.
+        static let appliedRules = "v2 applied rules"
     }
 
     /// The steps of the development builds before the first release, folded into step 1. A file that has any of

@@ -3,14 +3,16 @@
 /// writers' INSERT and COPY column lists, and the order in which `CaptureEncoder` writes a frame's values (it walks
 /// `allCases`) all follow from it; the readers read columns by name.
 ///
-/// Part of capture schema step 1: once released, a case is never edited, removed or moved. A new column is a new
-/// case at the end and a new schema step that adds it (`ALTER TABLE exchanges ADD COLUMN` with its `sqlite`
-/// definition), since a released step's `CREATE TABLE` must not change.
+/// Once released, a case is never edited, removed or moved. A new column is a new case at the end and a new schema
+/// step that adds it (`ALTER TABLE exchanges ADD COLUMN`, `addColumnSQL`), since a released step's `CREATE TABLE`
+/// must not change: `tableLines` writes step 1's columns only (`firstStep`); `addedLater` lists the rest.
 enum ExchangeField: CaseIterable {
     case connectionID, started, requestSent, firstResponseByte, ended, method, url, host, status, httpVersion,
         outcome, action, errors, urlError, sslError, requestBytes, responseBytes, durationMilliseconds, interruption,
         note, upstreamTLSVersion, upstreamTLSSuite, upstreamALPN, upstreamSNI, upstreamResumed, requestHead,
-        forwardedRequestHead, responseHead, clientResponseHead, upstreamAddress, mirror, rebuiltTrace
+        forwardedRequestHead, responseHead, clientResponseHead, upstreamAddress, mirror, rebuiltTrace,
+        // Added by capture step "v2 applied rules" and team store step "3 applied rules".
+        rules
 
     /// A column's storage class, the same in SQLite and PostgreSQL.
     enum Kind {
@@ -68,6 +70,7 @@ enum ExchangeField: CaseIterable {
         case .upstreamAddress: ("upstream_address", .text, false, "where the upstream connection went (HAR's serverIPAddress)")
         case .mirror: ("mirror", .text, false, "--ats mirror: what the device was shown and did (MirrorRecord JSON)")
         case .rebuiltTrace: ("rebuilt_trace", .integer, false, "RebuiltTrace bits; NULL: the records are stored")
+        case .rules: ("rules", .text, false, "the rules that acted (JSON array of AppliedRule); NULL: none")
         }
     }
 
@@ -77,12 +80,24 @@ enum ExchangeField: CaseIterable {
     /// The columns of a frame, in order.
     static let names: [String] = allCases.map(\.column.name)
 
-    /// The `exchanges` table's columns after `id`, `run_id` and the references, as lines of a `CREATE TABLE`
+    /// The columns of step 1's `CREATE TABLE` (a released step: it never grows).
+    static let firstStep: [ExchangeField] = Array(allCases.prefix { $0 != .rules })
+
+    /// The columns added after step 1, in order: nullable each (rows written before read as NULL).
+    static let addedLater: [ExchangeField] = Array(allCases.drop { $0 != .rules })
+
+    /// `ALTER TABLE exchanges ADD COLUMN …`, for a column of `addedLater`.
+    func addColumnSQL(postgres: Bool) -> String {
+        let c = column
+        return "ALTER TABLE exchanges ADD COLUMN \(c.name) \(postgres ? c.kind.postgres : c.kind.sqlite)"
+    }
+
+    /// Step 1's `exchanges` columns after `id`, `run_id` and the references, as lines of a `CREATE TABLE`
     /// (`name TYPE [NOT NULL],` then the note as a comment); `last` ends the table (no comma).
     static func tableLines(postgres: Bool, last: Bool) -> String {
-        allCases.enumerated().map { i, field in
+        firstStep.enumerated().map { i, field in
             let c = field.column
-            let comma = last && i == allCases.count - 1 ? "" : ","
+            let comma = last && i == firstStep.count - 1 ? "" : ","
             let line = "\(c.name) \(postgres ? c.kind.postgres : c.kind.sqlite)\(c.notNull ? " NOT NULL" : "")\(comma)"
             return "    " + line + (c.note.map { " -- \($0)" } ?? "")
         }.joined(separator: "\n")

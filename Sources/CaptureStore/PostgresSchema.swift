@@ -103,7 +103,13 @@ enum PostgresSchema {
             CREATE INDEX runs_by_label ON runs(label, id);
             CREATE INDEX runs_by_started ON runs(started);
             """),
+        // A nullable column older writers leave NULL (their COPY names its columns): they go on writing.
+        Step(name: addedColumnSteps[.rules]!, breaksOlder: false, sql: ExchangeField.rules.addColumnSQL(postgres: true)),
     ]
+
+    /// The step that adds each column of `ExchangeField.addedLater`: a reader of a store that lacks the step (no
+    /// proxy of this build has written to it yet) reads the column as NULL.
+    static let addedColumnSteps: [ExchangeField: String] = [.rules: "3 applied rules"]
 
     /// The tables a reader copies into a capture file (`PostgresCopy`), with their columns and each column's kind,
     /// in an order that satisfies the file's references.

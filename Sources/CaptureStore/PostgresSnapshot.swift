@@ -165,8 +165,13 @@ public enum PostgresSnapshot {
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         let total = Int(try connection.execute("SELECT count(*) FROM (\(picked)) p", parameters).scalar ?? "0") ?? 0
         let tables = Dictionary(uniqueKeysWithValues: PostgresSchema.copiedTables.map { ($0.name, $0.columns) })
+        // Columns added by steps the store lacks (only older proxies wrote to it) read as NULL.
+        let steps = Set(try connection.execute("SELECT step FROM atsproxy_schema").rows.compactMap { $0[0] })
+        let absent = Set(
+            PostgresSchema.addedColumnSteps.filter { !steps.contains($0.value) }.map { "exchanges." + $0.key.column.name })
         func columns(_ table: String, _ alias: String) -> String {
-            (tables[table] ?? []).map { "\(alias).\($0.0)" }.joined(separator: ", ")
+            (tables[table] ?? []).map { absent.contains("\(table).\($0.0)") ? "NULL" : "\(alias).\($0.0)" }
+                .joined(separator: ", ")
         }
         // The rows the exchanges refer to, before the exchanges (small: one per run, connection, distinct verdict).
         let referenced: [(String, String)] = [

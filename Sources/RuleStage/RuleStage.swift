@@ -21,15 +21,46 @@ import TrafficRules
 // changes (a rules file reloaded, a rule switched in the web view); a snapshot with nothing for a point answers nil
 // at once.
 
-/// The rules in force, shared by every session: the CLI options' rules and the rules file's, each switchable on and
-/// off (the web view). Replacing the file's rules (a reload) or switching one makes a new snapshot and a new
-/// generation, which sessions pick up at their next point.
+/// The rules in force, shared by every session: the rules made while running (the web view's), the CLI options'
+/// and the rules file's, each switchable on and off (the web view). Replacing the file's rules (a reload), adding or
+/// removing a runtime rule, or switching one makes a new snapshot and a new generation, which sessions pick up at
+/// their next point.
+///
+/// Runtime rules come first: one made from an exchange ("fail this host like…") is meant to win over the file's
+/// and the options' rules for the same requests. A reload of the file leaves them as they are.
 public final class RuleBook: Sendable {
     private struct State {
+        var runtimeRules: [LoadedRule] = []
         var optionRules: [LoadedRule]
         var fileRules: [LoadedRule]
         var disabled: Set<String>
         var snapshot: RuleSnapshot
+
+        /// Every rule, in the order they apply.
+        var all: [LoadedRule] { runtimeRules + optionRules + fileRules }
+    }
+
+    /// Where a rule in the book came from.
+    public enum Origin: String, Sendable {
+        /// Made while running (`addRuntimeRule`: the web view).
+        case runtime
+        /// A CLI option (`--fault`, `--map-local`…).
+        case option
+        /// The rules file.
+        case file
+    }
+
+    /// A rule in the book, whether it is switched on, and where it came from.
+    public struct Entry: Sendable {
+        public let rule: LoadedRule
+        public let enabled: Bool
+        public let origin: Origin
+
+        public init(rule: LoadedRule, enabled: Bool, origin: Origin) {
+            self.rule = rule
+            self.enabled = enabled
+            self.origin = origin
+        }
     }
 
     private let state: Mutex<State>
@@ -54,7 +85,44 @@ public final class RuleBook: Sendable {
 
     /// Every rule, in force or switched off, in the order they apply.
     public func listing() -> [(rule: LoadedRule, enabled: Bool)] {
-        state.withLock { s in (s.optionRules + s.fileRules).map { ($0, !s.disabled.contains($0.rule.id)) } }
+        state.withLock { s in s.all.map { ($0, !s.disabled.contains($0.rule.id)) } }
+    }
+
+    /// Every rule with where it came from, in the order they apply.
+    public func entries() -> [Entry] {
+        state.withLock { s in
+            s.runtimeRules.map { Entry(rule: $0, enabled: !s.disabled.contains($0.id), origin: .runtime) }
+                + s.optionRules.map { Entry(rule: $0, enabled: !s.disabled.contains($0.id), origin: .option) }
+                + s.fileRules.map { Entry(rule: $0, enabled: !s.disabled.contains($0.id), origin: .file) }
+        }
+    }
+
+    /// Adds a rule made while running, ahead of the others, switched on; false (and nothing added) when a rule of
+    /// that id is already in the book.
+    @discardableResult
+    public func addRuntimeRule(_ rule: LoadedRule) -> Bool {
+        var added = false
+        update { s in
+            guard !s.all.contains(where: { $0.id == rule.id }) else { return }
+            s.runtimeRules.insert(rule, at: 0)
+            s.disabled.remove(rule.id)
+            added = true
+        }
+        return added
+    }
+
+    /// Removes the runtime rule `id`; false when there is none (the options' and the file's rules stay: switch them
+    /// off instead).
+    @discardableResult
+    public func removeRuntimeRule(_ id: String) -> Bool {
+        var removed = false
+        update { s in
+            let before = s.runtimeRules.count
+            s.runtimeRules.removeAll { $0.id == id }
+            removed = s.runtimeRules.count != before
+            if removed { s.disabled.remove(id) }
+        }
+        return removed
     }
 
     /// The rules file's rules, replaced whole (a reload). Switched-off rules stay off by id.
@@ -67,7 +135,7 @@ public final class RuleBook: Sendable {
     public func setEnabled(_ id: String, _ enabled: Bool) -> Bool {
         var found = false
         update { s in
-            found = (s.optionRules + s.fileRules).contains { $0.rule.id == id }
+            found = s.all.contains { $0.rule.id == id }
             if found {
                 if enabled { s.disabled.remove(id) } else { s.disabled.insert(id) }
             }
@@ -80,7 +148,7 @@ public final class RuleBook: Sendable {
             change(&s)
             let generation = s.snapshot.generation + 1
             s.snapshot = RuleSnapshot(
-                rules: (s.optionRules + s.fileRules).filter { !s.disabled.contains($0.rule.id) },
+                rules: s.all.filter { !s.disabled.contains($0.rule.id) },
                 generation: generation)
             version.store(generation, ordering: .releasing)
         }

@@ -30,6 +30,7 @@ enum WebAssets {
 <nav id="tabs" role="tablist">
   <button id="tab-traffic" role="tab" aria-selected="true" aria-controls="traffic">Traffic</button>
   <button id="tab-hosts" role="tab" aria-selected="false" aria-controls="hosts">Hosts</button>
+  <button id="tab-rules" role="tab" aria-selected="false" aria-controls="rules" hidden>Rules</button>
 </nav>
 <main>
 <section id="traffic" role="tabpanel" aria-labelledby="tab-traffic">
@@ -90,6 +91,17 @@ enum WebAssets {
     <div id="report-body" aria-live="polite"></div>
   </section>
 </section>
+<section id="rules" role="tabpanel" aria-labelledby="tab-rules" hidden>
+  <p id="rules-total" class="sub">The rules in force, in the order they apply: those made here first, then the
+    options', then the rules file's. A switched-off rule stays listed; the next request sees the change.</p>
+  <p id="rules-message" role="status" aria-live="polite"></p>
+  <div class="table-scroll">
+  <table id="rules-table">
+    <thead><tr><th>On</th><th>Rule</th><th>Acts at</th><th>From</th><th>As written</th><th></th></tr></thead>
+    <tbody id="rules-rows"></tbody>
+  </table>
+  </div>
+</section>
 </main>
 </body>
 </html>
@@ -144,6 +156,17 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+/// A change (the rules API): JSON in and out; the server takes only same-origin JSON POSTs.
+async function apiPost(path, body) {
+  const response = await fetch(path, {
+    method: "POST", cache: "no-store", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  let answer = null;
+  try { answer = await response.json(); } catch (_) { answer = null; }
+  if (!response.ok) throw new Error(`${response.status}: ${(answer && answer.error) || response.statusText}`);
+  return answer;
+}
+
 async function api(path) {
   const response = await fetch(path, { cache: "no-store" });
   if (!response.ok) {
@@ -167,6 +190,14 @@ function verdictBadge(verdict) {
 /// The proxy's own set-up site (action `proxySite`): its pages, not the app's traffic.
 function ownBadge() {
   return el("span", { class: "verdict v-own", text: "proxy's own", title: "answered by the proxy's set-up site" });
+}
+
+/// A rule that acted on the exchange: its id, the action and note in the tooltip.
+function ruleBadge(rule) {
+  return el("span", {
+    class: "rule-badge", "data-rule": rule.id, text: rule.id,
+    title: `rule [${rule.id}] ${rule.action}${rule.note ? ": " + rule.note : ""} (at the ${rule.point} point)`,
+  });
 }
 
 function formatBytes(n) {
@@ -245,7 +276,8 @@ function rowElement(row) {
     el("td", { class: "c-path", text: row.path || "", title }),
     el("td", { class: "c-status", text: row.status ?? "—" }),
     el("td", { class: "c-proto", text: protocolLabel(row) }),
-    el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict)),
+    el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict),
+      ...(row.rules || []).map(ruleBadge)),
     el("td", { class: "c-errors mono", text: row.errors.join(" "), title: row.errors.join(" ") }),
     el("td", { class: "c-size", text: formatBytes(row.responseBytes) }),
     el("td", { class: "c-dur", text: formatDuration(row.durationMs) }),
@@ -751,6 +783,12 @@ async function showDetail(id) {
     x.errors.length ? el("span", { class: "mono", text: `  ${x.errors.join(" ")}` }) : null));
   if (x.interruption) parts.push(el("div", { class: "sub", text: `INCOMPLETE: ${x.interruption}` }));
   if (x.note) parts.push(el("div", { class: "sub", text: x.note }));
+  if (x.rules && x.rules.length) {
+    parts.push(section("Rules that acted", true, el("ul", { class: "applied-rules" }, ...x.rules.map((r) =>
+      el("li", {}, ruleBadge(r), ` ${r.action}${r.note ? ": " + r.note : ""} `,
+        el("span", { class: "sub", text: `(at the ${r.point} point)` })))),
+      el("div", { class: "sub", text: "The heads below show the exchange before and after the rules changed it." })));
+  }
 
   const decision = [];
   if (d.decision) {
@@ -766,10 +804,11 @@ async function showDetail(id) {
   parts.push(section(`ATS decision${violations}`, true, ...decision));
 
   parts.push(section("Headers", true,
-    headBlock("Request (from the client)", d.request),
-    headBlock("Request (as sent upstream)", d.forwardedRequest),
-    headBlock("Response (from the upstream)", d.response),
-    headBlock("Response (as the client got it)", d.clientResponse),
+    headBlock(d.forwardedRequest ? "Request (original, from the client)" : "Request (from the client)", d.request),
+    headBlock("Request (changed, as sent upstream)", d.forwardedRequest),
+    headBlock(d.clientResponse ? "Response (original, from the upstream)" : "Response (from the upstream)", d.response),
+    headBlock(d.response ? "Response (changed, as the client got it)" : "Response (answered by the proxy)",
+      d.clientResponse),
     !d.request && !d.response && !d.clientResponse
       ? el("div", { class: "sub", text: "No HTTP heads: a handshake or a tunnel." }) : null));
 
@@ -786,6 +825,7 @@ async function showDetail(id) {
     !c || (!c.clientTLS && !c.upstreamTLS)
       ? el("div", { class: "sub", text: "No TLS on this exchange's legs." }) : null));
 
+  if (rulesEnabled()) parts.push(section("Make a rule from this exchange", false, ruleMaker(x)));
   parts.push(section("Trace (CFNetwork diagnostics)", true, traceBlock(d.trace, d.traceTruncated)));
   parts.push(section("Copy as curl", true,
     el("div", { class: "body-tools" }, copyButton(d.curl, "Copy curl")), el("pre", { class: "curl" }, d.curl)));
@@ -798,6 +838,99 @@ async function showDetail(id) {
   pane.replaceChildren(...parts);
   pane.scrollTop = 0;
   openDetail();
+}
+
+// ---------------------------------------------------------------- rules
+
+const rules = { list: [], faultKinds: [], throttleProfiles: [] };
+
+function rulesEnabled() {
+  return !!(state.info && state.info.features && state.info.features.rules);
+}
+
+/// "Fail this host like…", "Throttle this host", "Map local from this response": each makes a runtime rule.
+function ruleMaker(x) {
+  const message = el("div", { class: "sub rule-made", role: "status" });
+  const make = async (body) => {
+    message.textContent = "…";
+    try {
+      const rule = await apiPost("/api/rules", Object.assign({ exchange: x.id }, body));
+      message.textContent = `In force: ${rule.text}`;
+      refreshRules();
+    } catch (error) {
+      message.textContent = `Not made: ${error.message}`;
+    }
+  };
+  const faultPick = el("select", { id: "make-fault-kind", "aria-label": "fault kind" },
+    ...rules.faultKinds.map((k) => el("option", { value: k, text: k })));
+  const throttlePick = el("select", { id: "make-throttle-profile", "aria-label": "throttle profile" },
+    ...rules.throttleProfiles.map((p) => el("option", { value: p, text: p })));
+  const host = x.host.replace(/:\d+$/, "");
+  return el("div", { class: "rule-maker" },
+    el("div", {}, el("button", { id: "make-fault", type: "button", text: `Fail ${host} like…`,
+      onclick: () => make({ kind: "fault", fault: faultPick.value }) }), " ", faultPick),
+    el("div", {}, el("button", { id: "make-throttle", type: "button", text: `Throttle ${host}`,
+      onclick: () => make({ kind: "throttle", profile: throttlePick.value }) }), " ", throttlePick),
+    el("div", {}, el("button", { id: "make-map-local", type: "button", text: "Map local from this response",
+      onclick: () => make({ kind: "map-local" }) }),
+      el("span", { class: "sub", text: " serves the captured body for this URL from now on" })),
+    message);
+}
+
+/// Every answer of the rules API is the whole list; the panel draws only the answer to the latest request, so a
+/// listing asked for before a switch never draws the rule back as it was.
+let rulesAsked = 0;
+async function rulesCall(request) {
+  const mine = ++rulesAsked;
+  const answer = await request;
+  if (mine === rulesAsked) renderRules(answer);
+  return answer;
+}
+
+function renderRules(answer) {
+  rules.list = answer.rules;
+  rules.faultKinds = answer.faultKinds;
+  rules.throttleProfiles = answer.throttleProfiles;
+  $("tab-rules").textContent = `Rules (${answer.rules.filter((r) => r.enabled).length})`;
+  $("rules-rows").replaceChildren(...answer.rules.map((r) => {
+    const box = el("input", {
+      type: "checkbox", class: "rule-switch", "data-rule": r.id, checked: r.enabled,
+      "aria-label": `rule ${r.id} in force`,
+    });
+    box.addEventListener("change", async () => {
+      box.disabled = true;
+      try {
+        await rulesCall(apiPost("/api/rules/enabled", { id: r.id, enabled: box.checked }));
+        $("rules-message").textContent = `${r.id} switched ${box.checked ? "on" : "off"}.`;
+      } catch (error) {
+        box.checked = !box.checked;
+        $("rules-message").textContent = `Cannot switch ${r.id}: ${error.message}`;
+      } finally {
+        box.disabled = false;
+      }
+    });
+    const remove = r.origin === "runtime" ? el("button", { type: "button", class: "copy", text: "Remove",
+      onclick: async () => {
+        try { await rulesCall(apiPost("/api/rules/remove", { id: r.id })); } catch (error) {
+          $("rules-message").textContent = `Cannot remove ${r.id}: ${error.message}`;
+        }
+      } }) : null;
+    return el("tr", { class: `rule-row${r.enabled ? "" : " off"}`, "data-rule": r.id },
+      el("td", {}, box), el("td", { class: "mono", text: r.id }), el("td", { text: r.points.join(", ") }),
+      el("td", { text: r.origin === "runtime" ? "made here" : r.origin }),
+      el("td", { class: "mono", text: r.text }), el("td", {}, remove));
+  }));
+  if (!answer.rules.length) {
+    $("rules-rows").replaceChildren(el("tr", {}, el("td", { colspan: "6", class: "sub",
+      text: "No rules. Make one from an exchange's detail pane, or start the proxy with --rules FILE." })));
+  }
+}
+
+async function refreshRules() {
+  if (!rulesEnabled()) return;
+  try { await rulesCall(api("/api/rules")); } catch (error) {
+    $("rules-message").textContent = `Cannot list the rules: ${error.message}`;
+  }
 }
 
 function openDetail() {
@@ -975,15 +1108,15 @@ function renderReport(r) {
 }
 
 function showTab(name) {
-  const traffic = name === "traffic";
-  $("traffic").hidden = !traffic;
-  $("hosts").hidden = traffic;
-  $("tab-traffic").setAttribute("aria-selected", String(traffic));
-  $("tab-hosts").setAttribute("aria-selected", String(!traffic));
-  if (!traffic) {
+  for (const tab of ["traffic", "hosts", "rules"]) {
+    $(tab).hidden = tab !== name;
+    $(`tab-${tab}`).setAttribute("aria-selected", String(tab === name));
+  }
+  if (name === "hosts") {
     refreshHosts();
     refreshReport();
   }
+  if (name === "rules") refreshRules();
 }
 
 // ---------------------------------------------------------------- start
@@ -1027,6 +1160,11 @@ async function start() {
   $("list").addEventListener("scroll", onScroll, { passive: true });
   $("tab-traffic").addEventListener("click", () => showTab("traffic"));
   $("tab-hosts").addEventListener("click", () => showTab("hosts"));
+  $("tab-rules").addEventListener("click", () => showTab("rules"));
+  if (rulesEnabled()) {
+    $("tab-rules").hidden = false;
+    await refreshRules();
+  }
   $("report-refresh").addEventListener("click", refreshReport);
   document.addEventListener("keydown", onKey);
   await reload();
@@ -1068,7 +1206,7 @@ nav#tabs button[aria-selected="true"] { border-color: var(--line); background: v
 
 main { flex: 1; min-height: 0; display: flex; flex-direction: column; }
 #traffic { flex: 1; min-height: 0; display: flex; flex-direction: column; }
-#traffic[hidden], #hosts[hidden] { display: none; }
+#traffic[hidden], #hosts[hidden], #rules[hidden], #tab-rules[hidden] { display: none; }
 #filters { display: flex; gap: 10px; align-items: center; padding: 6px 12px; border-bottom: 1px solid var(--line);
   flex-wrap: wrap; }
 #filters label { display: flex; gap: 4px; align-items: center; color: var(--muted); }
@@ -1165,6 +1303,16 @@ aside#detail .placeholder { color: var(--muted); }
 #report .missing p { margin: 6px 0; }
 #report pre { background: #f6f6f8; border: 1px solid #e6e6ea; border-radius: 5px; padding: 8px 10px;
   max-height: 420px; overflow: auto; white-space: pre-wrap; }
+
+/* Rules (issue 33): the badge of a rule that acted, the Rules panel, the detail pane's rule maker. */
+.rule-badge { display: inline-block; margin-left: 4px; padding: 0 5px; border-radius: 3px; font-size: 11px;
+  background: #5b3cc4; color: #fff; font-family: ui-monospace, monospace; }
+.applied-rules { margin: 4px 0; padding-left: 18px; }
+.rule-maker > div { margin: 4px 0; }
+#rules { padding: 8px 12px; overflow: auto; }
+#rules-table { border-collapse: collapse; }
+#rules-table td, #rules-table th { padding: 3px 8px; text-align: left; border-bottom: 1px solid #ddd; }
+.rule-row.off td { color: #888; }
 
 """##
 }

@@ -14,7 +14,8 @@
 //    to the newest exchange, and the page reloads its newest page from the API. Memory per stream is bounded by
 //    the write buffer.
 // 4. A malformed request is answered 400 and the connection closed; a request without keep-alive is closed after
-//    its answer.
+//    its answer. A request's body is kept only for a POST (the rules API's JSON), up to `WebRequest.bodyLimit`: a
+//    larger one is answered 413 and the connection closed; other methods' bodies are read and dropped.
 
 import CaptureStore
 import Foundation
@@ -28,6 +29,7 @@ final class WebConnection: ConnectionHandler {
     private var connection: Connection?
     private var parser = HTTP1Parser(role: .requests)
     private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
     /// A request is with the router; the parser waits.
     private var answering = false
     private var stream: StreamState?
@@ -108,11 +110,22 @@ final class WebConnection: ConnectionHandler {
                 return
             }
             switch event {
-            case .requestHead(let head): self.head = head
-            case .body: continue  // GET and HEAD only: a body is read and dropped
+            case .requestHead(let head):
+                self.head = head
+                body.removeAll()
+            case .body(let bytes):
+                // Only a POST's body is kept (GET and HEAD bodies are read and dropped).
+                guard head?.method == "POST" else { continue }
+                guard body.count + bytes.count <= WebRequest.bodyLimit else {
+                    write(.problem(413, "the request body is over \(WebRequest.bodyLimit) bytes"), headOnly: false,
+                          keepAlive: false)
+                    return
+                }
+                body += bytes
             case .end:
                 guard let head else { return }
-                answer(head)
+                answer(head, body: body)
+                body = []
                 return
             case .needMoreData, .paused: return
             case .connectionClosed, .switchedProtocols:
@@ -123,7 +136,7 @@ final class WebConnection: ConnectionHandler {
         }
     }
 
-    private func answer(_ head: HTTPRequestHead) {
+    private func answer(_ head: HTTPRequestHead, body: [UInt8]) {
         let keepAlive = head.keepAlive
         let headOnly = head.method == "HEAD"
         if let credentials = server.credentials,
@@ -140,11 +153,13 @@ final class WebConnection: ConnectionHandler {
             write(.problem(421, message), headOnly: headOnly, keepAlive: false)
             return
         }
-        guard let request = WebRequest(head: head) else {
+        guard var parsed = WebRequest(head: head) else {
             write(.problem(400, "the request target must be a path (/api/…), in UTF-8"), headOnly: headOnly,
                   keepAlive: keepAlive)
             return
         }
+        parsed.body = body
+        let request = parsed
         answering = true
         let router = server.router
         let bound = LoopBound(self)

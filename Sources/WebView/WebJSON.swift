@@ -32,6 +32,8 @@ struct ExchangeRowJSON: Encodable {
     var durationMs: Double
     var interruption: String?
     var note: String?
+    /// The rules that acted on the exchange (`id`, `action`, `point`, `note`), in order; absent when none did.
+    var rules: [AppliedRule]?
 
     init(_ exchange: CapturedExchange) {
         let e = exchange.record
@@ -52,6 +54,8 @@ struct ExchangeRowJSON: Encodable {
         durationMs = e.durationMilliseconds
         interruption = e.interruption
         note = e.note
+        let applied = e.rules
+        rules = applied.isEmpty ? nil : applied
     }
 
     static func verdict(_ outcome: ExchangeSummary.ATSOutcome) -> String {
@@ -195,6 +199,28 @@ struct HostListJSON: Encodable {
     var proxySite: [HostJSON]
     /// Every exchange of the capture, the proxy's own included.
     var exchanges: Int
+}
+
+/// The Rules panel: the rules in the proxy's book and what the detail pane's pickers offer.
+struct RuleListJSON: Encodable {
+    var rules: [WebRuleInfo]
+    var faultKinds: [String]
+    var throttleProfiles: [String]
+}
+
+/// `POST /api/rules/enabled` and `/api/rules/remove`.
+struct RuleSwitchBody: Decodable {
+    var id: String
+    var enabled: Bool?
+}
+
+/// `POST /api/rules`: a rule made from exchange `exchange`; `kind` is `fault` (with `fault`, a KIND), `throttle`
+/// (with `profile`) or `map-local`.
+struct RuleCreateBody: Decodable {
+    var exchange: Int64
+    var kind: String
+    var fault: String?
+    var profile: String?
 }
 
 struct InfoJSON: Encodable {

@@ -9,12 +9,20 @@ public struct WebRequest: Sendable, Equatable {
     /// Query parameters in order, percent-decoded, `+` read as a space.
     public var query: [(String, String)]
     public var headers: HTTPHeaders
+    /// The body of a POST (at most `WebRequest.bodyLimit` bytes); empty otherwise.
+    public var body: [UInt8]
 
-    public init(method: String, path: String, query: [(String, String)] = [], headers: HTTPHeaders = []) {
+    /// The largest request body the view reads: its POSTs carry a few fields of JSON.
+    public static let bodyLimit = 64 << 10
+
+    public init(
+        method: String, path: String, query: [(String, String)] = [], headers: HTTPHeaders = [], body: [UInt8] = []
+    ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
+        self.body = body
     }
 
     /// The request of an origin-form target (`/api/exchanges?host=a&limit=5`); nil for a target that is not one
@@ -45,7 +53,7 @@ public struct WebRequest: Sendable, Equatable {
     }
 
     public static func == (a: WebRequest, b: WebRequest) -> Bool {
-        a.method == b.method && a.path == b.path && a.headers == b.headers
+        a.method == b.method && a.path == b.path && a.headers == b.headers && a.body == b.body
             && a.query.map { [$0.0, $0.1] } == b.query.map { [$0.0, $0.1] }
     }
 

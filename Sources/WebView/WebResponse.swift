@@ -58,6 +58,7 @@ public struct WebResponse: Sendable {
     static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 201: "Created"
         case 304: "Not Modified"
         case 400: "Bad Request"
         case 401: "Unauthorized"
@@ -66,6 +67,7 @@ public struct WebResponse: Sendable {
         case 405: "Method Not Allowed"
         case 413: "Content Too Large"
         case 414: "URI Too Long"
+        case 422: "Unprocessable Content"
         case 421: "Misdirected Request"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"

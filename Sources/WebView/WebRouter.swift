@@ -25,6 +25,13 @@ public enum WebRoute: Sendable {
 /// - `GET /api/stream?filters&after=ID`: Server-Sent Events of new exchanges.
 /// - `GET /api/report`, `/api/report/text`, `/api/report/plist`, `/api/har?filters`: when wired
 ///   (`WebViewExtensions`).
+/// - `GET /api/rules`: the rules in force; `POST /api/rules` (a rule made from an exchange),
+///   `POST /api/rules/enabled` (switch one), `POST /api/rules/remove` (a rule made here): when wired (`run --web`).
+///
+/// The POST routes change what the proxy does, so they take only a same-origin request (`crossSiteRefusal`): a JSON
+/// body (a cross-site form cannot send one, and a cross-site script's must pass a CORS preflight this server never
+/// grants), and `Origin` and `Sec-Fetch-Site`, when the browser sends them, naming this page. The credentials and
+/// the loopback `Host` check (`WebServer`) come first, as for every route.
 public final class WebRouter: Sendable {
     public let reader: CaptureReader
     public let context: WebViewContext
@@ -63,9 +70,14 @@ public final class WebRouter: Sendable {
     }
 
     public func route(_ request: WebRequest) -> WebRoute {
+        if request.method == "POST", request.path == "/api/rules" || request.path.hasPrefix("/api/rules/") {
+            return .respond(postRules(request))
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
-            var response = WebResponse.problem(405, "the web view only answers GET and HEAD (got \(request.method))")
-            response.headers.add(name: "Allow", value: "GET, HEAD")
+            let rules = request.path == "/api/rules" || request.path.hasPrefix("/api/rules/")
+            var response = WebResponse.problem(
+                405, "the web view only answers GET and HEAD\(rules ? " (and POST here)" : "") (got \(request.method))")
+            response.headers.add(name: "Allow", value: rules ? "GET, HEAD, POST" : "GET, HEAD")
             return .respond(response)
         }
         do throws(CaptureFileError) {
@@ -100,6 +112,12 @@ public final class WebRouter: Sendable {
         case ["api", "report", "plist"]: return .respond(report(.plist))
         case ["api", "report", "text"]: return .respond(report(.text))
         case ["api", "har"]: return .respond(har(request))
+        case ["api", "rules"]:
+            guard let control = context.extensions.rules else {
+                return .respond(.problem(404, "rules are changed only by a running proxy (atsproxy run --web)"))
+            }
+            return .respond(.json(RuleListJSON(
+                rules: control.list(), faultKinds: control.faultKinds, throttleProfiles: control.throttleProfiles)))
         default: break
         }
         // /api/exchanges/ID and /api/exchanges/ID/body/request|response
@@ -143,7 +161,10 @@ public final class WebRouter: Sendable {
             onboardingURL: onboarding, policy: c.policy, iosProfile: c.iosProfile, atsMode: c.atsMode,
             blockStyle: c.blockStyle, capturePath: c.capturePath, captureIsTemporary: c.captureIsTemporary,
             exchanges: try reader.latestID(),
-            features: ["report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil],
+            features: [
+                "report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil,
+                "rules": c.extensions.rules != nil,
+            ],
             quicAttemptsRefused: c.extensions.quicAttemptsRefused?()))
     }
 
@@ -286,6 +307,75 @@ public final class WebRouter: Sendable {
                 status: 200, headers: [("Content-Type", "application/json; charset=utf-8")], body: report.findingsJSON)
         } catch {
             return .problem(500, "cannot make the report: \(error)")
+        }
+    }
+
+    // MARK: - Rules
+
+    /// Why a POST is refused as not coming from this page, nil when it may go on (see the type's notes).
+    static func crossSiteRefusal(_ request: WebRequest) -> String? {
+        let type = request.headers[first: "Content-Type"]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/json" else { return "a change to the rules is a POST of application/json" }
+        if let site = request.headers[first: "Sec-Fetch-Site"]?.lowercased(), site != "same-origin" {
+            return "a change to the rules must come from the web view's own page (Sec-Fetch-Site: \(site))"
+        }
+        if let origin = request.headers[first: "Origin"]?.lowercased() {
+            let host = request.headers[first: "Host"]?.lowercased() ?? ""
+            guard !host.isEmpty, origin == "http://" + host || origin == "https://" + host else {
+                return "a change to the rules must come from the web view's own page (Origin: \(origin))"
+            }
+        }
+        return nil
+    }
+
+    private func postRules(_ request: WebRequest) -> WebResponse {
+        if let refusal = Self.crossSiteRefusal(request) { return .problem(403, refusal) }
+        guard let control = context.extensions.rules else {
+            return .problem(404, "rules are changed only by a running proxy (atsproxy run --web)")
+        }
+        let decoder = JSONDecoder()
+        switch request.path {
+        case "/api/rules/enabled", "/api/rules/remove":
+            guard let body = try? decoder.decode(RuleSwitchBody.self, from: Data(request.body)) else {
+                return .problem(400, "expected {\"id\": \"…\", \"enabled\": true|false}")
+            }
+            if request.path == "/api/rules/remove" {
+                guard control.remove(body.id) else {
+                    return .problem(404, "no rule '\(body.id)' made in the web view (others are switched off instead)")
+                }
+            } else {
+                guard let enabled = body.enabled else { return .problem(400, "expected \"enabled\": true or false") }
+                guard control.setEnabled(body.id, enabled) else { return .problem(404, "no rule '\(body.id)'") }
+            }
+            return .json(RuleListJSON(
+                rules: control.list(), faultKinds: control.faultKinds, throttleProfiles: control.throttleProfiles))
+        case "/api/rules":
+            guard let body = try? decoder.decode(RuleCreateBody.self, from: Data(request.body)) else {
+                return .problem(400, "expected {\"exchange\": ID, \"kind\": \"fault\"|\"throttle\"|\"map-local\", …}")
+            }
+            let made: WebRuleRequest
+            switch body.kind {
+            case "fault":
+                guard let kind = body.fault, !kind.isEmpty else { return .problem(400, "a fault rule needs \"fault\": KIND") }
+                made = .fault(kind: kind)
+            case "throttle":
+                guard let profile = body.profile, !profile.isEmpty else {
+                    return .problem(400, "a throttle rule needs \"profile\": PROFILE")
+                }
+                made = .throttle(profile: profile)
+            case "map-local": made = .mapLocal
+            default: return .problem(400, "no rule kind '\(body.kind)': fault, throttle or map-local")
+            }
+            let exchange: CapturedExchange?
+            do { exchange = try reader.exchange(id: body.exchange) } catch { return .problem(500, "\(error)") }
+            guard let exchange else { return .problem(404, "no exchange \(body.exchange) in the capture") }
+            switch control.create(made, exchange) {
+            case .success(let rule): return .json(rule, status: 201)
+            case .failure(let error): return .problem(422, error.message)
+            }
+        default:
+            return .problem(404, "no such rules route: \(request.path)")
         }
     }
 

@@ -69,6 +69,8 @@ public struct WebViewExtensions: Sendable {
     public var harExport: (@Sendable (CaptureReader, CaptureFilter) throws -> [UInt8])?
     /// `--mode transparent`: the QUIC attempts refused so far (`/api/info`'s `quicAttemptsRefused`).
     public var quicAttemptsRefused: (@Sendable () -> Int)?
+    /// `run --web`: the rules in force, listed, switched and made from exchanges (`/api/rules`).
+    public var rules: WebRuleControl?
 
     public init(
         reportFindings: (@Sendable (CaptureReader) throws -> WebReport)? = nil,

@@ -74,11 +74,12 @@ struct RuleOptions: ParsableArguments {
             + modifyBody.map { ("--modify-body", $0) } + throttle.map { ("--throttle", $0) }
     }
 
-    /// The rule book for `run`, or nil when no rule is given (and none can be added: the relaying path then pays
-    /// nothing). Every error in the options and the file is reported at once; nothing is applied half-way.
-    func ruleBook() throws -> RuleBook? {
+    /// The rule book for `run`, or nil when no rule is given and none can be added (no web view: the relaying path
+    /// then pays nothing). With `webView` the book exists even empty, for the rules made from the web view. Every
+    /// error in the options and the file is reported at once; nothing is applied half-way.
+    func ruleBook(webView: Bool = false) throws -> RuleBook? {
         let pairs = optionPairs
-        guard !pairs.isEmpty || rulesFile != nil else { return nil }
+        guard !pairs.isEmpty || rulesFile != nil || webView else { return nil }
         var messages: [String] = []
         var optionRules: [LoadedRule] = []
         switch RuleSet.parse(options: pairs).flatMap({

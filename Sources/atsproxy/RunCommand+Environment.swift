@@ -35,7 +35,7 @@ extension RunCommand {
             recording: Self.recording(captureBodyLimit: capturing ? captureOptions.bodyLimit : nil, level: start.level),
             localSite: OnboardingLocalSite(onboarding), appleHosts: deviceOptions.appleHosts,
             autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil,
-            rules: try ruleOptions.ruleBook())
+            rules: try ruleOptions.ruleBook(webView: webOptions.web != nil))
         return (environment, onboarding)
     }
 }

@@ -27,6 +27,13 @@ enum RunWebView {
                 policy: ReportPolicy(
                     atsDictionary: policy.atsDictionary, source: policy.source,
                     options: command.readings.policyOptions(profile: start.profile))))
+        // The Rules panel: `--web` always makes a rule book (RuleOptions.ruleBook). Bodies mapped from the view go to
+        // a folder of the proxy's own beside its CA (made private to the user: bodies may hold secrets).
+        if let book = environment.rules {
+            context.extensions.rules = WebViewRules.control(
+                book: book,
+                mapLocalDirectory: URL(fileURLWithPath: command.caDir).appendingPathComponent("map-local").path)
+        }
         if start.modes.transparent != nil {
             context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
         }

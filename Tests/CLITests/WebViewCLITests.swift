@@ -60,4 +60,29 @@ import Testing
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text)")
     }
+
+    /// Tests/webview/rules_browser_test.py: the rules in the web view (issue 33) in headless Chromium: a
+    /// `--map-local` answer's badge, the Rules panel's switch (the next request then reaches the server), a rule made
+    /// from the detail pane. Screenshots go to .build/test-artefacts/webview.
+    @Test("Rules in a real browser: the map-local badge, switched off in the Rules panel, a fault made from an exchange",
+          .timeLimit(.minutes(4)))
+    func rulesInTheBrowser() throws {
+        let root = TestPython.packageRoot
+        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try TestPython.path())
+        p.arguments = [root.appendingPathComponent("Tests/webview/rules_browser_test.py").path,
+                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        // The script bounds itself (180 s); this is the backstop should it hang before its alarm is set.
+        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 220, execute: watchdog)
+        defer { watchdog.cancel() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+    }
 }

@@ -202,6 +202,25 @@ private func exchanges(_ name: String) -> [ExchangeSummary] {
                 status: 200, reason: "OK", headers: [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "5000")]),
             timings: timings((0, 0.001, 0.002, 0.008)), responseBody: CapturedBody(bytes: kept, totalBytes: 5000))
         return [e]
+    case "ruled":
+        // Answered by a map-local rule (never sent upstream), a header added to the answer by another.
+        var e = ExchangeSummary(
+            method: "GET", url: "https://api.example.com/v1/profile", status: 200, httpVersion: "HTTP/1.1",
+            outcome: .allowed, errors: [], requestBytes: 0, responseBytes: 16, durationMilliseconds: 1.5)
+        e.connection = connection(14, upstream: nil, decision: defaults, address: nil)
+        e.action = .relayed
+        e.rules = [
+            AppliedRule(id: "profile", action: "map-local", point: "request-head", note: "served mocks/profile.json"),
+            AppliedRule(id: "--modify-headers #1", action: "modify-headers", point: "response-head"),
+        ]
+        e.detail = ExchangeDetail(
+            request: HTTPRequestHead(method: "GET", target: "/v1/profile", headers: [("Host", "api.example.com")]),
+            clientResponse: HTTPResponseHead(
+                status: 200, reason: "OK",
+                headers: [("Content-Type", "application/json"), ("Content-Length", "16"), ("X-Mocked", "1")]),
+            timings: timings((0, nil, 0.001, 0.0015)),
+            responseBody: CapturedBody(bytes: Array("{\"name\": \"mock\"}".utf8), totalBytes: 16))
+        return [e]
     default:
         return []
     }
@@ -222,7 +241,7 @@ private func exported(_ name: String) throws -> String {
 
 @Suite("HAR export")
 struct HARGoldenTests {
-    @Test("Each kind of exchange exports as its golden HAR", arguments: ["h1", "h2", "blocked", "tunnel", "upgraded", "binary", "cut"])
+    @Test("Each kind of exchange exports as its golden HAR", arguments: ["h1", "h2", "blocked", "tunnel", "upgraded", "binary", "cut", "ruled"])
     func golden(_ name: String) throws {
         let text = try exported(name)
         let file = goldenFolder.appendingPathComponent(name + ".har")
@@ -279,6 +298,17 @@ struct HARGoldenTests {
         #expect(tunnel["serverIPAddress"] as? String == "2001:db8::5")
         #expect((tunnel["response"] as? [String: Any])?["status"] as? Int == 0)
         #expect((tunnel["_atsproxy"] as? [String: Any])?["kind"] as? String == "tunnel")
+
+        // The rules that acted: in a custom field, in order, and readable in the comment a HAR viewer shows.
+        let ruled = try entry("ruled")
+        let rules = try #require(ruled["_atsproxyRules"] as? [[String: String]])
+        #expect(rules == [
+            ["id": "profile", "action": "map-local", "point": "request-head", "note": "served mocks/profile.json"],
+            ["id": "--modify-headers #1", "action": "modify-headers", "point": "response-head"],
+        ])
+        #expect(ruled["comment"] as? String
+            == "changed by rules: [profile] map-local: served mocks/profile.json; [--modify-headers #1] modify-headers")
+        #expect(try entry("h1")["_atsproxyRules"] == nil, "no rule, no field")
     }
 }
 
@@ -290,7 +320,7 @@ struct HARConsumerTests {
         let capture = folder.appendingPathComponent("all.atscap").path
         let writer = try CaptureWriter.open(
             path: capture, run: CaptureRunInfo(started: t0, atsproxyVersion: "test", bodyLimit: 32, settings: [:]))
-        let all = ["h1", "h2", "blocked", "tunnel", "upgraded", "binary", "cut"].flatMap(exchanges)
+        let all = ["h1", "h2", "blocked", "tunnel", "upgraded", "binary", "cut", "ruled"].flatMap(exchanges)
         try writer.write(all.map(CaptureItem.exchange))
         try writer.close(ended: t0 + 10)
         var text = ""
@@ -310,6 +340,7 @@ struct HARConsumerTests {
         #expect(dump.output.contains("POST https://api.example.com/login HTTP/2"), "\(dump.output)")
         #expect(dump.output.contains("\"greeting\": \"hello, hello, hello\""), "mitmproxy decoded the gzip body: \(dump.output)")
         #expect(dump.output.contains("CONNECT old.example.com:443"), "a blocked handshake is a CONNECT: \(dump.output)")
+        #expect(dump.output.contains("\"name\": \"mock\""), "the mocked answer is read too: \(dump.output)")
     }
 }
 
@@ -376,5 +407,27 @@ struct HARDetailTests {
         let pretty = try JSONSerialization.jsonObject(with: Data(value.rendered().utf8)) as? NSDictionary
         let compact = try JSONSerialization.jsonObject(with: Data(value.compact().utf8)) as? NSDictionary
         #expect(pretty == compact)
+    }
+}
+
+@Suite("One exchange as text: rules")
+struct ExchangeTextRulesTests {
+    @Test("show ID lists the rules that acted on the exchange, after its console line that names them too")
+    func rulesShown() throws {
+        let path = try TestScratch.folder("text-rules").appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(
+            path: path, run: CaptureRunInfo(started: t0, atsproxyVersion: "test", bodyLimit: 32, settings: [:]))
+        try writer.write(exchanges("ruled").map(CaptureItem.exchange) + exchanges("h1").map(CaptureItem.exchange))
+        try writer.close(ended: t0 + 10)
+        let reader = try CaptureReader(path: path)
+        let text = ExchangeText(previewBytes: 64, colour: false).render(try #require(try reader.exchange(id: 1)), trace: [])
+        #expect(text.contains("RULE [profile] map-local: served mocks/profile.json"), "\(text)")
+        #expect(text.contains("""
+            Rules that acted
+              [profile] map-local: served mocks/profile.json (at the request-head point)
+              [--modify-headers #1] modify-headers (at the response-head point)
+            """), "\(text)")
+        let plain = ExchangeText(previewBytes: 64, colour: false).render(try #require(try reader.exchange(id: 2)), trace: [])
+        #expect(!plain.contains("Rules that acted"))
     }
 }

@@ -55,7 +55,8 @@ def wait_for(driver, what, predicate, seconds=15):
 
 
 class Session:
-    def __init__(self, args, folder):
+    def __init__(self, args, folder, extra=()):
+        """`extra`: more options for `run` (the rules test's `--map-local`)."""
         self.folder = folder
         pki = os.path.join(folder, "pki")
         os.makedirs(pki)
@@ -71,7 +72,7 @@ class Session:
                    "--map", "*.plain.test=127.0.0.1:%d" % self.origin.port,
                    "--map", "*.tls.test=127.0.0.1:%d" % self.tls_origin.port,
                    # The same origin under a name its certificate does not have: a handshake ATS refuses.
-                   "--map", "*.other.test=127.0.0.1:%d" % self.tls_origin.port]
+                   "--map", "*.other.test=127.0.0.1:%d" % self.tls_origin.port] + list(extra)
         self.proxy = subprocess.Popen(command, cwd=folder, stdout=open(self.stdout_path, "wb"),
                                       stderr=open(self.stderr_path, "wb"))
         self.port = self.web = None
