@@ -11,10 +11,13 @@ final class ExchangeRules {
     var applied: [AppliedRule]
     /// The rules to ask at the response's head.
     let response: ResponseRules?
+    /// How much of a response body a body rule may hold (`HeldBody`).
+    let bodyLimit: Int
 
-    init(applied: [AppliedRule], response: ResponseRules?) {
+    init(applied: [AppliedRule], response: ResponseRules?, bodyLimit: Int = ResponseBodyEdits.limit) {
         self.applied = applied
         self.response = response
+        self.bodyLimit = bodyLimit
     }
 
     /// The response head the client gets, when a rule changes it (nil otherwise: the head goes as it came).
@@ -43,7 +46,6 @@ final class ExchangeRules {
         guard response != nil, let head = HTTPResponseHead(h2Response: fields),
             let changed = editResponse(head, outcome: outcome)
         else { return nil }
-        return [H2Header(":status", String(changed.status))]
-            + changed.headers.map { H2Header($0.name.lowercased(), $0.value) }
+        return Self.h2Fields(changed)
     }
 }

@@ -23,6 +23,9 @@ import ProxyTrace
 // 8. An upstream that sent its whole response and then RST_STREAM(NO_ERROR) wants no more of the request (RFC 9113
 //    §8.1): the response still reaches the client whole; the rest of the request body is dropped, and once the
 //    response's END_STREAM went out the client gets the same RST_STREAM(NO_ERROR).
+// 9. A response body a body rule holds (`HeldBody`) is credited to the upstream as it arrives, so the upstream
+//    keeps sending while the client has nothing to read (the holder's limit bounds it instead); its head and body
+//    go to the client at END_STREAM or the trailers.
 
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
@@ -39,6 +42,8 @@ final class H2Relay: ExchangeRelay {
         var uncreditedToClient = 0
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
+        /// The response body a body rule holds whole, its head waiting with it (HeldBody).
+        var heldBody: HeldBody?
 
         /// Its DATA waits uncredited in the upstream session's queue for the upstream's window.
         var bodyHeldByProxy: Bool { uncreditedToUpstream > 0 }
@@ -306,6 +311,13 @@ final class H2Relay: ExchangeRelay {
                     if let recorder = s.exchange.recorder {
                         Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
                     }
+                    if !endStream, let rules = s.exchange.rules,
+                        let held = rules.holdBody(for: sent, outcome: s.exchange.outcome)
+                    {
+                        s.heldBody = held
+                        book.streams[id] = s
+                        return
+                    }
                     book.streams[id] = s
                     try client.submitResponse(streamID: id, headers: sent + s.exchange.annotation, body: endStream ? .none : .streaming)
                 }
@@ -315,6 +327,11 @@ final class H2Relay: ExchangeRelay {
         case .headers(let up, let fields, .trailers, _):
             guard let id = byUpstream[up] else { return }
             book.streams[id]?.upstreamEnded = true
+            if let held = book.streams[id]?.heldBody {
+                book.streams[id]?.heldBody = nil
+                let (head, body) = held.release()
+                sendHeld(id, head: head, body: body, endStream: false)
+            }
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
             guard let id = byUpstream[up], var s = book.streams[id] else {
@@ -323,8 +340,22 @@ final class H2Relay: ExchangeRelay {
             }
             s.exchange.responseBytes += bytes.count
             s.exchange.recorder?.responseBody(bytes)
-            s.uncreditedToClient += bytes.count
             if endStream { s.upstreamEnded = true }
+            if let held = s.heldBody {
+                // Credited at once: nothing reaches the client until the end (theory of operation, 9).
+                upstream.consume(streamID: up, count: bytes.count)
+                let fits = held.append(bytes)
+                if fits, !endStream {
+                    book.streams[id] = s
+                    return
+                }
+                s.heldBody = nil
+                book.streams[id] = s
+                let (head, body) = fits ? held.release() : (held.head, held.spill())
+                sendHeld(id, head: head, body: body, endStream: endStream)
+                return
+            }
+            s.uncreditedToClient += bytes.count
             book.streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
@@ -358,6 +389,21 @@ final class H2Relay: ExchangeRelay {
             clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
+        }
+    }
+
+    /// A response head that waited for its body (HeldBody), then the body: both already credited to the upstream.
+    private func sendHeld(_ id: Int32, head: HTTPResponseHead, body: [UInt8], endStream: Bool) {
+        guard let s = book.streams[id] else { return }
+        let fields = ExchangeRules.h2Fields(head) + s.exchange.annotation
+        if let recorder = s.exchange.recorder, let sent = HTTPResponseHead(h2Response: fields) {
+            recorder.recordClientResponse(sent)
+        }
+        do {
+            try client.submitResponse(streamID: id, headers: fields, body: .streaming)
+            try client.sendData(streamID: id, body, endStream: endStream)
+        } catch {
+            resetBoth(clientID: id)
         }
     }
 

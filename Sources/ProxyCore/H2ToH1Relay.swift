@@ -41,6 +41,8 @@ import ProxyTrace
 //    client's reset; such resets count towards the client's rapid-reset limit in H2Session (MadeYouReset).
 // 8. Each request keeps the deadlines of StreamDeadlines: its body's inactivity once it has a lane (a stream
 //    waiting for one cannot send: its window is held), and the response from the request's end on its lane.
+// 9. A response body a body rule holds (`HeldBody`) queues nothing for the client, so its lane is read on (the
+//    holder's limit bounds it); its head and body go to the client at the body's end.
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
@@ -88,6 +90,8 @@ final class H2ToH1Relay: LaneRelay {
         var responseEnded = false
         /// The response head went out without END_STREAM: DATA or trailers must end it.
         var responseStreaming = false
+        /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
+        var heldBody: HeldBody?
         /// Why the response was cut off, when it was.
         var interruption: String?
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
@@ -516,13 +520,25 @@ final class H2ToH1Relay: LaneRelay {
                     do { try client.submitInformational(streamID: id, headers: fields) } catch { failStream(id, reason: "\(error)") }
                     continue
                 }
-                let bodyless: Bool
-                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) == .none } catch {
+                let framing: HTTP1BodyFraming
+                do { framing = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) } catch {
                     failStream(id, reason: "the upstream's response cannot be framed: \(error)")
                     dropLane(lane, close: true)
                     return
                 }
+                let bodyless = framing == .none
                 let edited = s.exchange.rules?.editResponse(head, outcome: s.exchange.outcome) ?? head
+                if framing.mayCarryBody, let rules = s.exchange.rules,
+                    let held = rules.holdBody(for: edited, outcome: s.exchange.outcome)
+                {
+                    // The head waits with the body for the body rules (theory of operation, 9).
+                    s.heldBody = held
+                    s.exchange.status = head.status
+                    s.exchange.clock.responseStarted = true
+                    s.exchange.recorder?.recordResponse(head, toClient: edited, at: now())
+                    book.streams[id] = s
+                    continue
+                }
                 let fields = [H2Header(":status", String(edited.status))] + h2Fields(edited.headers) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
                     failStream(id, reason: "\(error)")
@@ -540,12 +556,28 @@ final class H2ToH1Relay: LaneRelay {
             case .body(let piece):
                 s.exchange.responseBytes += piece.count
                 s.exchange.recorder?.responseBody(piece)
+                if let held = s.heldBody {
+                    let fits = held.append(piece)
+                    if !fits { s.heldBody = nil }
+                    book.streams[id] = s
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    if !fits { sendHeld(id, head: held.head, body: held.spill()) }
+                    continue
+                }
                 book.streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
                     continue
                 }
             case .end(let trailers):
+                if let held = s.heldBody {
+                    s.heldBody = nil
+                    book.streams[id] = s
+                    let (head, body) = held.release()
+                    sendHeld(id, head: head, body: body)
+                    guard let sent = book.streams[id] else { return }
+                    s = sent
+                }
                 if s.responseStreaming {
                     do {
                         if trailers.isEmpty {
@@ -571,6 +603,23 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
         }
+    }
+
+    /// A response head that waited for its body (HeldBody), then the body; the stream streams from here on.
+    private func sendHeld(_ id: Int32, head: HTTPResponseHead, body: [UInt8]) {
+        guard var s = book.streams[id] else { return }
+        let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.exchange.annotation
+        do {
+            try client.submitResponse(streamID: id, headers: fields, body: .streaming)
+            if !body.isEmpty { try client.sendData(streamID: id, body, endStream: false) }
+        } catch {
+            failStream(id, reason: "\(error)")
+            return
+        }
+        s.responseHeadSent = true
+        s.responseStreaming = true
+        s.exchange.recorder?.recordClientResponse(HTTPResponseHead(h2Response: fields) ?? head)
+        book.streams[id] = s
     }
 
     /// Frees a lane whose exchange is over in both directions, for the next waiting stream, or closes it when

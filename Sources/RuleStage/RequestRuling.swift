@@ -25,7 +25,7 @@ extension RuleSnapshot {
     public func atRequestHead(
         _ head: HTTPRequestHead, url: String, host: String, port: Int, files: some FileReading = POSIXFileReader()
     ) -> RequestRuling? {
-        guard !atRequestHead.isEmpty || !atResponseHead.isEmpty else { return nil }
+        guard !atRequestHead.isEmpty || !atResponseHead.isEmpty || !atResponseBody.isEmpty else { return nil }
         let facts = ExchangeFacts(
             point: .request, host: host, port: port, method: head.method, url: url, path: head.target,
             requestHeaders: head.headers.map { ($0.name, $0.value) })
@@ -86,8 +86,8 @@ extension RuleSnapshot {
                 continue
             }
         }
-        if ruling.block == nil, !atResponseHead.isEmpty {
-            ruling.response = ResponseRules(facts: facts, candidates: atResponseHead)
+        if ruling.block == nil, !atResponseHead.isEmpty || !atResponseBody.isEmpty {
+            ruling.response = ResponseRules(facts: facts, candidates: atResponseHead, bodyCandidates: atResponseBody)
         }
         return ruling.applied.isEmpty && ruling.response == nil ? nil : ruling
     }

@@ -1,6 +1,8 @@
 import ATSPolicy
 import Foundation
+import RuleStage
 import TLSCore
+import TrafficRules
 
 @testable import ProxyCore
 
@@ -16,7 +18,8 @@ struct InterceptScene {
     let now: Double
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
-         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror)
+         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror,
+         rules: [(option: String, value: String)] = [], ruleBodyLimit: Int = ResponseBodyEdits.limit)
         throws
     {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")
@@ -28,7 +31,13 @@ struct InterceptScene {
             credentials: nil, minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN,
+            rules: rules.isEmpty ? nil : RuleBook(optionRules: try Self.loadRules(rules)), ruleBodyLimit: ruleBodyLimit)
+    }
+
+    /// Rules given as `run`'s options (`("--modify-body", "/a/b")`), loaded as `run` loads them.
+    static func loadRules(_ options: [(option: String, value: String)]) throws -> [LoadedRule] {
+        try RuleSet.parse(options: options).flatMap { RuleLoader.load($0, relativeTo: "/") }.get()
     }
 
     /// The CONNECT a client sends first.
