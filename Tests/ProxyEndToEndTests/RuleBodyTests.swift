@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+
+/// `--modify-body` through the real binary, with curl against the Python origin.
+@Suite("Body rules on responses, end to end (--modify-body)")
+struct RuleBodyTests {
+    @Test("A gzip response, with its length or chunked, over HTTP/1.1 and h2 and in plain http://: curl --compressed reads the rewritten text")
+    func gzipResponses() async throws {
+        let stage = try await Stage(["--modify-body", "/world/everyone"])
+        let urls = [
+            "https://\(Stage.httpsHost)/gzip/hello%20world", "https://\(Stage.httpsHost)/gzip-chunked/hello%20world",
+            "http://\(Stage.plainHost)/gzip/hello%20world",
+        ]
+        for url in urls {
+            for version in ["--http1.1", "--http2"] where version == "--http1.1" || url.hasPrefix("https") {
+                let r = try await stage.curl([version, "--compressed", url])
+                #expect(r.exit == 0, "\(url) \(version): \(r.stderr)")
+                #expect(r.status == 200)
+                #expect(r.bodyText == "hello everyone", "\(url) \(version)")
+                #expect(r.header("Content-Encoding") == "gzip", "\(url) \(version): compressed again")
+            }
+        }
+        // Content-Length: the compressed size of the new body.
+        let raw = try await stage.curl(["--http1.1", "https://\(Stage.httpsHost)/gzip/hello%20world"])
+        let size = try FileManager.default.attributesOfItem(atPath: raw.body.path)[.size] as? Int
+        #expect(raw.header("Content-Length").flatMap(Int.init) == size)
+        // The console line marks the rule.
+        let line = try await stage.proxy.process.waitForLine(startingWith: "GET https://\(Stage.httpsHost)/gzip/")
+        #expect(line.contains("RULE [--modify-body #1] modify-body: 1 replacement"), "\(line)")
+    }
+}
