@@ -239,4 +239,39 @@ struct BodyRulePlaybooks {
         #expect(response.bodyText == "hello everyone")
         #expect(response.ended)
     }
+
+    @Test("h1 → h1 keep-alive: after a held response the connection serves the next request; a HEAD holds nothing")
+    func http1KeepAlive() throws {
+        let scene = try InterceptScene(rules: Self.rule)
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: Self.get)
+        pb << .sendToUpstream(.tls(.prefix("GET /a HTTP/1.1\r\n")))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world")
+        pb << .sendToClient(.tls("HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nhello everyone"))
+        pb << .log(.exchange("GET", "https://good.test/a", status: 200, .allowed, codes: nil))
+        pb >> .client(sends: "HEAD /b HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .sendToUpstream(.tls(.prefix("HEAD /b HTTP/1.1\r\n")))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n")
+        pb << .sendToClient(.tls("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"))
+        pb << .log(.exchange("HEAD: no body rule mark") { e in e.method == "HEAD" && Self.marks(e).isEmpty })
+        pb.check()
+    }
+
+    @Test("A local answer (--answer) meets the body rules too, as mitmproxy's response hook runs for a mapped one")
+    func localAnswer() throws {
+        let scene = try InterceptScene(rules: [(option: "--answer", value: "/200/hello world")] + Self.rule)
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: Self.get)
+        pb << .sendToClient(.tls(.containing(["Content-Length: 14\r\n", "\r\n\r\nhello everyone"])))
+        pb << .log(.exchange("answered and rewritten") { e in
+            Self.marks(e).contains("[--modify-body #1] modify-body: 1 replacement, 11 → 14 bytes")
+        })
+        pb.check()
+    }
 }
