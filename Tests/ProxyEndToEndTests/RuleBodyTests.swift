@@ -28,4 +28,19 @@ struct RuleBodyTests {
         let line = try await stage.proxy.process.waitForLine(startingWith: "GET https://\(Stage.httpsHost)/gzip/")
         #expect(line.contains("RULE [--modify-body #1] modify-body: 1 replacement"), "\(line)")
     }
+
+    @Test("A 1 MiB text from an h2-only origin, held whole (the upstream credited as it is held) and rewritten: h2 and HTTP/1.1 clients")
+    func largeBodyOverHTTP2() async throws {
+        let stage = try await H2Stage(files: [:], ["--modify-body", "/world/everyone"])
+        let lines = 1 << 20 / 12
+        try String(repeating: "hello world\n", count: lines)
+            .write(toFile: stage.htdocs.path("big.txt"), atomically: true, encoding: .utf8)
+        let expected = String(repeating: "hello everyone\n", count: lines)
+        for version in ["--http2", "--http1.1"] {
+            let r = try await stage.curlResult([version, "--max-time", "60", stage.url("big.txt")])
+            #expect(r.exit == 0, "\(version): \(r.stderr)")
+            #expect(r.status == 200)
+            #expect(r.bodyText == expected, "\(version): \(r.bodyText.utf8.count) bytes")
+        }
+    }
 }
