@@ -11,12 +11,18 @@ final class ExchangeRules {
     var applied: [AppliedRule]
     /// The rules to ask at the response's head.
     let response: ResponseRules?
+    /// The body rules that hold for the request (`holdRequestBody`).
+    let requestEdits: BodyEdits?
     /// How much of a response body a body rule may hold (`HeldBody`).
     let bodyLimit: Int
 
-    init(applied: [AppliedRule], response: ResponseRules?, bodyLimit: Int = ResponseBodyEdits.limit) {
+    init(
+        applied: [AppliedRule], response: ResponseRules?, requestEdits: BodyEdits? = nil,
+        bodyLimit: Int = BodyEdits.limit
+    ) {
         self.applied = applied
         self.response = response
+        self.requestEdits = requestEdits
         self.bodyLimit = bodyLimit
     }
 

@@ -70,7 +70,9 @@ final class H1ToH2Relay: ExchangeRelay {
         var recorder: ExchangeRecorder?
         var rules: ExchangeRules?
         /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
-        var heldBody: HeldBody?
+        var heldBody: HeldResponse?
+        /// The request body a body rule holds whole; its stream opens at the body's end.
+        var heldRequest: HeldRequest?
         /// The request as received, kept for a retry on a new connection (theory of operation, 6); nil when not
         /// kept (a chunked body, or one over `replayLimit`).
         var replay: [UInt8]?
@@ -199,6 +201,13 @@ final class H1ToH2Relay: ExchangeRelay {
                 ex.recorder?.requestBody(piece)
                 ex.replay? += piece
                 exchange = ex
+                if let held = ex.heldRequest {
+                    if held.append(piece) { continue }
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    exchange?.heldRequest = nil
+                    guard openHeldRequest(held.head, body: held.spill()) else { return }
+                    continue
+                }
                 if let id = ex.streamID, !ex.refused {
                     do { try upstream.sendData(streamID: id, piece, endStream: false) } catch {
                         failExchange(reason: "the upstream refused the request body: \(error)")
@@ -220,6 +229,12 @@ final class H1ToH2Relay: ExchangeRelay {
                     return
                 }
                 guard var ex = exchange else { return }
+                if let held = ex.heldRequest {
+                    exchange?.heldRequest = nil
+                    let (head, body) = held.release()
+                    guard openHeldRequest(head, body: body), let opened = exchange else { return }
+                    ex = opened
+                }
                 ex.requestEnded = true
                 if ex.streamID != nil, let recorder = ex.recorder, recorder.requestSent == nil { recorder.requestSent = now() }
                 exchange = ex
@@ -257,6 +272,29 @@ final class H1ToH2Relay: ExchangeRelay {
                 return
             }
         }
+    }
+
+    /// Opens the stream of a request whose head waited for its body (HeldBody), and sends that body; false when the
+    /// exchange failed.
+    private func openHeldRequest(_ head: HTTPRequestHead, body: [UInt8]) -> Bool {
+        guard var ex = exchange else { return false }
+        do {
+            let fields = try H2HeaderTranslation.h2Request(
+                from: H1RequestHead(method: head.method, target: head.target,
+                    headers: head.headers.fields.map { H2Header($0.name, $0.value) }),
+                scheme: "https")
+            let id = try upstream.submitRequest(fields, body: .streaming)
+            ex.streamID = id
+            ex.requestStreaming = true
+            exchange = ex
+            if !body.isEmpty { try upstream.sendData(streamID: id, body, endStream: false) }
+        } catch {
+            exchange = ex
+            failExchange(reason: "the upstream refused the request: \(error)")
+            return false
+        }
+        ex.recorder?.recordForwardedRequest(head)
+        return true
     }
 
     /// Holds a request head for the owner's decision (the parser is not read again until `resolve`), unless it is
@@ -336,6 +374,16 @@ final class H1ToH2Relay: ExchangeRelay {
                 case .contentLength(let length) where length <= Self.replayLimit: ex.replay = Array(raw)
                 case .contentLength, .chunked, .untilClose, .switchProtocols: break
                 }
+            }
+            if let rules, framing.mayCarryBody, let held = rules.holdRequestBody(for: forwarded) {
+                // The stream opens when the body rules have the whole body (HeldBody); the upstream never sees an
+                // Expect, so the proxy answers it.
+                ex.heldRequest = held
+                if head.expectsContinue, head.version.minor >= 1 {
+                    out.toClient += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                }
+                exchange = ex
+                return
             }
             do {
                 ex.streamID = try upstream.submitRequest(fields, body: framing == .none ? .none : .streaming)

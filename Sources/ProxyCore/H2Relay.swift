@@ -25,7 +25,8 @@ import ProxyTrace
 //    response's END_STREAM went out the client gets the same RST_STREAM(NO_ERROR).
 // 9. A response body a body rule holds (`HeldBody`) is credited to the upstream as it arrives, so the upstream
 //    keeps sending while the client has nothing to read (the holder's limit bounds it instead); its head and body
-//    go to the client at END_STREAM or the trailers.
+//    go to the client at END_STREAM or the trailers. A request body a body rule holds is credited to the client
+//    the same way, and its upstream stream opens at the body's end.
 
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
@@ -43,7 +44,11 @@ final class H2Relay: ExchangeRelay {
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
         /// The response body a body rule holds whole, its head waiting with it (HeldBody).
-        var heldBody: HeldBody?
+        var heldBody: HeldResponse?
+        /// The request body a body rule holds whole; the upstream stream opens at its end, with the client's fields
+        /// (`heldRequestFields`) giving the scheme and authority.
+        var heldRequest: HeldRequest?
+        var heldRequestFields: [H2Header] = []
 
         /// Its DATA waits uncredited in the upstream session's queue for the upstream's window.
         var bodyHeldByProxy: Bool { uncreditedToUpstream > 0 }
@@ -167,6 +172,11 @@ final class H2Relay: ExchangeRelay {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
+            if let held = book.streams[id]?.heldRequest {
+                book.streams[id]?.heldRequest = nil
+                let (head, body) = held.release()
+                openHeld(id, head: head, body: body, endStream: false)
+            }
             guard let up = book.streams[id]?.upstreamID else { return }
             book.streams[id]?.exchange.clock.requestEnded(at: now())
             do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
@@ -180,6 +190,20 @@ final class H2Relay: ExchangeRelay {
             if endStream, s.upstreamID != nil, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             s.exchange.clock.lastRequestProgress = now()
             if endStream { s.exchange.clock.requestEnded(at: now()) }
+            if let held = s.heldRequest {
+                // Credited at once: nothing goes upstream until the end (theory of operation, 9).
+                client.consume(streamID: id, count: bytes.count)
+                let fits = held.append(bytes)
+                if fits, !endStream {
+                    book.streams[id] = s
+                    return
+                }
+                s.heldRequest = nil
+                book.streams[id] = s
+                let (head, body) = fits ? held.release() : (held.head, held.spill())
+                openHeld(id, head: head, body: body, endStream: endStream)
+                return
+            }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
                 book.streams[id] = s
@@ -251,6 +275,15 @@ final class H2Relay: ExchangeRelay {
             if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
             if endStream || extendedConnect { s.exchange.clock.requestEnded(at: now()) }
+            if !endStream, !extendedConnect, let rules, let held = rules.holdRequestBody(for: forwarded) {
+                // The upstream stream opens when the body rules have the whole body (theory of operation, 9); a
+                // client waiting for 100 Continue gets it from the proxy.
+                s.heldRequest = held
+                s.heldRequestFields = fields
+                book.streams[id] = s
+                if head.expectsContinue { try? client.submitInformational(streamID: id, headers: [H2Header(":status", "100")]) }
+                return
+            }
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
@@ -390,6 +423,28 @@ final class H2Relay: ExchangeRelay {
         case .headers, .settings, .windowUpdate, .ping:
             break
         }
+    }
+
+    /// Opens the upstream stream of a request whose head waited for its body (HeldBody), and sends that body (already
+    /// credited to the client).
+    private func openHeld(_ id: Int32, head: HTTPRequestHead, body: [UInt8], endStream: Bool) {
+        guard var s = book.streams[id] else { return }
+        do {
+            let fields = try Self.h2Fields(of: head, like: s.heldRequestFields)
+            let up = try upstream.submitRequest(fields, body: .streaming)
+            s.upstreamID = up
+            s.heldRequestFields = []
+            byUpstream[up] = id
+            book.streams[id] = s
+            try upstream.sendData(streamID: up, body, endStream: endStream)
+        } catch {
+            s.exchange.clock = .answered(at: now())
+            book.streams[id] = s
+            answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused the request (\(error))\n".utf8))
+            return
+        }
+        s.exchange.recorder?.recordForwardedRequest(head)
+        if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
     }
 
     /// A response head that waited for its body (HeldBody), then the body: both already credited to the upstream.

@@ -100,7 +100,7 @@ public final class ProxyEnvironment: Sendable {
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, localSite: (any LocalSite)? = nil,
         appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
-        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil, ruleBodyLimit: Int = ResponseBodyEdits.limit
+        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil, ruleBodyLimit: Int = BodyEdits.limit
     ) {
         self.rules = rules
         self.ruleBodyLimit = ruleBodyLimit

@@ -37,7 +37,9 @@ extension SessionContext {
         guard let ruling = rules.atRequestHead(head, url: url, host: host, port: port, files: env.ruleFiles) else {
             return decision
         }
-        let effects = ExchangeRules(applied: ruling.applied, response: ruling.response, bodyLimit: env.ruleBodyLimit)
+        let effects = ExchangeRules(
+            applied: ruling.applied, response: ruling.response, requestEdits: ruling.bodyEdits,
+            bodyLimit: env.ruleBodyLimit)
         if let answer = ruling.answer {
             // A local answer meets the response's rules too, as mitmproxy's response hook runs for a mapped one.
             var head = effects.editResponse(answer.head, outcome: outcome) ?? answer.head

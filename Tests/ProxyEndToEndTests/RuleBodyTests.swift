@@ -43,4 +43,21 @@ struct RuleBodyTests {
             #expect(r.bodyText == expected, "\(version): \(r.bodyText.utf8.count) bytes")
         }
     }
+
+    @Test("A POST's body rewritten before it goes up (with and without Expect: 100-continue): the origin hashes the new text")
+    func requestBodies() async throws {
+        let stage = try await Stage(["--modify-body", "/world/everyone"])
+        let expected = try await runProcess(
+            "/bin/sh", ["-c", "printf 'hello everyone' | sha256sum | cut -d' ' -f1"], in: stage.folder)
+        let digest = expected.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        for extra in [[], ["-H", "Expect: 100-continue"]] {
+            for url in ["https://\(Stage.httpsHost)/upload", "http://\(Stage.plainHost)/upload"] {
+                let r = try await stage.curl(extra + ["--http1.1", "--data-binary", "hello world", url])
+                #expect(r.exit == 0, "\(url) \(extra): \(r.stderr)")
+                #expect(r.bodyText == "\(digest) 14\n", "\(url) \(extra)")
+            }
+        }
+        let h2 = try await stage.curl(["--http2", "--data-binary", "hello world", "https://\(Stage.httpsHost)/upload"])
+        #expect(h2.bodyText == "\(digest) 14\n", "h2 client")
+    }
 }

@@ -19,7 +19,7 @@ struct InterceptScene {
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
          options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror,
-         rules: [(option: String, value: String)] = [], ruleBodyLimit: Int = ResponseBodyEdits.limit)
+         rules: [(option: String, value: String)] = [], ruleBodyLimit: Int = BodyEdits.limit)
         throws
     {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")

@@ -15,7 +15,7 @@ struct BodyRulePlaybooks {
     static let rule = [(option: "--modify-body", value: "/world/everyone")]
 
     /// The rules the exchange's record lists, in the console's form.
-    static func marks(_ e: ExchangeSummary) -> [String] { (e.rules ?? []).map(\.summary) }
+    static func marks(_ e: ExchangeSummary) -> [String] { e.rules.map(\.summary) }
 
     static func gzip(_ text: String) -> [UInt8] { Deflate.deflate(Array(text.utf8), format: .gzip)! }
 
