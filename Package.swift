@@ -162,6 +162,7 @@ let package = Package(
             name: "ProxyCoreTests",
             dependencies: [
                 "ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer", "RuleStage", "TrafficRules",
+                "TrafficActions", "Inflate",
             ],
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),

@@ -63,6 +63,16 @@ final class ExchangeRecorder {
         if firstResponseByte == nil { firstResponseByte = time }
     }
 
+    /// The request head sent upstream, known only after the body ended (a body rule changed it).
+    func recordForwardedRequest(_ head: HTTPRequestHead) {
+        forwardedRequest = head == request ? nil : head
+    }
+
+    /// The head the client got, known only after the response's head arrived (a body rule changed it at the end).
+    func recordClientResponse(_ head: HTTPResponseHead) {
+        clientResponse = head == response ? nil : head
+    }
+
     /// A response the proxy gave itself (a block, a refusal): there was no upstream response.
     func recordLocalResponse(_ head: HTTPResponseHead) {
         clientResponse = head

@@ -11,10 +11,19 @@ final class ExchangeRules {
     var applied: [AppliedRule]
     /// The rules to ask at the response's head.
     let response: ResponseRules?
+    /// The body rules that hold for the request (`holdRequestBody`).
+    let requestEdits: BodyEdits?
+    /// How much of a response body a body rule may hold (`HeldBody`).
+    let bodyLimit: Int
 
-    init(applied: [AppliedRule], response: ResponseRules?) {
+    init(
+        applied: [AppliedRule], response: ResponseRules?, requestEdits: BodyEdits? = nil,
+        bodyLimit: Int = BodyEdits.limit
+    ) {
         self.applied = applied
         self.response = response
+        self.requestEdits = requestEdits
+        self.bodyLimit = bodyLimit
     }
 
     /// The response head the client gets, when a rule changes it (nil otherwise: the head goes as it came).
@@ -43,7 +52,6 @@ final class ExchangeRules {
         guard response != nil, let head = HTTPResponseHead(h2Response: fields),
             let changed = editResponse(head, outcome: outcome)
         else { return nil }
-        return [H2Header(":status", String(changed.status))]
-            + changed.headers.map { H2Header($0.name.lowercased(), $0.value) }
+        return Self.h2Fields(changed)
     }
 }

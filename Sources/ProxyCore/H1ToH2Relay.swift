@@ -11,7 +11,8 @@ import ProxyTrace
 //    the owner decides each head (`RelayOutput.toDecide`, answered by `resolve`, now or later); the connection's
 //    further bytes wait in the parser meanwhile, and past `HTTP1Relay.heldLimit` the client is not read.
 // 3. Response heads are translated back. HTTP/1 needs a framing HTTP/2 does not: a response without
-//    Content-Length is sent chunked to an HTTP/1.1 client, and close-delimited to an HTTP/1.0 one.
+//    Content-Length is sent chunked to an HTTP/1.1 client, and close-delimited to an HTTP/1.0 one. A body a body
+//    rule held whole (`HeldBody`) goes with its length, known by then.
 // 4. Flow control: response DATA is credited back as soon as it is handed to the client connection, whose socket
 //    backpressure stops reading the upstream when the client is slow. Request bodies wait in the stream's outbound
 //    queue for the upstream's window; past `queueHighWater` the client connection stops being read.
@@ -68,6 +69,10 @@ final class H1ToH2Relay: ExchangeRelay {
         var localAnswer: [UInt8]?
         var recorder: ExchangeRecorder?
         var rules: ExchangeRules?
+        /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
+        var heldBody: HeldResponse?
+        /// The request body a body rule holds whole; its stream opens at the body's end.
+        var heldRequest: HeldRequest?
         /// The request as received, kept for a retry on a new connection (theory of operation, 6); nil when not
         /// kept (a chunked body, or one over `replayLimit`).
         var replay: [UInt8]?
@@ -196,6 +201,13 @@ final class H1ToH2Relay: ExchangeRelay {
                 ex.recorder?.requestBody(piece)
                 ex.replay? += piece
                 exchange = ex
+                if let held = ex.heldRequest {
+                    if held.append(piece) { continue }
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    exchange?.heldRequest = nil
+                    guard openHeldRequest(held.head, body: held.spill()) else { return }
+                    continue
+                }
                 if let id = ex.streamID, !ex.refused {
                     do { try upstream.sendData(streamID: id, piece, endStream: false) } catch {
                         failExchange(reason: "the upstream refused the request body: \(error)")
@@ -217,6 +229,12 @@ final class H1ToH2Relay: ExchangeRelay {
                     return
                 }
                 guard var ex = exchange else { return }
+                if let held = ex.heldRequest {
+                    exchange?.heldRequest = nil
+                    let (head, body) = held.release()
+                    guard openHeldRequest(head, body: body), let opened = exchange else { return }
+                    ex = opened
+                }
                 ex.requestEnded = true
                 if ex.streamID != nil, let recorder = ex.recorder, recorder.requestSent == nil { recorder.requestSent = now() }
                 exchange = ex
@@ -254,6 +272,29 @@ final class H1ToH2Relay: ExchangeRelay {
                 return
             }
         }
+    }
+
+    /// Opens the stream of a request whose head waited for its body (HeldBody), and sends that body; false when the
+    /// exchange failed.
+    private func openHeldRequest(_ head: HTTPRequestHead, body: [UInt8]) -> Bool {
+        guard var ex = exchange else { return false }
+        do {
+            let fields = try H2HeaderTranslation.h2Request(
+                from: H1RequestHead(method: head.method, target: head.target,
+                    headers: head.headers.fields.map { H2Header($0.name, $0.value) }),
+                scheme: "https")
+            let id = try upstream.submitRequest(fields, body: .streaming)
+            ex.streamID = id
+            ex.requestStreaming = true
+            exchange = ex
+            if !body.isEmpty { try upstream.sendData(streamID: id, body, endStream: false) }
+        } catch {
+            exchange = ex
+            failExchange(reason: "the upstream refused the request: \(error)")
+            return false
+        }
+        ex.recorder?.recordForwardedRequest(head)
+        return true
     }
 
     /// Holds a request head for the owner's decision (the parser is not read again until `resolve`), unless it is
@@ -334,6 +375,16 @@ final class H1ToH2Relay: ExchangeRelay {
                 case .contentLength, .chunked, .untilClose, .switchProtocols: break
                 }
             }
+            if let rules, framing.mayCarryBody, let held = rules.holdRequestBody(for: forwarded) {
+                // The stream opens when the body rules have the whole body (HeldBody); the upstream never sees an
+                // Expect, so the proxy answers it.
+                ex.heldRequest = held
+                if head.expectsContinue, head.version.minor >= 1 {
+                    out.toClient += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                }
+                exchange = ex
+                return
+            }
             do {
                 ex.streamID = try upstream.submitRequest(fields, body: framing == .none ? .none : .streaming)
                 ex.requestStreaming = framing != .none
@@ -400,43 +451,54 @@ final class H1ToH2Relay: ExchangeRelay {
                 status: translated.status, reason: translated.reason,
                 headers: HTTPHeaders(translated.headers.map { ($0.name, $0.value) }))
             if let rules = ex.rules, let edited = rules.editResponse(head, outcome: ex.outcome) { head = edited }
-            let bodyless = ex.method == "HEAD" || head.status == 204 || head.status == 304
-            if !bodyless, !head.headers.contains(name: "Content-Length") {
-                if endStream {
-                    head.headers.add(name: "Content-Length", value: "0")
-                } else if ex.clientVersion.minor >= 1 {
-                    head.headers.add(name: "Transfer-Encoding", value: "chunked")
-                } else {
-                    ex.requestKeepAlive = false
+            if !endStream, let rules = ex.rules, let held = rules.holdBody(for: head, outcome: ex.outcome) {
+                // The head waits with the body for the body rules (HeldBody); DATA is credited as it comes anyway.
+                ex.heldBody = held
+                if let recorder = ex.recorder, let received = HTTPResponseHead(h2Response: fields) {
+                    recorder.recordResponse(received, toClient: head, at: now())
                 }
-            }
-            if !ex.requestKeepAlive || upstreamGone { head.headers.replaceOrAdd(name: "Connection", value: "close") }
-            for (name, value) in ex.annotation { head.headers.add(name: name, value: value) }
-            do {
-                ex.responseWriter = HTTP1BodyWriter(framing: try HTTP1Framing.forResponse(head, requestMethod: ex.method))
-            } catch {
                 exchange = ex
-                resetAndFail(id, reason: "the upstream's response cannot be framed for HTTP/1.1: \(error)")
                 return
             }
-            ex.status = head.status
-            ex.responseHeadSent = true
+            guard let sent = frameResponseHead(head, &ex, streamID: id, knownLength: endStream ? 0 : nil) else { return }
             if let recorder = ex.recorder {
                 // The upstream's h2 head as received, and the HTTP/1.1 head the client got.
                 if let received = HTTPResponseHead(h2Response: fields) {
-                    recorder.recordResponse(received, toClient: head, at: now())
+                    recorder.recordResponse(received, toClient: sent, at: now())
                 }
             }
             exchange = ex
-            writeHead(head)
+            writeHead(sent)
             if endStream { endResponse() }
         case .headers(let id, let fields, .trailers, _):
             guard exchange?.streamID == id else { return }
             exchange?.responseTrailers = HTTPHeaders(
                 H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
+            if let held = exchange?.heldBody.take() {
+                let (head, body) = held.release()
+                // Trailers need the chunked coding: no Content-Length given.
+                guard sendHeld(id, head: head, body: body, knownLength: nil) else { return }
+            }
             endResponse()
         case .data(let id, let bytes, let endStream):
             upstream.consume(streamID: id, count: bytes.count)
+            if let held = exchange?.heldBody, exchange?.streamID == id {
+                exchange?.responseBytes += bytes.count
+                exchange?.recorder?.responseBody(bytes)
+                let fits = held.append(bytes)
+                if fits, !endStream { return }
+                exchange?.heldBody = nil
+                // At the end the length is known; past the limit the rest streams in the relay's own framing.
+                let sent: Bool
+                if fits {
+                    let (head, body) = held.release()
+                    sent = sendHeld(id, head: head, body: body, knownLength: body.count)
+                } else {
+                    sent = sendHeld(id, head: held.head, body: held.spill(), knownLength: nil)
+                }
+                if sent, endStream { endResponse() }
+                return
+            }
             guard var ex = exchange, ex.streamID == id, ex.responseWriter != nil else { return }
             ex.responseBytes += bytes.count
             ex.recorder?.responseBody(bytes)
@@ -480,6 +542,53 @@ final class H1ToH2Relay: ExchangeRelay {
         exchange = nil
         finished = true
         out.retry = .onNewConnection(replay)
+    }
+
+    /// The response head framed for the HTTP/1 client (theory of operation, 3) and annotated, the exchange's writer
+    /// set for it; nil when it cannot be framed (the exchange failed). `knownLength`: the whole body's length, when
+    /// known, for a head without Content-Length.
+    private func frameResponseHead(
+        _ head: HTTPResponseHead, _ ex: inout Exchange, streamID id: Int32, knownLength: Int?
+    ) -> HTTPResponseHead? {
+        var head = head
+        let bodyless = ex.method == "HEAD" || head.status == 204 || head.status == 304
+        if !bodyless, !head.headers.contains(name: "Content-Length") {
+            if let knownLength {
+                head.headers.add(name: "Content-Length", value: String(knownLength))
+            } else if ex.clientVersion.minor >= 1 {
+                head.headers.add(name: "Transfer-Encoding", value: "chunked")
+            } else {
+                ex.requestKeepAlive = false
+            }
+        }
+        if !ex.requestKeepAlive || upstreamGone { head.headers.replaceOrAdd(name: "Connection", value: "close") }
+        for (name, value) in ex.annotation { head.headers.add(name: name, value: value) }
+        do {
+            ex.responseWriter = HTTP1BodyWriter(framing: try HTTP1Framing.forResponse(head, requestMethod: ex.method))
+        } catch {
+            exchange = ex
+            resetAndFail(id, reason: "the upstream's response cannot be framed for HTTP/1.1: \(error)")
+            return nil
+        }
+        ex.status = head.status
+        ex.responseHeadSent = true
+        return head
+    }
+
+    /// A response head that waited for its body (HeldBody), then the body; false when the exchange failed.
+    private func sendHeld(_ id: Int32, head: HTTPResponseHead, body: [UInt8], knownLength: Int?) -> Bool {
+        guard var ex = exchange, let sent = frameResponseHead(head, &ex, streamID: id, knownLength: knownLength) else {
+            return false
+        }
+        ex.recorder?.recordClientResponse(sent)
+        exchange = ex
+        writeHead(sent)
+        guard exchange?.responseWriter != nil else { return false }
+        do { try exchange!.responseWriter!.write(body, into: &out.toClient) } catch {
+            resetAndFail(id, reason: "the rewritten body does not fit its framing: \(error)")
+            return false
+        }
+        return true
     }
 
     private func writeHead(_ head: HTTPResponseHead) {

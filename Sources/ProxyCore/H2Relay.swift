@@ -23,6 +23,10 @@ import ProxyTrace
 // 8. An upstream that sent its whole response and then RST_STREAM(NO_ERROR) wants no more of the request (RFC 9113
 //    §8.1): the response still reaches the client whole; the rest of the request body is dropped, and once the
 //    response's END_STREAM went out the client gets the same RST_STREAM(NO_ERROR).
+// 9. A response body a body rule holds (`HeldBody`) is credited to the upstream as it arrives, so the upstream
+//    keeps sending while the client has nothing to read (the holder's limit bounds it instead); its head and body
+//    go to the client at END_STREAM or the trailers. A request body a body rule holds is credited to the client
+//    the same way, and its upstream stream opens at the body's end.
 
 final class H2Relay: ExchangeRelay {
     private let client: H2Session
@@ -39,6 +43,12 @@ final class H2Relay: ExchangeRelay {
         var uncreditedToClient = 0
         /// The upstream sent the whole response (END_STREAM); what is left waits only for the client's reading.
         var upstreamEnded = false
+        /// The response body a body rule holds whole, its head waiting with it (HeldBody).
+        var heldBody: HeldResponse?
+        /// The request body a body rule holds whole; the upstream stream opens at its end, with the client's fields
+        /// (`heldRequestFields`) giving the scheme and authority.
+        var heldRequest: HeldRequest?
+        var heldRequestFields: [H2Header] = []
 
         /// Its DATA waits uncredited in the upstream session's queue for the upstream's window.
         var bodyHeldByProxy: Bool { uncreditedToUpstream > 0 }
@@ -162,6 +172,11 @@ final class H2Relay: ExchangeRelay {
         case .headers(let id, let fields, .request, let endStream):
             openStream(id, fields: fields, endStream: endStream)
         case .headers(let id, let fields, .trailers, _):
+            if let held = book.streams[id]?.heldRequest {
+                book.streams[id]?.heldRequest = nil
+                let (head, body) = held.release()
+                openHeld(id, head: head, body: body, endStream: false)
+            }
             guard let up = book.streams[id]?.upstreamID else { return }
             book.streams[id]?.exchange.clock.requestEnded(at: now())
             do { try upstream.submitTrailers(streamID: up, fields) } catch { resetBoth(clientID: id) }
@@ -175,6 +190,20 @@ final class H2Relay: ExchangeRelay {
             if endStream, s.upstreamID != nil, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             s.exchange.clock.lastRequestProgress = now()
             if endStream { s.exchange.clock.requestEnded(at: now()) }
+            if let held = s.heldRequest {
+                // Credited at once: nothing goes upstream until the end (theory of operation, 9).
+                client.consume(streamID: id, count: bytes.count)
+                let fits = held.append(bytes)
+                if fits, !endStream {
+                    book.streams[id] = s
+                    return
+                }
+                s.heldRequest = nil
+                book.streams[id] = s
+                let (head, body) = fits ? held.release() : (held.head, held.spill())
+                openHeld(id, head: head, body: body, endStream: endStream)
+                return
+            }
             if let up = s.upstreamID {
                 s.uncreditedToUpstream += bytes.count
                 book.streams[id] = s
@@ -246,6 +275,15 @@ final class H2Relay: ExchangeRelay {
             if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
             // An extended CONNECT's DATA is a tunnel's, not a body with a deadline: only its answer is waited for.
             if endStream || extendedConnect { s.exchange.clock.requestEnded(at: now()) }
+            if !endStream, !extendedConnect, let rules, let held = rules.holdRequestBody(for: forwarded) {
+                // The upstream stream opens when the body rules have the whole body (theory of operation, 9); a
+                // client waiting for 100 Continue gets it from the proxy.
+                s.heldRequest = held
+                s.heldRequestFields = fields
+                book.streams[id] = s
+                if head.expectsContinue { try? client.submitInformational(streamID: id, headers: [H2Header(":status", "100")]) }
+                return
+            }
             do {
                 // The client's own fields when the decision left the head as it was (the common case); a
                 // rewritten head is sent as rewritten, with the client's scheme and authority.
@@ -306,6 +344,13 @@ final class H2Relay: ExchangeRelay {
                     if let recorder = s.exchange.recorder {
                         Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
                     }
+                    if !endStream, let rules = s.exchange.rules,
+                        let held = rules.holdBody(for: sent, outcome: s.exchange.outcome)
+                    {
+                        s.heldBody = held
+                        book.streams[id] = s
+                        return
+                    }
                     book.streams[id] = s
                     try client.submitResponse(streamID: id, headers: sent + s.exchange.annotation, body: endStream ? .none : .streaming)
                 }
@@ -315,6 +360,11 @@ final class H2Relay: ExchangeRelay {
         case .headers(let up, let fields, .trailers, _):
             guard let id = byUpstream[up] else { return }
             book.streams[id]?.upstreamEnded = true
+            if let held = book.streams[id]?.heldBody {
+                book.streams[id]?.heldBody = nil
+                let (head, body) = held.release()
+                sendHeld(id, head: head, body: body, endStream: false)
+            }
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
             guard let id = byUpstream[up], var s = book.streams[id] else {
@@ -323,8 +373,22 @@ final class H2Relay: ExchangeRelay {
             }
             s.exchange.responseBytes += bytes.count
             s.exchange.recorder?.responseBody(bytes)
-            s.uncreditedToClient += bytes.count
             if endStream { s.upstreamEnded = true }
+            if let held = s.heldBody {
+                // Credited at once: nothing reaches the client until the end (theory of operation, 9).
+                upstream.consume(streamID: up, count: bytes.count)
+                let fits = held.append(bytes)
+                if fits, !endStream {
+                    book.streams[id] = s
+                    return
+                }
+                s.heldBody = nil
+                book.streams[id] = s
+                let (head, body) = fits ? held.release() : (held.head, held.spill())
+                sendHeld(id, head: head, body: body, endStream: endStream)
+                return
+            }
+            s.uncreditedToClient += bytes.count
             book.streams[id] = s
             do { try client.sendData(streamID: id, bytes, endStream: endStream) } catch { resetBoth(clientID: id) }
         case .rstStream(let up, let code):
@@ -358,6 +422,43 @@ final class H2Relay: ExchangeRelay {
             clientToldToGoAway = true
         case .headers, .settings, .windowUpdate, .ping:
             break
+        }
+    }
+
+    /// Opens the upstream stream of a request whose head waited for its body (HeldBody), and sends that body (already
+    /// credited to the client).
+    private func openHeld(_ id: Int32, head: HTTPRequestHead, body: [UInt8], endStream: Bool) {
+        guard var s = book.streams[id] else { return }
+        do {
+            let fields = try Self.h2Fields(of: head, like: s.heldRequestFields)
+            let up = try upstream.submitRequest(fields, body: .streaming)
+            s.upstreamID = up
+            s.heldRequestFields = []
+            byUpstream[up] = id
+            book.streams[id] = s
+            try upstream.sendData(streamID: up, body, endStream: endStream)
+        } catch {
+            s.exchange.clock = .answered(at: now())
+            book.streams[id] = s
+            answer(id, status: 502, headers: [], body: Array("ATSProxy: the upstream refused the request (\(error))\n".utf8))
+            return
+        }
+        s.exchange.recorder?.recordForwardedRequest(head)
+        if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
+    }
+
+    /// A response head that waited for its body (HeldBody), then the body: both already credited to the upstream.
+    private func sendHeld(_ id: Int32, head: HTTPResponseHead, body: [UInt8], endStream: Bool) {
+        guard let s = book.streams[id] else { return }
+        let fields = ExchangeRules.h2Fields(head) + s.exchange.annotation
+        if let recorder = s.exchange.recorder, let sent = HTTPResponseHead(h2Response: fields) {
+            recorder.recordClientResponse(sent)
+        }
+        do {
+            try client.submitResponse(streamID: id, headers: fields, body: .streaming)
+            try client.sendData(streamID: id, body, endStream: endStream)
+        } catch {
+            resetBoth(clientID: id)
         }
     }
 

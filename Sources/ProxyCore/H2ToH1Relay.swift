@@ -41,6 +41,9 @@ import ProxyTrace
 //    client's reset; such resets count towards the client's rapid-reset limit in H2Session (MadeYouReset).
 // 8. Each request keeps the deadlines of StreamDeadlines: its body's inactivity once it has a lane (a stream
 //    waiting for one cannot send: its window is held), and the response from the request's end on its lane.
+// 9. A response body a body rule holds (`HeldBody`) queues nothing for the client, so its lane is read on (the
+//    holder's limit bounds it); its head and body go to the client at the body's end. A request body a body rule
+//    holds is credited to the client as it arrives, and the stream waits for a lane from the body's end on.
 
 final class H2ToH1Relay: LaneRelay {
     private let client: H2Session
@@ -79,8 +82,12 @@ final class H2ToH1Relay: LaneRelay {
         var head: [UInt8] = []
         var framing: HTTP1BodyFraming = .none
         var keepAlive = true
-        /// Body received before a lane was assigned (not yet credited to the client).
+        /// Body received before a lane was assigned (not yet credited to the client, unless `pendingCredited`).
         var pendingBody: [UInt8] = []
+        /// `pendingBody` is a held body's (HeldBody), credited as it arrived.
+        var pendingCredited = false
+        /// The request body a body rule holds whole; the stream waits for a lane from its end on.
+        var heldRequest: HeldRequest?
         var requestEnded = false
         var trailers: HTTPHeaders = []
         var lane: UpstreamLane?
@@ -88,6 +95,8 @@ final class H2ToH1Relay: LaneRelay {
         var responseEnded = false
         /// The response head went out without END_STREAM: DATA or trailers must end it.
         var responseStreaming = false
+        /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
+        var heldBody: HeldResponse?
         /// Why the response was cut off, when it was.
         var interruption: String?
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
@@ -250,6 +259,13 @@ final class H2ToH1Relay: LaneRelay {
             guard book.streams[id] != nil else { return }
             book.streams[id]!.trailers = HTTPHeaders(H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
             book.streams[id]!.exchange.clock.requestEnded = true
+            if let held = book.streams[id]?.heldRequest {
+                book.streams[id]?.heldRequest = nil
+                let (head, body) = held.release()
+                // Trailers need the chunked coding: no Content-Length given.
+                queueHeld(id, head: head, body: body, length: nil, ended: true)
+                return
+            }
             endRequest(id)
         case .data(let id, let bytes, let endStream):
             guard var s = book.streams[id], !s.exchange.local else {
@@ -260,6 +276,24 @@ final class H2ToH1Relay: LaneRelay {
             s.exchange.recorder?.requestBody(bytes)
             s.exchange.clock.lastRequestProgress = now()
             if endStream { s.exchange.clock.requestEnded = true }
+            if let held = s.heldRequest {
+                // Credited at once: nothing goes to a lane until the end (theory of operation, 9).
+                client.consume(streamID: id, count: bytes.count)
+                let fits = held.append(bytes)
+                if fits, !endStream {
+                    book.streams[id] = s
+                    return
+                }
+                s.heldRequest = nil
+                book.streams[id] = s
+                if fits {
+                    let (head, body) = held.release()
+                    queueHeld(id, head: head, body: body, length: body.count, ended: true)
+                } else {
+                    queueHeld(id, head: held.head, body: held.spill(), length: nil, ended: endStream)
+                }
+                return
+            }
             if let lane = s.lane, lanes[lane]?.raw == true {
                 book.streams[id] = s
                 send(bytes, to: lane)
@@ -270,6 +304,8 @@ final class H2ToH1Relay: LaneRelay {
                 writeBody(bytes, stream: id, lane: lane)
             } else {
                 s.pendingBody += bytes
+                // After a held body's bytes (credited as they came), so are these.
+                if s.pendingCredited { client.consume(streamID: id, count: bytes.count) }
                 book.streams[id] = s
             }
             if endStream { endRequest(id) }
@@ -328,6 +364,15 @@ final class H2ToH1Relay: LaneRelay {
                 assignLanes()
                 return
             }
+            if !endStream, let rules, let held = rules.holdRequestBody(for: forwarded) {
+                // The stream waits for a lane once the body rules have the whole body (theory of operation, 9); a
+                // client waiting for 100 Continue gets it from the proxy.
+                s.heldRequest = held
+                s.exchange.recorder?.recordRequest(head, forwarded: forwarded)
+                book.streams[id] = s
+                if head.expectsContinue { try? client.submitInformational(streamID: id, headers: [H2Header(":status", "100")]) }
+                return
+            }
             // HTTP/1.1 needs the body's framing that HTTP/2 leaves to its frames.
             if !forwarded.headers.contains(name: "Content-Length") {
                 if !endStream {
@@ -362,6 +407,35 @@ final class H2ToH1Relay: LaneRelay {
         }
     }
 
+    /// Queues for a lane a request whose head waited for its body (HeldBody), with that body (already credited):
+    /// framed by its Content-Length, else by `length` (the whole body's), else chunked.
+    private func queueHeld(_ id: Int32, head: HTTPRequestHead, body: [UInt8], length: Int?, ended: Bool) {
+        guard var s = book.streams[id] else { return }
+        var forwarded = head
+        if !forwarded.headers.contains(name: "Content-Length") {
+            if let length {
+                forwarded.headers.add(name: "Content-Length", value: String(length))
+            } else {
+                forwarded.headers.add(name: "Transfer-Encoding", value: "chunked")
+            }
+        }
+        do {
+            s.framing = try HTTP1Framing.forRequest(forwarded)
+            try HTTP1Serializer.write(forwarded, into: &s.head)
+        } catch {
+            answer(id, status: 400, body: "ATSProxy: the request cannot be sent as HTTP/1.1: \(error)\n")
+            return
+        }
+        s.keepAlive = forwarded.keepAlive
+        s.requestEnded = ended
+        s.pendingBody = body
+        s.pendingCredited = true
+        s.exchange.recorder?.recordForwardedRequest(forwarded)
+        book.streams[id] = s
+        waiting.append(id)
+        assignLanes()
+    }
+
     private func endRequest(_ id: Int32) {
         guard var s = book.streams[id], !s.exchange.local else { return }
         if s.isTunnel {
@@ -386,9 +460,9 @@ final class H2ToH1Relay: LaneRelay {
         releaseIfDone(lane)
     }
 
-    private func writeBody(_ bytes: [UInt8], stream id: Int32, lane: UpstreamLane) {
+    private func writeBody(_ bytes: [UInt8], stream id: Int32, lane: UpstreamLane, credit: Bool = true) {
         guard var l = lanes[lane], l.streamID == id, l.requestWriter != nil else {
-            client.consume(streamID: id, count: bytes.count)
+            if credit { client.consume(streamID: id, count: bytes.count) }
             return
         }
         var framed: [UInt8] = []
@@ -399,7 +473,7 @@ final class H2ToH1Relay: LaneRelay {
         }
         lanes[lane] = l
         send(framed, to: lane)
-        client.consume(streamID: id, count: bytes.count)
+        if credit { client.consume(streamID: id, count: bytes.count) }
     }
 
     // MARK: - Lanes
@@ -450,7 +524,7 @@ final class H2ToH1Relay: LaneRelay {
             lanes[lane]?.requestWriter = nil
             return
         }
-        if !pending.isEmpty { writeBody(pending, stream: id, lane: lane) }
+        if !pending.isEmpty { writeBody(pending, stream: id, lane: lane, credit: !s.pendingCredited) }
         if ended || s.framing == .none { endRequest(id) }
     }
 
@@ -516,13 +590,25 @@ final class H2ToH1Relay: LaneRelay {
                     do { try client.submitInformational(streamID: id, headers: fields) } catch { failStream(id, reason: "\(error)") }
                     continue
                 }
-                let bodyless: Bool
-                do { bodyless = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) == .none } catch {
+                let framing: HTTP1BodyFraming
+                do { framing = try HTTP1Framing.forResponse(head, requestMethod: s.exchange.method) } catch {
                     failStream(id, reason: "the upstream's response cannot be framed: \(error)")
                     dropLane(lane, close: true)
                     return
                 }
+                let bodyless = framing == .none
                 let edited = s.exchange.rules?.editResponse(head, outcome: s.exchange.outcome) ?? head
+                if framing.mayCarryBody, let rules = s.exchange.rules,
+                    let held = rules.holdBody(for: edited, outcome: s.exchange.outcome)
+                {
+                    // The head waits with the body for the body rules (theory of operation, 9).
+                    s.heldBody = held
+                    s.exchange.status = head.status
+                    s.exchange.clock.responseStarted = true
+                    s.exchange.recorder?.recordResponse(head, toClient: edited, at: now())
+                    book.streams[id] = s
+                    continue
+                }
                 let fields = [H2Header(":status", String(edited.status))] + h2Fields(edited.headers) + s.exchange.annotation
                 do { try client.submitResponse(streamID: id, headers: fields, body: bodyless ? .none : .streaming) } catch {
                     failStream(id, reason: "\(error)")
@@ -540,12 +626,28 @@ final class H2ToH1Relay: LaneRelay {
             case .body(let piece):
                 s.exchange.responseBytes += piece.count
                 s.exchange.recorder?.responseBody(piece)
+                if let held = s.heldBody {
+                    let fits = held.append(piece)
+                    if !fits { s.heldBody = nil }
+                    book.streams[id] = s
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    if !fits { sendHeld(id, head: held.head, body: held.spill()) }
+                    continue
+                }
                 book.streams[id] = s
                 do { try client.sendData(streamID: id, piece, endStream: false) } catch {
                     failStream(id, reason: "\(error)")
                     continue
                 }
             case .end(let trailers):
+                if let held = s.heldBody {
+                    s.heldBody = nil
+                    book.streams[id] = s
+                    let (head, body) = held.release()
+                    sendHeld(id, head: head, body: body)
+                    guard let sent = book.streams[id] else { return }
+                    s = sent
+                }
                 if s.responseStreaming {
                     do {
                         if trailers.isEmpty {
@@ -571,6 +673,23 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
         }
+    }
+
+    /// A response head that waited for its body (HeldBody), then the body; the stream streams from here on.
+    private func sendHeld(_ id: Int32, head: HTTPResponseHead, body: [UInt8]) {
+        guard var s = book.streams[id] else { return }
+        let fields = [H2Header(":status", String(head.status))] + h2Fields(head.headers) + s.exchange.annotation
+        do {
+            try client.submitResponse(streamID: id, headers: fields, body: .streaming)
+            if !body.isEmpty { try client.sendData(streamID: id, body, endStream: false) }
+        } catch {
+            failStream(id, reason: "\(error)")
+            return
+        }
+        s.responseHeadSent = true
+        s.responseStreaming = true
+        s.exchange.recorder?.recordClientResponse(HTTPResponseHead(h2Response: fields) ?? head)
+        book.streams[id] = s
     }
 
     /// Frees a lane whose exchange is over in both directions, for the next waiting stream, or closes it when

@@ -18,7 +18,9 @@ import ProxyTrace
 //    (`resolve`), in the same step or later; past `heldLimit` the client is not read meanwhile. The answer forwards
 //    the head (possibly rewritten, possibly to another upstream, with `X-ATS-*` annotation for the response) or
 //    answers it locally (a block) and discards its body. No client deadline runs while the owner decides.
-// 4. Bodies stream piece by piece in their original framing; nothing is buffered whole.
+// 4. Bodies stream piece by piece in their original framing; nothing is buffered whole, except a request or response
+//    body a body rule holds (`HeldBody`): its head and body go out at the body's end, in the same framing
+//    (Content-Length set to the new length).
 // 5. After a 101 (Upgrade) the relay hands both sides' leftover bytes back and stops parsing: the owner relays raw.
 // 6. Any protocol error ends the client connection: a parseable error response if no response head was sent yet.
 // 7. Upstream bytes with no request outstanding (a second response after the first, say) close the upstream
@@ -93,6 +95,10 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var responseHeadSent = false
         let recorder: ExchangeRecorder?
         @exclusivity(unchecked) var rules: ExchangeRules?
+        /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
+        @exclusivity(unchecked) var heldBody: HeldResponse?
+        /// The request body a body rule holds whole; its head waits with it.
+        @exclusivity(unchecked) var heldRequest: HeldRequest?
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
@@ -281,6 +287,21 @@ final class HTTP1Relay {
                 ex.recorder?.requestBody(piece)
                 ex.lastRequestProgress = now()
                 ex.awaitingContinue = false
+                if let held = ex.heldRequest {
+                    if held.append(piece) { continue }
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    ex.heldRequest = nil
+                    var bytes: [UInt8] = []
+                    do {
+                        try HTTP1Serializer.write(held.head, into: &bytes)
+                        try ex.requestWriter?.write(held.spill(), into: &bytes)
+                    } catch {
+                        protocolError(error, fromClient: true)
+                        return
+                    }
+                    sendUpstream(bytes)
+                    continue
+                }
                 if ex.requestWriter != nil {
                     do {
                         if awaitingUpstream {
@@ -295,6 +316,22 @@ final class HTTP1Relay {
                 }
             case .end(let trailers):
                 guard let ex = exchange else { return }
+                if let held = ex.heldRequest.take() {
+                    let (head, body) = held.release()
+                    if case .contentLength = ex.requestWriter?.framing {
+                        ex.requestWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+                    }
+                    var bytes: [UInt8] = []
+                    do {
+                        try HTTP1Serializer.write(head, into: &bytes)
+                        try ex.requestWriter?.write(body, into: &bytes)
+                    } catch {
+                        protocolError(error, fromClient: true)
+                        return
+                    }
+                    sendUpstream(bytes)
+                    ex.recorder?.recordForwardedRequest(head)
+                }
                 ex.requestEnded = true
                 if let recorder = ex.recorder, !awaitingUpstream, ex.localAnswer == nil { recorder.requestSent = now() }
                 if ex.requestWriter != nil {
@@ -365,6 +402,17 @@ final class HTTP1Relay {
                 awaitingUpstream = true
                 out.connect = upstream
                 responses = HTTP1Parser(role: .responses)
+            }
+            if let rules, u.framing.mayCarryBody, let held = rules.holdRequestBody(for: forwarded) {
+                // The head waits with the body for the body rules (HeldBody); the upstream never sees an Expect, so
+                // the proxy answers it.
+                ex.heldRequest = held
+                if ex.awaitingContinue {
+                    ex.awaitingContinue = false
+                    out.toClient += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                }
+                responses.expectResponse(toRequestMethod: head.method)
+                return
             }
             // Unchanged (the common case: interception forwards the head as parsed; equal values share storage, so
             // the comparison is cheap): the received bytes go up as they came.
@@ -463,6 +511,14 @@ final class HTTP1Relay {
                     }
                     continue
                 }
+                if let rules = ex.rules, framing.mayCarryBody, let held = rules.holdBody(for: sent, outcome: ex.outcome) {
+                    // The head waits with the body for the body rules (HeldBody).
+                    ex.heldBody = held
+                    ex.responseWriter = HTTP1BodyWriter(framing: framing)
+                    ex.recorder?.recordResponse(head, toClient: annotated(sent, ex), at: now())
+                    ex.responseVersion = head.version
+                    continue
+                }
                 do {
                     if let received {
                         // Room for the head and the body bytes that came with it (already in memory, so bounded):
@@ -500,6 +556,19 @@ final class HTTP1Relay {
                 guard let ex = exchange else { return }
                 ex.responseBytes += piece.count
                 ex.recorder?.responseBody(piece)
+                if let held = ex.heldBody {
+                    if held.append(piece) { continue }
+                    // Over the limit: what was held goes on unchanged, and the rest streams.
+                    ex.heldBody = nil
+                    do {
+                        try sendHeldHead(held.head, ex)
+                        try ex.responseWriter?.write(held.spill(), into: &out.toClient)
+                    } catch {
+                        protocolError(error, fromClient: false)
+                        return
+                    }
+                    continue
+                }
                 // Framed straight into the output: a body piece is copied once here, not twice.
                 do { try ex.responseWriter?.write(piece, into: &out.toClient) } catch {
                     protocolError(error, fromClient: false)
@@ -507,6 +576,19 @@ final class HTTP1Relay {
                 }
             case .end(let trailers):
                 guard let ex = exchange else { return }
+                if let held = ex.heldBody.take() {
+                    let (head, body) = held.release()
+                    if case .contentLength = ex.responseWriter?.framing {
+                        ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+                    }
+                    do {
+                        try sendHeldHead(head, ex)
+                        try ex.responseWriter?.write(body, into: &out.toClient)
+                    } catch {
+                        protocolError(error, fromClient: false)
+                        return
+                    }
+                }
                 var bytes: [UInt8] = []
                 do { try ex.responseWriter?.finish(trailers: trailers, into: &bytes) } catch {
                     protocolError(error, fromClient: false)
@@ -543,6 +625,21 @@ final class HTTP1Relay {
                 return
             }
         }
+    }
+
+    /// A response head that waited for its body (HeldBody), annotated, to the client.
+    private func sendHeldHead(_ head: HTTPResponseHead, _ ex: Exchange) throws(HTTP1Error) {
+        let sent = annotated(head, ex)
+        try HTTP1Serializer.write(sent, into: &out.toClient)
+        ex.recorder?.recordClientResponse(sent)
+        ex.status = head.status
+        ex.responseHeadSent = true
+    }
+
+    private func annotated(_ head: HTTPResponseHead, _ ex: Exchange) -> HTTPResponseHead {
+        var annotated = head
+        for (name, value) in ex.annotation { annotated.headers.add(name: name, value: value) }
+        return annotated
     }
 
     /// The exchange is over: log it and go on with the next request if both sides allow it.

@@ -56,6 +56,8 @@ public final class ProxyEnvironment: Sendable {
     /// The rules that change traffic (`--rules`, `--map-local`, `--fault`…); nil when there are none, which costs
     /// the relaying path nothing.
     public let rules: RuleBook?
+    /// How much of a response body a body rule holds before it lets the body go on unchanged (`HeldBody`).
+    public let ruleBodyLimit: Int
     /// How map local and answers read their files.
     let ruleFiles: any FileReading = POSIXFileReader()
     let contexts = TLSContextCache()
@@ -98,9 +100,10 @@ public final class ProxyEnvironment: Sendable {
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, localSite: (any LocalSite)? = nil,
         appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
-        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil
+        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil, ruleBodyLimit: Int = BodyEdits.limit
     ) {
         self.rules = rules
+        self.ruleBodyLimit = ruleBodyLimit
         self.localSite = localSite
         self.appleHosts = appleHosts
         self.policy = policy

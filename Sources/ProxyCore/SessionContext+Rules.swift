@@ -50,11 +50,17 @@ extension SessionContext {
         guard let ruling = rules.atRequestHead(head, url: url, host: host, port: port, files: env.ruleFiles) else {
             return decision
         }
-        let effects = ExchangeRules(applied: ruling.applied, response: ruling.response)
+        let effects = ExchangeRules(
+            applied: ruling.applied, response: ruling.response, requestEdits: ruling.bodyEdits,
+            bodyLimit: env.ruleBodyLimit)
         if let answer = ruling.answer {
             // A local answer meets the response's rules too, as mitmproxy's response hook runs for a mapped one.
-            let head = effects.editResponse(answer.head, outcome: outcome) ?? answer.head
-            return .answer(head: head, body: answer.body, url: url, outcome: outcome, codes: codes, rules: effects)
+            var head = effects.editResponse(answer.head, outcome: outcome) ?? answer.head
+            var body = answer.body
+            if !body.isEmpty, let held = effects.holdBody(for: head, outcome: outcome) {
+                if held.append(body) { (head, body) = held.release() } else { _ = held.spill() }
+            }
+            return .answer(head: head, body: body, url: url, outcome: outcome, codes: codes, rules: effects)
         }
         if ruling.block != nil {
             var record = ExchangeSummary(

@@ -14,6 +14,8 @@ public struct RequestRuling: Sendable {
     public var block: BlockKind?
     /// The rules to consult at the response's head (nil when none can act there).
     public var response: ResponseRules?
+    /// The body rules that hold for this request: the relay holds its body whole and applies them at its end.
+    public var bodyEdits: BodyEdits?
     /// The rules that acted so far, in order.
     public var applied: [AppliedRule]
 }
@@ -25,11 +27,13 @@ extension RuleSnapshot {
     public func atRequestHead(
         _ head: HTTPRequestHead, url: String, host: String, port: Int, files: some FileReading = POSIXFileReader()
     ) -> RequestRuling? {
-        guard !atRequestHead.isEmpty || !atResponseHead.isEmpty else { return nil }
+        guard !atRequestHead.isEmpty || !atRequestBody.isEmpty || !atResponseHead.isEmpty || !atResponseBody.isEmpty else {
+            return nil
+        }
         let facts = ExchangeFacts(
             point: .request, host: host, port: port, method: head.method, url: url, path: head.target,
             requestHeaders: head.headers.map { ($0.name, $0.value) })
-        var ruling = RequestRuling(head: head, answer: nil, block: nil, response: nil, applied: [])
+        var ruling = RequestRuling(head: head, answer: nil, block: nil, response: nil, bodyEdits: nil, applied: [])
         // Header rules first, all together (mitmproxy's remove-then-add), so an answering rule sees the new head.
         var modifications: [(HeaderModification, LoadedRule)] = []
         for loaded in atRequestHead where loaded.rule.applies(to: facts) {
@@ -86,9 +90,18 @@ extension RuleSnapshot {
                 continue
             }
         }
-        if ruling.block == nil, !atResponseHead.isEmpty {
-            ruling.response = ResponseRules(facts: facts, candidates: atResponseHead)
+        if ruling.block == nil, !atResponseHead.isEmpty || !atResponseBody.isEmpty {
+            ruling.response = ResponseRules(facts: facts, candidates: atResponseHead, bodyCandidates: atResponseBody)
         }
-        return ruling.applied.isEmpty && ruling.response == nil ? nil : ruling
+        if ruling.answer == nil, ruling.block == nil, !atRequestBody.isEmpty {
+            var rules: [BodyEdits.Rule] = []
+            for loaded in atRequestBody where loaded.rule.applies(to: facts) {
+                if case .modifyBody(let modification) = loaded.action {
+                    rules.append(.init(id: loaded.id, modification: modification))
+                }
+            }
+            if !rules.isEmpty { ruling.bodyEdits = BodyEdits(rules: rules, point: "request-body") }
+        }
+        return ruling.applied.isEmpty && ruling.response == nil && ruling.bodyEdits == nil ? nil : ruling
     }
 }

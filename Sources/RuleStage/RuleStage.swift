@@ -10,7 +10,9 @@ import TrafficRules
 //
 //   connection      before the upstream is contacted      → ConnectionRuling  (fault, block, throttle)
 //   request head    the request head has arrived          → RequestRuling     (answer locally, block, new head)
+//   request body    the request's body ended                → BodyEdits         (new head and body)
 //   response head   the upstream's response head arrived   → ResponseRuling    (new head)
+//   response body   the response's body ended               → BodyEdits         (new head and body)
 //
 // Each point is a pure function of what the exchange has shown so far and gives back what to do, and which rules
 // acted (`AppliedRule`) so the record of the exchange says so. The proxy's layers call the points through the
@@ -20,6 +22,11 @@ import TrafficRules
 // No rules, no cost: a session asks the book's generation (one atomic load) and keeps its snapshot until the book
 // changes (a rules file reloaded, a rule switched in the web view); a snapshot with nothing for a point answers nil
 // at once.
+//
+// The body points need the whole body (a regex may span any two pieces, gzip's trailer is at the end): at the
+// head, `RequestRuling.bodyEdits` (for the request) or `ResponseRules.bodyEdits` (for the response) says which body
+// rules hold for it, and only then does the relay hold the head and body (ProxyCore's `HeldBody`) and ask
+// `BodyEdits.apply` at the body's end.
 
 /// The rules in force, shared by every session: the rules made while running (the web view's), the CLI options'
 /// and the rules file's, each switchable on and off (the web view). Replacing the file's rules (a reload), adding or
@@ -164,6 +171,10 @@ public struct RuleSnapshot: Sendable {
     let atConnection: [LoadedRule]
     let atRequestHead: [LoadedRule]
     let atResponseHead: [LoadedRule]
+    /// Body rules for requests: the relays hold such a request's body whole (`RequestRuling.bodyEdits`).
+    let atRequestBody: [LoadedRule]
+    /// Body rules for responses: the relays hold such a response's body whole (`ResponseRules.bodyEdits`).
+    let atResponseBody: [LoadedRule]
 
     public init(rules: [LoadedRule], generation: Int = 0) {
         self.generation = generation
@@ -171,6 +182,8 @@ public struct RuleSnapshot: Sendable {
         atConnection = rules.filter { $0.rule.points.contains(.connection) }
         atRequestHead = rules.filter { $0.rule.points.contains(.requestHead) }
         atResponseHead = rules.filter { $0.rule.points.contains(.responseHead) }
+        atRequestBody = rules.filter { $0.rule.points.contains(.requestBody) }
+        atResponseBody = rules.filter { $0.rule.points.contains(.responseBody) }
     }
 
     public var isEmpty: Bool { rules.isEmpty }

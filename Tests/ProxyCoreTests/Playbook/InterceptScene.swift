@@ -2,6 +2,7 @@ import ATSPolicy
 import Foundation
 import RuleStage
 import TLSCore
+import TrafficRules
 
 @testable import ProxyCore
 
@@ -18,7 +19,7 @@ struct InterceptScene {
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
          options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror,
-         rules: RuleBook? = nil)
+         rules: [(option: String, value: String)] = [], ruleBodyLimit: Int = BodyEdits.limit)
         throws
     {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")
@@ -30,7 +31,13 @@ struct InterceptScene {
             credentials: nil, minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN, rules: rules)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN,
+            rules: rules.isEmpty ? nil : RuleBook(optionRules: try Self.loadRules(rules)), ruleBodyLimit: ruleBodyLimit)
+    }
+
+    /// Rules given as `run`'s options (`("--modify-body", "/a/b")`), loaded as `run` loads them.
+    static func loadRules(_ options: [(option: String, value: String)]) throws -> [LoadedRule] {
+        try RuleSet.parse(options: options).flatMap { RuleLoader.load($0, relativeTo: "/") }.get()
     }
 
     /// The CONNECT a client sends first.

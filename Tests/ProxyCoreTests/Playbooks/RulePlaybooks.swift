@@ -8,13 +8,6 @@ import TrafficRules
 
 @testable import ProxyCore
 
-/// Rules written as `run`'s options, loaded as `run` loads them (relative paths from `directory`).
-func ruleBook(_ options: [(String, String)], directory: String = "/") throws -> RuleBook {
-    let loaded = try RuleSet.parse(options: options.map { (option: $0.0, value: $0.1) })
-        .flatMap { RuleLoader.load($0, relativeTo: directory) }.get()
-    return RuleBook(optionRules: loaded)
-}
-
 /// The applied rules of a logged exchange, as `id action point` lines.
 private func marks(_ e: ExchangeSummary) -> [String] { e.rules.map { "\($0.id) \($0.action) \($0.point)" } }
 
@@ -28,8 +21,7 @@ struct RulePlaybooks {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Data("{\"user\":\"mock\"}".utf8).write(to: URL(fileURLWithPath: directory + "/user.json"))
-        let scene = try InterceptScene(
-            rules: try ruleBook([("--map-local", "|good\\.test/v1/user|user.json")], directory: directory))
+        let scene = try InterceptScene(rules: [("--map-local", "|good\\.test/v1/user|\(directory)/user.json")])
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb.connects(scene)
         pb.completesHandshakes()
@@ -46,10 +38,10 @@ struct RulePlaybooks {
 
     @Test("Modify headers (h1): the request goes up changed, the response comes back changed, a status: rule only on a 404")
     func modifyHeaders() throws {
-        let scene = try InterceptScene(rules: try ruleBook([
+        let scene = try InterceptScene(rules: [
             ("--modify-headers", "/X-Debug/1"), ("--modify-headers", "/User-Agent/"),
             ("--modify-headers", "/status:404/Retry-After/30"),
-        ]))
+        ])
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb.connects(scene)
         pb.completesHandshakes()
@@ -76,9 +68,9 @@ struct RulePlaybooks {
 
     @Test("An answer rule and a blocked URL (h1): 503 without the origin; then the connection is reset")
     func answerAndBlock() throws {
-        let scene = try InterceptScene(rules: try ruleBook([
+        let scene = try InterceptScene(rules: [
             ("--answer", "|text:/health|503|Retry-After: 30|down"), ("--block-list", "|text:/tracking"),
-        ]))
+        ])
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb.connects(scene)
         pb.completesHandshakes()
@@ -98,16 +90,16 @@ struct RulePlaybooks {
 
 @Suite("Playbooks: the rules stage on the HTTP/2 paths (h2→h1 lanes, h1→h2, h2→h2)")
 struct RuleH2Playbooks {
-    static func rules() throws -> RuleBook {
-        try ruleBook([
+    static func rules() -> [(option: String, value: String)] {
+        [
             ("--answer", "|text:/mock|200|Content-Type: application/json|{\"mock\":true}"),
             ("--modify-headers", "/X-Debug/1"),
-        ])
+        ]
     }
 
     @Test("h2 client, HTTP/1.1 origin: one stream answered locally, the next sent up and answered with the header")
     func h2ToH1() throws {
-        let scene = try InterceptScene(rules: try Self.rules())
+        let scene = try InterceptScene(rules: Self.rules())
         let pb = Playbook(scene.env, client: try scene.client(alpn: ["h2"]), origin: try scene.origin(),
                           now: scene.now)
         pb.connects(scene)
@@ -138,7 +130,7 @@ struct RuleH2Playbooks {
     @Test("HTTP/1.1 client, h2 origin: the request goes up with the header, the response comes back with it")
     func h1ToH2() throws {
         // `--upstream-alpn ios` offers the origin h2 whatever the client spoke, as URLSession does.
-        let scene = try InterceptScene(upstreamALPN: .ios, rules: try Self.rules())
+        let scene = try InterceptScene(upstreamALPN: .ios, rules: Self.rules())
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(alpn: ["h2"]),
                           now: scene.now)
         pb.connects(scene)
@@ -161,7 +153,7 @@ struct RuleH2Playbooks {
 
     @Test("h2 client, h2 origin: a mocked stream and a changed one")
     func h2ToH2() throws {
-        let scene = try InterceptScene(rules: try Self.rules())
+        let scene = try InterceptScene(rules: Self.rules())
         let pb = Playbook(scene.env, client: try scene.client(alpn: ["h2"]), origin: try scene.origin(alpn: ["h2"]),
                           now: scene.now)
         pb.connects(scene)

@@ -1,9 +1,10 @@
 """Usage: python3 origin.py ARGUMENTS (below). Run by the end-to-end tests (Tests/ProxyEndToEndTests).
 
 The tiny Python origin the tests start (HTTP or HTTPS): fixed bodies with their SHA-256, chunked bodies, upload
-checksums, a mid-body reset, and a 101 Upgrade that echoes bytes. Prints `PORT n` once it listens.
+checksums, a mid-body reset, a gzip-encoded text (/gzip/TEXT, /gzip-chunked/TEXT), and a 101 Upgrade that echoes
+bytes. Prints `PORT n` once it listens.
 """
-import hashlib, http.server, os, random, socket, socketserver, ssl, struct, sys, threading
+import gzip, hashlib, http.server, urllib.parse, os, random, socket, socketserver, ssl, struct, sys, threading
 
 # Tiny test origin: prints "PORT n" once listening. argv: [--tls CERT KEY] [--tls10 | --tls12 (at most 1.2)]
 # It listens on 127.0.0.1, a free port, or on $ORIGIN_ADDRESS:$ORIGIN_PORT (an origin in a network namespace).
@@ -46,6 +47,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
                 i += len(piece); step = step * 3 + 1
             self.wfile.write(b"0\r\n\r\n")
+        elif parts[0] in ("gzip", "gzip-chunked"):
+            # TEXT (URL-decoded) gzip-encoded as text/plain, with its length or chunked in two chunks.
+            data = gzip.compress(urllib.parse.unquote("/".join(parts[1:])).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Encoding", "gzip")
+            if parts[0] == "gzip":
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                half = len(data) // 2
+                for piece in (data[:half], data[half:]):
+                    self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                self.wfile.write(b"0\r\n\r\n")
         elif parts[0] == "reset":
             n = int(parts[1])
             self.send_response(200)
