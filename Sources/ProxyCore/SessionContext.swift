@@ -54,6 +54,9 @@ final class SessionContext {
     /// The rules in force as this session last saw them (SessionContext+Rules); renewed when the book's generation
     /// moves.
     var ruleSnapshot: RuleSnapshot?
+    /// A failure a connection-point rule injects, from the CONNECT that matched it to the client's first bytes
+    /// (SessionContext+Faults); nil without one.
+    var injected: InjectedFailure?
 
     init(id: UInt64, environment: ProxyEnvironment, now: @escaping () -> Double) {
         self.id = id
