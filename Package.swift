@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(name: "HTTP1CoreTests", dependencies: ["HTTP1Core", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTP2CoreTests", dependencies: ["HTTP2Core", "HTTP1Core"], swiftSettings: strict),
         .testTarget(
-            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer"],
+            name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer", "RuleStage", "TrafficRules"],
             swiftSettings: strict),
         .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
         .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),

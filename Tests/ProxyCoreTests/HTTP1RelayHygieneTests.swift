@@ -110,7 +110,7 @@ struct HTTP1RelayHygieneTests {
         for target in ["https://other.test/x", "https://h1.test:8443/x", "http://h1.test/x"] {
             let head = HTTPRequestHead(method: "GET", target: target, headers: [("Host", "h1.test")])
             guard case .failure(let refusal)? = InterceptLayer.originForm(of: head, forHost: "h1.test", port: 443),
-                case .answer(let answer, _, _, _, _) = refusal.decision
+                case .answer(let answer, _, _, _, _, _) = refusal.decision
             else {
                 Issue.record("\(target) was not refused")
                 continue

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import RuleStage
 import TLSCore
 
 @testable import ProxyCore
@@ -16,7 +17,8 @@ struct InterceptScene {
     let now: Double
 
     init(host: String = "good.test", mode: ATSMode = .enforce, block: BlockStyle = .tls,
-         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror)
+         options: PolicyOptions = .init(), diagnosticsLevel: Int = 0, upstreamALPN: UpstreamALPN = .mirror,
+         rules: RuleBook? = nil)
         throws
     {
         let authority = try CertificateAuthority.create(commonName: "Playbook CA")
@@ -28,7 +30,7 @@ struct InterceptScene {
             credentials: nil, minter: LeafMinter(authority: authority),
             factsCollector: HandshakeFactsCollector(
                 trust: try TrustEvaluator(useSystemRoots: false, userRoots: [authority.certificate])),
-            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN)
+            diagnosticsLevel: diagnosticsLevel, jsonEvents: false, upstreamALPN: upstreamALPN, rules: rules)
     }
 
     /// The CONNECT a client sends first.
