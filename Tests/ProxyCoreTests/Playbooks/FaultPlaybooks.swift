@@ -159,4 +159,33 @@ struct FaultPlaybooks {
         pb.connects(scene)
         pb.check()
     }
+
+    @Test("--mode transparent: the ClientHello's SNI names the host; offline (no CONNECT to answer) resets at once")
+    func transparentOffline() throws {
+        let scene = try faultScene([("--fault", "good.test=offline")])
+        let session = SessionHarness.session(scene.env)
+        _ = session.startTransparent(destinationAddress: "198.18.5.9", port: 443)
+        let client = try scene.client()
+        _ = client.handshake()
+        let out = session.handle(.clientBytes(client.takeOutput()))
+        #expect(out.connects.isEmpty)
+        #expect(out.toClient.isEmpty)
+        #expect(out.contains(.resetClient))
+        let record = try #require(out.exchanges.first)
+        #expect(record.url == "https://good.test" && record.errors.first?.shortCode == "-1009")
+        #expect(record.note?.contains("no CONNECT to answer (transparent mode)") == true, "\(record.note ?? "")")
+    }
+
+    @Test("--mode transparent: an expired fault is served to the SNI's host, with no upstream connection")
+    func transparentExpired() throws {
+        let scene = try faultScene([("--fault", "good.test=expired")])
+        let session = SessionHarness.session(scene.env)
+        _ = session.startTransparent(destinationAddress: "198.18.5.9", port: 443)
+        let client = try scene.client()
+        _ = client.handshake()
+        let out = session.handle(.clientBytes(client.takeOutput()))
+        #expect(out.connects.isEmpty)
+        #expect(!out.toClient.isEmpty, "the flawed server's hello")
+        #expect(session.interception?.host == "good.test")
+    }
 }
