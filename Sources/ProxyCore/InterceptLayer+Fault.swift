@@ -17,8 +17,9 @@ import TLSCore
 // - Silence (`timeout`): the ClientHello is never answered; the connection ends when the client gives up, or at
 //   `--client-timeout` (the client-handshake deadline), and is recorded then with how long the client waited.
 
-/// What an intercepted connection failed on purpose keeps (see the theory of operation above).
-struct FaultState {
+/// What an intercepted connection failed on purpose keeps (see the theory of operation above). A class, as
+/// MirrorState: a request asks only whether there is one, a pointer test, not a copy of the plan.
+final class FaultState {
     let failure: InjectedFailure
     /// What the client did, in the record's words, once it acted (an alert, a close).
     var refusal: String?
@@ -28,6 +29,10 @@ struct FaultState {
     var logged = false
     /// The proxy's --client-timeout ended a silent connection (not the client).
     var timedOut = false
+
+    init(failure: InjectedFailure) {
+        self.failure = failure
+    }
 }
 
 extension InterceptLayer {
@@ -61,7 +66,7 @@ extension InterceptLayer {
     /// The connection ends: a client that made no request has its one record, saying what it did.
     func faultConnectionEnding(_ ctx: SessionContext) {
         guard let state = fault, !state.logged, state.answered == 0 else { return }
-        fault?.logged = true
+        state.logged = true
         let what: String
         if state.failure.plan == .silence {
             let waited = String(format: "%.1f s", max(0, ctx.now() - started))
