@@ -27,11 +27,21 @@ extension CaptureReader {
     /// How many exchanges the proxy's own set-up site answered (`ExchangeAction.proxySite`), which `observedOrigins`
     /// leaves out; one run when `runID` is given.
     public func proxySiteCount(runID: Int64? = nil) throws(CaptureFileError) -> Int {
+        try count(of: .proxySite, runID: runID)
+    }
+
+    /// How many exchanges a rule failed on purpose (`ExchangeAction.injected`: `--fault`, `--block-list`), which
+    /// `observedOrigins` leaves out; one run when `runID` is given.
+    public func injectedCount(runID: Int64? = nil) throws(CaptureFileError) -> Int {
+        try count(of: .injected, runID: runID)
+    }
+
+    private func count(of action: ExchangeAction, runID: Int64?) throws(CaptureFileError) -> Int {
         try read { db in
             try Int.fetchOne(
                 db,
                 sql: "SELECT count(*) FROM exchanges WHERE action = ?" + (runID == nil ? "" : " AND run_id = ?"),
-                arguments: StatementArguments([ExchangeAction.proxySite.rawValue] + (runID.map { [$0] } ?? []))) ?? 0
+                arguments: StatementArguments([action.rawValue] + (runID.map { [$0] } ?? []))) ?? 0
         }
     }
 

@@ -99,6 +99,12 @@ extension SessionContext {
         _ failure: InjectedFailure, url: String, status: Int?, kind: ExchangeKind, what: String, responseBytes: Int = 0
     ) {
         let duration = max(0, (now() - failure.started) * 1000)
+        trace(.injectedFailure(url: url, rules: failure.applied, what: failure.note(what)))
+        if let error = failure.errors.first {
+            // The app's task fails as the flawed server or network makes it fail.
+            let description = NSErrorDescription(urlError: error.urlError, sslError: error.sslError, failingURL: url)
+            trace(.didFail(totalMilliseconds: duration, error: description))
+        }
         var record: ExchangeSummary
         if kind == .http {
             record = ExchangeSummary(

@@ -77,7 +77,7 @@ struct FaultTests {
         defer { withExtendedLifetime(origin) {} }  // the origin stops when released
         let capture = folder.appendingPathComponent("faults.atscap").path
         // Every faulted host is mapped to the origin too: a fault not applied would reach it and succeed.
-        var arguments = ["--capture", capture, "--client-timeout", "5"] + origin.map("good.test")
+        var arguments = ["--capture", capture, "--client-timeout", "5", "--diagnostics", "1"] + origin.map("good.test")
         arguments += ["--fault", "pinned.test=pin-mismatch"] + origin.map("pinned.test")
         for c in cases {
             arguments += [c.option, c.kind == "reset" && c.option == "--block-list" ? c.host : "\(c.host)=\(c.kind)"]
@@ -151,12 +151,19 @@ struct FaultTests {
         }
         kill(proxy.process.pid, SIGINT)
         #expect(try await proxy.process.waitForExit() == 0)
+        // The trace (--diagnostics) says so too, before the app's failure.
+        let trace = proxy.process.stderr
+        #expect(trace.contains("Injected Failure") && trace.contains("not contacted"), "\(trace.suffix(2000))")
+        #expect(trace.contains("Code=-1009 \"The Internet connection appears to be offline.\""), "\(trace.suffix(2000))")
 
         // The report leaves injected failures out of its findings: only the control host is judged.
         let report = try await runProcess(e2e.binary, ["report", capture, "--format", "json"], in: folder)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
         let hosts = (json["hosts"] as? [[String: Any]] ?? []).compactMap { $0["host"] as? String }
         #expect(hosts == ["good.test"], "\(report.stdout)")
+        let notes = json["notes"] as? [String] ?? []
+        #expect(notes.contains { $0.hasSuffix("failed on purpose by a rule (--fault, --block-list) left out: the failure was injected, not the server's") },
+                "\(notes)")
         let shown = try await runProcess(e2e.binary, ["show", capture, "--json"], in: folder)
         let injected = try shown.stdout.split(separator: "\n").filter { line in
             (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["action"] as? String
