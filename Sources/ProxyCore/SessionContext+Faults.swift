@@ -93,6 +93,16 @@ extension SessionContext {
         closeAll(reset: true)
     }
 
+    /// The connection ends before the client's first bytes after a CONNECT a rule fails (it closed, or sent nothing
+    /// within --client-timeout): its record says so.
+    func logInjectedBeforeHello() {
+        guard let failure = injected, case .sniffing(let host, let port, _) = phase else { return }
+        injected = nil
+        logInjected(
+            failure, url: InterceptLayer.httpsURL(host: host, port: port), status: nil, kind: .refusedHandshake,
+            what: "the client sent no ClientHello after the CONNECT's 200")
+    }
+
     /// One record for a connection a rule failed: the rule in `rules`, the app's error, a note that says it was
     /// injected.
     func logInjected(

@@ -94,6 +94,7 @@ final class SessionContext {
     /// Logs a flawed-leaf refusal the client has acted on, and what a mirrored device did, as the connection ends.
     func logRefusalIfClientRefused() {
         interception?.logRefusalIfClientRefused(self)
+        if injected != nil { logInjectedBeforeHello() }
     }
 
     /// Whether the upstream TCP connection is open (a close is owed to it), in whichever layer holds it.

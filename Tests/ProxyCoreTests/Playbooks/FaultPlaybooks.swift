@@ -188,4 +188,18 @@ struct FaultPlaybooks {
         #expect(!out.toClient.isEmpty, "the flawed server's hello")
         #expect(session.interception?.host == "good.test")
     }
+
+    @Test("A client that sends no ClientHello after the CONNECT's 200 still leaves the injected failure's record")
+    func noHello() throws {
+        let scene = try faultScene([("--fault", "good.test=expired")])
+        let pb = Playbook(scene.env, client: try scene.client(), now: scene.now)
+        pb >> .clientBytes(scene.connect)
+        pb << .startTimer(.requestHead)
+        pb << .sendToClient("HTTP/1.1 200 Connection established\r\n\r\n")
+        pb << .startTimer(.clientHello)
+        pb >> .clientEOF
+        pb << .log(injected("expired", codes: "-1202/-9814", saying: "the client sent no ClientHello"))
+        pb << .closeClient
+        pb.check()
+    }
 }
