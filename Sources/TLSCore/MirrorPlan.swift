@@ -26,6 +26,7 @@ public struct MirrorPlan: Sendable, Hashable {
         /// OpenSSL's name of the one TLS ≤ 1.2 suite served (the upstream's choice).
         public var cipherSuite: String
 
+        /// A protocol set by hand (an injected fault's): `cipherSuite` may be an OpenSSL cipher list.
         public init(minimumVersion: TLSVersion, maximumVersion: TLSVersion, cipherSuite: String) {
             self.minimumVersion = minimumVersion
             self.maximumVersion = maximumVersion
