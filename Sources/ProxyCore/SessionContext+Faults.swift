@@ -1,4 +1,5 @@
 import ATSPolicy
+import HTTP1Core
 import ProxyTrace
 import TLSCore
 
@@ -16,7 +17,11 @@ import TLSCore
 //    answered by a flawed server (an InterceptLayer with no upstream, whose `fault` picks the client leg's
 //    context: InterceptLayer+Fault). Bytes that are not TLS cannot be shown a flawed server: reset, whatever the
 //    kind.
-// 3. Every such connection is one exchange record with the rule in `rules`, a note saying the failure was
+// 3. A plain `http://` request (PlainLayer; each may name another host on one keep-alive connection) is asked by
+//    its URL's host before the request-head rules: reset and block reset reset the connection, offline, dns and
+//    refuse answer 502, timeout answers 504 as the proxy answers a silent server, and the TLS kinds, which have no
+//    TLS to flaw on http://, answer 502 saying so. Requests the layer answered itself (an ATS -1022) stay as they are.
+// 4. Every such connection is one exchange record with the rule in `rules`, a note saying the failure was
 //    injected, the app's error in `errors`, and the action `injected`, which the report leaves out.
 //
 // Nothing here runs without rules: both points are behind `env.rules != nil`.
@@ -101,6 +106,54 @@ extension SessionContext {
         logInjected(
             failure, url: InterceptLayer.httpsURL(host: host, port: port), status: nil, kind: .refusedHandshake,
             what: "the client sent no ClientHello after the CONNECT's 200")
+    }
+
+    /// The connection point for a plain-HTTP request: the layer's decision, or what a fault or block rule for the
+    /// URL's host makes of it (see the theory of operation); nil when the connection was reset.
+    @inline(__always)
+    func faultedPlain(_ decision: consuming RequestDecision) -> RequestDecision? {
+        if env.rules == nil { return decision }
+        return applyPlainFault(decision)
+    }
+
+    private func applyPlainFault(_ decision: consuming RequestDecision) -> RequestDecision? {
+        guard case .forward(let head, let url, _, _, _, _, _) = decision else { return decision }
+        let (host, port) = Self.hostAndPort(ofURL: url)
+        guard var failure = injectedFailure(host: host, port: port) else { return decision }
+        failure.started = now()
+        let status: Int
+        let body: String
+        switch failure.plan {
+        case .reset:
+            trace(.injectedFailure(url: url, rules: failure.applied, what: failure.note("the connection was reset")))
+            var record = ExchangeSummary(
+                method: head.method, url: url, status: nil, httpVersion: "HTTP/1.1", outcome: .notEvaluated,
+                errors: failure.errors, requestBytes: 0, responseBytes: 0, durationMilliseconds: 0,
+                note: failure.note("the connection was reset at the request"))
+            record.rules = failure.applied
+            recordExchange(record)
+            closeAll(reset: true)
+            return nil
+        case .answerConnect(let s):
+            (status, body) = (s, failure.connectAnswerBody(host: host, port: port))
+        case .silence:
+            status = 504
+            body = "ATSProxy: injected failure, not the server's: timeout: the proxy answers as it answers a server "
+                + "that never responds (the app gets this 504 from its HTTP proxy). Rule: "
+                + failure.applied.map(\.summary).joined(separator: "; ") + "\n"
+        case .flawedServer:
+            status = 502
+            body = "ATSProxy: injected failure, not the server's: \(failure.label) flaws a TLS server, and http:// "
+                + "has none; answered 502 instead, the server not contacted. Rule: "
+                + failure.applied.map(\.summary).joined(separator: "; ") + "\n"
+        }
+        trace(.injectedFailure(url: url, rules: failure.applied, what: failure.note("answered \(status)")))
+        var response = HTTPResponseHead(status: status, reason: status == 504 ? "Gateway Timeout" : "Bad Gateway")
+        response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        response.headers.add(name: "X-ATS-Injected-Fault", value: failure.label)
+        return .answer(
+            head: response, body: Array(body.utf8), url: url, outcome: .notEvaluated, codes: failure.errors,
+            rules: ExchangeRules(applied: failure.applied, response: nil))
     }
 
     /// One record for a connection a rule failed: the rule in `rules`, the app's error, a note that says it was

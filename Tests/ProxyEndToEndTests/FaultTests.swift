@@ -79,6 +79,9 @@ struct FaultTests {
         // Every faulted host is mapped to the origin too: a fault not applied would reach it and succeed.
         var arguments = ["--capture", capture, "--client-timeout", "5", "--diagnostics", "1"] + origin.map("good.test")
         arguments += ["--fault", "pinned.test=pin-mismatch"] + origin.map("pinned.test")
+        // A host the policy lets load over http://, so the request reaches the connection point (not a -1022).
+        let plist = e2e.packageRoot.appendingPathComponent("config/media-server.plist").path
+        arguments += ["--plist", plist, "--fault", "media-server.example.com=offline"] + origin.map("media-server.example.com")
         for c in cases {
             arguments += [c.option, c.kind == "reset" && c.option == "--block-list" ? c.host : "\(c.host)=\(c.kind)"]
             arguments += origin.map(c.host)
@@ -113,6 +116,10 @@ struct FaultTests {
                         "\(r.headerText)")
             }
         }
+
+        // A plain http:// request is failed by its host too, without contacting the origin.
+        let plain = try await viaProxy(["http://media-server.example.com/bytes/10"])
+        #expect(plain.status == 502 && plain.header("X-ATS-Injected-Fault") == "offline", "\(plain.headerText)")
 
         // A lax client meets the flawed server itself: TLS 1.0 with a suite of its time, static RSA key exchange.
         let lax10 = try await sClient("tls10.test", ["-tls1", "-cipher", "DEFAULT@SECLEVEL=0"])

@@ -9,10 +9,10 @@ import TrafficRules
 @testable import ProxyCore
 
 /// A scene whose rules are the given options (`--fault good.test=expired`), read as `run` reads them.
-private func faultScene(_ options: [(String, String)]) throws -> InterceptScene {
+private func faultScene(_ options: [(String, String)], mode: ATSMode = .enforce) throws -> InterceptScene {
     let loaded = try RuleSet.parse(options: options.map { (option: $0.0, value: $0.1) })
         .flatMap { RuleLoader.load($0, relativeTo: "/") }.get()
-    return try InterceptScene(rules: RuleBook(optionRules: loaded))
+    return try InterceptScene(mode: mode, rules: RuleBook(optionRules: loaded))
 }
 
 /// The record of a connection a rule failed: the rule, the injected note, the app's error, no upstream.
@@ -201,5 +201,38 @@ struct FaultPlaybooks {
         pb << .log(injected("expired", codes: "-1202/-9814", saying: "the client sent no ClientHello"))
         pb << .closeClient
         pb.check()
+    }
+
+    @Test("Plain http:// requests meet the connection point too: each by its URL's host, no upstream contacted",
+          arguments: [
+            ("--fault", "good.test=offline", "HTTP/1.1 502 Bad Gateway\r\n", "-1009"),
+            ("--fault", "good.test=timeout", "HTTP/1.1 504 Gateway Timeout\r\n", "-1001"),
+            ("--fault", "good.test=expired", "HTTP/1.1 502 Bad Gateway\r\n", "-1202/-9814"),
+            ("--block-list", "good.test=refuse", "HTTP/1.1 502 Bad Gateway\r\n", "-1004"),
+          ])
+    func plain(_ option: String, _ value: String, _ statusLine: String, _ code: String) throws {
+        // --ats annotate: the layer forwards cleartext (with a -1022 annotation), so the rule decides.
+        let scene = try faultScene([(option, value)], mode: .annotate)
+        let session = SessionHarness.session(scene.env)
+        let out = session.handle(.clientBytes(Array("GET http://good.test/x HTTP/1.1\r\nHost: good.test\r\n\r\n".utf8)))
+        #expect(out.connects.isEmpty)
+        #expect(out.clientText.hasPrefix(statusLine), "\(out.clientText)")
+        #expect(out.clientText.contains("X-ATS-Injected-Fault: "), "\(out.clientText)")
+        let record = try #require(out.exchanges.first)
+        #expect(record.url == "http://good.test/x" && record.rules.first?.action == (option == "--fault" ? "fault" : "block"))
+        #expect(record.errors.first?.shortCode == code)
+        // Another host on the same connection is forwarded as usual.
+        let other = session.handle(.clientBytes(Array("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n".utf8)))
+        #expect(other.connects.map(\.0) == ["other.test"])
+    }
+
+    @Test("Plain http:// with --fault reset or a host block: the connection is reset, the request recorded")
+    func plainReset() throws {
+        let scene = try faultScene([("--block-list", "good.test")], mode: .annotate)
+        let session = SessionHarness.session(scene.env)
+        let out = session.handle(.clientBytes(Array("GET http://good.test/x HTTP/1.1\r\nHost: good.test\r\n\r\n".utf8)))
+        #expect(out.connects.isEmpty)
+        #expect(out.contains(.resetClient))
+        #expect(out.exchanges.first?.errors.first?.shortCode == "-1005")
     }
 }
