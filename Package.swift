@@ -76,7 +76,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "RuleStage", "TrafficActions"],
+            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "RuleStage", "TrafficActions", "TrafficRules"],
             swiftSettings: strict),
 
         // Edges: files and sockets.

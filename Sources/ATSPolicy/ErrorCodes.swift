@@ -177,5 +177,6 @@ public struct URLErrorCode: Sendable, Hashable, Codable, CustomStringConvertible
         (-1003, "NSURLErrorCannotFindHost", "A server with the specified hostname could not be found."),
         (-1004, "NSURLErrorCannotConnectToHost", "Could not connect to the server."),
         (-1005, "NSURLErrorNetworkConnectionLost", "The network connection was lost."),
+        (-1009, "NSURLErrorNotConnectedToInternet", "The Internet connection appears to be offline."),
     ]
 }

@@ -36,9 +36,10 @@ public struct ObservationLog: Sendable {
     }
 
     /// Adds one finished exchange as the proxy records it (with its connection: the sinks that keep traffic get it).
-    /// The proxy's own set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is not added.
+    /// The proxy's own set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is not added; nor is a
+    /// failure a rule injected (a fault or block rule acted, `ExchangeAction.injected`): the server never had a say.
     public mutating func add(_ exchange: ExchangeSummary) {
-        guard exchange.action != .proxySite else { return }
+        guard exchange.action != .proxySite, !Self.isInjected(exchange) else { return }
         let carriage: Observation.Carriage =
             exchange.outcome == .failed
             ? .unreachable : exchange.action == .tunnelled || exchange.kind == .tunnel ? .tunnelled : .observed
@@ -46,5 +47,11 @@ public struct ObservationLog: Sendable {
             Observation(
                 url: exchange.url, handshake: exchange.connection?.upstreamHandshake, exchanges: 1,
                 carriage: carriage))
+    }
+
+    /// Whether a fault or block rule failed the exchange on purpose (whatever its action says: a record without
+    /// the connection's facts has none).
+    static func isInjected(_ exchange: ExchangeSummary) -> Bool {
+        exchange.action == .injected || exchange.rules.contains { $0.action == "fault" || $0.action == "block" }
     }
 }

@@ -100,6 +100,7 @@ public struct ExchangeText {
         case .refused: "refused it before any upstream was involved"
         case .proxySite: "answered it with its own set-up site (not the app's traffic)"
         case .failed: "could not reach the upstream"
+        case .injected: "failed it on purpose, as a rule asked (an injected failure, not the server's)"
         }
     }
 

@@ -27,17 +27,28 @@ extension CaptureReader {
     /// How many exchanges the proxy's own set-up site answered (`ExchangeAction.proxySite`), which `observedOrigins`
     /// leaves out; one run when `runID` is given.
     public func proxySiteCount(runID: Int64? = nil) throws(CaptureFileError) -> Int {
+        try count(of: .proxySite, runID: runID)
+    }
+
+    /// How many exchanges a rule failed on purpose (`ExchangeAction.injected`: `--fault`, `--block-list`), which
+    /// `observedOrigins` leaves out; one run when `runID` is given.
+    public func injectedCount(runID: Int64? = nil) throws(CaptureFileError) -> Int {
+        try count(of: .injected, runID: runID)
+    }
+
+    private func count(of action: ExchangeAction, runID: Int64?) throws(CaptureFileError) -> Int {
         try read { db in
             try Int.fetchOne(
                 db,
                 sql: "SELECT count(*) FROM exchanges WHERE action = ?" + (runID == nil ? "" : " AND run_id = ?"),
-                arguments: StatementArguments([ExchangeAction.proxySite.rawValue] + (runID.map { [$0] } ?? []))) ?? 0
+                arguments: StatementArguments([action.rawValue] + (runID.map { [$0] } ?? []))) ?? 0
         }
     }
 
     /// Every origin the capture saw, with each distinct upstream handshake and how many exchanges used it. Grouped in
     /// SQL, so a million exchanges come back as a few rows per server; one run when `runID` is given. The proxy's own
-    /// set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is left out.
+    /// set-up site (`ExchangeAction.proxySite`) is not the app's traffic and is left out, and so are failures a rule
+    /// injected (`ExchangeAction.injected`).
     public func observedOrigins(runID: Int64? = nil) throws(CaptureFileError) -> [CapturedOrigin] {
         // The origin is the URL up to the first "/" after "://" (the whole URL when it has no scheme).
         let rest = "substr(e.url, instr(e.url, '://') + 3)"
@@ -47,7 +58,9 @@ extension CaptureReader {
                 + CASE WHEN instr(\(rest), '/') = 0 THEN length(\(rest)) ELSE instr(\(rest), '/') - 1 END)
             END
             """
-        let own = "(e.action IS NULL OR e.action != '\(ExchangeAction.proxySite.rawValue)')"
+        // Failures a rule injected are the proxy's doing, not the server's: no finding about the policy.
+        let own = "(e.action IS NULL OR e.action NOT IN ('\(ExchangeAction.proxySite.rawValue)', "
+            + "'\(ExchangeAction.injected.rawValue)'))"
         let filter = runID == nil ? " WHERE \(own)" : " WHERE e.run_id = ? AND \(own)"
         // Facts are grouped without their time (SQLite's JSON functions), so a capture of many short connections
         // to one server comes back as one row, not one per connection.

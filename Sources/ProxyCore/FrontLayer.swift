@@ -119,6 +119,10 @@ extension FrontLayer {
     /// After a CONNECT: a raw tunnel for hosts that must not be intercepted, else the 200 and sniffing.
     private func connect(_ ctx: SessionContext, host: String, port: Int, leftover: [UInt8]) {
         let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+        // A rule that fails the connection on purpose acts before anything could contact the upstream.
+        if ctx.env.rules != nil, ctx.injectAtConnect(host: host, port: port, leftover: leftover, established: established) {
+            return
+        }
         if ctx.tunnelWithoutInterception(host: host, port: port, pending: leftover, established: established) { return }
         ctx.commands.append(.sendToClient(established))
         ctx.startClientHelloDeadline()

@@ -78,6 +78,7 @@ extension InterceptLayer {
     /// connection ends.
     func logRefusalIfClientRefused(_ ctx: SessionContext) {
         mirrorConnectionEnding(ctx)
+        if fault != nil { faultConnectionEnding(ctx) }
         guard block.refusalToLog else { return }
         block.refusalToLog = false
         if block.fallback == nil { logBlockedConnection(ctx) }

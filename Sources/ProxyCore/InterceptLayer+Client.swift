@@ -101,11 +101,11 @@ extension InterceptLayer {
             // ALPN mirroring: the upstream's choice when the client offered it, else what the client can speak
             // (the relay translates). Blocked connections and the set-up site have no upstream: HTTP/1.1 unless the
             // client offered h2 alone.
-            let preference = block.answer == nil && localSite == nil
+            let preference = block.answer == nil && localSite == nil && fault == nil
                 ? UpstreamALPN.clientAnswer(clientOffer: hello.alpnProtocols, upstreamChoice: upstream.alpn)
                 : UpstreamALPN.clientAnswer(clientOffer: hello.alpnProtocols, upstreamChoice: "http/1.1")
             let context: TLSContext
-            if let plan = mirror?.plan, !plan.isHealthy {
+            if let plan = mirror?.plan ?? fault?.failure.serverPlan, !plan.isHealthy {
                 context = try mirrorContext(ctx, plan: plan)
             } else {
                 context = try serverContext(ctx, leaf: leaf)
@@ -145,7 +145,8 @@ extension InterceptLayer {
         client.engine?.feedEndOfInput()
         switch stage {
         case .clientHandshake:
-            stepClientHandshake(ctx)
+            // A ClientHello held unanswered on purpose (an injected timeout) has no engine to tell the end.
+            if client.engine == nil { ctx.closeAll() } else { stepClientHandshake(ctx) }
         case .relaying:
             readClient(ctx)
             if raw {
@@ -188,6 +189,12 @@ extension InterceptLayer {
             ctx.closeAll()
             return
         }
+        if fault != nil {
+            // The client refused the flawed server a rule showed it: the expected outcome, recorded as it ends.
+            fault?.refusal = Self.refusal(error).0
+            ctx.closeAll()
+            return
+        }
         if mirror != nil {
             // The device refused what it was shown: its verdict, not a fault of the proxy's CA.
             mirrorDeviceRefused(ctx, error)
@@ -221,6 +228,12 @@ extension InterceptLayer {
     func clientHandshakeDeadlinePassed(_ ctx: SessionContext) {
         guard stage == .clientHandshake else { return }
         stage = .failed
+        if fault != nil {
+            // An injected timeout running its course: the record says so.
+            fault?.timedOut = true
+            ctx.closeAll()
+            return
+        }
         ctx.notice("\(host):\(port): the client's TLS handshake did not finish within \(ctx.env.timeouts.client); "
             + "closing (--client-timeout)")
         ctx.closeAll()

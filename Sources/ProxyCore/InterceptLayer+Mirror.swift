@@ -43,7 +43,9 @@ extension InterceptLayer {
     /// The client is served a flawed leaf or a weak protocol on purpose (`--block tls`, or `--ats mirror` copying
     /// the upstream's weaknesses): its refusal says nothing about whether it trusts the proxy's CA, so
     /// auto-passthrough does not count it.
-    var servesWeaknessOnPurpose: Bool { block.flawedLeaf != nil || mirror?.plan.isHealthy == false }
+    var servesWeaknessOnPurpose: Bool {
+        block.flawedLeaf != nil || mirror?.plan.isHealthy == false || fault != nil
+    }
 
     /// Makes the plan for the client leg from the upstream handshake's facts (see the theory of operation).
     func prepareMirror(_ ctx: SessionContext, _ facts: HandshakeFacts, _ engine: TLSEngine) {

@@ -117,12 +117,14 @@ extension InterceptLayer {
         let url = self.url + (head.target.hasPrefix("/") ? head.target : "/" + head.target)
         // The app would speak to the server directly: the trace shows the upstream's protocol when the proxy
         // translates, and the client's when there is no upstream (block answers).
-        let protocolName = block.answer == nil && localSite == nil ? upstream.alpn : client.engine?.negotiated?.alpn
+        let protocolName = block.answer == nil && localSite == nil && fault == nil
+            ? upstream.alpn : client.engine?.negotiated?.alpn
         let version = protocolName == "h2" ? "HTTP/2.0" : "HTTP/1.1"
         if let site = localSite {
             return ctx.localSiteDecision(
                 site, host: nil, port: port, head: head, path: head.target, url: url, secure: true)
         }
+        if fault != nil, let answer = injectedAnswer(ctx, url: url) { return answer }
         let codes = violations.map(ExchangeError.init)
         if var answer = block.answer {
             // A completed handshake does not tell: curl checks the host name only after it. A request does.

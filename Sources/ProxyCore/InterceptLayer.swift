@@ -32,7 +32,8 @@ import TLSCore
 // upstream handshake and its verdict), InterceptLayer+Block (BlockState; `--block tls`/`--block http`),
 // InterceptLayer+Client (ClientLeg; the client's handshake), InterceptLayer+Relaying (the relay and the TLS records
 // each way), InterceptLayer+Lanes (the extra upstream connections of an h2 client relayed to an HTTP/1.1 origin),
-// InterceptLayer+Mirror (`--ats mirror`). Interception starts in SessionContext+Transitions.
+// InterceptLayer+Mirror (`--ats mirror`), InterceptLayer+Fault (a failure a rule injects). Interception starts in
+// SessionContext+Transitions.
 
 /// An intercepted CONNECT: the client's TLS leg, the upstream's TLS leg and the relay between them.
 final class InterceptLayer: RelayingLayer {
@@ -71,6 +72,8 @@ final class InterceptLayer: RelayingLayer {
     var localSite: (any LocalSite)?
     /// `--ats mirror`: the plan the client leg is served with and, once its handshake ended, what the device did.
     var mirror: MirrorState?
+    /// A rule fails this connection on purpose: no upstream, a flawed server or silence (InterceptLayer+Fault).
+    var fault: FaultState?
     /// Extra upstream connections (lanes) of an H2ToH1Relay, each with its own TLS client.
     var lanes: [UpstreamLane: LaneTLS] = [:]
     /// The TLS of both legs, for the exchange records (SessionContext+Record).

@@ -182,7 +182,10 @@ extension PlainLayer {
         var answered = false
         while !ctx.isDone, case .plain(let current) = ctx.phase, current === self, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
-            guard let decision = ctx.ruled(decide(ctx, ctx.absoluteForm(request.head)), request: request.head) else { break }
+            // The connection point (a fault or block rule for the URL's host), then the request head's rules.
+            guard let faulted = ctx.faultedPlain(decide(ctx, ctx.absoluteForm(request.head))),
+                let decision = ctx.ruled(faulted, request: request.head)
+            else { break }
             var next = relay.resolve(request.id, decision)
             if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
             applyStep(ctx, consume next)

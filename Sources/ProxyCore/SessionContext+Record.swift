@@ -85,8 +85,14 @@ extension SessionContext {
         }
         // One copy of the record's boxed extras for all three.
         let bySite = proxySite || i?.localSite != nil || plainDecision.proxySite
-        record.setRecord(connection: connection, action: bySite ? .proxySite : action(of: exchange), detail: detail)
+        let action = bySite ? .proxySite : Self.isInjected(exchange) ? .injected : action(of: exchange)
+        record.setRecord(connection: connection, action: action, detail: detail)
         return record
+    }
+
+    /// A fault or block rule failed the exchange on purpose (at the connection or the request head).
+    static func isInjected(_ exchange: ExchangeSummary) -> Bool {
+        exchange.rules.contains { $0.action == "fault" || $0.action == "block" }
     }
 
     private func action(of exchange: ExchangeSummary) -> ExchangeAction {

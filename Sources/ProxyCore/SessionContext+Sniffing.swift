@@ -28,6 +28,10 @@ extension SessionContext {
             return
         }
         guard isTLS else {
+            if injected != nil {
+                injectWithoutTLS(host: host, port: port)
+                return
+            }
             if transparentDestination != nil {
                 if sniffTransparentCleartext(host: host, port: port, buffer: buffer) { return }
                 notice("\(host):\(port): the client speaks neither TLS nor HTTP; relaying the bytes as a plain tunnel",
@@ -49,6 +53,9 @@ extension SessionContext {
         do {
             guard let hello = try ClientHelloParser.parse(buffer) else {
                 phase = .sniffing(host: host, port: port, buffer: buffer)
+                return
+            }
+            if env.rules != nil, injectAtClientHello(connectHost: host, port: port, hello: hello, helloBytes: buffer) {
                 return
             }
             if transparentDestination != nil,

@@ -54,6 +54,9 @@ final class SessionContext {
     /// The rules in force as this session last saw them (SessionContext+Rules); renewed when the book's generation
     /// moves.
     var ruleSnapshot: RuleSnapshot?
+    /// A failure a connection-point rule injects, from the CONNECT that matched it to the client's first bytes
+    /// (SessionContext+Faults); nil without one.
+    var injected: InjectedFailure?
 
     init(id: UInt64, environment: ProxyEnvironment, now: @escaping () -> Double) {
         self.id = id
@@ -91,6 +94,7 @@ final class SessionContext {
     /// Logs a flawed-leaf refusal the client has acted on, and what a mirrored device did, as the connection ends.
     func logRefusalIfClientRefused() {
         interception?.logRefusalIfClientRefused(self)
+        if injected != nil { logInjectedBeforeHello() }
     }
 
     /// Whether the upstream TCP connection is open (a close is owed to it), in whichever layer holds it.

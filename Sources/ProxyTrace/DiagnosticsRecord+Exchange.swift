@@ -139,6 +139,15 @@ extension DiagnosticsRecord {
             fields: [.init("Request", "<CFURLRequest> {url = \(url)}"), .init("Error", error.description)])
     }
 
+    /// A failure a rule injected on purpose (`--fault`, `--block-list`): which rules, and what the client was
+    /// shown, so the records that follow are never read as the server's.
+    public static func injectedFailure(url: String, rules: [AppliedRule], what: String) -> Self {
+        DiagnosticsRecord(
+            title: "Injected Failure",
+            fields: [.init("URL", url), .init("Rule", rules.map(\.summary).joined(separator: "; ")),
+                     .init("What", what), .init("Upstream", "not contacted")])
+    }
+
     public static func didFinish(totalMilliseconds: Double, totalBytes: Int) -> Self {
         DiagnosticsRecord(
             title: "Did Finish",

@@ -163,6 +163,9 @@ public enum ExchangeAction: String, Sendable, Equatable, Codable {
     /// Answered by the proxy's own set-up site (`http://atsproxy.invalid/`, the proxy's own address, the trust
     /// check): the proxy's pages, not the app's traffic, so the report and the hosts summary leave it out.
     case proxySite
+    /// Failed on purpose by a rule (issue 33's `--fault` and `--block-list`, a status fault or a blocked URL): the
+    /// failure is the proxy's, not the server's, so the report leaves it out as it leaves out the set-up site.
+    case injected
 }
 
 /// The connection an exchange belongs to, and the ATS verdict that applied to it.

@@ -27,12 +27,16 @@ public struct LeafOptions: Sendable, Hashable {
     /// An extendedKeyUsage to write instead (OIDs, e.g. clientAuth's `1.3.6.1.5.5.7.3.2`): mirror mode copies an
     /// upstream leaf whose EKU leaves serverAuth out. nil: serverAuth or none, by `includeServerAuthEKU`.
     public var extendedKeyUsageOIDs: [String]?
+    /// A key of the leaf's own instead of the one shared by every leaf of its kind: an injected `pin-mismatch`
+    /// fault serves a valid leaf whose key no app can have pinned (not even the proxy's usual leaf key).
+    public var freshKey: Bool
 
     public init(
         keyKind: PrivateKey.Kind = .p256, digest: SignatureDigest = .sha256, issuer: Issuer = .authority,
         notBefore: Date? = nil, notAfter: Date? = nil, subjectAlternativeNames: [String]? = nil,
-        includeServerAuthEKU: Bool = true, extendedKeyUsageOIDs: [String]? = nil
+        includeServerAuthEKU: Bool = true, extendedKeyUsageOIDs: [String]? = nil, freshKey: Bool = false
     ) {
+        self.freshKey = freshKey
         self.keyKind = keyKind
         self.digest = digest
         self.issuer = issuer
@@ -62,10 +66,12 @@ public struct LeafOptions: Sendable, Hashable {
     public static let weakRSA = LeafOptions(keyKind: .rsa(bits: 1024))
     public static let untrusted = LeafOptions(issuer: .untrustedAuthority)
     public static let selfSigned = LeafOptions(issuer: .selfSigned)
+    /// A valid leaf from the proxy CA with a key of its own (the `pin-mismatch` fault).
+    public static let freshlyKeyed = LeafOptions(freshKey: true)
 
     public var isStandard: Bool {
         digest == .sha256 && issuer == .authority && notBefore == nil && notAfter == nil
-            && subjectAlternativeNames == nil && includeServerAuthEKU && extendedKeyUsageOIDs == nil
+            && subjectAlternativeNames == nil && includeServerAuthEKU && extendedKeyUsageOIDs == nil && !freshKey
     }
 }
 
@@ -176,7 +182,8 @@ public final class LeafMinter: Sendable {
     private func mint(_ host: HostKind, options: LeafOptions, now: Date) throws(OpenSSLError)
         -> TLSConfiguration.ServerIdentity
     {
-        let key = try leafKey(options.keyKind)
+        // A fresh key is minted once per host and options: the leaf is cached, so the same host keeps it.
+        let key = options.freshKey ? try PrivateKey.generate(options.keyKind) : try leafKey(options.keyKind)
         let signer: CertificateAuthority?
         switch options.issuer {
         case .authority: signer = authority

@@ -25,6 +25,13 @@ public struct MirrorPlan: Sendable, Hashable {
         public var maximumVersion: TLSVersion
         /// OpenSSL's name of the one TLS ≤ 1.2 suite served (the upstream's choice).
         public var cipherSuite: String
+
+        /// A protocol set by hand (an injected fault's): `cipherSuite` may be an OpenSSL cipher list.
+        public init(minimumVersion: TLSVersion, maximumVersion: TLSVersion, cipherSuite: String) {
+            self.minimumVersion = minimumVersion
+            self.maximumVersion = maximumVersion
+            self.cipherSuite = cipherSuite
+        }
     }
 
     /// nil: the proxy's own protocol settings (today's defaults).
@@ -165,6 +172,16 @@ public struct MirrorPlan: Sendable, Hashable {
             leaf = options
             weaknesses += leafFlaws.map { "leaf \($0)" }
         }
+    }
+
+    /// A plan made on purpose rather than copied from an upstream: an injected fault (issue 33's `--fault`) shows the
+    /// device a flawed server through the same client-leg machinery mirror mode uses.
+    public init(injecting protocolMirror: ProtocolMirror?, leaf: LeafOptions, weaknesses: [String]) {
+        self.protocolMirror = protocolMirror
+        self.leaf = leaf
+        self.weaknesses = weaknesses
+        notReproduced = []
+        upstreamVersion = nil
     }
 
     /// A plan that changes nothing: the proxy's own TLS and leaf.

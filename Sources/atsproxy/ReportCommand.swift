@@ -72,6 +72,7 @@ struct ReportCommand: ParsableCommand {
         let log: ObservationLog
         let mirrorVerdicts: [CapturedMirrorVerdict]
         let proxySite: Int
+        let injected: Int
         try store.check(location: file, command: "report")
         let shown: String
         do {
@@ -88,6 +89,7 @@ struct ReportCommand: ParsableCommand {
             log = try ObservationLog(reading: reader, runID: runID)
             mirrorVerdicts = try reader.mirrorVerdicts(runID: runID)
             proxySite = try reader.proxySiteCount(runID: runID)
+            injected = try reader.injectedCount(runID: runID)
         } catch let error as CaptureFileError {
             throw failure("atsproxy report: \(error)", status: 2)
         }
@@ -117,6 +119,11 @@ struct ReportCommand: ParsableCommand {
             notes.append(
                 "\(proxySite) exchange\(proxySite == 1 ? "" : "s") with the proxy's own set-up site left out: not the "
                     + "app's traffic")
+        }
+        if injected > 0 {
+            notes.append(
+                "\(injected) exchange\(injected == 1 ? "" : "s") failed on purpose by a rule (--fault, --block-list) "
+                    + "left out: the failure was injected, not the server's")
         }
         if log.observations.isEmpty {
             notes.append("the capture holds no exchanges\(proxySite > 0 ? " of the app's" : ""): nothing to judge")

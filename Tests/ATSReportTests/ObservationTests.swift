@@ -21,6 +21,41 @@ struct ObservationTests {
         #expect(log.observations.map(\.url) == ["http://a.test/"])
     }
 
+    @Test("A failure a rule injected (a fault or block rule acted) is not an observation, live or from a capture")
+    func injectedIsNotObserved() throws {
+        func record(_ url: String, rule: String?, action: ExchangeAction?) -> ExchangeSummary {
+            var e = ExchangeSummary(
+                method: "CONNECT", url: url, status: nil, kind: .refusedHandshake, outcome: .notEvaluated,
+                errors: [ExchangeError(urlError: .serverCertificateUntrusted, sslError: SSLErrorCode(-9814))],
+                requestBytes: 0, responseBytes: 0, durationMilliseconds: 1, note: "injected by a rule")
+            if let rule { e.rules = [AppliedRule(id: "--fault #1", action: rule, point: "connection", note: "expired (injected)")] }
+            if let action { e.action = action }
+            return e
+        }
+        var live = ObservationLog()
+        live.add(record("https://expired.test", rule: "fault", action: nil))
+        live.add(record("https://blocked.test", rule: "block", action: nil))
+        live.add(record("https://throttled.test", rule: "throttle", action: nil))
+        #expect(live.observations.map(\.url) == ["https://throttled.test"])
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("report-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer {
+            do { try FileManager.default.removeItem(at: folder) } catch { Issue.record("cleanup: \(error)") }
+        }
+        let path = folder.appendingPathComponent("c.atscap").path
+        let writer = try CaptureWriter.open(
+            path: path, run: CaptureRunInfo(started: 1, atsproxyVersion: "t", bodyLimit: 0, settings: ["ios": "17"]))
+        var injected = record("https://expired.test", rule: "fault", action: .injected)
+        injected.connection = ConnectionRecord(connectionID: 1)
+        var app = record("https://app.test", rule: nil, action: .blockedHandshake)
+        app.connection = ConnectionRecord(connectionID: 2)
+        try writer.write([.exchange(injected), .exchange(app)])
+        try writer.close(ended: 2)
+        let captured = try ObservationLog(reading: try CaptureReader(path: path))
+        #expect(captured.observations.map(\.url) == ["https://app.test"])
+    }
+
     @Test("Connections to the same server fold into one observation; the later facts' time is kept")
     func folding() {
         var log = ObservationLog()
