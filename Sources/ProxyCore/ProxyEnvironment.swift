@@ -58,6 +58,8 @@ public final class ProxyEnvironment: Sendable {
     public let rules: RuleBook?
     /// How much of a response body a body rule holds before it lets the body go on unchanged (`HeldBody`).
     public let ruleBodyLimit: Int
+    /// The exchanges breakpoints hold now (issue 34), where the web view lists and releases them.
+    public let holds = HoldRegistry()
     /// How map local and answers read their files.
     let ruleFiles: any FileReading = POSIXFileReader()
     let contexts = TLSContextCache()
