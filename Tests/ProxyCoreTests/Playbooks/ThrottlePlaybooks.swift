@@ -100,7 +100,7 @@ struct ThrottlePlaybooks {
 
     @Test("An intercepted connection is throttled by its SNI's host pattern, before the upstream is contacted")
     func interceptedBySNI() throws {
-        let scene = try InterceptScene(rules: try throttleBook("Edge@*.good.test", "LTE@good.test"))
+        let scene = try InterceptScene(rules: try throttleBook("Edge@other.test", "LTE@*.good.test"))
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb >> .clientBytes(scene.connect)
         pb << .startTimer(.requestHead)
