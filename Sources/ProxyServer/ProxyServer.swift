@@ -227,7 +227,8 @@ final class ClientSide: ConnectionHandler {
         for timer in timers.values { loop.cancelTimer(timer) }
         timers = [:]
         if let throttle {
-            for leg in throttle.allLegs { if let timer = leg.timer { loop.cancelTimer(timer) } }
+            // Records held for bytes that will never go out are written now.
+            for leg in throttle.allLegs { retire(leg, into: nil) }
             self.throttle = nil
         }
     }
@@ -417,6 +418,9 @@ final class ClientSide: ConnectionHandler {
                 }
             case .throttle(let order):
                 if throttle == nil { throttle = ThrottledConnection(order) }
+            case .log(let entry) where throttle?.client.isEmpty == false && ShapedLeg.waitsForBytes(entry):
+                // The exchange ended when its last byte went out through the throttle, not when it was queued.
+                throttle?.client.endings.append(.log(entry, queuedAt: monotonicNanoseconds()))
             case .log(.diagnostics(var record)):
                 // Filed under its connection for sinks that keep records per connection (a capture).
                 record.connectionID = sessionID
@@ -481,14 +485,16 @@ final class ClientSide: ConnectionHandler {
     }
 
     /// Carries out the endings a leg held back until its bytes were written.
-    private func end(_ leg: ShapedLeg, _ connection: Connection) {
+    private func end(_ leg: ShapedLeg, _ connection: Connection?) {
         let endings = leg.endings
         leg.endings = []
         for ending in endings {
             switch ending {
-            case .shutdownWrite: connection.shutdownWrite()
-            case .close: connection.close()
-            case .reset: connection.reset()
+            case .shutdownWrite: connection?.shutdownWrite()
+            case .close: connection?.close()
+            case .reset: connection?.reset()
+            case .log(let entry, let queuedAt):
+                server.sink.write(ShapedLeg.delayed(entry, by: monotonicNanoseconds() &- queuedAt))
             }
         }
     }
@@ -499,7 +505,7 @@ final class ClientSide: ConnectionHandler {
         if let timer = leg.timer { loop.cancelTimer(timer) }
         leg.timer = nil
         leg.flush(into: connection)
-        if let connection { end(leg, connection) }
+        end(leg, connection)
     }
 
     /// Runs `connect` after the throttle's DNS delay (at once without one); never at 100% loss, where the app
@@ -525,6 +531,7 @@ final class ClientSide: ConnectionHandler {
     // MARK: Lanes
 
     private func connectLane(_ lane: UpstreamLane, address: String, port: Int) {
+        guard throttle != nil else { return resolveAndConnectLane(lane, address: address, port: port) }
         afterThrottleDelay({ true }) { [self] in resolveAndConnectLane(lane, address: address, port: port) }
     }
 
@@ -571,6 +578,7 @@ final class ClientSide: ConnectionHandler {
         upstreamGeneration += 1
         let generation = upstreamGeneration
         session.upstreamAddress = nil
+        guard throttle != nil else { return resolveAndConnect(address: address, port: port, generation: generation) }
         afterThrottleDelay({ [weak self] in self?.upstreamGeneration == generation }) { [self] in
             resolveAndConnect(address: address, port: port, generation: generation)
         }

@@ -1,5 +1,6 @@
 import ProxyCore
 import ProxyEventLoop
+import ProxyTrace
 import Throttle
 
 // Theory of operation: a throttled connection's writes (ProxyCommand.throttle), on the event loop.
@@ -17,7 +18,8 @@ import Throttle
 //   writability event pumps it again.
 // - Backpressure: a leg holding more than the loop's high-water mark counts as a full write buffer (the other
 //   side's reading pauses until it drains below the low-water mark), so a slow link slows the server, as TCP would.
-// - A FIN, close or reset the session asks for waits until the bytes queued before it are written.
+// - A FIN, close or reset the session asks for waits until the bytes queued before it are written; so does an
+//   exchange's record, whose duration and end then count the wait (the app waited that long too).
 // - The connection's legs draw from one `SharedLink`: the rule's own when it covers the whole proxy (every throttled
 //   connection then shares its bandwidth), else one made for this connection (its upstream and lanes share it).
 // - The DNS delay waits before each upstream (or lane) connect; with 100% loss nothing is connected or released,
@@ -25,11 +27,13 @@ import Throttle
 
 /// One leg's shaped writes: the bytes waiting for the shaper, and what to do once they are all out.
 final class ShapedLeg {
-    /// A connection ending asked for while bytes were still queued.
+    /// What waits for the bytes queued before it: a connection ending, or an exchange's record (written once its
+    /// last byte went out, its duration counting the wait).
     enum Ending {
         case shutdownWrite
         case close
         case reset
+        case log(ProxyLog, queuedAt: UInt64)
     }
 
     private var shaper: LinkShaper
@@ -80,6 +84,37 @@ final class ShapedLeg {
         let full = isFull ? queuedBytes > lowWater : queuedBytes >= highWater
         defer { isFull = full }
         return full != isFull
+    }
+
+    /// Whether `entry` is an exchange's record (the console line, or its JSON event), which waits for the response's
+    /// last byte to leave through the throttle.
+    static func waitsForBytes(_ entry: ProxyLog) -> Bool {
+        switch entry {
+        case .exchange: true
+        case .event(let event): event.exchange != nil
+        default: false
+        }
+    }
+
+    /// The record with `nanoseconds` more in its duration and end (what the throttle held its last bytes).
+    static func delayed(_ entry: ProxyLog, by nanoseconds: UInt64) -> ProxyLog {
+        func delayed(_ record: ExchangeSummary) -> ExchangeSummary {
+            var record = record
+            let seconds = Double(nanoseconds) / 1e9
+            record.durationMilliseconds += seconds * 1000
+            if var detail = record.detail {
+                detail.timings.ended += seconds
+                record.detail = detail
+            }
+            return record
+        }
+        switch entry {
+        case .exchange(let record): return .exchange(delayed(record))
+        case .event(var event):
+            event.exchange = event.exchange.map(delayed)
+            return .event(event)
+        default: return entry
+        }
     }
 
     private func write(_ count: Int, into connection: Connection) {

@@ -22,6 +22,13 @@ struct ThrottleTests {
         }
     }
 
+    /// The duration a console line states (`… 200.0 KiB 2301 ms …`), in seconds.
+    func statedDuration(_ line: String) -> Double? {
+        let words = line.split(separator: " ")
+        guard let ms = words.firstIndex(of: "ms"), ms > words.startIndex else { return nil }
+        return Double(words[words.index(before: ms)]).map { $0 / 1000 }
+    }
+
     @Test("--throttle 3G: 200 KiB over HTTPS takes what 780 kbit/s and 100 ms each way allow (0.8x to 1.6x of size × 8 / rate + round trip); without it, a fraction of that")
     func threeG() async throws {
         let expected = Double(Self.size * 8) / 780_000 + 0.2  // 2.30 s
@@ -30,6 +37,9 @@ struct ThrottleTests {
         #expect(slow >= 0.8 * expected && slow <= 1.6 * expected, "3G: \(slow) s for an expected \(expected) s")
         let line = try await consoleLine(throttled, "/bytes/\(Self.size)")
         #expect(line.contains("RULE [--throttle #1] throttle: 3G (whole proxy)"), "\(line)")
+        // The record ends when the last byte left through the throttle: at least the transfer time at 780 kbit/s.
+        let stated = statedDuration(line) ?? 0
+        #expect(stated >= 0.8 * Double(Self.size * 8) / 780_000 && stated <= slow, "\(line)")
 
         let free = try await Stage()
         let fast = try await timedDownload(free, "https://\(Stage.httpsHost)/bytes/\(Self.size)")
