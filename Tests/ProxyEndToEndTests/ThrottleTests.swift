@@ -61,4 +61,26 @@ struct ThrottleTests {
         #expect(fast < 0.25 * expected, "the other host: \(fast) s")
         #expect(!(try await consoleLine(stage, "http://\(Stage.plainHost)/bytes/")).contains("RULE"))
     }
+
+    @Test("An h2 client's streams, relayed to an HTTP/1.1 origin over a pool of connections, share the throttled link: three 64 KiB streams at 1 Mbit/s take their sum's time, byte-exact")
+    func h2StreamsShareTheLink() async throws {
+        let stage = try await Stage(["--quiet", "--throttle", "down=1Mbit,latency=50ms"])
+        let paths = (0..<3).map { "/bytes/\(65_536 + $0)" }
+        let total = (0..<3).reduce(0) { $0 + 65_536 + $1 }
+        let expected = Double(total * 8) / 1_000_000 + 0.1  // 1.67 s
+        let started = ContinuousClock.now
+        let r = try await runH2LibraryClient(
+            stage.e2e, stage.proxy, host: Stage.httpsHost, alpn: ["h2"], mode: "get", paths, in: stage.folder)
+        let elapsed = started.duration(to: .now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        #expect(r["alpn"] as? String == "h2", "\(r)")
+        let streams = r["streams"] as? [[String: Any]] ?? []
+        #expect(streams.count == paths.count)
+        for s in streams {
+            let headers = s["headers"] as? [String: String] ?? [:]
+            #expect(s["sha256"] as? String == headers["x-body-sha256"], "\(s["path"] ?? "")")
+        }
+        // The client's Python start is in the wall time: a generous ceiling, a strict floor.
+        #expect(seconds >= 0.8 * expected && seconds <= 1.6 * expected + 1.5, "h2: \(seconds) s for an expected \(expected) s")
+    }
 }
