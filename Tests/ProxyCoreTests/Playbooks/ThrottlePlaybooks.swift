@@ -7,9 +7,14 @@ import Throttle
 
 @testable import ProxyCore
 
+/// `--throttle` values as the rule options an `InterceptScene` takes.
+func throttleOptions(_ values: String...) -> [(option: String, value: String)] {
+    values.map { ("--throttle", $0) }
+}
+
 /// A rule book from `--throttle` values, as `run` builds it.
 func throttleBook(_ values: String...) throws -> RuleBook {
-    try ruleBook(values.map { ("--throttle", $0) })
+    RuleBook(optionRules: try InterceptScene.loadRules(values.map { ("--throttle", $0) }))
 }
 
 /// `.throttle` with this profile; `shared`: for the whole proxy (the rule's link) or this connection's own.
@@ -100,7 +105,7 @@ struct ThrottlePlaybooks {
 
     @Test("An intercepted connection is throttled by its SNI's host pattern, before the upstream is contacted")
     func interceptedBySNI() throws {
-        let scene = try InterceptScene(rules: try throttleBook("Edge@other.test", "LTE@*.good.test"))
+        let scene = try InterceptScene(rules: throttleOptions("Edge@other.test", "LTE@*.good.test"))
         let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
         pb >> .clientBytes(scene.connect)
         pb << .startTimer(.requestHead)
