@@ -76,7 +76,10 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "RuleStage", "TrafficActions", "TrafficRules"],
+            dependencies: [
+                "ATSPolicy", "TLSCore", "HTTP1Core", "HTTP2Core", "ProxyTrace", "RuleStage", "Throttle", "TrafficActions",
+                "TrafficRules",
+            ],
             swiftSettings: strict),
 
         // Edges: files and sockets.
@@ -108,7 +111,7 @@ let package = Package(
         .target(
             name: "ATSReport", dependencies: ["ATSPolicy", "ProxyTrace", "CaptureStore"], swiftSettings: strict),
         .target(
-            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "Onboarding"],
+            name: "ProxyServer", dependencies: ["ProxyCore", "ProxyEventLoop", "ProxyTrace", "Onboarding", "Throttle"],
             swiftSettings: strict),
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
@@ -161,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "ProxyCoreTests",
             dependencies: [
-                "ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer", "RuleStage", "TrafficRules",
+                "ProxyCore", "HTTP2Core", "TestSupport", "Onboarding", "ProxyServer", "RuleStage", "Throttle", "TrafficRules",
                 "TrafficActions", "Inflate",
             ],
             swiftSettings: strict),

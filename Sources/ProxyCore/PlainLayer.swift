@@ -134,6 +134,8 @@ extension PlainLayer {
 
     private func prepareUpstream(_ ctx: SessionContext, _ upstream: UpstreamTarget, host: String, port: Int) {
         guard relay.connectedUpstream != upstream else { return }
+        // The connection's first upstream decides its throttle (SessionContext+Throttle).
+        ctx.decideThrottle(host: host.lowercased(), port: port)
         pendingTarget = upstream
         ctx.trace(.tcpConnectionStart(
             connectionID: ctx.id, host: host, port: port, mappedTo: ctx.mappedAddress(host: host, port: port)))

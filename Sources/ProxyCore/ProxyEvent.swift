@@ -1,5 +1,6 @@
 import ATSPolicy
 import ProxyTrace
+import Throttle
 
 /// What happens to one proxy session (a client connection and the upstream connection it leads to).
 /// The event loop adapter turns socket readiness into these; nothing here touches a file descriptor.
@@ -122,5 +123,29 @@ public enum ProxyCommand: Sendable, Equatable {
     case startTunnel
     /// Deliver `.timerFired(timer)` after `after`, replacing a pending one of the same kind.
     case startTimer(ProxyTimer, after: Duration)
+    /// Shape this connection from now on (a throttle rule holds for it): the client leg's writes as the link's
+    /// downlink, the upstream's and the lanes' as its uplink; wait the DNS delay before each upstream connect; with
+    /// 100% loss, pass nothing and connect nothing. Given once, before the first upstream connect.
+    case throttle(ThrottleOrder)
     case log(ProxyLog)
+}
+
+/// How to shape a connection (`ProxyCommand.throttle`): the profile, and the link it shares with every other
+/// connection the same rule covers (a throttle for the whole proxy), or nil for a link of its own.
+public struct ThrottleOrder: Sendable, Equatable, CustomStringConvertible {
+    public let profile: LinkProfile
+    public let sharedLink: SharedLink?
+
+    public init(profile: LinkProfile, sharedLink: SharedLink?) {
+        self.profile = profile
+        self.sharedLink = sharedLink
+    }
+
+    /// Equal profiles, and the same shared buckets (or none).
+    public static func == (a: ThrottleOrder, b: ThrottleOrder) -> Bool {
+        a.profile == b.profile && a.sharedLink?.downlink === b.sharedLink?.downlink
+            && a.sharedLink?.uplink === b.sharedLink?.uplink && (a.sharedLink == nil) == (b.sharedLink == nil)
+    }
+
+    public var description: String { profile.description + (sharedLink == nil ? "" : " (whole proxy)") }
 }

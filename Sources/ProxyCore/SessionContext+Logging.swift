@@ -120,6 +120,11 @@ extension SessionContext {
     /// One exchange in the console and, with `--log-json`, in the JSON log. `finishTraced`: false when the session
     /// left the exchange's Protocol Received and Did Finish records to the capture's reader.
     func recordExchange(_ exchange: ExchangeSummary, finishTraced: Bool = true, proxySite: Bool = false) {
+        if let rules = throttleRules, exchange.rules.first != rules.first {
+            // A throttled connection's exchanges say so (copied only then).
+            recordExchange(withThrottleRules(exchange, rules), finishTraced: finishTraced, proxySite: proxySite)
+            return
+        }
         let exchange =
             env.recording == nil ? exchange : recorded(exchange, finishTraced: finishTraced, proxySite: proxySite)
         commands.append(.log(.exchange(exchange)))

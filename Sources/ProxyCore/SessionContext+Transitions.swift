@@ -94,6 +94,7 @@ extension SessionContext {
             host: host, port: port, hello: hello, helloBytes: helloBytes, requirements: requirements,
             decision: decision, started: now())
         phase = .intercepting(i)
+        decideThrottle(host: host, port: port)
         i.connectUpstream(self, reason: nil)
     }
 

@@ -57,6 +57,10 @@ final class SessionContext {
     /// A failure a connection-point rule injects, from the CONNECT that matched it to the client's first bytes
     /// (SessionContext+Faults); nil without one.
     var injected: InjectedFailure?
+    /// The connection point's throttle was looked for (once per connection: SessionContext+Throttle).
+    var throttleDecided = false
+    /// The throttle rule shaping this connection, which every exchange record of it carries; nil when none does.
+    var throttleRules: [AppliedRule]?
 
     init(id: UInt64, environment: ProxyEnvironment, now: @escaping () -> Double) {
         self.id = id

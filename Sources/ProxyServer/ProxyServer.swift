@@ -1,6 +1,7 @@
 import Foundation
 import ProxyCore
 import ProxyEventLoop
+import Throttle
 
 /// Runs `ProxySession`s on an event-loop group: the only place where proxy commands become socket operations.
 public final class ProxyServer: Sendable {
@@ -114,6 +115,9 @@ final class ClientSide: ConnectionHandler {
     private var finishing: ClientSide?
     /// Accepted on a transparent listener: the session starts at the connection's original destination.
     private let transparent: Bool
+    /// The shaped legs once the session said the connection is throttled (ShapedLeg.swift); nil: writes go straight
+    /// to the sockets.
+    private var throttle: ThrottledConnection?
 
     init(server: ProxyServer, loop: EventLoop, sessionID: UInt64, transparent: Bool = false) {
         self.server = server
@@ -184,8 +188,14 @@ final class ClientSide: ConnectionHandler {
     }
 
     func connection(_ connection: Connection, writabilityChanged writable: Bool) {
-        // Backpressure: the client cannot take more, so stop reading what would be sent to it.
-        if writable {
+        if writable, throttle != nil { pump(.client) }
+        clientRoomChanged(writable && !(throttle?.client.isFull ?? false))
+    }
+
+    /// Backpressure: the client cannot take more (its socket's or its shaped leg's buffer is full), so stop reading
+    /// what would be sent to it; or it can again.
+    private func clientRoomChanged(_ room: Bool) {
+        if room {
             if !sessionPaused.contains(.upstream) { upstream?.resumeReading() }
             for (lane, connection) in lanes where !sessionPaused.contains(.lane(lane)) { connection.resumeReading() }
         } else {
@@ -216,6 +226,11 @@ final class ClientSide: ConnectionHandler {
         client = nil
         for timer in timers.values { loop.cancelTimer(timer) }
         timers = [:]
+        if let throttle {
+            // Records held for bytes that will never go out are written now.
+            for leg in throttle.allLegs { retire(leg, into: nil) }
+            self.throttle = nil
+        }
     }
 
     // MARK: Upstream events (from the current generation only)
@@ -228,6 +243,9 @@ final class ClientSide: ConnectionHandler {
         case (.upstream(let generation), _) where generation != upstreamGeneration:
             return
         case (_, .writable(let writable)):
+            if writable, throttle != nil {
+                if case .lane(let lane) = tag { pump(.lane(lane)) } else { pump(.upstream) }
+            }
             upstreamSideWritability(writable)
             return
         case (.upstream, .opened): sessionEvent = .upstreamConnected
@@ -281,9 +299,19 @@ final class ClientSide: ConnectionHandler {
     /// lane whose full buffer held the client sends no writability event once detached, and the client would stay
     /// unread (with its request deadlines off) until the idle timeout.
     private func releaseHoldIfClear() {
-        guard (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable) else { return }
+        guard upstreamSideTakesMore else { return }
         if !sessionPaused.contains(.client) { client?.resumeReading() }
         clientHeld = false
+    }
+
+    /// Every upstream-side connection (and, throttled, its shaped leg) can take more.
+    private var upstreamSideTakesMore: Bool {
+        (upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable) && !(throttle?.upstreamSideFull ?? false)
+    }
+
+    /// The client's connection (and, throttled, its shaped leg) can take more.
+    private var clientTakesMore: Bool {
+        (client?.isWritable ?? true) && !(throttle?.client.isFull ?? false)
     }
 
     /// Tells the session when holding the client started or ended since it was last told.
@@ -301,20 +329,33 @@ final class ClientSide: ConnectionHandler {
         for command in copy commands {
             switch command {
             case .sendToClient(let bytes):
+                if throttle != nil {
+                    shapedSend(bytes, to: .client)
+                    break
+                }
                 client?.write(bytes)
                 if let client, !client.isWritable { upstream?.pauseReading() }
             case .sendToUpstream(let bytes):
+                if throttle != nil {
+                    shapedSend(bytes, to: .upstream)
+                    break
+                }
                 upstream?.write(bytes)
                 if let upstream, !upstream.isWritable { holdClient() }
             case .connectLane(let lane, let address, let port):
                 connectLane(lane, address: address, port: port)
             case .sendToLane(let lane, let bytes):
                 guard let connection = lanes[lane] else { break }
+                if throttle != nil {
+                    shapedSend(bytes, to: .lane(lane))
+                    break
+                }
                 connection.write(bytes)
                 if !connection.isWritable { holdClient() }
             case .closeLane(let lane):
                 // Detached first: the session is done with the lane and wants none of its late events.
                 if let connection = lanes.removeValue(forKey: lane) {
+                    if let leg = throttle?.removeLane(lane) { retire(leg, into: connection) }
                     (connection.handler as? OutboundSide)?.detach()
                     if clientGone { connection.abort() } else { connection.close() }
                     if clientHeld { releaseHoldIfClear() }
@@ -325,26 +366,34 @@ final class ClientSide: ConnectionHandler {
             case .resumeReading(let peer):
                 sessionPaused.remove(peer)
                 let blocked = switch peer {
-                case .client: !((upstream?.isWritable ?? true) && lanes.values.allSatisfy(\.isWritable))
-                case .upstream, .lane: !(client?.isWritable ?? true)
+                case .client: !upstreamSideTakesMore
+                case .upstream, .lane: !clientTakesMore
                 }
                 if !blocked { connection(for: peer)?.resumeReading() }
             case .connectUpstream(let address, let port):
                 connectUpstream(address: address, port: port)
             case .shutdownClientWrite:
-                client?.shutdownWrite()
+                if let leg = throttle?.client, !leg.isEmpty { leg.endings.append(.shutdownWrite) } else { client?.shutdownWrite() }
             case .shutdownUpstreamWrite:
-                upstream?.shutdownWrite()
+                if let leg = throttle?.upstream, !leg.isEmpty { leg.endings.append(.shutdownWrite) } else { upstream?.shutdownWrite() }
             case .closeClient:
-                client?.close()
+                if let leg = throttle?.client, !leg.isEmpty { leg.endings.append(.close) } else { client?.close() }
             case .resetClient:
-                client?.reset()
+                if let leg = throttle?.client, !leg.isEmpty { leg.endings.append(.reset) } else { client?.reset() }
             case .closeUpstream:
+                // What the session still had queued for the old upstream goes before its close, unshaped.
+                if let old = throttle?.replaceUpstream() { retire(old, into: upstream) }
                 upstreamGeneration += 1
                 endUpstream()
                 upstream = nil
                 if clientHeld { releaseHoldIfClear() }
             case .startTunnel:
+                if let throttle {
+                    // A raw tunnel is not shaped (the byte relay carries it): what was queued goes first.
+                    retire(throttle.client, into: client)
+                    retire(throttle.replaceUpstream(), into: upstream)
+                    self.throttle = nil
+                }
                 if let client, let upstream {
                     tunnelled = true
                     // The closure keeps this side alive until the tunnel ends, for the session to log it.
@@ -367,6 +416,11 @@ final class ClientSide: ConnectionHandler {
                     guard let self, self.timers.removeValue(forKey: timer) != nil, self.client != nil else { return }
                     self.run(self.session.handle(.timerFired(timer)))
                 }
+            case .throttle(let order):
+                if throttle == nil { throttle = ThrottledConnection(order) }
+            case .log(let entry) where throttle?.client.isEmpty == false && ShapedLeg.waitsForBytes(entry):
+                // The exchange ended when its last byte went out through the throttle, not when it was queued.
+                throttle?.client.endings.append(.log(entry, queuedAt: monotonicNanoseconds()))
             case .log(.diagnostics(var record)):
                 // Filed under its connection for sinks that keep records per connection (a capture).
                 record.connectionID = sessionID
@@ -387,6 +441,85 @@ final class ClientSide: ConnectionHandler {
         if clientGone && !tunnelled { upstream?.abort() } else { upstream?.close() }
     }
 
+    // MARK: Throttle (ShapedLeg.swift)
+
+    /// A send on a throttled connection: queued on its leg, then as much written as the shaper allows.
+    private func shapedSend(_ bytes: [UInt8], to peer: ProxyPeer) {
+        guard let throttle else { return }
+        throttle.leg(peer).offer(bytes, at: monotonicNanoseconds())
+        pump(peer)
+    }
+
+    /// Writes what `peer`'s leg may send now, arms its timer for the rest, carries out the endings it was holding
+    /// once empty, and tells backpressure when the leg filled or drained.
+    private func pump(_ peer: ProxyPeer) {
+        guard let throttle, let leg = throttle.existingLeg(peer) else { return }
+        if let connection = connection(for: peer), connection.isWritable {
+            let now = monotonicNanoseconds()
+            if let wake = leg.pump(into: connection, at: now) { arm(leg, for: peer, at: wake, now: now) }
+            if leg.isEmpty, !leg.endings.isEmpty { end(leg, connection) }
+        }
+        let limits = loop.writeLimits
+        guard leg.updateFull(highWater: limits.highWater, lowWater: limits.lowWater) else { return }
+        switch peer {
+        case .client:
+            clientRoomChanged(!leg.isFull && (client?.isWritable ?? true))
+        case .upstream, .lane:
+            if leg.isFull { holdClient() } else { releaseHoldIfClear() }
+        }
+    }
+
+    /// One timer per leg, at the earliest instant its shaper asked for.
+    private func arm(_ leg: ShapedLeg, for peer: ProxyPeer, at wake: UInt64, now: UInt64) {
+        if let pending = leg.timer {
+            guard wake < leg.timerAt else { return }
+            loop.cancelTimer(pending)
+        }
+        leg.timerAt = wake
+        leg.timer = loop.scheduleTimer(after: .nanoseconds(Int64(wake &- min(wake, now)))) { [weak self, weak leg] in
+            // A leg replaced (its upstream closed) or a client gone has nothing left to pump.
+            guard let self, let leg, self.throttle?.existingLeg(peer) === leg else { return }
+            leg.timer = nil
+            self.pump(peer)
+        }
+    }
+
+    /// Carries out the endings a leg held back until its bytes were written.
+    private func end(_ leg: ShapedLeg, _ connection: Connection?) {
+        let endings = leg.endings
+        leg.endings = []
+        for ending in endings {
+            switch ending {
+            case .shutdownWrite: connection?.shutdownWrite()
+            case .close: connection?.close()
+            case .reset: connection?.reset()
+            case .log(let entry, let queuedAt):
+                server.sink.write(ShapedLeg.delayed(entry, by: monotonicNanoseconds() &- queuedAt))
+            }
+        }
+    }
+
+    /// A leg no longer shaped (its connection closes, or becomes a raw tunnel): its bytes written at once, then its
+    /// endings.
+    private func retire(_ leg: ShapedLeg, into connection: Connection?) {
+        if let timer = leg.timer { loop.cancelTimer(timer) }
+        leg.timer = nil
+        leg.flush(into: connection)
+        end(leg, connection)
+    }
+
+    /// Runs `connect` after the throttle's DNS delay (at once without one); never at 100% loss, where the app
+    /// waits for its own timeout as under the Network Link Conditioner. `stillWanted` is checked when the delay ends.
+    private func afterThrottleDelay(_ stillWanted: @escaping () -> Bool, _ connect: @escaping () -> Void) {
+        guard let throttle else { return connect() }
+        if throttle.stalls { return }
+        guard throttle.connectDelay > .zero else { return connect() }
+        loop.scheduleTimer(after: throttle.connectDelay) { [weak self] in
+            guard let self, self.client != nil, stillWanted() else { return }
+            connect()
+        }
+    }
+
     private func connection(for peer: ProxyPeer) -> Connection? {
         switch peer {
         case .client: client
@@ -398,6 +531,11 @@ final class ClientSide: ConnectionHandler {
     // MARK: Lanes
 
     private func connectLane(_ lane: UpstreamLane, address: String, port: Int) {
+        guard throttle != nil else { return resolveAndConnectLane(lane, address: address, port: port) }
+        afterThrottleDelay({ true }) { [self] in resolveAndConnectLane(lane, address: address, port: port) }
+    }
+
+    private func resolveAndConnectLane(_ lane: UpstreamLane, address: String, port: Int) {
         let timeout = server.environment.timeouts.connect
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
             guard client != nil else { return }
@@ -413,7 +551,10 @@ final class ClientSide: ConnectionHandler {
                 }
                 let connection = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .lane(lane)))
                 // A connect that failed at once has already reported it.
-                if !connection.isClosed { lanes[lane] = connection }
+                if !connection.isClosed {
+                    lanes[lane] = connection
+                    if throttle != nil { pump(.lane(lane)) }
+                }
             case .failure(let error):
                 run(session.handle(.laneConnectFailed(lane, error: error.description)))
             }
@@ -436,8 +577,15 @@ final class ClientSide: ConnectionHandler {
     private func connectUpstream(address: String, port: Int) {
         upstreamGeneration += 1
         let generation = upstreamGeneration
-        let timeout = server.environment.timeouts.connect
         session.upstreamAddress = nil
+        guard throttle != nil else { return resolveAndConnect(address: address, port: port, generation: generation) }
+        afterThrottleDelay({ [weak self] in self?.upstreamGeneration == generation }) { [self] in
+            resolveAndConnect(address: address, port: port, generation: generation)
+        }
+    }
+
+    private func resolveAndConnect(address: String, port: Int, generation: Int) {
+        let timeout = server.environment.timeouts.connect
         loop.resolve(host: address, port: UInt16(clamping: port)) { [self] result in
             // A newer upstream was asked for, or the client left, while the name resolved.
             guard generation == upstreamGeneration, client != nil else { return }
@@ -455,6 +603,7 @@ final class ClientSide: ConnectionHandler {
                 // Only the exchange record's sinks need it: the text is not made otherwise.
                 if server.environment.recording != nil { session.upstreamAddress = target.description }
                 upstream = loop.connect(to: target, timeout: timeout, handler: OutboundSide(owner: self, tag: .upstream(generation: generation)))
+                if throttle != nil { pump(.upstream) }
             case .failure(let error):
                 run(session.handle(.upstreamConnectFailed(error: error.description, failure: .cannotFindHost)))
             }

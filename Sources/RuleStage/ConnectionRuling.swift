@@ -12,6 +12,8 @@ public struct ConnectionRuling: Sendable {
     public var block: BlockKind?
     /// Shape the connection's traffic with this profile.
     public var throttle: LinkProfile?
+    /// The link the throttle's connections share when it covers the whole proxy; nil: this connection's own link.
+    public var sharedLink: SharedLink? = nil
     /// The rules that acted, in order.
     public var applied: [AppliedRule]
 }
@@ -33,10 +35,15 @@ extension RuleSnapshot {
                 ruling.block = kind
                 ruling.applied.append(
                     AppliedRule(id: loaded.id, action: "block", point: "connection", note: "\(kind.rawValue) (injected)"))
-            case .throttle(let profile) where ruling.throttle == nil:
+            case .throttle(let profile, let shared) where ruling.throttle == nil:
                 ruling.throttle = profile
+                ruling.sharedLink = shared
+                // A preset by its name ("3G"); a custom profile by its figures.
+                let note = profile.name == "custom" ? profile.description : profile.name
                 ruling.applied.append(
-                    AppliedRule(id: loaded.id, action: "throttle", point: "connection", note: profile.name))
+                    AppliedRule(
+                        id: loaded.id, action: "throttle", point: "connection",
+                        note: shared == nil ? note : note + " (whole proxy)"))
             default:
                 continue
             }

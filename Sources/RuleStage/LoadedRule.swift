@@ -21,7 +21,8 @@ enum LoadedAction: Sendable {
     case answer(CannedAnswer)
     case block(BlockKind)
     case fault(FaultKind)
-    case throttle(LinkProfile)
+    /// The profile, and the link every connection it covers shares when the rule names no host (the whole proxy).
+    case throttle(LinkProfile, SharedLink?)
 }
 
 /// Reads a rule set's actions: all or nothing, as the parser reads the rules, every error named by its rule.
@@ -72,7 +73,10 @@ public enum RuleLoader {
             return .fault(kind)
         case .throttle(let reference):
             do {
-                return .throttle(try LinkProfile(parsing: reference.description))
+                let profile = try LinkProfile(parsing: reference.description)
+                // `--throttle 3G` (no host, or `*`): the whole device is on one 3G link, as under NLC, so every
+                // connection draws from this rule's buckets. With a host pattern, each connection has its own.
+                return .throttle(profile, rule.filter == nil ? SharedLink(profile: profile) : nil)
             } catch {
                 throw RuleActionError(error.description)
             }

@@ -2,6 +2,7 @@ import ATSPolicy
 import Foundation
 import HTTP1Core
 import ProxyTrace
+import RuleStage
 import TLSCore
 
 import Onboarding
@@ -15,7 +16,7 @@ enum SessionHarness {
         credentials: ProxyCredentials? = nil, mappings: [HostMapping] = [], passthrough: [String] = [],
         upstreamALPN: UpstreamALPN = .mirror, diagnosticsLevel: Int = 0, jsonEvents: Bool = false,
         timeouts: ProxyEnvironment.Timeouts = .init(), trustingOwnCA: Bool = false,
-        onboarding: OnboardingSite? = nil, appleHosts: AppleHosts? = .builtIn
+        onboarding: OnboardingSite? = nil, appleHosts: AppleHosts? = .builtIn, rules: RuleBook? = nil
     ) throws -> ProxyEnvironment {
         var ats = PlistDictionary()
         if let host = exceptionAllowingHTTP {
@@ -32,7 +33,8 @@ enum SessionHarness {
             factsCollector: HandshakeFactsCollector(trust: try TrustEvaluator(
                 useSystemRoots: false, userRoots: trustingOwnCA ? [authority.certificate] : [])),
             diagnosticsLevel: diagnosticsLevel, jsonEvents: jsonEvents, timeouts: timeouts,
-            upstreamALPN: upstreamALPN, localSite: onboarding.map(OnboardingLocalSite.init), appleHosts: appleHosts)
+            upstreamALPN: upstreamALPN, localSite: onboarding.map(OnboardingLocalSite.init), appleHosts: appleHosts,
+            rules: rules)
     }
 
     /// A fixed clock for sessions: durations are zero, and it is the time of this test run, for the session judges
