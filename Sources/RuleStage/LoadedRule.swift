@@ -22,6 +22,7 @@ enum LoadedAction: Sendable {
     case block(BlockKind)
     case fault(FaultKind)
     case throttle(LinkProfile)
+    case breakpoint
 }
 
 /// Reads a rule set's actions: all or nothing, as the parser reads the rules, every error named by its rule.
@@ -70,6 +71,8 @@ public enum RuleLoader {
             return .block(kind)
         case .fault(let kind):
             return .fault(kind)
+        case .breakpoint:
+            return .breakpoint
         case .throttle(let reference):
             do {
                 return .throttle(try LinkProfile(parsing: reference.description))
