@@ -9,8 +9,9 @@ import ProxyCore
 //
 // The registry is the whole state: the page lists what it holds and releases by id; a release that comes too late
 // (released already from another page, timed out, its client gone) answers 409. An edit is checked here for what
-// the page can get wrong (a method, a header name or value, a status, a URL elsewhere); `Content-Length` is dropped
-// from an edited head, as the core frames the edited body itself. Pages hear of every change through their live
+// the page can get wrong (a method, a header name or value, a status, a URL elsewhere). Framing is not the page's
+// to get wrong: an edited body's head loses its `Content-Length` (the core frames the body it sends), and a
+// request body that goes on unedited keeps the held head's `Content-Length`/`Transfer-Encoding`. Pages hear of every change through their live
 // stream (`event: held`) and read the list again.
 
 /// One held exchange as `GET /api/held` lists it.
@@ -201,8 +202,16 @@ extension WebRouter {
         switch body(edited.body, base64: edited.bodyBase64) {
         case .failure(let error): return .failure(error)
         case .success(let bytes):
-            // The core frames the body it sends: an edited head's length would contradict an edited body.
-            if edited.headers != nil || bytes != nil { head.headers.remove(name: "Content-Length") }
+            // An edited body is framed by the core: an edited head's length would contradict it. A body going on
+            // as it came keeps the framing it came with, whatever the edited head says.
+            head.headers.remove(name: "Content-Length")
+            if bytes == nil {
+                head.headers.remove(name: "Transfer-Encoding")
+                for field in held.request.headers.fields
+                where field.name.lowercased() == "content-length" || field.name.lowercased() == "transfer-encoding" {
+                    head.headers.add(name: field.name, value: field.value)
+                }
+            }
             return .success((head, bytes))
         }
     }

@@ -59,7 +59,7 @@ enum WebViewRules {
             guard !url.contains("\""), !url.contains(where: \.isWhitespace) else {
                 return .failure(WebRuleError("the URL \(url) cannot be written as a filter (a quote or a space)"))
             }
-            line = "[\(id)] breakpoint text:\"\(url)\""
+            line = "[\(id)] breakpoint request:text:\"\(url)\""
         case .mapLocal:
             switch mapLocalFile(exchange, id: id, directory: directory) {
             case .failure(let error): return .failure(error)

@@ -107,6 +107,15 @@ struct WebHoldsTests {
         ])
         #expect(body == Array("{\"a\":2,\"b\":3}".utf8))
         #expect(holds.list().isEmpty)
+        // The body unedited: the held framing stays, whatever the edited head said.
+        let kept = hold()
+        let head = #"{"action": "execute", "request": {"headers": [["Host", "api.test"], ["Content-Length", "99"]]}}"#
+        #expect(try call("POST", "/api/held/\(kept)", json: head).status == 200)
+        guard case .execute(let keptHead?, nil, nil, nil) = try #require(released.withLock { $0[kept] }) else {
+            Issue.record("expected an edited head and the body as it came")
+            return
+        }
+        #expect(keptHead.headers.fields.map { [$0.name, $0.value] } == [["Host", "api.test"], ["Content-Length", "7"]])
         // Released once: a second release (another page, a double click) is too late.
         #expect(try call("POST", "/api/held/\(id)", json: #"{"action": "execute"}"#).status == 409)
     }
