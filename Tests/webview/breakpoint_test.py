@@ -2,7 +2,7 @@
 """Breakpoints end to end (issue 34): `atsproxy run --breakpoint 'text:/held' --web 127.0.0.1:0`, curl through it
 to a local TLS origin on 127.0.0.1, each held request released through the web view's API (GET /api/held,
 POST /api/held/ID, with the page's same-origin headers). Checks: a request the filter does not match goes on at
-once; a held request is listed and does not reach the origin until released; executed with an edited header, the
+once; a held request (HTTPS or plain HTTP) is listed and does not reach the origin until released; executed with an edited header, the
 origin gets the edit; answered, curl gets the answer and the origin nothing; aborted, curl's connection fails
 (the app's -1005) and the origin gets nothing; unreleased, it goes on unchanged after --breakpoint-timeout and
 leaves the list. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
@@ -78,8 +78,9 @@ def run(args):
     folder = tempfile.mkdtemp(prefix="atsproxy-breakpoint-")
     session = None
     try:
+        # ATS off: a cleartext request is forwarded (ATS would block it, and a block answer is never held).
         session = Session(args, folder, ["--breakpoint", "request:text:/held",
-                                         "--breakpoint-timeout", str(TIMEOUT)])
+                                         "--breakpoint-timeout", str(TIMEOUT), "--ats", "off"])
         origin = session.tls_origin
 
         # Not matched: straight through.
@@ -106,6 +107,17 @@ def run(args):
               "the origin got the edited head: %r" % heads)
         status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "abort"})
         check(status == 409, "a second release of the same hold is refused with 409: %r" % status)
+
+        # Plain HTTP (the proxy's plain layer): held the same way, then executed as it came.
+        mark = session.origin.mark()
+        process, out = start_curl(session, "http://www.plain.test/held/plain")
+        entry = held(session, "/held/plain")
+        check(entry["url"] == "http://www.plain.test/held/plain", "a plain request is held: %r" % entry["url"])
+        check(session.origin.requests(mark) == [], "the held plain request did not reach the origin")
+        status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "execute"})
+        check(status == 200, "the plain request's release is accepted: %r" % status)
+        code, text = finish_curl(process, out)
+        check(code == 0 and text.endswith("\n200"), "curl gets the plain server's answer: %r" % text[-80:])
 
         # Answered: curl gets the person's response; the origin nothing.
         mark = origin.mark()
