@@ -5,7 +5,8 @@ POST /api/held/ID, with the page's same-origin headers). Checks: a request the f
 once; a held request (HTTPS or plain HTTP) is listed and does not reach the origin until released; executed with an edited header, the
 origin gets the edit; answered, curl gets the answer and the origin nothing; aborted, curl's connection fails
 (the app's -1005) and the origin gets nothing; unreleased, it goes on unchanged after --breakpoint-timeout and
-leaves the list. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
+leaves the list; each record (the web view's exchange detail) says how it was released, and an edited one keeps
+both heads (request and forwardedRequest). Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
 process it started is stopped.
 
     breakpoint_test.py --atsproxy .build/debug/atsproxy
@@ -74,6 +75,25 @@ def held(session, path_part, seconds=15):
     raise Failed("no held exchange for %s within %d s" % (path_part, seconds))
 
 
+def recorded(session, path, seconds=15):
+    """The web view's detail of the exchange whose URL ends with `path`, waited for (the capture is written a
+    moment after the exchange ends)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status, listing = api(session, "/api/exchanges")
+        found = [e for e in (listing or {}).get("exchanges", []) if e["url"].endswith(path)] if status == 200 else []
+        if found:
+            status, detail = api(session, "/api/exchanges/%d" % found[0]["id"])
+            if status == 200:
+                return detail
+        time.sleep(0.1)
+    raise Failed("no record of %s within %d s" % (path, seconds))
+
+
+def breakpoint_notes(detail):
+    return [r.get("note") for r in detail["exchange"].get("rules") or [] if r.get("action") == "breakpoint"]
+
+
 def run(args):
     folder = tempfile.mkdtemp(prefix="atsproxy-breakpoint-")
     session = None
@@ -105,6 +125,13 @@ def run(args):
         heads = [h for c in origin.since(mark) for h in c["heads"]]
         check(len(heads) == 1 and any(name.lower() == b"x-edited" for name, _ in heads[0][2]),
               "the origin got the edited head: %r" % heads)
+        detail = recorded(session, "/held/execute")
+        notes = breakpoint_notes(detail)
+        check(len(notes) == 1 and notes[0].startswith("held ") and notes[0].endswith(" s, executed edited"),
+              "the record says it was held and executed edited: %r" % notes)
+        edited = lambda head: any(n.lower() == "x-edited" for n, _ in (head or {}).get("headers", []))
+        check(not edited(detail.get("request")) and edited(detail.get("forwardedRequest")),
+              "the record keeps the app's head and the edited one (forwardedRequest)")
         status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "abort"})
         check(status == 409, "a second release of the same hold is refused with 409: %r" % status)
 
@@ -139,6 +166,8 @@ def run(args):
         code, text = finish_curl(process, out)
         check(code != 0, "curl's request fails when aborted (exit %d): %r" % (code, text[-120:]))
         check(origin.requests(mark) == [], "an aborted request never reaches the origin")
+        notes = breakpoint_notes(recorded(session, "/held/abort"))
+        check(len(notes) == 1 and notes[0].endswith(" s, aborted"), "the record says it was aborted: %r" % notes)
 
         # Not released: on unchanged after the timeout, and off the list.
         mark = origin.mark()
@@ -150,6 +179,9 @@ def run(args):
         check(code == 0 and text.endswith("\n200"), "curl gets the server's answer after the timeout: %r" % text[-80:])
         check(waited >= TIMEOUT - 0.5, "the request waited the breakpoint timeout (%.1f s)" % waited)
         check([r[1] for r in origin.requests(mark)] == [b"/held/timeout"], "the origin got it unchanged")
+        notes = breakpoint_notes(recorded(session, "/held/timeout"))
+        check(notes and notes[0].startswith("timed out after") and notes[0].endswith("went on unchanged"),
+              "the record says it timed out and went on unchanged: %r" % notes)
         status, listing = api(session, "/api/held")
         check(listing["held"] == [], "nothing is listed once it went on: %r" % listing["held"])
         return 0
