@@ -80,10 +80,13 @@ extension SessionContext {
             note = "timed out after \(seconds) s, went on unchanged"
             notice("breakpoint \(held.rule): \(head.method) \(url) was held \(seconds) s with no release: it goes on unchanged")
             decision = held.decision
-        case .execute(let edited, _, _, _):
-            note = edited == nil || edited == head ? "held \(seconds) s, executed" : "held \(seconds) s, executed edited"
+        case .execute(let edited, let body, _, _):
+            var sent = edited.map { Self.keepingFraming(of: head, $0) } ?? head
+            if sent.method == "CONNECT" { sent = head }
+            note = (sent == head ? "held \(seconds) s, executed" : "held \(seconds) s, executed edited")
+                + (body == nil ? "" : "; the body edit was not applied (the body is not held yet)")
             decision = .forward(
-                head: edited ?? head, url: url, upstream: upstream, annotation: annotation, outcome: outcome,
+                head: sent, url: url, upstream: upstream, annotation: annotation, outcome: outcome,
                 codes: codes, rules: held.rules)
         case .answer(let response, let body):
             note = "held \(seconds) s, answered \(response.status)"
@@ -110,6 +113,23 @@ extension SessionContext {
         case .plain(let p): p.resumeHeld(self, held, decision)
         case .front, .sniffing, .tunnel, .upgraded, .done: break
         }
+    }
+
+    /// An edited request head framed as the held one: the body is not held, so it goes upstream as the app sent
+    /// it, and the edited head keeps the original's Content-Length or Transfer-Encoding (an editor drops them).
+    static func keepingFraming(of original: HTTPRequestHead, _ edited: HTTPRequestHead) -> HTTPRequestHead {
+        func framing(_ head: HTTPRequestHead) -> [HTTPHeaders.Field] {
+            head.headers.fields.filter {
+                $0.name.lowercased() == "content-length" || $0.name.lowercased() == "transfer-encoding"
+            }
+        }
+        let kept = framing(original)
+        if framing(edited) == kept { return edited }
+        var edited = edited
+        edited.headers.remove(name: "Content-Length")
+        edited.headers.remove(name: "Transfer-Encoding")
+        for field in kept { edited.headers.add(name: field.name, value: field.value) }
+        return edited
     }
 
     /// A person's answer as it goes to the client: its framing fields replaced by a Content-Length that fits the

@@ -71,7 +71,8 @@ struct RuleOptions: ParsableArguments {
         name: .customLong("breakpoint"),
         help: ArgumentHelp(
             "[request:|response:]FILTER (show --filter's language, or * for all): hold matching exchanges until "
-                + "released in the web view (both the request and the response without a prefix). Repeatable.",
+                + "released in the web view (both the request and the response without a prefix; only requests are held in "
+                + "this build, docs/rules.md). Repeatable.",
             valueName: "SPEC"))
     var breakpoint: [String] = []
 

@@ -85,4 +85,27 @@ import Testing
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text)")
     }
+
+    /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --web`, curl through it, each held
+    /// request released through the web view's API (GET /api/held, POST /api/held/ID): executed edited, answered,
+    /// aborted, and left to time out (issue 34).
+    @Test("Breakpoints end to end: curl held, released through the web view's API", .timeLimit(.minutes(3)))
+    func breakpoints() throws {
+        let root = TestPython.packageRoot
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try TestPython.path())
+        p.arguments = [root.appendingPathComponent("Tests/webview/breakpoint_test.py").path,
+                       "--atsproxy", RunCLITests.binary]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        // The script bounds itself (120 s); this is the backstop should it hang before its alarm is set.
+        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 150, execute: watchdog)
+        defer { watchdog.cancel() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+    }
 }

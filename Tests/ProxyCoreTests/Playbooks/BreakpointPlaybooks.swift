@@ -213,4 +213,60 @@ struct BreakpointPlaybooks {
         pb << .sendToUpstream(.tls(.h2("HEADERS 1 END_STREAM")))
         pb.check()
     }
+
+    /// An h2 → h2 connection with `/held` held on stream 1 (upstream not asked yet).
+    static func h2Held() throws -> (Playbook, H2Peer, Int32) {
+        let scene = try InterceptScene(rules: Self.rule)
+        let pb = Playbook(scene.env, client: try scene.client(alpn: ["h2"]), origin: try scene.origin(alpn: ["h2"]),
+                          now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb << .sendToUpstream(.tls(.h2("preface, SETTINGS, WINDOW_UPDATE 0")))
+        pb << .sendToClient(.tls(.h2("SETTINGS, WINDOW_UPDATE 0")))
+        let client = try H2Peer(.client)
+        let held = try Self.get(client, "/held")
+        pb >> .clientSends(client.output())
+        pb << .sendToClient(.tls(.h2("SETTINGS ACK")))
+        pb << Self.holds(1, "GET", "/held")
+        pb << .startTimer(.hold(1))
+        return (pb, client, held)
+    }
+
+    @Test("h2 → h2: answered: the stream gets the person's response, the upstream no stream")
+    func http2Answer() throws {
+        let (pb, client, held) = try Self.h2Held()
+        pb >> .holdReleased(1, .answer(HTTPResponseHead(status: 503), Array("later".utf8)))
+        pb << .sendToClient(.tls(.h2("HEADERS 1, DATA 1 END_STREAM")))
+        pb << .log(.exchange("answered") { e in
+            e.status == 503 && Self.marks(e) == ["[--breakpoint #1] breakpoint: held 0.0 s, answered 503"]
+        })
+        pb.check()
+        try client.receive(from: pb.client)
+        #expect(client.messages[held]?.status == "503")
+        #expect(client.messages[held]?.bodyText == "later")
+        #expect(client.messages[held]?.fields.first(named: "content-length") == "5")
+    }
+
+    @Test("h2 → h2: aborted: the client's connection is reset, recorded")
+    func http2Abort() throws {
+        let (pb, _, _) = try Self.h2Held()
+        pb >> .holdReleased(1, .abort)
+        pb << .log(.exchange("aborted") { e in e.interruption == "aborted at a breakpoint: the connection was reset" })
+        pb << .anyLogs
+        pb << .resetClient
+        pb << .closeUpstream
+        pb.check()
+    }
+
+    @Test("h2 → h2: timed out: the stream goes up unchanged, with a notice")
+    func http2Timeout() throws {
+        let (pb, _, _) = try Self.h2Held()
+        pb.advance(60)
+        pb >> .timerFired(.hold(1))
+        pb << .unhold(1)
+        pb << .log(.notice(containing: "with no release: it goes on unchanged"))
+        pb << .sendToUpstream(.tls(.h2("HEADERS 1 END_STREAM")))
+        pb << .startTimer(.streamDeadlines)
+        pb.check()
+    }
 }
