@@ -178,7 +178,7 @@ function rowElement(row) {
 function render() {
   const body = $("rows");
   body.replaceChildren(...state.rows.map(rowElement));
-  $("list-empty").hidden = state.rows.length > 0;
+  $("list-empty").hidden = state.rows.length > 0 || held.list.length > 0;
 }
 
 function scrollToNewest() {
@@ -800,14 +800,14 @@ function renderHeld() {
       el("td", { class: "c-path", text: path, title: `${h.method} ${h.url}` }),
       el("td", { class: "c-status", text: h.response ? h.response.status : "—" }),
       el("td", { class: "c-proto", text: h.phase }),
-      el("td", { class: "c-verdict" }, el("span", { class: "held-badge", text: "HELD" }), " ",
-        el("span", { class: "sub", text: h.phase })),
+      el("td", { class: "c-verdict", title: `held at its ${h.phase}` }, el("span", { class: "held-badge", text: "HELD" })),
       el("td", { class: "c-errors", text: h.breakpoint, title: `breakpoint ${h.breakpoint}` }),
       el("td", { class: "c-size" }, countdown(h)),
       el("td", { class: "c-dur" }));
     tr.addEventListener("click", () => showHeld(h.id));
     return tr;
   }));
+  $("list-empty").hidden = state.rows.length > 0 || held.list.length > 0;
   const tab = $("tab-traffic");
   tab.textContent = held.list.length ? `Traffic (${held.list.length} held)` : "Traffic";
   tab.classList.toggle("has-held", held.list.length > 0);
@@ -880,7 +880,9 @@ function showHeld(id) {
     editPart = el("div", { class: "held-part" },
       el("div", { class: "held-line" }, method, url),
       el("div", { class: "leg", text: "Headers" }), ...headerRows(h.request.headers),
-      el("div", { class: "leg", text: "Body" }), bodyEditor(h.requestBody, "held-request-body"));
+      el("div", { class: "leg", text: "Body" }),
+      el("div", { class: "sub", text: "The request's body goes on as the client sends it: this build edits a held "
+        + "request's method, URL and headers." }));
   } else {
     editPart = el("div", {},
       el("div", { class: "sub mono", text: `${h.request.method} ${h.url}` }),
