@@ -42,7 +42,8 @@ public struct ResponseRules: Sendable {
         return facts
     }
 
-    /// The breakpoint rule (its id) that holds a response with this head before it reaches the client, if any.
+    /// The breakpoint rule (its id) that holds a response with this head before it reaches the client, if any. Not
+    /// asked by the relays yet: response holds are the next step (docs/rules.md, Breakpoints).
     public func breakpoint(at head: HTTPResponseHead, outcome: ExchangeSummary.ATSOutcome? = nil) -> String? {
         guard !candidates.isEmpty else { return nil }
         let facts = responseFacts(head, outcome: outcome)
