@@ -116,7 +116,7 @@ let package = Package(
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
             name: "WebView",
-            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyEventLoop", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyTrace"],
             exclude: ["Assets"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],
@@ -185,7 +185,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WebViewTests",
-            dependencies: ["WebView", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "ProxyEventLoop", "TestSupport"],
+            dependencies: ["WebView", "CaptureStore", "ProxyTrace", "ATSPolicy", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "CaptureExportTests",

@@ -15,11 +15,14 @@ final class ExchangeRules {
     let requestEdits: BodyEdits?
     /// How much of a response body a body rule may hold (`HeldBody`).
     let bodyLimit: Int
+    /// The breakpoint rule that holds the request before it goes upstream (SessionContext+Breakpoints).
+    let breakpoint: String?
 
     init(
         applied: [AppliedRule], response: ResponseRules?, requestEdits: BodyEdits? = nil,
-        bodyLimit: Int = BodyEdits.limit
+        bodyLimit: Int = BodyEdits.limit, breakpoint: String? = nil
     ) {
+        self.breakpoint = breakpoint
         self.applied = applied
         self.response = response
         self.requestEdits = requestEdits

@@ -62,6 +62,8 @@ extension InterceptLayer {
         while !ctx.isDone, let relay, relay === asking, let request = toDecide.popFirst() {
             guard relay.isHolding(request.id) else { continue }
             guard let decision = ctx.ruled(decide(ctx, request.head), request: request.head) else { break }
+            // A breakpoint holds it: left undecided until released (SessionContext+Breakpoints).
+            if ctx.holdsAtBreakpoint(decision, requestID: request.id, relay: relay) { continue }
             var next = relay.resolve(request.id, decision)
             if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
             applyStep(ctx, consume next)
@@ -69,6 +71,12 @@ extension InterceptLayer {
         }
         // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.
         if skipped, !answered, !ctx.isDone { applyStep(ctx, RelayOutput()) }
+    }
+
+    /// A request a breakpoint held is released: resolved as decided, when its relay still holds it.
+    func resumeHeld(_ ctx: SessionContext, _ held: BreakpointHold, _ decision: RequestDecision) {
+        guard !ctx.isDone, let relay, relay === held.relay, relay.isHolding(held.requestID) else { return }
+        apply(ctx, relay.resolve(held.requestID, decision))
     }
 
     /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch

@@ -188,6 +188,8 @@ extension PlainLayer {
             guard let faulted = ctx.faultedPlain(decide(ctx, ctx.absoluteForm(request.head))),
                 let decision = ctx.ruled(faulted, request: request.head)
             else { break }
+            // A breakpoint holds it: left undecided until released (SessionContext+Breakpoints).
+            if ctx.holdsAtBreakpoint(decision, requestID: request.id, relay: relay) { continue }
             var next = relay.resolve(request.id, decision)
             if !next.toDecide.isEmpty { toDecide.append(contentsOf: next.takeToDecide()) }
             applyStep(ctx, consume next)
@@ -195,6 +197,12 @@ extension PlainLayer {
         }
         // No answer carried a step out (every request was given up): the skipped step's bookkeeping still runs.
         if skipped, !answered, !ctx.isDone { applyStep(ctx, RelayOutput()) }
+    }
+
+    /// A request a breakpoint held is released: resolved as decided, when the relay still holds it.
+    func resumeHeld(_ ctx: SessionContext, _ held: BreakpointHold, _ decision: RequestDecision) {
+        guard !ctx.isDone, relay === held.relay, relay.isHolding(held.requestID) else { return }
+        apply(ctx, relay.resolve(held.requestID, decision))
     }
 
     /// Carries out one relay step: connects, bytes, exchange lines, a 101's hand-off, closes.

@@ -60,6 +60,8 @@ public final class ProxyEnvironment: Sendable {
     public let ruleBodyLimit: Int
     /// The exchanges breakpoints hold now (issue 34), where the web view lists and releases them.
     public let holds = HoldRegistry()
+    /// `--breakpoint-timeout`: how long a breakpoint holds an exchange before it goes on unchanged.
+    public let breakpointTimeout: Duration
     /// How map local and answers read their files.
     let ruleFiles: any FileReading = POSIXFileReader()
     let contexts = TLSContextCache()
@@ -102,9 +104,11 @@ public final class ProxyEnvironment: Sendable {
         upstreamResumption: UpstreamResumption = .on, insecureUpstream: Bool = false,
         recording: RecordingOptions? = nil, localSite: (any LocalSite)? = nil,
         appleHosts: AppleHosts? = .builtIn, autoPassthrough: AutoPassthroughStore? = nil,
-        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil, ruleBodyLimit: Int = BodyEdits.limit
+        mirrorComparesPolicy: Bool = false, rules: RuleBook? = nil, ruleBodyLimit: Int = BodyEdits.limit,
+        breakpointTimeout: Duration = .seconds(60)
     ) {
         self.rules = rules
+        self.breakpointTimeout = breakpointTimeout
         self.ruleBodyLimit = ruleBodyLimit
         self.localSite = localSite
         self.appleHosts = appleHosts

@@ -39,6 +39,8 @@ public enum ProxyEvent: Sendable {
     /// buffer filled or drained (not a pause the session asked for); sent on transitions only. While held, the
     /// client's request bodies and header blocks wait for the proxy, so their deadlines are suspended.
     case clientReadingHeld(Bool)
+    /// A person released the exchange a breakpoint held (`ProxyCommand.hold`), through the hold registry.
+    case holdReleased(UInt64, HoldRelease)
 }
 
 /// A deadline a session asks its adapter to keep (the session has no clock of its own to wait on).
@@ -59,6 +61,8 @@ public enum ProxyTimer: Hashable, Sendable {
     case response
     /// The earliest deadline of an h2 client's streams (StreamDeadlines) falls then.
     case streamDeadlines
+    /// A breakpoint's hold (by its id) ran out (`--breakpoint-timeout`): the exchange goes on unchanged.
+    case hold(UInt64)
 }
 
 /// Why a connect failed, told apart as the app's URL loading would report it.
@@ -127,6 +131,12 @@ public enum ProxyCommand: Sendable, Equatable {
     /// downlink, the upstream's and the lanes' as its uplink; wait the DNS delay before each upstream connect; with
     /// 100% loss, pass nothing and connect nothing. Given once, before the first upstream connect.
     case throttle(ThrottleOrder)
+    /// A breakpoint holds this exchange: list it in the hold registry (`ProxyEnvironment.holds`) with a `deliver`
+    /// that posts `.holdReleased` to this session on its own loop. The session's connection must not idle out
+    /// while it is held.
+    case hold(HeldExchange)
+    /// The session went on without a release (its hold timed out): take the exchange off the registry.
+    case unhold(UInt64)
     case log(ProxyLog)
 }
 

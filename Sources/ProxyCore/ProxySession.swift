@@ -195,6 +195,8 @@ public final class ProxySession {
                 f.refuse(ctx, status: 408,
                     body: "ATSProxy: the request head did not arrive within \(ctx.env.timeouts.client)\n")
             }
+        case .timerFired(.hold(let id)): ctx.releaseHold(id, nil)
+        case .holdReleased(let id, let release): ctx.releaseHold(id, release)
         case .timerFired(let timer): ctx.deadlinePassed(timer)
         case .clientReadingHeld(let held): ctx.clientReadingHeldChanged(held)
         case .tunnelClosed(let fromClient, let toClient): rawRelayClosed(fromClient: fromClient, toClient: toClient)
@@ -226,6 +228,7 @@ public final class ProxySession {
 
     private func clientConnectionClosed(_ error: String?) {
         ctx.clientClosed = true
+        if !ctx.breakpointHolds.isEmpty { ctx.dropHolds() }
         ctx.logRefusalIfClientRefused()
         ctx.noteClientClosedWithoutRequest()
         // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).

@@ -85,8 +85,8 @@ extension SessionContext {
             interception?.clientHandshakeDeadlinePassed(self)
         case .requestHead, .requestBody, .response:
             relayDeadlinePassed(timer)
-        case .upstreamHandshake:
-            break  // routed to the layer by ProxySession
+        case .upstreamHandshake, .hold:
+            break  // routed by ProxySession
         case .streamDeadlines:
             streamDeadlineTimer = nil
             streamDeadlinesPassed()

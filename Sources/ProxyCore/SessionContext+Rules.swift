@@ -52,7 +52,7 @@ extension SessionContext {
         }
         let effects = ExchangeRules(
             applied: ruling.applied, response: ruling.response, requestEdits: ruling.bodyEdits,
-            bodyLimit: env.ruleBodyLimit)
+            bodyLimit: env.ruleBodyLimit, breakpoint: ruling.breakpoint)
         if let answer = ruling.answer {
             // A local answer meets the response's rules too, as mitmproxy's response hook runs for a mapped one.
             var head = effects.editResponse(answer.head, outcome: outcome) ?? answer.head

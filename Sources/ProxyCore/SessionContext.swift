@@ -54,6 +54,8 @@ final class SessionContext {
     /// The rules in force as this session last saw them (SessionContext+Rules); renewed when the book's generation
     /// moves.
     var ruleSnapshot: RuleSnapshot?
+    /// The requests breakpoints hold now, by hold id (SessionContext+Breakpoints); empty without breakpoints.
+    var breakpointHolds: [UInt64: BreakpointHold] = [:]
     /// A failure a connection-point rule injects, from the CONNECT that matched it to the client's first bytes
     /// (SessionContext+Faults); nil without one.
     var injected: InjectedFailure?

@@ -106,6 +106,8 @@ final class ClientSide: ConnectionHandler {
     private var clientHeldTold = false
     /// The session's pending deadlines.
     private var timers: [ProxyTimer: TimerID] = [:]
+    /// The exchanges this session listed in the hold registry (breakpoints), taken off when it ends.
+    private var holds: Set<UInt64> = []
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
     private var clientIsLoopback = true
     /// The client's connection closed (or was reset): nothing more can reach it.
@@ -231,6 +233,8 @@ final class ClientSide: ConnectionHandler {
             for leg in throttle.allLegs { retire(leg, into: nil) }
             self.throttle = nil
         }
+        for id in holds { server.environment.holds.remove(id) }
+        holds = []
     }
 
     // MARK: Upstream events (from the current generation only)
@@ -421,6 +425,12 @@ final class ClientSide: ConnectionHandler {
             case .log(let entry) where throttle?.client.isEmpty == false && ShapedLeg.waitsForBytes(entry):
                 // The exchange ended when its last byte went out through the throttle, not when it was queued.
                 throttle?.client.endings.append(.log(entry, queuedAt: monotonicNanoseconds()))
+            case .hold(let held):
+                hold(held)
+            case .unhold(let id):
+                holds.remove(id)
+                server.environment.holds.remove(id)
+                if holds.isEmpty { client?.setIdleTimeout(server.environment.timeouts.idle) }
             case .log(.diagnostics(var record)):
                 // Filed under its connection for sinks that keep records per connection (a capture).
                 record.connectionID = sessionID
@@ -432,6 +442,30 @@ final class ClientSide: ConnectionHandler {
         session.recycle(consume commands)
         if finishing != nil, !session.awaitsSideCheck { finishing = nil }
         tellClientHeld()
+    }
+
+    /// Lists a held exchange in the registry; its release comes back to the session on this loop. While anything is
+    /// held, the client's idle timeout is stretched past the hold's limit: the app is waiting for a person, not idle.
+    private func hold(_ held: HeldExchange) {
+        guard client != nil else { return }
+        holds.insert(held.id)
+        let idle = server.environment.timeouts.idle
+        let needed = server.environment.breakpointTimeout + .seconds(30)
+        if needed > idle { client?.setIdleTimeout(needed) }
+        let loop = self.loop
+        let bound = LoopOwned(self)
+        let id = held.id
+        server.environment.holds.register(held) { release in
+            loop.execute { bound.value.released(id, release) }
+        }
+    }
+
+    /// A person released a held exchange (on this loop).
+    private func released(_ id: UInt64, _ release: HoldRelease) {
+        guard holds.remove(id) != nil, client != nil else { return }
+        if let timer = timers.removeValue(forKey: .hold(id)) { loop.cancelTimer(timer) }
+        if holds.isEmpty { client?.setIdleTimeout(server.environment.timeouts.idle) }
+        run(session.handle(.holdReleased(id, release)))
     }
 
     /// Closes the upstream connection. Once the client is gone it ends at once: a close would linger, reading and
@@ -672,4 +706,11 @@ final class OutboundSide: ConnectionHandler {
     func connectionClosed(_ connection: Connection, error: IOError?) {
         owner?.outbound(tag, .closed(connected: opened, error))
     }
+}
+
+/// A loop's object handed to another thread only to be sent back to its loop (`EventLoop.execute`).
+private struct LoopOwned<Value: AnyObject>: @unchecked Sendable {
+    // @unchecked: `value` is only dereferenced on the loop thread that owns it.
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -23,6 +23,7 @@ enum LoadedAction: Sendable {
     case fault(FaultKind)
     /// The profile, and the link every connection it covers shares when the rule names no host (the whole proxy).
     case throttle(LinkProfile, SharedLink?)
+    case breakpoint
 }
 
 /// Reads a rule set's actions: all or nothing, as the parser reads the rules, every error named by its rule.
@@ -71,6 +72,8 @@ public enum RuleLoader {
             return .block(kind)
         case .fault(let kind):
             return .fault(kind)
+        case .breakpoint:
+            return .breakpoint
         case .throttle(let reference):
             do {
                 let profile = try LinkProfile(parsing: reference.description)

@@ -18,6 +18,9 @@ public struct RequestRuling: Sendable {
     public var bodyEdits: BodyEdits?
     /// The rules that acted so far, in order.
     public var applied: [AppliedRule]
+    /// The breakpoint rule (its id) that holds this request before it goes upstream, if any: the session holds it
+    /// until a person releases it (issue 34). Only a request that would go upstream is held.
+    public var breakpoint: String? = nil
 }
 
 extension RuleSnapshot {
@@ -90,6 +93,14 @@ extension RuleSnapshot {
                 continue
             }
         }
+        if ruling.answer == nil, ruling.block == nil {
+            for loaded in atRequestHead where loaded.rule.applies(to: facts) {
+                if case .breakpoint = loaded.action {
+                    ruling.breakpoint = loaded.id
+                    break
+                }
+            }
+        }
         if ruling.block == nil, !atResponseHead.isEmpty || !atResponseBody.isEmpty {
             ruling.response = ResponseRules(facts: facts, candidates: atResponseHead, bodyCandidates: atResponseBody)
         }
@@ -102,6 +113,7 @@ extension RuleSnapshot {
             }
             if !rules.isEmpty { ruling.bodyEdits = BodyEdits(rules: rules, point: "request-body") }
         }
-        return ruling.applied.isEmpty && ruling.response == nil && ruling.bodyEdits == nil ? nil : ruling
+        return ruling.applied.isEmpty && ruling.response == nil && ruling.bodyEdits == nil && ruling.breakpoint == nil
+            ? nil : ruling
     }
 }

@@ -42,6 +42,17 @@ public struct ResponseRules: Sendable {
         return facts
     }
 
+    /// The breakpoint rule (its id) that holds a response with this head before it reaches the client, if any. Not
+    /// asked by the relays yet: response holds are the next step (docs/rules.md, Breakpoints).
+    public func breakpoint(at head: HTTPResponseHead, outcome: ExchangeSummary.ATSOutcome? = nil) -> String? {
+        guard !candidates.isEmpty else { return nil }
+        let facts = responseFacts(head, outcome: outcome)
+        for loaded in candidates where loaded.rule.applies(to: facts) {
+            if case .breakpoint = loaded.action { return loaded.id }
+        }
+        return nil
+    }
+
     /// The response head with the header rules for responses that hold for it applied, and the rules that acted;
     /// nil when none did (the relay then sends the head as it came, byte for byte).
     public func atResponseHead(_ head: HTTPResponseHead, outcome: ExchangeSummary.ATSOutcome? = nil)

@@ -28,6 +28,9 @@ extension Rule {
 
     private var filterText: String? { filter.map(\.description) }
 
+    /// Whether the filter reads a response field (a breakpoint on it holds the response alone by itself).
+    private var readsResponse: Bool { filter.map { ($0.earliestPoint ?? .request) > .request } ?? false }
+
     private var argumentText: String {
         switch action {
         case .mapLocal(let regex, let path): return Self.spec([filterText, regex, path])
@@ -37,6 +40,9 @@ extension Rule {
             return Self.spec([filterText, String(status)] + headers.map { "\($0.name): \($0.value)" } + [body.description])
         case .fault(let kind): return target(kind.description, optional: false)
         case .block(let kind): return target(kind.rawValue, optional: true)
+        case .breakpoint:
+            let phase = points == [.requestHead] ? "request:" : points == [.responseHead] && !readsResponse ? "response:" : ""
+            return phase + (filterText ?? "*")
         case .throttle(let reference):
             // Only a host pattern reads as a throttle's filter.
             let pattern = hostPattern ?? "*"

@@ -16,6 +16,9 @@ public enum RuleAction: Sendable, Equatable {
     case fault(FaultKind)
     /// Shape the connection's traffic.
     case throttle(ThrottleReference)
+    /// Hold the exchange (its request head, its response, or both: the rule's points) until a person releases it
+    /// (issue 34's breakpoints).
+    case breakpoint
 
     /// The rules-file keyword and option name (without `--`) that writes this action.
     public var keyword: String {
@@ -27,6 +30,7 @@ public enum RuleAction: Sendable, Equatable {
         case .block: "block"
         case .fault: "fault"
         case .throttle: "throttle"
+        case .breakpoint: "breakpoint"
         }
     }
 }

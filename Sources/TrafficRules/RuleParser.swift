@@ -16,7 +16,9 @@ import FilterCore
 /// Reads one rule. Stateless; see the theory of operation above.
 public enum RuleParser {
     /// The keywords of rules files, each also a CLI option (`--map-local`).
-    public static let keywords = ["map-local", "modify-headers", "modify-body", "answer", "block", "fault", "throttle"]
+    public static let keywords = ["map-local", "modify-headers", "modify-body", "answer", "block", "fault", "throttle",
+        "breakpoint",
+    ]
 
     /// Separator candidates, in order of preference, when a rule is written back (`Rule.text`).
     static let separators: [Character] = ["/", "|", "!", "#", "~", "%", ";", ",", "^", "=", "+", "&"]
@@ -66,8 +68,8 @@ private struct Reader {
                 "unknown rule \"\(rawKeyword)\"; expected one of " + RuleParser.keywords.joined(separator: ", "))
         }
         if let qualifier {
-            guard keyword == "modify-headers" || keyword == "modify-body" else {
-                throw error(keywordColumn, "only modify-headers and modify-body take :request or :response")
+            guard keyword == "modify-headers" || keyword == "modify-body" || keyword == "breakpoint" else {
+                throw error(keywordColumn, "only modify-headers, modify-body and breakpoint take :request or :response")
             }
             guard qualifier == "request" || qualifier == "response" else {
                 throw error(keywordColumn, "\"\(qualifier)\" is not a point; expected \(keyword):request or \(keyword):response")
@@ -126,6 +128,9 @@ private struct Reader {
             // A host is known before the upstream is contacted; a method or URL only with the request.
             let point: RulePoint = (f?.0.earliestPoint ?? .connection) <= .connection ? .connection : .requestHead
             (filter, filterClause, action, defaultPoints) = (f?.0, f?.1, .block(kind), [point])
+        case "breakpoint":
+            let (f, points) = try breakpoint(argument, qualifier: qualifier)
+            (filter, filterClause, action, defaultPoints) = (f?.0, f?.1, .breakpoint, points)
         default:  // throttle
             let (f, reference) = try throttle(argument)
             (filter, filterClause, action, defaultPoints) = (f?.0, f?.1, .throttle(reference), [.connection])
@@ -162,6 +167,43 @@ private struct Reader {
             guard let filter else { return [request, response] }
             return (filter.earliestPoint ?? .response) <= .request ? [request, response] : [response]
         }
+    }
+
+    /// `[request:|response:]FILTER` (or `*`: every exchange): with no prefix (nor `:request`/`:response` on the
+    /// keyword) the breakpoint holds both the request and the response, as Charles and Proxyman do, unless the
+    /// filter reads a response field (then the response alone).
+    func breakpoint(_ argument: String, qualifier: String?) throws(RuleError) -> ((FilterCondition, Clause)?, [RulePoint]) {
+        var text = Substring(argument)
+        var column = base
+        var phase = qualifier
+        for prefix in ["request:", "response:"] where text.lowercased().hasPrefix(prefix) {
+            if phase != nil {
+                throw error(base, "the breakpoint's phase is given twice (breakpoint:PHASE and \(prefix))")
+            }
+            phase = String(prefix.dropLast())
+            text = text.dropFirst(prefix.count)
+            column += prefix.count
+        }
+        let filterText = String(text).trimmingSpaces
+        guard !filterText.isEmpty else {
+            throw error(column, "expected a filter after the phase (breakpoint [request:|response:]FILTER, or * for all)")
+        }
+        let filter: (FilterCondition, Clause)?
+        if filterText == "*" {
+            filter = nil
+        } else {
+            let clause = Clause(text: String(text), column: column)
+            filter = (try self.filter(clause), clause)
+        }
+        let points: [RulePoint]
+        switch phase {
+        case "request": points = [.requestHead]
+        case "response": points = [.responseHead]
+        default:
+            let earliest = filter?.0.earliestPoint ?? .request
+            points = earliest <= .request ? [.requestHead, .responseHead] : [.responseHead]
+        }
+        return (filter, points)
     }
 
     /// Splits mitmproxy's `[/filter]/subject/replacement` and parses the filter.

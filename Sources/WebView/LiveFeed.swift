@@ -76,6 +76,19 @@ public final class LiveFeed: LogSink, @unchecked Sendable {
         streams.store(subscribers.count, ordering: .relaxed)
     }
 
+    /// The held exchanges changed (a hold, a release, a removal): every open stream tells its page at once
+    /// (`event: held`), and the page reads `/api/held`. Called by the hold registry's observer, on any thread.
+    public func holdsChanged() {
+        lock.lock()
+        let all = Array(subscribers.values)
+        lock.unlock()
+        for subscriber in all {
+            guard let connection = subscriber.connection else { continue }
+            let bound = LoopBound(connection)
+            subscriber.loop.execute { bound.value.heldChanged() }
+        }
+    }
+
     private func wakeAll() {
         lock.lock()
         let all = Array(subscribers.values)

@@ -13,6 +13,8 @@
 //    reads nothing, and when it drains it reads what is new; more than a batch behind, it sends `resync` and skips
 //    to the newest exchange, and the page reloads its newest page from the API. Memory per stream is bounded by
 //    the write buffer.
+//    The held exchanges (breakpoints) change rarely and must show at once: each change sends `event: held` to
+//    every stream (one owed event while a page is not reading), and the page reads `/api/held`.
 // 4. A malformed request is answered 400 and the connection closed; a request without keep-alive is closed after
 //    its answer. A request's body is kept only for a POST (the rules API's JSON), up to `WebRequest.bodyLimit`: a
 //    larger one is answered 413 and the connection closed; other methods' bodies are read and dropped.
@@ -42,6 +44,8 @@ final class WebConnection: ConnectionHandler {
         var askAgain = false
         /// A look was skipped because the page was not reading.
         var behind = false
+        /// The held exchanges changed while the page was not reading: `event: held` is owed.
+        var heldOwed = false
         var lastWrite = MonotonicTime.now
     }
 
@@ -80,6 +84,7 @@ final class WebConnection: ConnectionHandler {
     }
 
     func connection(_ connection: Connection, writabilityChanged writable: Bool) {
+        if writable, stream?.heldOwed == true { heldChanged() }
         if writable, stream?.behind == true {
             stream?.behind = false
             lookForNews()
@@ -207,6 +212,18 @@ final class WebConnection: ConnectionHandler {
         server.feed.subscribe(self)
         _ = connection.startTimer(after: Self.tick)
         lookForNews()
+    }
+
+    /// The held exchanges changed (on this loop): the page reads them again. Owed while the page is not reading,
+    /// and sent once however many changes came meanwhile.
+    func heldChanged() {
+        guard stream != nil, let connection else { return }
+        guard connection.isWritable else {
+            stream?.heldOwed = true
+            return
+        }
+        stream?.heldOwed = false
+        send(Array("event: held\ndata: {}\n\n".utf8))
     }
 
     /// The feed's wake-up (on this loop).

@@ -27,6 +27,8 @@ public enum WebRoute: Sendable {
 ///   (`WebViewExtensions`).
 /// - `GET /api/rules`: the rules in force; `POST /api/rules` (a rule made from an exchange),
 ///   `POST /api/rules/enabled` (switch one), `POST /api/rules/remove` (a rule made here): when wired (`run --web`).
+/// - `GET /api/held`: the exchanges breakpoints hold now; `POST /api/held/ID`: execute (as edited), abort or answer
+///   one (`WebHolds.swift`): when wired (`run --web`).
 ///
 /// The POST routes change what the proxy does, so they take only a same-origin request (`crossSiteRefusal`): a JSON
 /// body (a cross-site form cannot send one, and a cross-site script's must pass a CORS preflight this server never
@@ -73,8 +75,14 @@ public final class WebRouter: Sendable {
         if request.method == "POST", request.path == "/api/rules" || request.path.hasPrefix("/api/rules/") {
             return .respond(postRules(request))
         }
+        if request.method == "POST", request.path.hasPrefix("/api/held/") {
+            let id = request.path.dropFirst("/api/held/".count)
+            guard !id.isEmpty, !id.contains("/") else { return .respond(.problem(404, "no such held route: \(request.path)")) }
+            return .respond(postHeld(request, id: String(id)))
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             let rules = request.path == "/api/rules" || request.path.hasPrefix("/api/rules/")
+                || request.path.hasPrefix("/api/held/")
             var response = WebResponse.problem(
                 405, "the web view only answers GET and HEAD\(rules ? " (and POST here)" : "") (got \(request.method))")
             response.headers.add(name: "Allow", value: rules ? "GET, HEAD, POST" : "GET, HEAD")
@@ -112,6 +120,7 @@ public final class WebRouter: Sendable {
         case ["api", "report", "plist"]: return .respond(report(.plist))
         case ["api", "report", "text"]: return .respond(report(.text))
         case ["api", "har"]: return .respond(har(request))
+        case ["api", "held"]: return .respond(heldList())
         case ["api", "rules"]:
             guard let control = context.extensions.rules else {
                 return .respond(.problem(404, "rules are changed only by a running proxy (atsproxy run --web)"))
@@ -163,7 +172,7 @@ public final class WebRouter: Sendable {
             exchanges: try reader.latestID(),
             features: [
                 "report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil,
-                "rules": c.extensions.rules != nil,
+                "rules": c.extensions.rules != nil, "breakpoints": c.extensions.holds != nil,
             ],
             quicAttemptsRefused: c.extensions.quicAttemptsRefused?()))
     }
@@ -313,17 +322,17 @@ public final class WebRouter: Sendable {
     // MARK: - Rules
 
     /// Why a POST is refused as not coming from this page, nil when it may go on (see the type's notes).
-    static func crossSiteRefusal(_ request: WebRequest) -> String? {
+    static func crossSiteRefusal(_ request: WebRequest, what: String = "a change to the rules") -> String? {
         let type = request.headers[first: "Content-Type"]?.split(separator: ";").first?
             .trimmingCharacters(in: .whitespaces).lowercased()
-        guard type == "application/json" else { return "a change to the rules is a POST of application/json" }
+        guard type == "application/json" else { return "\(what) is a POST of application/json" }
         if let site = request.headers[first: "Sec-Fetch-Site"]?.lowercased(), site != "same-origin" {
-            return "a change to the rules must come from the web view's own page (Sec-Fetch-Site: \(site))"
+            return "\(what) must come from the web view's own page (Sec-Fetch-Site: \(site))"
         }
         if let origin = request.headers[first: "Origin"]?.lowercased() {
             let host = request.headers[first: "Host"]?.lowercased() ?? ""
             guard !host.isEmpty, origin == "http://" + host || origin == "https://" + host else {
-                return "a change to the rules must come from the web view's own page (Origin: \(origin))"
+                return "\(what) must come from the web view's own page (Origin: \(origin))"
             }
         }
         return nil
@@ -352,7 +361,7 @@ public final class WebRouter: Sendable {
                 rules: control.list(), faultKinds: control.faultKinds, throttleProfiles: control.throttleProfiles))
         case "/api/rules":
             guard let body = try? decoder.decode(RuleCreateBody.self, from: Data(request.body)) else {
-                return .problem(400, "expected {\"exchange\": ID, \"kind\": \"fault\"|\"throttle\"|\"map-local\", …}")
+                return .problem(400, "expected {\"exchange\": ID, \"kind\": \"fault\"|\"throttle\"|\"map-local\"|\"breakpoint\", …}")
             }
             let made: WebRuleRequest
             switch body.kind {
@@ -365,7 +374,8 @@ public final class WebRouter: Sendable {
                 }
                 made = .throttle(profile: profile)
             case "map-local": made = .mapLocal
-            default: return .problem(400, "no rule kind '\(body.kind)': fault, throttle or map-local")
+            case "breakpoint": made = .breakpoint
+            default: return .problem(400, "no rule kind '\(body.kind)': fault, throttle, map-local or breakpoint")
             }
             let exchange: CapturedExchange?
             do { exchange = try reader.exchange(id: body.exchange) } catch { return .problem(500, "\(error)") }

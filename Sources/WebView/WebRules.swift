@@ -33,6 +33,8 @@ public enum WebRuleRequest: Sendable, Equatable {
     /// "Map local from this response": the captured response body kept in a file the proxy owns, served for the
     /// exchange's URL.
     case mapLocal
+    /// "Break on the next request to this URL": a `breakpoint` rule whose filter is the exchange's URL.
+    case breakpoint
 }
 
 /// Why a rule could not be made: the message the page shows.

@@ -1,4 +1,5 @@
 import Dispatch
+import ProxyCore
 import ProxyEventLoop
 import ProxyTrace
 
@@ -22,10 +23,14 @@ public final class WebServer: Sendable {
     /// The report and HAR export, on the router's `exportReader`.
     let exportWorker = DispatchQueue(label: "atsproxy.web.export", qos: .utility)
 
+    /// Keeps the streams told of the held exchanges' changes while the server lives.
+    private let holdObservation: HoldObservation?
+
     public init(router: WebRouter, feed: LiveFeed, credentials: ProxyCredentials?) {
         self.router = router
         self.feed = feed
         self.credentials = credentials
+        holdObservation = router.context.extensions.holds?.observe { [feed] in feed.holdsChanged() }
     }
 
     /// Listens on `host:port` (port 0 picks a free one: `Listener.port`).

@@ -1,4 +1,5 @@
 import CaptureStore
+import ProxyCore
 
 /// What the page's header shows and what "copy as curl" needs: where the proxy listens, its policy and profile,
 /// the capture it reads. For `atsproxy view`, the proxy fields come from the capture's run (they may be absent).
@@ -71,6 +72,9 @@ public struct WebViewExtensions: Sendable {
     public var quicAttemptsRefused: (@Sendable () -> Int)?
     /// `run --web`: the rules in force, listed, switched and made from exchanges (`/api/rules`).
     public var rules: WebRuleControl?
+    /// `run --web`: the exchanges breakpoints hold, listed and released from the page (`/api/held`), and pushed to
+    /// open pages on every change.
+    public var holds: HoldRegistry?
 
     public init(
         reportFindings: (@Sendable (CaptureReader) throws -> WebReport)? = nil,

@@ -67,11 +67,36 @@ struct RuleOptions: ParsableArguments {
                 + "Repeatable.", valueName: "SPEC"))
     var throttle: [String] = []
 
+    @Option(
+        name: .customLong("breakpoint"),
+        help: ArgumentHelp(
+            "[request:|response:]FILTER (show --filter's language, or * for all): hold matching exchanges until "
+                + "released in the web view (both the request and the response without a prefix; only requests are held in "
+                + "this build, docs/rules.md). Repeatable.",
+            valueName: "SPEC"))
+    var breakpoint: [String] = []
+
+    @Option(
+        name: .customLong("breakpoint-timeout"),
+        help: ArgumentHelp(
+            "How long a breakpoint holds an exchange before it goes on unchanged, with a notice (URLSession's "
+                + "default request timeout).", valueName: "SECONDS"))
+    var breakpointTimeout: Double = 60
+
     /// The options as `(option, value)` pairs, in the order they apply.
     var optionPairs: [(option: String, value: String)] {
         mapLocal.map { ("--map-local", $0) } + answer.map { ("--answer", $0) } + block.map { ("--block-list", $0) }
             + fault.map { ("--fault", $0) } + modifyHeaders.map { ("--modify-headers", $0) }
             + modifyBody.map { ("--modify-body", $0) } + throttle.map { ("--throttle", $0) }
+            + breakpoint.map { ("--breakpoint", $0) }
+    }
+
+    /// `--breakpoint-timeout` as a duration, refused when it is not a positive number of seconds.
+    func breakpointHoldLimit() throws -> Duration {
+        guard breakpointTimeout.isFinite, breakpointTimeout > 0, breakpointTimeout <= 86_400 else {
+            throw ValidationError("--breakpoint-timeout: expected seconds, more than 0 and at most 86400")
+        }
+        return .milliseconds(Int((breakpointTimeout * 1000).rounded()))
     }
 
     /// The rule book for `run`, or nil when no rule is given and none can be added (no web view: the relaying path

@@ -35,7 +35,8 @@ extension RunCommand {
             recording: Self.recording(captureBodyLimit: capturing ? captureOptions.bodyLimit : nil, level: start.level),
             localSite: OnboardingLocalSite(onboarding), appleHosts: deviceOptions.appleHosts,
             autoPassthrough: pinning.autoPassthroughStore(), mirrorComparesPolicy: ats == .mirror && plist != nil,
-            rules: try ruleOptions.ruleBook(webView: webOptions.web != nil))
+            rules: try ruleOptions.ruleBook(webView: webOptions.web != nil),
+            breakpointTimeout: try ruleOptions.breakpointHoldLimit())
         return (environment, onboarding)
     }
 }

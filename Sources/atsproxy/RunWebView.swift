@@ -34,6 +34,8 @@ enum RunWebView {
                 book: book,
                 mapLocalDirectory: URL(fileURLWithPath: command.caDir).appendingPathComponent("map-local").path)
         }
+        // Held exchanges (breakpoints): listed and released from the page, pushed to it as they change.
+        context.extensions.holds = environment.holds
         if start.modes.transparent != nil {
             context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
         }

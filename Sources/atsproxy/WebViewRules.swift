@@ -50,6 +50,16 @@ enum WebViewRules {
             line = "[\(id)] fault \(host)=\(kind)"
         case .throttle(let profile):
             line = "[\(id)] throttle \(profile)@\(host)"
+        case .breakpoint:
+            // The filter language's `text:` is a part of the URL: the whole URL, quoted, is this URL (and any
+            // longer one it starts, near enough for "the next request to this URL").
+            guard RuleParser.keywords.contains("breakpoint") else {
+                return .failure(WebRuleError("breakpoints are not part of this build (no breakpoint rule yet)"))
+            }
+            guard !url.contains("\""), !url.contains(where: \.isWhitespace) else {
+                return .failure(WebRuleError("the URL \(url) cannot be written as a filter (a quote or a space)"))
+            }
+            line = "[\(id)] breakpoint request:text:\"\(url)\""
         case .mapLocal:
             switch mapLocalFile(exchange, id: id, directory: directory) {
             case .failure(let error): return .failure(error)

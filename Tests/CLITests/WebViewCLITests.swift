@@ -85,4 +85,53 @@ import Testing
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text)")
     }
+
+    /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --web`, curl through it, each held
+    /// request released through the web view's API (GET /api/held, POST /api/held/ID): executed edited, answered,
+    /// aborted, and left to time out (issue 34).
+    @Test("Breakpoints end to end: curl held, released through the web view's API", .timeLimit(.minutes(3)))
+    func breakpoints() throws {
+        let root = TestPython.packageRoot
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try TestPython.path())
+        p.arguments = [root.appendingPathComponent("Tests/webview/breakpoint_test.py").path,
+                       "--atsproxy", RunCLITests.binary]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        // The script bounds itself (120 s); this is the backstop should it hang before its alarm is set.
+        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 150, execute: watchdog)
+        defer { watchdog.cancel() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+    }
+
+    /// Tests/webview/hold_browser_test.py: the held-exchange editor in headless Chromium (issue 34): curl's request
+    /// held and marked HELD at once, a header added and the URL changed, executed (the origin sees the edit, curl
+    /// gets its answer); aborted (curl's connection fails); answered locally; "Break on the next request to this
+    /// URL" from the detail pane. A screenshot of the editor goes to .build/test-artefacts/webview.
+    @Test("The held-exchange editor in a real browser: edited and executed, aborted, answered, break on a URL",
+          .timeLimit(.minutes(4)))
+    func heldEditorInTheBrowser() throws {
+        let root = TestPython.packageRoot
+        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try TestPython.path())
+        p.arguments = [root.appendingPathComponent("Tests/webview/hold_browser_test.py").path,
+                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        // The script bounds itself (180 s); this is the backstop should it hang before its alarm is set.
+        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 220, execute: watchdog)
+        defer { watchdog.cancel() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+    }
 }

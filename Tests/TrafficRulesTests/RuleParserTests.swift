@@ -60,6 +60,31 @@ struct SpecTests {
         #expect(failure("modify-headers", "/only")?.message.contains("found 1") == true)
     }
 
+    @Test("breakpoint: both heads without a prefix, one with request:/response: or a response field; * for all")
+    func breakpoint() throws {
+        let both = try rule("breakpoint", "text:/held")
+        #expect(both.action == .breakpoint)
+        #expect(both.filter == .text("/held"))
+        #expect(both.points == [.requestHead, .responseHead])
+        #expect(try rule("breakpoint", "request:host:a.test").points == [.requestHead])
+        #expect(try rule("breakpoint", "response:host:a.test").points == [.responseHead])
+        #expect(try rule("breakpoint:request", "host:a.test").points == [.requestHead])
+        #expect(try rule("breakpoint", "status:5xx").points == [.responseHead])
+        let all = try rule("breakpoint", "*")
+        #expect(all.filter == nil && all.points == [.requestHead, .responseHead])
+        let e = failure("breakpoint", "request:status:500")
+        #expect(e?.column == 9)
+        #expect(e?.message.contains("status: is known only from the response point on") == true)
+        #expect(failure("breakpoint", "request:")?.message.contains("expected a filter") == true)
+        #expect(failure("breakpoint:request", "response:*")?.message.contains("given twice") == true)
+        // Written back as read.
+        for text in ["breakpoint text:/held", "breakpoint request:host:a.test", "breakpoint response:host:a.test",
+                     "breakpoint status:5xx", "breakpoint *"] {
+            let read = try line(text)
+            #expect(read?.text == text)
+        }
+    }
+
     @Test("A filter on a field the point cannot know is refused where it is written")
     func unknownAtPoint() throws {
         let e = failure("modify-headers:request", "/host:a.test status:404/X/1")

@@ -178,7 +178,7 @@ function rowElement(row) {
 function render() {
   const body = $("rows");
   body.replaceChildren(...state.rows.map(rowElement));
-  $("list-empty").hidden = state.rows.length > 0;
+  $("list-empty").hidden = state.rows.length > 0 || held.list.length > 0;
 }
 
 function scrollToNewest() {
@@ -354,7 +354,8 @@ function openStream(after) {
     if (state.follow) refreshNewest();
     else state.atNewest = false;
   });
-  source.addEventListener("hello", () => setLive(true));
+  source.addEventListener("held", () => refreshHeld());
+  source.addEventListener("hello", () => { setLive(true); refreshHeld(); });
   source.addEventListener("error", () => setLive(false));
 }
 
@@ -651,6 +652,7 @@ function traceBlock(records, truncated) {
 let detailGeneration = 0;
 async function showDetail(id) {
   const generation = ++detailGeneration;
+  held.editing = null;
   const pane = $("detail");
   let d;
   try {
@@ -715,6 +717,7 @@ async function showDetail(id) {
       ? el("div", { class: "sub", text: "No TLS on this exchange's legs." }) : null));
 
   if (rulesEnabled()) parts.push(section("Make a rule from this exchange", false, ruleMaker(x)));
+  if (breakpointsEnabled() && rulesEnabled()) parts.push(breakMaker(x));
   parts.push(section("Trace (CFNetwork diagnostics)", true, traceBlock(d.trace, d.traceTruncated)));
   parts.push(section("Copy as curl", true,
     el("div", { class: "body-tools" }, copyButton(d.curl, "Copy curl")), el("pre", { class: "curl" }, d.curl)));
@@ -727,6 +730,246 @@ async function showDetail(id) {
   pane.replaceChildren(...parts);
   pane.scrollTop = 0;
   openDetail();
+}
+
+// ---------------------------------------------------------------- held exchanges (breakpoints)
+//
+// The exchanges breakpoints hold are listed above the traffic rows, marked HELD; the oldest opens in the editor
+// (the detail pane) unless one is open already. The stream's `held` event (every hold, release, removal) reloads
+// the list; the editor is drawn once per exchange, so an edit in progress survives the reloads. A countdown shows
+// when the proxy lets the exchange go on unchanged (its deadline, on the proxy's clock).
+
+const held = { list: [], editing: null, seen: new Set(), clockSkew: 0, timer: null, asked: 0 };
+
+function breakpointsEnabled() {
+  return !!(state.info && state.info.features && state.info.features.breakpoints);
+}
+
+/// Reads the held list again; opens the editor on an exchange held since the last look (or, with `openNext`, on
+/// the oldest) unless one is being edited.
+async function refreshHeld(openNext = false) {
+  if (!breakpointsEnabled()) return;
+  const mine = ++held.asked;
+  let answer;
+  try { answer = await api("/api/held"); } catch (_) { return; }
+  if (mine !== held.asked) return;
+  held.list = answer.held;
+  held.clockSkew = answer.now - Date.now() / 1000;
+  renderHeld();
+  const editing = held.editing;
+  if (editing !== null && !held.list.some((h) => h.id === editing)) {
+    const note = $("held-message");
+    if (note && !note.dataset.final) note.textContent = "No longer held: released, timed out, or its client went.";
+    for (const b of document.querySelectorAll("#held-editor button.held-action")) b.disabled = true;
+    held.editing = null;
+  }
+  const fresh = held.list.filter((h) => !held.seen.has(h.id));
+  for (const h of fresh) held.seen.add(h.id);
+  if (held.editing === null && held.list.length && (fresh.length || openNext)) {
+    showHeld((fresh[0] || held.list[0]).id);
+  }
+  if (held.list.length && !held.timer) held.timer = setInterval(tickHeld, 500);
+  if (!held.list.length && held.timer) { clearInterval(held.timer); held.timer = null; }
+}
+
+function secondsLeft(h) {
+  return Math.max(0, Math.ceil(h.deadline - (Date.now() / 1000 + held.clockSkew)));
+}
+
+function tickHeld() {
+  for (const node of document.querySelectorAll("[data-held-deadline]")) {
+    const left = secondsLeft({ deadline: Number(node.dataset.heldDeadline) });
+    node.textContent = `${left} s`;
+    node.classList.toggle("soon", left <= 10);
+  }
+}
+
+function countdown(h) {
+  return el("span", { class: "held-countdown mono", "data-held-deadline": h.deadline, text: `${secondsLeft(h)} s`,
+    title: "then it goes on unchanged (--breakpoint-timeout)" });
+}
+
+function renderHeld() {
+  $("held-rows").replaceChildren(...held.list.map((h) => {
+    let host = h.url, path = "";
+    try { const u = new URL(h.url); host = u.host; path = u.pathname + u.search; } catch (_) { /* not a URL */ }
+    const tr = el("tr", { class: `row held-row${h.id === held.editing ? " selected" : ""}`, "data-held": h.id },
+      el("td", { class: "c-time mono", text: formatTime(h.heldAt) }),
+      el("td", { class: "c-method", text: h.method }),
+      el("td", { class: "c-host", text: host, title: host }),
+      el("td", { class: "c-path", text: path, title: `${h.method} ${h.url}` }),
+      el("td", { class: "c-status", text: h.response ? h.response.status : "—" }),
+      el("td", { class: "c-proto", text: h.phase }),
+      el("td", { class: "c-verdict", title: `held at its ${h.phase}` }, el("span", { class: "held-badge", text: "HELD" })),
+      el("td", { class: "c-errors", text: h.breakpoint, title: `breakpoint ${h.breakpoint}` }),
+      el("td", { class: "c-size" }, countdown(h)),
+      el("td", { class: "c-dur" }));
+    tr.addEventListener("click", () => showHeld(h.id));
+    return tr;
+  }));
+  $("list-empty").hidden = state.rows.length > 0 || held.list.length > 0;
+  const tab = $("tab-traffic");
+  tab.textContent = held.list.length ? `Traffic (${held.list.length} held)` : "Traffic";
+  tab.classList.toggle("has-held", held.list.length > 0);
+}
+
+function headerRows(headers) {
+  const body = el("tbody");
+  const add = (name, value) => {
+    const remove = el("button", { type: "button", class: "copy held-remove", text: "✕", "aria-label": `remove ${name}` });
+    const tr = el("tr", { class: "held-header" },
+      el("td", {}, el("input", { class: "held-name mono", value: name, "aria-label": "header name", spellcheck: "false" })),
+      el("td", {}, el("input", { class: "held-value mono", value, "aria-label": "header value", spellcheck: "false" })),
+      el("td", {}, remove));
+    remove.addEventListener("click", () => { tr.remove(); body.closest("form").classList.add("held-dirty"); });
+    body.append(tr);
+    return tr;
+  };
+  for (const [name, value] of headers) add(name, value);
+  const addButton = el("button", { type: "button", class: "copy held-add", text: "Add header",
+    onclick: () => { add("", "").querySelector("input").focus(); } });
+  return [el("table", { class: "held-headers" }, body), addButton];
+}
+
+function readHeaders(form) {
+  return [...form.querySelectorAll("tr.held-header")].map((tr) =>
+    [tr.querySelector(".held-name").value, tr.querySelector(".held-value").value])
+    .filter(([n, v]) => n.trim() !== "" || v.trim() !== "");
+}
+
+function bodyEditor(body, cls) {
+  if (body && body.base64 !== undefined && body.base64 !== null) {
+    return el("div", { class: "sub", text: `A binary body of ${formatBytes(body.size)}: it goes on unchanged.` });
+  }
+  return el("textarea", { class: `held-body mono ${cls}`, rows: "8", spellcheck: "false", "aria-label": "body" },
+    body && body.text ? body.text : "");
+}
+
+function responseFields(response, body, prefix) {
+  const status = el("input", { class: `held-status mono`, id: `${prefix}-status`, type: "number", min: "200",
+    max: "599", value: response ? response.status : 200, "aria-label": "status" });
+  return el("div", { class: "held-part" },
+    el("label", { class: "held-line" }, "Status ", status),
+    el("div", { class: "leg", text: "Headers" }), ...headerRows(response ? response.headers : [["Content-Type", "text/plain"]]),
+    el("div", { class: "leg", text: "Body" }), bodyEditor(body, `${prefix}-body`));
+}
+
+function readResponse(part) {
+  const out = { status: Number(part.querySelector(".held-status").value), headers: readHeaders(part) };
+  const body = part.querySelector("textarea.held-body");
+  if (body) out.body = body.value;
+  return out;
+}
+
+function showHeld(id) {
+  const h = held.list.find((x) => x.id === id);
+  if (!h) return;
+  held.editing = id;
+  detailGeneration++;
+  renderHeld();
+  const pane = $("detail");
+  const message = el("p", { id: "held-message", role: "status", "aria-live": "polite" });
+  const form = el("form", { id: "held-form", autocomplete: "off" });
+  form.addEventListener("input", () => form.classList.add("held-dirty"));
+  form.addEventListener("submit", (e) => e.preventDefault());
+  let editPart;
+  if (h.phase === "request") {
+    const method = el("input", { id: "held-method", class: "mono", value: h.request.method, "aria-label": "method",
+      spellcheck: "false" });
+    const url = el("input", { id: "held-url", class: "mono", value: h.url, "aria-label": "URL", spellcheck: "false" });
+    editPart = el("div", { class: "held-part" },
+      el("div", { class: "held-line" }, method, url),
+      el("div", { class: "leg", text: "Headers" }), ...headerRows(h.request.headers),
+      el("div", { class: "leg", text: "Body" }),
+      el("div", { class: "sub", text: "The request's body goes on as the client sends it: this build edits a held "
+        + "request's method, URL and headers." }));
+  } else {
+    editPart = el("div", {},
+      el("div", { class: "sub mono", text: `${h.request.method} ${h.url}` }),
+      responseFields(h.response, h.responseBody, "held-response"));
+  }
+  form.append(editPart);
+
+  const release = async (body, button) => {
+    for (const b of document.querySelectorAll("#held-editor button.held-action")) b.disabled = true;
+    message.textContent = "…";
+    try {
+      await apiPost(`/api/held/${h.id}`, body);
+      message.dataset.final = "1";
+      message.textContent = { execute: "Sent as edited.", abort: "Aborted: the client's connection was reset.",
+        answer: "Answered locally." }[body.action];
+      held.editing = null;
+      refreshHeld(true);
+    } catch (error) {
+      message.textContent = `Not released: ${error.message}`;
+      if (!error.message.startsWith("409")) {
+        for (const b of document.querySelectorAll("#held-editor button.held-action")) b.disabled = false;
+      }
+    }
+    button.blur();
+  };
+  const execute = el("button", { id: "held-execute", type: "button", class: "held-action primary", text: "Execute" });
+  execute.addEventListener("click", () => {
+    const edit = {};
+    if (h.phase === "request") {
+      edit.request = { method: $("held-method").value.trim(), url: $("held-url").value.trim(),
+        headers: readHeaders(editPart) };
+      const body = editPart.querySelector("textarea.held-body");
+      if (body && body.value !== ((h.requestBody && h.requestBody.text) || "")) edit.request.body = body.value;
+    } else {
+      edit.response = readResponse(editPart);
+      const body = editPart.querySelector("textarea.held-body");
+      if (body && body.value === ((h.responseBody && h.responseBody.text) || "")) delete edit.response.body;
+    }
+    release(Object.assign({ action: "execute" }, form.classList.contains("held-dirty") ? edit : {}), execute);
+  });
+  const abort = el("button", { id: "held-abort", type: "button", class: "held-action danger", text: "Abort",
+    title: "the client sees its connection fail" });
+  abort.addEventListener("click", () => release({ action: "abort" }, abort));
+  const buttons = el("div", { class: "held-buttons" }, execute, abort);
+  let answerPart = null;
+  if (h.phase === "request") {
+    answerPart = el("details", { id: "held-answer" }, el("summary", {}, el("h3", {}, "Answer locally")),
+      el("div", { class: "sub", text: "The client gets this response; the request never goes upstream." }));
+    const fields = responseFields(null, null, "held-answer");
+    const send = el("button", { id: "held-answer-send", type: "button", class: "held-action", text: "Send this answer" });
+    send.addEventListener("click", () => release({ action: "answer", response: readResponse(fields) }, send));
+    answerPart.append(fields, send);
+    const answerButton = el("button", { id: "held-answer-open", type: "button", class: "held-action",
+      text: "Answer locally…", onclick: () => { answerPart.open = true; answerPart.scrollIntoView({ block: "nearest" }); } });
+    buttons.append(answerButton);
+  }
+  buttons.append(el("span", { class: "sub" }, "goes on unchanged in ", countdown(h)));
+
+  const close = el("button", { class: "copy close", type: "button", text: "Close (Esc)" });
+  close.addEventListener("click", () => { closeDetail(); $("list").focus(); });
+  const editor = el("div", { id: "held-editor", "data-held": h.id },
+    close,
+    el("h2", {}, el("span", { class: "held-badge", text: "HELD" }), ` ${h.phase} · ${h.method} ${h.url}`),
+    el("div", { class: "sub", text: `Breakpoint ${h.breakpoint} · connection #${h.connection} · held at ` +
+      `${formatTime(h.heldAt)}` }),
+    buttons, message, form, answerPart);
+  pane.replaceChildren(editor);
+  pane.scrollTop = 0;
+  openDetail();
+}
+
+/// "Break on the next request to this URL": a runtime breakpoint rule for the exchange's URL.
+function breakMaker(x) {
+  const message = el("span", { class: "sub", role: "status" });
+  const button = el("button", { id: "make-breakpoint", type: "button", class: "copy",
+    text: "Break on the next request to this URL" });
+  button.addEventListener("click", async () => {
+    message.textContent = " …";
+    try {
+      const rule = await apiPost("/api/rules", { exchange: x.id, kind: "breakpoint" });
+      message.textContent = ` In force: ${rule.text}`;
+      refreshRules();
+    } catch (error) {
+      message.textContent = ` Not made: ${error.message}`;
+    }
+  });
+  return el("div", { class: "break-maker" }, button, message);
 }
 
 // ---------------------------------------------------------------- rules
@@ -835,6 +1078,7 @@ function openDetail() {
 
 function closeDetail() {
   detailGeneration++;
+  held.editing = null;
   $("split").classList.remove("with-detail");
 }
 
@@ -1055,6 +1299,7 @@ async function start() {
     await refreshRules();
   }
   $("report-refresh").addEventListener("click", refreshReport);
+  refreshHeld();
   document.addEventListener("keydown", onKey);
   await reload();
   $("list").focus();
