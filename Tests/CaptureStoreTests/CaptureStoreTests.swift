@@ -58,7 +58,11 @@ private func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
 
 /// Another connection to the capture (as `sqlite3 FILE` would be) takes its write lock on a thread of its own and
 /// holds it for `seconds`; returns once the lock is held, with a semaphore signalled when it is released.
-private func holdWriteLock(_ path: String, seconds: Double) throws -> DispatchSemaphore {
+/// Holds the capture's write lock from another connection for `seconds`, counted from `go`'s signal when given (so
+/// a test thread the machine's load delays between taking the lock and writing still meets it held).
+private func holdWriteLock(_ path: String, seconds: Double, after go: DispatchSemaphore? = nil) throws
+    -> DispatchSemaphore
+{
     let other = try DatabaseQueue(path: path)
     let locked = DispatchSemaphore(value: 0)
     let released = DispatchSemaphore(value: 0)
@@ -67,6 +71,7 @@ private func holdWriteLock(_ path: String, seconds: Double) throws -> DispatchSe
             try other.writeWithoutTransaction { db in
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 locked.signal()
+                go?.wait()
                 usleep(useconds_t(seconds * 1_000_000))
                 try db.execute(sql: "COMMIT")
             }
@@ -485,8 +490,10 @@ struct CaptureStoreTests {
         let notices = Mutex<[String]>([])
         writer.busyNotice = { text in notices.withLock { $0.append(text) } }
         try writer.write([.exchange(blockedExchange(connection: 1))])
-        let released = try holdWriteLock(path, seconds: CaptureWriter.busyTimeout + 0.5)
+        let go = DispatchSemaphore(value: 0)
+        let released = try holdWriteLock(path, seconds: CaptureWriter.busyTimeout + 2, after: go)
         // The same connection again (its rows are remembered from the first batch) and a new one.
+        go.signal()
         try writer.write([.exchange(blockedExchange(connection: 1)), .exchange(blockedExchange(connection: 2))])
         #expect(released.wait(timeout: .now() + 10) == .success)
         try writer.close(ended: 2)

@@ -29,12 +29,12 @@ struct ThrottleTests {
         return Double(words[words.index(before: ms)]).map { $0 / 1000 }
     }
 
-    @Test("--throttle 3G: 200 KiB over HTTPS takes what 780 kbit/s and 100 ms each way allow (0.8x to 1.6x of size × 8 / rate + round trip); without it, a fraction of that")
+    @Test("--throttle 3G: 200 KiB over HTTPS takes what 780 kbit/s and 100 ms each way allow (0.8x to 2x of size × 8 / rate + round trip: a loaded machine fires timers late, never early); without it, a fraction of that")
     func threeG() async throws {
         let expected = Double(Self.size * 8) / 780_000 + 0.2  // 2.30 s
         let throttled = try await Stage(["--throttle", "3G"])
         let slow = try await timedDownload(throttled, "https://\(Stage.httpsHost)/bytes/\(Self.size)")
-        #expect(slow >= 0.8 * expected && slow <= 1.6 * expected, "3G: \(slow) s for an expected \(expected) s")
+        #expect(slow >= 0.8 * expected && slow <= 2 * expected, "3G: \(slow) s for an expected \(expected) s")
         let line = try await consoleLine(throttled, "/bytes/\(Self.size)")
         #expect(line.contains("RULE [--throttle #1] throttle: 3G (whole proxy)"), "\(line)")
         // The record ends when the last byte left through the throttle: at least the transfer time at 780 kbit/s.
@@ -52,7 +52,7 @@ struct ThrottleTests {
         let stage = try await Stage(["--throttle", "down=1Mbit,latency=50ms@\(Stage.httpsHost)"])
         let expected = Double(Self.size * 8) / 1_000_000 + 0.1  // 1.74 s
         let slow = try await timedDownload(stage, "https://\(Stage.httpsHost)/bytes/\(Self.size)")
-        #expect(slow >= 0.8 * expected && slow <= 1.6 * expected, "custom: \(slow) s for an expected \(expected) s")
+        #expect(slow >= 0.8 * expected && slow <= 2 * expected, "custom: \(slow) s for an expected \(expected) s")
         let line = try await consoleLine(stage, "https://\(Stage.httpsHost)/bytes/")
         #expect(line.contains("throttle: custom: down 1 Mbit/s, 50 ms; up unlimited, 50 ms"), "\(line)")
         #expect(!line.contains("whole proxy"))
@@ -80,7 +80,8 @@ struct ThrottleTests {
             let headers = s["headers"] as? [String: String] ?? [:]
             #expect(s["sha256"] as? String == headers["x-body-sha256"], "\(s["path"] ?? "")")
         }
-        // The client's Python start is in the wall time: a generous ceiling, a strict floor.
-        #expect(seconds >= 0.8 * expected && seconds <= 1.6 * expected + 1.5, "h2: \(seconds) s for an expected \(expected) s")
+        // The client's Python start (h2's import, seconds on a loaded machine) is in the wall time: a generous
+        // ceiling, a strict floor.
+        #expect(seconds >= 0.8 * expected && seconds <= 2 * expected + 4, "h2: \(seconds) s for an expected \(expected) s")
     }
 }
