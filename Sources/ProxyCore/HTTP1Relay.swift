@@ -287,19 +287,8 @@ final class HTTP1Relay {
                 ex.recorder?.requestBody(piece)
                 ex.lastRequestProgress = now()
                 ex.awaitingContinue = false
-                if let held = ex.heldRequest {
-                    if held.append(piece) { continue }
-                    // Over the limit: what was held goes on unchanged, and the rest streams.
-                    ex.heldRequest = nil
-                    var bytes: [UInt8] = []
-                    do {
-                        try HTTP1Serializer.write(held.head, into: &bytes)
-                        try ex.requestWriter?.write(held.spill(), into: &bytes)
-                    } catch {
-                        protocolError(error, fromClient: true)
-                        return
-                    }
-                    sendUpstream(bytes)
+                if ex.heldRequest != nil {
+                    guard holdRequestPiece(piece, ex) else { return }
                     continue
                 }
                 if ex.requestWriter != nil {
@@ -316,22 +305,7 @@ final class HTTP1Relay {
                 }
             case .end(let trailers):
                 guard let ex = exchange else { return }
-                if let held = ex.heldRequest.take() {
-                    let (head, body) = held.release()
-                    if case .contentLength = ex.requestWriter?.framing {
-                        ex.requestWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
-                    }
-                    var bytes: [UInt8] = []
-                    do {
-                        try HTTP1Serializer.write(head, into: &bytes)
-                        try ex.requestWriter?.write(body, into: &bytes)
-                    } catch {
-                        protocolError(error, fromClient: true)
-                        return
-                    }
-                    sendUpstream(bytes)
-                    ex.recorder?.recordForwardedRequest(head)
-                }
+                if ex.heldRequest != nil, !releaseHeldRequest(ex) { return }
                 ex.requestEnded = true
                 if let recorder = ex.recorder, !awaitingUpstream, ex.localAnswer == nil { recorder.requestSent = now() }
                 if ex.requestWriter != nil {
@@ -556,17 +530,8 @@ final class HTTP1Relay {
                 guard let ex = exchange else { return }
                 ex.responseBytes += piece.count
                 ex.recorder?.responseBody(piece)
-                if let held = ex.heldBody {
-                    if held.append(piece) { continue }
-                    // Over the limit: what was held goes on unchanged, and the rest streams.
-                    ex.heldBody = nil
-                    do {
-                        try sendHeldHead(held.head, ex)
-                        try ex.responseWriter?.write(held.spill(), into: &out.toClient)
-                    } catch {
-                        protocolError(error, fromClient: false)
-                        return
-                    }
+                if ex.heldBody != nil {
+                    guard holdResponsePiece(piece, ex) else { return }
                     continue
                 }
                 // Framed straight into the output: a body piece is copied once here, not twice.
@@ -576,19 +541,7 @@ final class HTTP1Relay {
                 }
             case .end(let trailers):
                 guard let ex = exchange else { return }
-                if let held = ex.heldBody.take() {
-                    let (head, body) = held.release()
-                    if case .contentLength = ex.responseWriter?.framing {
-                        ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
-                    }
-                    do {
-                        try sendHeldHead(head, ex)
-                        try ex.responseWriter?.write(body, into: &out.toClient)
-                    } catch {
-                        protocolError(error, fromClient: false)
-                        return
-                    }
-                }
+                if ex.heldBody != nil, !releaseHeldResponse(ex) { return }
                 var bytes: [UInt8] = []
                 do { try ex.responseWriter?.finish(trailers: trailers, into: &bytes) } catch {
                     protocolError(error, fromClient: false)
@@ -625,6 +578,84 @@ final class HTTP1Relay {
                 return
             }
         }
+    }
+
+    // Held bodies (HeldBody), out of the pump loops' way: a body rule is rare, and its code inline in the loops cost
+    // every keep-alive request copies of the parser's event (benchmarks/core-instructions.sh).
+
+    /// A request body piece for the body rules; false when the relay failed (and said so).
+    @inline(never)
+    private func holdRequestPiece(_ piece: [UInt8], _ ex: Exchange) -> Bool {
+        guard let held = ex.heldRequest else { return true }
+        if held.append(piece) { return true }
+        // Over the limit: what was held goes on unchanged, and the rest streams.
+        ex.heldRequest = nil
+        var bytes: [UInt8] = []
+        do {
+            try HTTP1Serializer.write(held.head, into: &bytes)
+            try ex.requestWriter?.write(held.spill(), into: &bytes)
+        } catch {
+            protocolError(error, fromClient: true)
+            return false
+        }
+        sendUpstream(bytes)
+        return true
+    }
+
+    /// The held request's end: its edited head and body go upstream; false when the relay failed.
+    @inline(never)
+    private func releaseHeldRequest(_ ex: Exchange) -> Bool {
+        guard let held = ex.heldRequest.take() else { return true }
+        let (head, body) = held.release()
+        if case .contentLength = ex.requestWriter?.framing {
+            ex.requestWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+        }
+        var bytes: [UInt8] = []
+        do {
+            try HTTP1Serializer.write(head, into: &bytes)
+            try ex.requestWriter?.write(body, into: &bytes)
+        } catch {
+            protocolError(error, fromClient: true)
+            return false
+        }
+        sendUpstream(bytes)
+        ex.recorder?.recordForwardedRequest(head)
+        return true
+    }
+
+    /// A response body piece for the body rules; false when the relay failed.
+    @inline(never)
+    private func holdResponsePiece(_ piece: [UInt8], _ ex: Exchange) -> Bool {
+        guard let held = ex.heldBody else { return true }
+        if held.append(piece) { return true }
+        // Over the limit: what was held goes on unchanged, and the rest streams.
+        ex.heldBody = nil
+        do {
+            try sendHeldHead(held.head, ex)
+            try ex.responseWriter?.write(held.spill(), into: &out.toClient)
+        } catch {
+            protocolError(error, fromClient: false)
+            return false
+        }
+        return true
+    }
+
+    /// The held response's end: its edited head and body go to the client; false when the relay failed.
+    @inline(never)
+    private func releaseHeldResponse(_ ex: Exchange) -> Bool {
+        guard let held = ex.heldBody.take() else { return true }
+        let (head, body) = held.release()
+        if case .contentLength = ex.responseWriter?.framing {
+            ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+        }
+        do {
+            try sendHeldHead(head, ex)
+            try ex.responseWriter?.write(body, into: &out.toClient)
+        } catch {
+            protocolError(error, fromClient: false)
+            return false
+        }
+        return true
     }
 
     /// A response head that waited for its body (HeldBody), annotated, to the client.
