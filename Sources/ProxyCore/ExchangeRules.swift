@@ -15,6 +15,8 @@ final class ExchangeRules {
     let requestEdits: BodyEdits?
     /// How much of a response body a body rule may hold (`HeldBody`).
     let bodyLimit: Int
+    /// The captured exchange this request replays (its marker field, `ReplayMarker`), for the record.
+    var replayOf: Int64?
 
     init(
         applied: [AppliedRule], response: ResponseRules?, requestEdits: BodyEdits? = nil,
