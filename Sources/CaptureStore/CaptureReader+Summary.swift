@@ -25,6 +25,14 @@ extension CaptureReader {
         try read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM exchanges") ?? 0 }
     }
 
+    /// The first exchange for `url` committed after exchange `afterID` (a request written in the web view).
+    public func firstExchange(after afterID: Int64, url: String) throws(CaptureFileError) -> Int64? {
+        try read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT min(id) FROM exchanges WHERE id > ? AND url = ?", arguments: [afterID, url])
+        }
+    }
+
     /// The first replay of exchange `original` committed after exchange `afterID` (issue 34: the row a replay just
     /// sent made); nil when there is none yet, or the file predates step "v3 replay of".
     public func replay(of original: Int64, after afterID: Int64) throws(CaptureFileError) -> Int64? {

@@ -71,6 +71,8 @@ public struct WebViewExtensions: Sendable {
     public var quicAttemptsRefused: (@Sendable () -> Int)?
     /// `run --web`: the rules in force, listed, switched and made from exchanges (`/api/rules`).
     public var rules: WebRuleControl?
+    /// `run --web`: the proxy as its own client, for replay and compose (`POST /api/replay`).
+    public var replay: ReplayClient?
 
     public init(
         reportFindings: (@Sendable (CaptureReader) throws -> WebReport)? = nil,

@@ -34,6 +34,7 @@ enum RunWebView {
                 book: book,
                 mapLocalDirectory: URL(fileURLWithPath: command.caDir).appendingPathComponent("map-local").path)
         }
+        context.extensions.replay = replayClient(start, listeners)
         if start.modes.transparent != nil {
             context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
         }
@@ -58,5 +59,19 @@ enum RunWebView {
         let kept = outputs.temporaryCapture != nil
             ? " (a temporary capture, deleted at exit; --capture FILE keeps it)" : ""
         return "\nWeb:     http://\(webHost):\(web.port)/\(kept)"
+    }
+
+    /// Replay and compose: the proxy as its own client on its explicit-proxy listener (none in a transparent-only
+    /// run). A wildcard or loopback listener is reached on 127.0.0.1, where the proxy reads the replay marker; a
+    /// listener on one LAN address is reached there, and its replays are then not marked (docs/web.md).
+    static func replayClient(_ start: RunStart, _ listeners: RunListeners) -> ReplayClient? {
+        guard let (host, _) = start.modes.regular else { return nil }
+        let connectHost = host == "0.0.0.0" || host == "::" || host.isEmpty ? "127.0.0.1" : host
+        let authorization = start.credentials.map {
+            "Basic " + Data("\($0.user):\($0.password)".utf8).base64EncodedString()
+        }
+        return ReplayClient(
+            proxyHost: connectHost, proxyPort: Int(listeners.listener.port),
+            caPEM: try? String(contentsOfFile: start.caFile, encoding: .utf8), proxyAuthorization: authorization)
     }
 }
