@@ -159,13 +159,22 @@ public struct ReplayClient: Sendable {
     static func head(_ request: ReplayRequest, target: Target, absolute: Bool, authorization: String?) -> [UInt8] {
         var text = "\(request.method) \(absolute ? (target.secure ? "https://" : "http://") + target.authority + target.path : target.path) HTTP/1.1\r\n"
         text += "Host: \(target.authority)\r\n"
-        for (name, value) in request.headers where !fieldsSent.contains(name.lowercased()) {
+        // The framing goes where the request had it (a replay's head then reads as the original's, field by field).
+        let framed = !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method.uppercased())
+        var lengthWritten = false
+        for (name, value) in request.headers {
+            let lower = name.lowercased()
+            if lower == "content-length" || lower == "transfer-encoding" {
+                if framed && !lengthWritten { text += "Content-Length: \(request.body.count)\r\n" }
+                lengthWritten = true
+                continue
+            }
+            if fieldsSent.contains(lower) { continue }
             text += "\(name): \(value)\r\n"
         }
         if absolute, let authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
         if let original = request.replayOf { text += "\(ExchangeSummary.replayMarkerField): \(original)\r\n" }
-        let framed = ["POST", "PUT", "PATCH"].contains(request.method.uppercased())
-        if !request.body.isEmpty || framed { text += "Content-Length: \(request.body.count)\r\n" }
+        if framed && !lengthWritten { text += "Content-Length: \(request.body.count)\r\n" }
         text += "\r\n"
         return Array(text.utf8)
     }
