@@ -85,4 +85,29 @@ import Testing
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text)")
     }
+
+    /// Tests/webview/replay_test.py: replay, compose and compare (issue 34) end to end: a recording origin sees the
+    /// replay's head and body as the original's (hop-by-hop fields aside) and an edited replay's edit, through
+    /// `atsproxy replay`, `POST /api/replay` and headless Chromium (Replay, Edit and replay, Compare, Compose).
+    @Test("Replay, compose and compare: the CLI, the API and a real browser against a recording origin",
+          .timeLimit(.minutes(4)))
+    func replayEndToEnd() throws {
+        let root = TestPython.packageRoot
+        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try TestPython.path())
+        p.arguments = [root.appendingPathComponent("Tests/webview/replay_test.py").path,
+                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        // The script bounds itself (180 s); this is the backstop should it hang before its alarm is set.
+        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 220, execute: watchdog)
+        defer { watchdog.cancel() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+    }
 }

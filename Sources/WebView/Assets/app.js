@@ -90,9 +90,9 @@ function ruleBadge(rule) {
 }
 
 /// A replay's row: which captured exchange it sent again.
-function replayBadge(original) {
-  return el("span", { class: "replay-badge", text: `replay of #${original}`,
-    title: `Sent again through the proxy from exchange #${original}` });
+function replayBadge(original, short = false) {
+  return el("span", { class: "replay-badge", text: short ? `↻ #${original}` : `replay of #${original}`,
+    title: `replay of #${original}: sent again through the proxy` });
 }
 
 function formatBytes(n) {
@@ -168,11 +168,11 @@ function rowElement(row) {
     el("td", { class: "c-time mono", text: formatTime(row.time) }),
     el("td", { class: "c-method", text: row.method }),
     el("td", { class: "c-host", text: row.host, title: row.host }),
-    el("td", { class: "c-path", text: row.path || "", title }),
+    el("td", { class: "c-path", title }, row.replayOf ? replayBadge(row.replayOf, true) : null, row.path || ""),
     el("td", { class: "c-status", text: row.status ?? "—" }),
     el("td", { class: "c-proto", text: protocolLabel(row) }),
     el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict),
-      ...(row.rules || []).map(ruleBadge), row.replayOf ? replayBadge(row.replayOf) : null),
+      ...(row.rules || []).map(ruleBadge)),
     el("td", { class: "c-errors mono", text: row.errors.join(" "), title: row.errors.join(" ") }),
     el("td", { class: "c-size", text: formatBytes(row.responseBytes) }),
     el("td", { class: "c-dur", text: formatDuration(row.durationMs) }),
