@@ -116,7 +116,7 @@ let package = Package(
         // The live web view (`run --web`, `view`): its HTTP routes over the capture, served on the proxy's own loops.
         .target(
             name: "WebView",
-            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyTrace"],
+            dependencies: ["ATSPolicy", "CaptureStore", "HTTP1Core", "ProxyCore", "ProxyEventLoop", "ProxyTrace", "TLSCore"],
             exclude: ["Assets"], swiftSettings: strict),
         .target(
             name: "ATSDiagnose", dependencies: ["ATSPolicy", "TLSCore", "ProxyEventLoop"],

@@ -38,6 +38,7 @@ public struct ExchangeText {
         if let action = e.action { out.append("  The proxy: \(Self.actionText(action))") }
         if let interruption = e.interruption { out.append("  Incomplete: \(interruption)") }
         if let note = e.note { out.append("  Note: \(note)") }
+        if let original = e.replayOf { out.append("  Replay of #\(original) (sent again through the proxy)") }
         // Which rules changed or answered the exchange: the heads below are then the proxy's, not only the server's.
         section(&out, "Rules that acted", e.rules.map { "\($0.summary) (at the \($0.point) point)" })
 

@@ -289,6 +289,7 @@ public struct CaptureEncoder {
                 let rebuilt = detail?.rebuiltTrace ?? []
                 batch.int(rebuilt.isEmpty ? nil : Int64(rebuilt.rawValue))
             case .rules: Self.appendRules(e.rules, to: &batch)
+            case .replayOf: batch.int(e.replayOf)
             }
         }
         // Bodies: none stored for an empty one (a missing row is zero bytes).

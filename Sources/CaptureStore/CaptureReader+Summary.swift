@@ -25,6 +25,25 @@ extension CaptureReader {
         try read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM exchanges") ?? 0 }
     }
 
+    /// The first exchange for `url` committed after exchange `afterID` (a request written in the web view).
+    public func firstExchange(after afterID: Int64, url: String) throws(CaptureFileError) -> Int64? {
+        try read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT min(id) FROM exchanges WHERE id > ? AND url = ?", arguments: [afterID, url])
+        }
+    }
+
+    /// The first replay of exchange `original` committed after exchange `afterID` (issue 34: the row a replay just
+    /// sent made); nil when there is none yet, or the file predates step "v3 replay of".
+    public func replay(of original: Int64, after afterID: Int64) throws(CaptureFileError) -> Int64? {
+        guard schemaSteps.contains(CaptureSchema.Step.replayOf) else { return nil }
+        return try read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT min(id) FROM exchanges WHERE id > ? AND replay_of = ?",
+                arguments: [afterID, original])
+        }
+    }
+
     /// Exchanges newer than `afterID`, counted by host, verdict and whether the proxy's own set-up site answered
     /// them (`proxySite`, counted apart: a host can be both, e.g. the proxy's own address).
     /// A caller that keeps the totals adds the
@@ -151,9 +170,11 @@ extension CaptureReader {
         let order = after == nil ? " ORDER BY e.id DESC LIMIT ?" : " ORDER BY e.id ASC LIMIT ?"
         // A file made before step "v2 applied rules" has no `rules` column: NULL in its place.
         let rules = schemaSteps.contains(CaptureSchema.Step.appliedRules) ? "e.rules" : "NULL AS rules"
+        let replayOf = schemaSteps.contains(CaptureSchema.Step.replayOf) ? "e.replay_of" : "NULL AS replay_of"
         let sql = """
             SELECT e.id, e.run_id, e.started, e.ended, e.method, e.url, e.status, e.http_version, e.outcome, e.action,
-                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note, \(rules)
+                e.errors, e.request_bytes, e.response_bytes, e.duration_ms, e.interruption, e.note, \(rules),
+                \(replayOf)
             FROM exchanges e
             """
         // No status index: a range walks the table newest first (or, from 400 up, reads the problems' index).
@@ -171,6 +192,7 @@ extension CaptureReader {
                 if let rules = row["rules"] as String? {
                     record.rules = try JSONDecoder().decode([AppliedRule].self, from: Data(rules.utf8))
                 }
+                record.replayOf = row["replay_of"]
                 return CapturedExchange(id: row["id"], runID: row["run_id"], record: record)
             }
         }

@@ -229,6 +229,8 @@ public final class CaptureReader: @unchecked Sendable {
         if let rules = row["rules"] as String? {
             record.rules = try decoder.decode([AppliedRule].self, from: Data(rules.utf8))
         }
+        // Absent from files made before step "v3 replay of" (`e.*` has no such column): not a replay.
+        if row.hasColumn("replay_of") { record.replayOf = row["replay_of"] }
         if let connectionID = row["connection_id"] as Int64? {
             var decision: PolicyDecision?
             var violations: [ATSViolation] = []

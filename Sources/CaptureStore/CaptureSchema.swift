@@ -26,6 +26,9 @@ enum CaptureSchema {
         migrator.registerMigration(Step.appliedRules) { db in
             try db.execute(sql: ExchangeField.rules.addColumnSQL(postgres: false))
         }
+        migrator.registerMigration(Step.replayOf) { db in
+            try db.execute(sql: ExchangeField.replayOf.addColumnSQL(postgres: false))
+        }
         return migrator
     }
 
@@ -115,6 +118,8 @@ enum CaptureSchema {
         /// The rules that acted on each exchange (issue 33): `exchanges.rules`. A file without it reads as one
         /// whose exchanges no rule touched; a run appending to it adds the column first.
         static let appliedRules = "v2 applied rules"
+        /// The exchange a replay resends (issue 34): `exchanges.replay_of`. A file without it has no replays.
+        static let replayOf = "v3 replay of"
     }
 
     /// The steps of the development builds before the first release, folded into step 1. A file that has any of

@@ -12,7 +12,9 @@ enum ExchangeField: CaseIterable {
         note, upstreamTLSVersion, upstreamTLSSuite, upstreamALPN, upstreamSNI, upstreamResumed, requestHead,
         forwardedRequestHead, responseHead, clientResponseHead, upstreamAddress, mirror, rebuiltTrace,
         // Added by capture step "v2 applied rules" and team store step "3 applied rules".
-        rules
+        rules,
+        // Added by capture step "v3 replay of" and team store step "4 replay of".
+        replayOf
 
     /// A column's storage class, the same in SQLite and PostgreSQL.
     enum Kind {
@@ -71,6 +73,7 @@ enum ExchangeField: CaseIterable {
         case .mirror: ("mirror", .text, false, "--ats mirror: what the device was shown and did (MirrorRecord JSON)")
         case .rebuiltTrace: ("rebuilt_trace", .integer, false, "RebuiltTrace bits; NULL: the records are stored")
         case .rules: ("rules", .text, false, "the rules that acted (JSON array of AppliedRule); NULL: none")
+        case .replayOf: ("replay_of", .integer, false, "the exchange this one replays (issue 34); NULL: not a replay")
         }
     }
 

@@ -105,11 +105,14 @@ enum PostgresSchema {
             """),
         // A nullable column older writers leave NULL (their COPY names its columns): they go on writing.
         Step(name: addedColumnSteps[.rules]!, breaksOlder: false, sql: ExchangeField.rules.addColumnSQL(postgres: true)),
+        Step(
+            name: addedColumnSteps[.replayOf]!, breaksOlder: false,
+            sql: ExchangeField.replayOf.addColumnSQL(postgres: true)),
     ]
 
     /// The step that adds each column of `ExchangeField.addedLater`: a reader of a store that lacks the step (no
     /// proxy of this build has written to it yet) reads the column as NULL.
-    static let addedColumnSteps: [ExchangeField: String] = [.rules: "3 applied rules"]
+    static let addedColumnSteps: [ExchangeField: String] = [.rules: "3 applied rules", .replayOf: "4 replay of"]
 
     /// The tables a reader copies into a capture file (`PostgresCopy`), with their columns and each column's kind,
     /// in an order that satisfies the file's references.

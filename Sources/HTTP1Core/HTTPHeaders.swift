@@ -404,3 +404,23 @@ extension StringProtocol {
         String(decoding: utf8.map(asciiLowercase), as: UTF8.self)
     }
 }
+
+/// A field name prepared once (lowercased, with its filter bit), for a lookup made on every request: asking for it
+/// by string prepares the name again each time (an array per call), while a received head answers a prepared name
+/// that it lacks from its name filter alone.
+public struct HTTPFieldName: Sendable {
+    let name: HTTPHeaders.Name
+
+    public init(_ name: String) { self.name = HTTPHeaders.Name(name) }
+}
+
+extension HTTPHeaders {
+    /// The first value of a field named `name`; nil without one.
+    public func first(_ name: HTTPFieldName) -> String? {
+        var value: String?
+        forEachValue(of: name.name) { bytes in
+            if value == nil { value = HTTP1Syntax.string(bytes) }
+        }
+        return value
+    }
+}

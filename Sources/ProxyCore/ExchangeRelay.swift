@@ -178,7 +178,10 @@ extension ExchangeRecording {
             durationMilliseconds: max(0, (now - started) * 1000), interruption: interruption)
         // Only when recording: setting even a nil detail would allocate the record's box on every exchange.
         if let recorder { summary.detail = recorder.detail(started: started, ended: now) }
-        if let rules, !rules.applied.isEmpty { summary.rules = rules.applied }
+        if let rules {
+            if !rules.applied.isEmpty { summary.rules = rules.applied }
+            summary.replayOf = rules.replayOf
+        }
         return summary
     }
 }

@@ -17,6 +17,8 @@ final class ExchangeRules {
     let bodyLimit: Int
     /// The breakpoint rule that holds the request before it goes upstream (SessionContext+Breakpoints).
     let breakpoint: String?
+    /// The captured exchange this request replays (its marker field, `ReplayMarker`), for the record.
+    var replayOf: Int64?
 
     init(
         applied: [AppliedRule], response: ResponseRules?, requestEdits: BodyEdits? = nil,

@@ -24,8 +24,41 @@ extension SessionContext {
     /// blocks the request: the client's connection is then reset (the app sees -1005) and the request logged.
     @inline(__always)
     func ruled(_ decision: consuming RequestDecision, request: HTTPRequestHead) -> RequestDecision? {
+        if acceptsReplayMarker, let replayOf = ReplayMarker.value(in: request.headers) {
+            return markedReplay(decision, request: request, replayOf: replayOf)
+        }
         if env.rules == nil { return decision }
         return applyRequestRules(decision, request: request)
+    }
+
+    /// A replay the proxy (or `atsproxy replay`) sent through itself: the marker is taken off the head before the
+    /// rules see it and before it goes upstream, and the exchange's record names the original (`replayOf`).
+    private func markedReplay(_ decision: consuming RequestDecision, request: HTTPRequestHead, replayOf: Int64)
+        -> RequestDecision?
+    {
+        var request = request
+        request.headers.remove(name: ReplayMarker.field)
+        var unmarked: RequestDecision = decision
+        if case .forward(var head, let url, let upstream, let annotation, let outcome, let codes, let rules) = unmarked {
+            head.headers.remove(name: ReplayMarker.field)
+            unmarked = .forward(
+                head: head, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes,
+                rules: rules)
+        }
+        let ruledDecision = env.rules == nil ? unmarked : applyRequestRules(unmarked, request: request)
+        guard let ruledDecision else { return nil }
+        switch ruledDecision {
+        case .forward(let head, let url, let upstream, let annotation, let outcome, let codes, let rules):
+            let effects = rules ?? ExchangeRules(applied: [], response: nil)
+            effects.replayOf = replayOf
+            return .forward(
+                head: head, url: url, upstream: upstream, annotation: annotation, outcome: outcome, codes: codes,
+                rules: effects)
+        case .answer(let head, let body, let url, let outcome, let codes, let rules):
+            let effects = rules ?? ExchangeRules(applied: [], response: nil)
+            effects.replayOf = replayOf
+            return .answer(head: head, body: body, url: url, outcome: outcome, codes: codes, rules: effects)
+        }
     }
 
     private func applyRequestRules(_ decision: consuming RequestDecision, request: HTTPRequestHead)

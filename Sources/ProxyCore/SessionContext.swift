@@ -43,6 +43,12 @@ final class SessionContext {
     var stopping = false
     /// The client's address, set by the adapter (`ProxySession.clientAddress`).
     var clientAddress: String?
+    /// Whether this connection's requests may carry the replay marker (`ReplayMarker`): only a loopback client's,
+    /// which is where the proxy's own replays come from; worked out once per connection.
+    lazy var acceptsReplayMarker: Bool = {
+        guard let address = clientAddress else { return false }
+        return address.hasPrefix("127.") || address.hasPrefix("[::1]") || address == "::1"
+    }()
     /// The current upstream connection's address, set by the adapter (`ProxySession.upstreamAddress`).
     var upstreamAddress: String?
     /// The client's address without its port (auto-passthrough's key), asked only when needed; set by the adapter.

@@ -54,6 +54,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         get { extras?.rules ?? [] }
         set { if !newValue.isEmpty || extras?.rules.isEmpty == false { updateExtras { $0.rules = newValue } } }
     }
+    /// The captured exchange this one replays (issue 34): the id the replay's marker field named
+    /// (`X-ATSProxy-Replay-Of`, removed before the request goes upstream); nil for the app's own traffic. In the
+    /// boxed extras, as `rules` is.
+    public var replayOf: Int64? {
+        get { extras?.replayOf }
+        set { if newValue != nil || extras?.replayOf != nil { updateExtras { $0.replayOf = newValue } } }
+    }
     /// The connection and its ATS verdict (set by the session for every exchange when details are recorded).
     public var connection: ConnectionRecord? {
         get { extras?.connection }
@@ -83,11 +90,13 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         let detail: ExchangeDetail?
         let mirror: MirrorRecord?
         let rules: [AppliedRule]
+        let replayOf: Int64?
 
         init(
             connection: ConnectionRecord?, action: ExchangeAction?, detail: ExchangeDetail?, mirror: MirrorRecord?,
-            rules: [AppliedRule]
+            rules: [AppliedRule], replayOf: Int64?
         ) {
+            self.replayOf = replayOf
             self.connection = connection
             self.action = action
             self.detail = detail
@@ -100,7 +109,8 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     /// field (the session records all three for every exchange a capture keeps).
     public mutating func setRecord(connection: ConnectionRecord, action: ExchangeAction, detail: ExchangeDetail) {
         extras = Extras(
-            connection: connection, action: action, detail: detail, mirror: extras?.mirror, rules: extras?.rules ?? [])
+            connection: connection, action: action, detail: detail, mirror: extras?.mirror, rules: extras?.rules ?? [],
+            replayOf: extras?.replayOf)
     }
 
     /// Calls `body` with the connection, the action and the detail, lent rather than copied out one by one (the
@@ -115,11 +125,11 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
     private mutating func updateExtras(_ change: (inout Fields) -> Void) {
         var fields = Fields(
             connection: extras?.connection, action: extras?.action, detail: extras?.detail, mirror: extras?.mirror,
-            rules: extras?.rules ?? [])
+            rules: extras?.rules ?? [], replayOf: extras?.replayOf)
         change(&fields)
         extras = Extras(
             connection: fields.connection, action: fields.action, detail: fields.detail, mirror: fields.mirror,
-            rules: fields.rules)
+            rules: fields.rules, replayOf: fields.replayOf)
     }
 
     private struct Fields {
@@ -128,11 +138,12 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         var detail: ExchangeDetail?
         var mirror: MirrorRecord?
         var rules: [AppliedRule]
+        var replayOf: Int64?
     }
 
     private enum CodingKeys: String, CodingKey {
         case method, url, status, httpVersion, outcome, errors, requestBytes, responseBytes, durationMilliseconds
-        case interruption, note, mirror, rules
+        case interruption, note, mirror, rules, replayOf
     }
 
     // Written out because `mirror` lives in the extras; a field that does not apply is left out, never null. The
@@ -152,6 +163,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             note: try c.decodeIfPresent(String.self, forKey: .note))
         mirror = try c.decodeIfPresent(MirrorRecord.self, forKey: .mirror)
         rules = try c.decodeIfPresent([AppliedRule].self, forKey: .rules) ?? []
+        replayOf = try c.decodeIfPresent(Int64.self, forKey: .replayOf)
         kind = .recorded(method: method, version: httpVersion)
     }
 
@@ -171,6 +183,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
         try c.encodeIfPresent(mirror, forKey: .mirror)
         let rules = rules
         if !rules.isEmpty { try c.encode(rules, forKey: .rules) }
+        try c.encodeIfPresent(replayOf, forKey: .replayOf)
     }
 
     /// Equal in what the console line and the JSON event show; the details are not compared.
@@ -179,7 +192,7 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
             && a.outcome == b.outcome && a.kind == b.kind && a.errors == b.errors && a.requestBytes == b.requestBytes
             && a.responseBytes == b.responseBytes && a.durationMilliseconds == b.durationMilliseconds
             && a.interruption == b.interruption && a.note == b.note && a.action == b.action && a.mirror == b.mirror
-            && a.rules == b.rules
+            && a.rules == b.rules && a.replayOf == b.replayOf
     }
 
     public init(
@@ -277,6 +290,11 @@ public struct ExchangeSummary: Sendable, Equatable, Codable {
                 line += rule.summary
             }
         }
+        if let replayOf = extras?.replayOf {
+            line += " (replay of #"
+            line += String(replayOf)
+            line += ")"
+        }
         return line
     }
 
@@ -316,4 +334,10 @@ public struct ExchangeError: Sendable, Equatable, Codable {
     public var shortCode: String {
         sslError.map { String(urlError.code) + "/" + String($0.code) } ?? String(urlError.code)
     }
+}
+
+extension ExchangeSummary {
+    /// The request field a replay carries to the proxy, naming the captured exchange it resends; the proxy takes it
+    /// off before the request goes on and records it as `replayOf`.
+    public static let replayMarkerField = "X-ATSProxy-Replay-Of"
 }

@@ -52,6 +52,7 @@ enum WebAssets {
     <button id="filter-clear" type="button">Clear</button>
     <span id="count" aria-live="polite"></span>
     <a id="har-link" href="#" hidden download>HAR</a>
+    <button id="compose-open" type="button" hidden>Compose</button>
   </form>
   <div id="split">
     <div id="list" tabindex="0" aria-label="Exchanges; up and down move, Enter shows details, End follows the newest">
@@ -201,6 +202,12 @@ function ruleBadge(rule) {
   });
 }
 
+/// A replay's row: which captured exchange it sent again.
+function replayBadge(original, short = false) {
+  return el("span", { class: "replay-badge", text: short ? `↻ #${original}` : `replay of #${original}`,
+    title: `replay of #${original}: sent again through the proxy` });
+}
+
 function formatBytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -274,7 +281,7 @@ function rowElement(row) {
     el("td", { class: "c-time mono", text: formatTime(row.time) }),
     el("td", { class: "c-method", text: row.method }),
     el("td", { class: "c-host", text: row.host, title: row.host }),
-    el("td", { class: "c-path", text: row.path || "", title }),
+    el("td", { class: "c-path", title }, row.replayOf ? replayBadge(row.replayOf, true) : null, row.path || ""),
     el("td", { class: "c-status", text: row.status ?? "—" }),
     el("td", { class: "c-proto", text: protocolLabel(row) }),
     el("td", { class: "c-verdict" }, row.action === "proxySite" ? ownBadge() : verdictBadge(row.verdict),
@@ -786,6 +793,15 @@ async function showDetail(id) {
     x.errors.length ? el("span", { class: "mono", text: `  ${x.errors.join(" ")}` }) : null));
   if (x.interruption) parts.push(el("div", { class: "sub", text: `INCOMPLETE: ${x.interruption}` }));
   if (x.note) parts.push(el("div", { class: "sub", text: x.note }));
+  if (x.replayOf) {
+    parts.push(el("div", { class: "replay-of" }, replayBadge(x.replayOf), " ",
+      el("button", { id: "show-original", type: "button", text: `Show #${x.replayOf}`,
+        onclick: () => { select(x.replayOf); showDetail(x.replayOf); } }), " ",
+      el("button", { id: "compare-original", type: "button", text: "Compare with original",
+        onclick: () => showCompare(x.replayOf, x.id) })));
+  }
+  parts.push(compareTools(x));
+  if (replayEnabled() && d.request) parts.push(section("Replay", true, replayTools(x, d)));
   if (x.rules && x.rules.length) {
     parts.push(section("Rules that acted", true, el("ul", { class: "applied-rules" }, ...x.rules.map((r) =>
       el("li", {}, ruleBadge(r), ` ${r.action}${r.note ? ": " + r.note : ""} `,
@@ -1082,6 +1098,315 @@ function breakMaker(x) {
     }
   });
   return el("div", { class: "break-maker" }, button, message);
+}
+
+// ---------------------------------------------------------------- replay and compose (issue 34)
+
+function replayEnabled() {
+  return !!(state.info && state.info.features && state.info.features.replay);
+}
+
+/// Sends a request through the proxy (`POST /api/replay`) and says what came back; selects the new row once the
+/// capture has it.
+async function sendThroughProxy(body, message) {
+  message.textContent = "Sending through the proxy…";
+  try {
+    const answer = await apiPost("/api/replay", body);
+    const made = answer.exchange ? ` · new exchange #${answer.exchange}` : " · the new row is not in the capture yet";
+    message.textContent = `${answer.status} ${answer.reason} (${formatBytes(answer.bodySize)})${made}`;
+    if (answer.exchange) {
+      message.dataset.exchange = answer.exchange;
+      // The stream brings the row; the detail shows it at once.
+      select(answer.exchange);
+      showDetail(answer.exchange);
+    }
+  } catch (error) {
+    message.textContent = `Not sent: ${error.message}`;
+  }
+}
+
+/// "Name: value" lines to [name, value] pairs (blank lines skipped).
+function parseHeaderLines(text) {
+  return text.split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.trim()).map((l) => {
+    const colon = l.indexOf(":");
+    return colon < 0 ? [l.trim(), ""] : [l.slice(0, colon).trim(), l.slice(colon + 1).trim()];
+  });
+}
+
+/// A request form: method, URL, headers (one per line) and body, with ids prefixed by `prefix`.
+function requestForm(prefix, method, url, headers, body, sendLabel, onSend) {
+  const m = el("input", { id: `${prefix}-method`, value: method, size: 8, "aria-label": "method" });
+  const u = el("input", { id: `${prefix}-url`, value: url, class: "wide", "aria-label": "URL" });
+  const h = el("textarea", { id: `${prefix}-headers`, rows: 6, class: "wide mono", "aria-label": "headers" });
+  h.value = headers.map(([n, v]) => `${n}: ${v}`).join("\n");
+  const b = el("textarea", { id: `${prefix}-body`, rows: 4, class: "wide mono", "aria-label": "body" });
+  b.value = body;
+  const send = el("button", { id: `${prefix}-send`, type: "button", text: sendLabel,
+    onclick: () => onSend({ method: m.value.trim(), url: u.value.trim(), headers: parseHeaderLines(h.value),
+      body: b.value }) });
+  return el("div", { class: "request-form" },
+    el("div", {}, m, " ", u), el("label", { class: "sub", text: "Headers (Name: value, one per line)" }), h,
+    el("label", { class: "sub", text: "Body" }), b, el("div", {}, send));
+}
+
+/// "Replay" (as captured) and "Edit and replay" (method, URL, headers, body) on an exchange's detail.
+function replayTools(x, d) {
+  const message = el("div", { class: "sub replay-result", role: "status" });
+  const editor = el("div", { class: "replay-editor", hidden: true });
+  const replay = el("button", { id: "replay-send", type: "button", text: "Replay",
+    onclick: () => sendThroughProxy({ exchange: x.id }, message) });
+  const edit = el("button", { id: "replay-edit", type: "button", text: "Edit and replay",
+    onclick: async () => {
+      if (!editor.hidden) { editor.hidden = true; return; }
+      let body = "";
+      if (d.requestBody && d.requestBody.kept) {
+        try {
+          const r = await fetch(`/api/exchanges/${x.id}/body/request`, { cache: "no-store" });
+          body = await r.text();
+        } catch (_) { body = ""; }
+      }
+      editor.replaceChildren(requestForm("replay-edit", x.method, x.url, d.request.headers, body, "Send edited",
+        (fields) => sendThroughProxy(Object.assign({ exchange: x.id }, fields), message)));
+      editor.hidden = false;
+    } });
+  return el("div", {}, el("div", {}, replay, " ", edit,
+    el("span", { class: "sub", text: " sends it again through the proxy: rules, ATS verdict and capture as for the app" })),
+    editor, message);
+}
+
+/// Compose: a request written from scratch, or from a pasted curl command line.
+function showCompose() {
+  const message = el("div", { class: "sub replay-result", role: "status" });
+  const holder = el("div", {});
+  const fill = (req) => holder.replaceChildren(requestForm("compose", req.method, req.url, req.headers, req.body,
+    "Send through the proxy", (fields) => sendThroughProxy(fields, message)));
+  const pasted = el("textarea", { id: "compose-curl", rows: 3, class: "wide mono",
+    placeholder: "curl -X POST -H 'Content-Type: application/json' -d '{\"a\":1}' https://api.example.com/x",
+    "aria-label": "curl command" });
+  const use = el("button", { id: "compose-from-curl", type: "button", text: "Fill from curl", onclick: () => {
+    try { fill(parseCurl(pasted.value)); message.textContent = ""; } catch (error) {
+      message.textContent = `Cannot read that command: ${error.message}`;
+    }
+  } });
+  fill({ method: "GET", url: "https://", headers: [], body: "" });
+  const close = el("button", { class: "copy close", type: "button", text: "Close (Esc)",
+    onclick: () => { closeDetail(); $("list").focus(); } });
+  $("detail").replaceChildren(close, el("h2", { text: "Compose a request" }),
+    el("div", { class: "sub", text: "Sent through the proxy as the app's request would be: the rules, the ATS " +
+      "verdict the app's policy gives, the capture." }),
+    section("From a curl command", true, pasted, el("div", {}, use)), section("Request", true, holder), message);
+  openDetail();
+}
+
+/// Splits a shell command line as sh would for the common cases: quotes, backslashes, line continuations.
+function shellWords(text) {
+  const words = [];
+  let word = null;
+  let i = 0;
+  const push = () => { if (word !== null) words.push(word); word = null; };
+  while (i < text.length) {
+    const c = text[i];
+    if (c === "\\" && text[i + 1] === "\n") { i += 2; continue; }
+    if (/\s/.test(c)) { push(); i++; continue; }
+    word = word ?? "";
+    if (c === "'") {
+      const end = text.indexOf("'", i + 1);
+      if (end < 0) throw new Error("an unclosed ' quote");
+      word += text.slice(i + 1, end);
+      i = end + 1;
+    } else if (c === '"') {
+      i++;
+      while (i < text.length && text[i] !== '"') {
+        if (text[i] === "\\" && i + 1 < text.length && '"\\$`'.includes(text[i + 1])) i++;
+        word += text[i++];
+      }
+      if (i >= text.length) throw new Error('an unclosed " quote');
+      i++;
+    } else if (c === "$" && text[i + 1] === "'") {
+      // $'…' (bash): the common escapes.
+      i += 2;
+      while (i < text.length && text[i] !== "'") {
+        if (text[i] === "\\" && i + 1 < text.length) {
+          const e = text[i + 1];
+          word += { n: "\n", r: "\r", t: "\t" }[e] ?? e;
+          i += 2;
+        } else word += text[i++];
+      }
+      i++;
+    } else if (c === "\\" && i + 1 < text.length) {
+      word += text[i + 1];
+      i += 2;
+    } else {
+      word += c;
+      i++;
+    }
+  }
+  push();
+  return words;
+}
+
+/// The request a curl command line makes, for its common options: -X/--request, -H/--header, -d/--data,
+/// --data-raw, --data-binary, --data-ascii, --url, -A, -e, -b, -I; options that do not change the request (the
+/// proxy, the CA, output and timing) are skipped with their arguments.
+function parseCurl(text) {
+  const words = shellWords(text.trim());
+  if (!words.length || words[0] !== "curl") throw new Error("it does not start with curl");
+  let method = null;
+  let url = null;
+  const headers = [];
+  const data = [];
+  let head = false;
+  const skipWithArgument = new Set(["-x", "--proxy", "--cacert", "-o", "--output", "-m", "--max-time", "-w",
+    "--write-out", "--connect-timeout", "-u", "--user", "-U", "--proxy-user", "--resolve", "--connect-to",
+    "--capath", "--cert", "--key", "--retry", "-r", "--range", "--limit-rate", "-c", "--cookie-jar"]);
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i];
+    const next = () => {
+      if (i + 1 >= words.length) throw new Error(`${w} needs a value`);
+      return words[++i];
+    };
+    if (w === "-X" || w === "--request") method = next();
+    else if (w.startsWith("-X") && w.length > 2) method = w.slice(2);
+    else if (w === "-H" || w === "--header") {
+      const line = next();
+      const colon = line.indexOf(":");
+      if (colon > 0) headers.push([line.slice(0, colon).trim(), line.slice(colon + 1).trim()]);
+    } else if (["-d", "--data", "--data-raw", "--data-binary", "--data-ascii"].includes(w)) data.push(next());
+    else if (w === "--url") url = next();
+    else if (w === "-A" || w === "--user-agent") headers.push(["User-Agent", next()]);
+    else if (w === "-e" || w === "--referer") headers.push(["Referer", next()]);
+    else if (w === "-b" || w === "--cookie") headers.push(["Cookie", next()]);
+    else if (w === "-I" || w === "--head") head = true;
+    else if (skipWithArgument.has(w)) next();
+    else if (w.startsWith("-")) continue;
+    else url = url ?? w;
+  }
+  if (!url) throw new Error("no URL");
+  if (!/^https?:\/\//i.test(url)) url = "http://" + url;
+  const body = data.join("&");
+  if (data.length && !headers.some(([n]) => n.toLowerCase() === "content-type")) {
+    headers.push(["Content-Type", "application/x-www-form-urlencoded"]);
+  }
+  return { method: method || (head ? "HEAD" : data.length ? "POST" : "GET"), url, headers, body };
+}
+
+// ---------------------------------------------------------------- compare (issue 34)
+
+/// The exchange picked as the first of a comparison ("Compare…" on another then shows the two).
+let comparePick = null;
+
+function compareTools(x) {
+  const pick = el("button", { id: "compare-pick", type: "button",
+    text: comparePick === x.id ? "Picked for comparing" : "Pick for comparing",
+    onclick: () => { comparePick = x.id; pick.textContent = "Picked for comparing"; } });
+  const against = comparePick && comparePick !== x.id
+    ? el("button", { id: "compare-with", type: "button", text: `Compare with #${comparePick}`,
+      onclick: () => showCompare(comparePick, x.id) })
+    : null;
+  return el("div", { class: "compare-tools" }, pick, " ", against);
+}
+
+/// The longest common subsequence of two line lists, as rows [kind, left, right]: `same`, `del` (left only), `add`
+/// (right only), and `change` (a removed line beside the added one that took its place). Bounded: past 3,000 lines a
+/// side, the rest is compared as one block.
+function diffLines(a, b) {
+  const limit = 3000;
+  const left = a.slice(0, limit);
+  const right = b.slice(0, limit);
+  if (a.length > limit) left.push(`… ${a.length - limit} more lines`);
+  if (b.length > limit) right.push(`… ${b.length - limit} more lines`);
+  const n = left.length;
+  const m = right.length;
+  const table = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      table[i][j] = left[i] === right[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+    }
+  }
+  const rows = [];
+  let i = 0;
+  let j = 0;
+  let dels = [];
+  let adds = [];
+  const flush = () => {
+    const k = Math.max(dels.length, adds.length);
+    for (let t = 0; t < k; t++) {
+      if (t < dels.length && t < adds.length) rows.push(["change", dels[t], adds[t]]);
+      else if (t < dels.length) rows.push(["del", dels[t], null]);
+      else rows.push(["add", null, adds[t]]);
+    }
+    dels = [];
+    adds = [];
+  };
+  while (i < n || j < m) {
+    if (i < n && j < m && left[i] === right[j]) {
+      flush();
+      rows.push(["same", left[i], right[j]]);
+      i++;
+      j++;
+    } else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) {
+      adds.push(right[j++]);
+    } else {
+      dels.push(left[i++]);
+    }
+  }
+  flush();
+  return rows;
+}
+
+function diffTable(title, a, b) {
+  const rows = diffLines(a, b);
+  const changed = rows.filter((r) => r[0] !== "same").length;
+  return section(`${title}${changed ? ` · ${changed} line${changed > 1 ? "s" : ""} differ` : " · the same"}`, true,
+    el("table", { class: "diff mono" }, el("tbody", {}, ...rows.map(([kind, l, r]) =>
+      el("tr", { class: `diff-${kind}` }, el("td", { text: l ?? "" }), el("td", { text: r ?? "" }))))));
+}
+
+function headLines(head) {
+  return head ? [head.line, ...head.headers.map(([n, v]) => `${n}: ${v}`)] : ["(none)"];
+}
+
+async function bodyLines(id, direction, info) {
+  if (!info || !info.kept) return ["(no body)"];
+  try {
+    const r = await fetch(`/api/exchanges/${id}/body/${direction}`, { cache: "no-store" });
+    let text = await r.text();
+    try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { /* not JSON: as it is */ }
+    return text.split("\n");
+  } catch (error) {
+    return [`(cannot read: ${error.message})`];
+  }
+}
+
+/// Two exchanges side by side: request and response heads, and bodies, diffed line by line.
+async function showCompare(leftId, rightId) {
+  const generation = ++detailGeneration;
+  let a;
+  let b;
+  try {
+    [a, b] = await Promise.all([api(`/api/exchanges/${leftId}`), api(`/api/exchanges/${rightId}`)]);
+  } catch (error) {
+    $("detail").replaceChildren(el("p", { class: "placeholder", text: `Cannot compare: ${error.message}` }));
+    openDetail();
+    return;
+  }
+  const [aReq, bReq, aRes, bRes] = await Promise.all([
+    bodyLines(leftId, "request", a.requestBody), bodyLines(rightId, "request", b.requestBody),
+    bodyLines(leftId, "response", a.responseBody), bodyLines(rightId, "response", b.responseBody)]);
+  if (generation !== detailGeneration) return;
+  const summary = (d) => `#${d.exchange.id} ${d.exchange.method} ${d.exchange.url} → ${d.exchange.status ?? "no response"}` +
+    ` (${VERDICT_TEXT[d.exchange.verdict] || d.exchange.verdict})`;
+  const close = el("button", { class: "copy close", type: "button", text: "Close (Esc)",
+    onclick: () => { closeDetail(); $("list").focus(); } });
+  $("detail").replaceChildren(close, el("h2", { id: "compare-title", text: `Compare #${leftId} with #${rightId}` }),
+    el("table", { class: "diff-legend" }, el("tbody", {}, el("tr", {},
+      el("td", { text: summary(a) }), el("td", { text: summary(b) })))),
+    diffTable("Request head", headLines(a.forwardedRequest || a.request), headLines(b.forwardedRequest || b.request)),
+    diffTable("Request body", aReq, bReq),
+    diffTable("Response head", headLines(a.clientResponse || a.response), headLines(b.clientResponse || b.response)),
+    diffTable("Response body", aRes, bRes));
+  $("detail").scrollTop = 0;
+  openDetail();
 }
 
 // ---------------------------------------------------------------- rules
@@ -1406,6 +1731,10 @@ async function start() {
   $("tab-traffic").addEventListener("click", () => showTab("traffic"));
   $("tab-hosts").addEventListener("click", () => showTab("hosts"));
   $("tab-rules").addEventListener("click", () => showTab("rules"));
+  if (replayEnabled()) {
+    $("compose-open").hidden = false;
+    $("compose-open").addEventListener("click", showCompose);
+  }
   if (rulesEnabled()) {
     $("tab-rules").hidden = false;
     await refreshRules();
@@ -1594,6 +1923,18 @@ nav#tabs button.has-held { color: var(--held); }
 #held-message:empty { display: none; }
 #held-message { margin: 4px 0; font-weight: 600; }
 .break-maker { border-top: 1px solid var(--line); padding: 6px 0; }
+.replay-badge { display: inline-block; margin-right: 4px; padding: 0 5px; border-radius: 3px;
+  font-size: 11px; background: #e8eefc; color: #1f3f8f; border: 1px solid #b9c8ee; }
+.replay-of, .compare-tools { margin: 6px 0; }
+.request-form input.wide, .request-form textarea.wide, #compose-curl { width: 100%; box-sizing: border-box; }
+.request-form label { display: block; margin-top: 6px; }
+table.diff { width: 100%; border-collapse: collapse; table-layout: fixed; font-size: 12px; }
+table.diff td { width: 50%; vertical-align: top; white-space: pre-wrap; word-break: break-all; padding: 0 4px;
+  border-right: 1px solid #ddd; }
+tr.diff-del td:first-child, tr.diff-change td:first-child { background: #fde8e8; }
+tr.diff-add td:last-child, tr.diff-change td:last-child { background: #e6f6e6; }
+table.diff-legend { width: 100%; table-layout: fixed; font-size: 12px; }
+table.diff-legend td { width: 50%; font-weight: bold; }
 
 """##
 }

@@ -34,6 +34,8 @@ struct ExchangeRowJSON: Encodable {
     var note: String?
     /// The rules that acted on the exchange (`id`, `action`, `point`, `note`), in order; absent when none did.
     var rules: [AppliedRule]?
+    /// The exchange this one replays (issue 34); absent for the app's own traffic.
+    var replayOf: Int64?
 
     init(_ exchange: CapturedExchange) {
         let e = exchange.record
@@ -56,6 +58,7 @@ struct ExchangeRowJSON: Encodable {
         note = e.note
         let applied = e.rules
         rules = applied.isEmpty ? nil : applied
+        replayOf = e.replayOf
     }
 
     static func verdict(_ outcome: ExchangeSummary.ATSOutcome) -> String {
@@ -221,6 +224,30 @@ struct RuleCreateBody: Decodable {
     var kind: String
     var fault: String?
     var profile: String?
+}
+
+/// `POST /api/replay`: a captured exchange to send again (`exchange`), with any of the other fields changing it; or,
+/// without `exchange`, a request written from scratch (`method` and `url` required).
+struct ReplayBody: Decodable {
+    var exchange: Int64?
+    var method: String?
+    var url: String?
+    var headers: [[String]]?
+    /// The body as text (UTF-8).
+    var body: String?
+}
+
+/// What the proxy answered a replay or a composed request, and the row it made.
+struct ReplayAnswerJSON: Encodable {
+    var status: Int
+    var reason: String
+    var headers: [[String]]
+    var bodySize: Int
+    /// The body's first 64 KiB as text (the capture keeps it whole: see the new row).
+    var body: String
+    var replayOf: Int64?
+    /// The new row's id, once the capture committed it (absent when it did not within a few seconds).
+    var exchange: Int64?
 }
 
 struct InfoJSON: Encodable {

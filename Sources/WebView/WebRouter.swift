@@ -68,7 +68,7 @@ public final class WebRouter: Sendable {
     /// Whether `request` is one of the routes that read the whole capture (the report, HAR export): the server runs
     /// them on a queue of their own, so they never hold up the list or `/api/info`.
     public static func runsLong(_ request: WebRequest) -> Bool {
-        request.path == "/api/har" || request.path.hasPrefix("/api/report")
+        request.path == "/api/har" || request.path.hasPrefix("/api/report") || request.path == "/api/replay"
     }
 
     public func route(_ request: WebRequest) -> WebRoute {
@@ -79,6 +79,14 @@ public final class WebRouter: Sendable {
             let id = request.path.dropFirst("/api/held/".count)
             guard !id.isEmpty, !id.contains("/") else { return .respond(.problem(404, "no such held route: \(request.path)")) }
             return .respond(postHeld(request, id: String(id)))
+        }
+        if request.path == "/api/replay" {
+            guard request.method == "POST" else {
+                var response = WebResponse.problem(405, "replay takes POST (got \(request.method))")
+                response.headers.add(name: "Allow", value: "POST")
+                return .respond(response)
+            }
+            return .respond(postReplay(request))
         }
         guard request.method == "GET" || request.method == "HEAD" else {
             let rules = request.path == "/api/rules" || request.path.hasPrefix("/api/rules/")
@@ -173,6 +181,7 @@ public final class WebRouter: Sendable {
             features: [
                 "report": c.extensions.reportFindings != nil, "har": c.extensions.harExport != nil,
                 "rules": c.extensions.rules != nil, "breakpoints": c.extensions.holds != nil,
+                "replay": c.extensions.replay != nil,
             ],
             quicAttemptsRefused: c.extensions.quicAttemptsRefused?()))
     }
@@ -387,6 +396,62 @@ public final class WebRouter: Sendable {
         default:
             return .problem(404, "no such rules route: \(request.path)")
         }
+    }
+
+    /// `POST /api/replay`: sends a captured exchange's request again (as captured, or changed by the body's fields),
+    /// or a request written from scratch, through the proxy (`ReplayClient`), and answers what came back with the
+    /// new row's id once the capture has it. Runs on the long routes' queue: it waits for the network.
+    private func postReplay(_ request: WebRequest) -> WebResponse {
+        if let refusal = Self.crossSiteRefusal(request) { return .problem(403, refusal) }
+        guard let client = context.extensions.replay else {
+            return .problem(404, "requests are sent only by a running proxy (atsproxy run --web)")
+        }
+        guard let body = try? JSONDecoder().decode(ReplayBody.self, from: Data(request.body)) else {
+            return .problem(400, "expected {\"exchange\": ID} or {\"method\": M, \"url\": U, \"headers\": [[n, v]…], \"body\": TEXT}")
+        }
+        var sent: ReplayRequest
+        if let id = body.exchange {
+            let exchange: CapturedExchange?
+            do { exchange = try reader.exchange(id: id).map { try reader.withBodies($0) } } catch {
+                return .problem(500, "\(error)")
+            }
+            guard let exchange else { return .problem(404, "no exchange \(id) in the capture") }
+            switch ReplayRequest.captured(exchange, body: body.body.map { Array($0.utf8) }) {
+            case .failure(let error): return .problem(422, error.message)
+            case .success(let captured): sent = captured
+            }
+        } else {
+            guard let method = body.method, let url = body.url else {
+                return .problem(400, "a request written here needs \"method\" and \"url\"")
+            }
+            sent = ReplayRequest(method: method, url: url, headers: [], body: [], replayOf: nil)
+        }
+        if let method = body.method, !method.isEmpty { sent.method = method }
+        if let url = body.url, !url.isEmpty { sent.url = url }
+        if let headers = body.headers {
+            guard headers.allSatisfy({ $0.count == 2 }) else { return .problem(400, "headers are [name, value] pairs") }
+            sent.headers = headers.map { ($0[0], $0[1]) }
+        }
+        if let text = body.body { sent.body = Array(text.utf8) }
+        let before: Int64
+        do { before = try reader.latestID() } catch { return .problem(500, "\(error)") }
+        let answer: ReplayAnswer
+        do { answer = try client.send(sent) } catch { return .problem(502, error.message) }
+        // The capture commits in batches: look for the new row for a few seconds (bounded), then answer without it.
+        var made: Int64?
+        for _ in 0..<100 {
+            if let original = sent.replayOf {
+                made = try? reader.replay(of: original, after: before)
+            } else {
+                made = try? reader.firstExchange(after: before, url: sent.url)
+            }
+            if made != nil { break }
+            usleep(50_000)
+        }
+        return .json(ReplayAnswerJSON(
+            status: answer.status, reason: answer.reason, headers: answer.headers, bodySize: answer.bodySize,
+            body: String(decoding: answer.body.prefix(65_536), as: UTF8.self), replayOf: sent.replayOf,
+            exchange: made))
     }
 
     private func har(_ request: WebRequest) -> WebResponse {

@@ -75,6 +75,8 @@ public struct WebViewExtensions: Sendable {
     /// `run --web`: the exchanges breakpoints hold, listed and released from the page (`/api/held`), and pushed to
     /// open pages on every change.
     public var holds: HoldRegistry?
+    /// `run --web`: the proxy as its own client, for replay and compose (`POST /api/replay`).
+    public var replay: ReplayClient?
 
     public init(
         reportFindings: (@Sendable (CaptureReader) throws -> WebReport)? = nil,

@@ -10,7 +10,7 @@ struct ATSProxyCommand: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, ExplainCommand.self, LintCommand.self, CACommand.self, DiagnoseCommand.self,
             ReportCommand.self, PassthroughCommand.self, ShowCommand.self, HarCommand.self, ViewCommand.self,
-            CaptureCommand.self, RulesCommand.self,
+            CaptureCommand.self, RulesCommand.self, ReplayCommand.self,
         ]
     )
 

@@ -36,6 +36,7 @@ enum RunWebView {
         }
         // Held exchanges (breakpoints): listed and released from the page, pushed to it as they change.
         context.extensions.holds = environment.holds
+        context.extensions.replay = replayClient(start, listeners)
         if start.modes.transparent != nil {
             context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
         }
@@ -60,5 +61,19 @@ enum RunWebView {
         let kept = outputs.temporaryCapture != nil
             ? " (a temporary capture, deleted at exit; --capture FILE keeps it)" : ""
         return "\nWeb:     http://\(webHost):\(web.port)/\(kept)"
+    }
+
+    /// Replay and compose: the proxy as its own client on its explicit-proxy listener (none in a transparent-only
+    /// run). A wildcard or loopback listener is reached on 127.0.0.1, where the proxy reads the replay marker; a
+    /// listener on one LAN address is reached there, and its replays are then not marked (docs/web.md).
+    static func replayClient(_ start: RunStart, _ listeners: RunListeners) -> ReplayClient? {
+        guard let (host, _) = start.modes.regular else { return nil }
+        let connectHost = host == "0.0.0.0" || host == "::" || host.isEmpty ? "127.0.0.1" : host
+        let authorization = start.credentials.map {
+            "Basic " + Data("\($0.user):\($0.password)".utf8).base64EncodedString()
+        }
+        return ReplayClient(
+            proxyHost: connectHost, proxyPort: Int(listeners.listener.port),
+            caPEM: try? String(contentsOfFile: start.caFile, encoding: .utf8), proxyAuthorization: authorization)
     }
 }

@@ -42,23 +42,7 @@ import Testing
     @Test("The web view in a real browser: live rows, a blocked load's error and fix, filters, keyboard, summary",
           .timeLimit(.minutes(5)))
     func browser() throws {
-        let root = TestPython.packageRoot
-        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try TestPython.path())
-        p.arguments = [root.appendingPathComponent("Tests/webview/browser_test.py").path,
-                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        // The script bounds itself (240 s); this is the backstop should it hang before its alarm is set.
-        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 280, execute: watchdog)
-        defer { watchdog.cancel() }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)")
+        try WebViewScript.run("browser_test.py", bound: 240)
     }
 
     /// Tests/webview/rules_browser_test.py: the rules in the web view (issue 33) in headless Chromium: a
@@ -67,23 +51,7 @@ import Testing
     @Test("Rules in a real browser: the map-local badge, switched off in the Rules panel, a fault made from an exchange",
           .timeLimit(.minutes(4)))
     func rulesInTheBrowser() throws {
-        let root = TestPython.packageRoot
-        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try TestPython.path())
-        p.arguments = [root.appendingPathComponent("Tests/webview/rules_browser_test.py").path,
-                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        // The script bounds itself (180 s); this is the backstop should it hang before its alarm is set.
-        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 220, execute: watchdog)
-        defer { watchdog.cancel() }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)")
+        try WebViewScript.run("rules_browser_test.py", bound: 180)
     }
 
     /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --web`, curl through it, each held
@@ -91,22 +59,7 @@ import Testing
     /// aborted, and left to time out (issue 34).
     @Test("Breakpoints end to end: curl held, released through the web view's API", .timeLimit(.minutes(3)))
     func breakpoints() throws {
-        let root = TestPython.packageRoot
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try TestPython.path())
-        p.arguments = [root.appendingPathComponent("Tests/webview/breakpoint_test.py").path,
-                       "--atsproxy", RunCLITests.binary]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        // The script bounds itself (120 s); this is the backstop should it hang before its alarm is set.
-        let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 150, execute: watchdog)
-        defer { watchdog.cancel() }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)")
+        try WebViewScript.run("breakpoint_test.py", bound: 120, artifacts: false)
     }
 
     /// Tests/webview/hold_browser_test.py: the held-exchange editor in headless Chromium (issue 34): curl's request
@@ -116,19 +69,35 @@ import Testing
     @Test("The held-exchange editor in a real browser: edited and executed, aborted, answered, break on a URL",
           .timeLimit(.minutes(4)))
     func heldEditorInTheBrowser() throws {
+        try WebViewScript.run("hold_browser_test.py", bound: 180)
+    }
+
+    /// Tests/webview/replay_test.py: replay, compose and compare (issue 34) end to end: a recording origin sees the
+    /// replay's head and body as the original's (hop-by-hop fields aside) and an edited replay's edit, through
+    /// `atsproxy replay`, `POST /api/replay` and headless Chromium (Replay, Edit and replay, Compare, Compose).
+    @Test("Replay, compose and compare: the CLI, the API and a real browser against a recording origin",
+          .timeLimit(.minutes(4)))
+    func replayEndToEnd() throws {
+        try WebViewScript.run("replay_test.py", bound: 180)
+    }
+}
+
+/// Runs one of Tests/webview's scripts against the built binary and expects it to pass; its output is the failure's
+/// message. The script bounds itself (`bound` seconds); a watchdog kills it 40 s later should it hang before its
+/// alarm is set.
+enum WebViewScript {
+    static func run(_ script: String, bound: Int, artifacts: Bool = true) throws {
         let root = TestPython.packageRoot
-        let artifacts = root.appendingPathComponent(".build/test-artefacts/webview").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try TestPython.path())
-        p.arguments = [root.appendingPathComponent("Tests/webview/hold_browser_test.py").path,
-                       "--atsproxy", RunCLITests.binary, "--artifacts", artifacts]
+        p.arguments = [root.appendingPathComponent("Tests/webview/\(script)").path, "--atsproxy", RunCLITests.binary]
+            + (artifacts ? ["--artifacts", root.appendingPathComponent(".build/test-artefacts/webview").path] : [])
         let out = Pipe()
         p.standardOutput = out
         p.standardError = out
         try p.run()
-        // The script bounds itself (180 s); this is the backstop should it hang before its alarm is set.
         let watchdog = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 220, execute: watchdog)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(bound + 40), execute: watchdog)
         defer { watchdog.cancel() }
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()

@@ -42,7 +42,9 @@ struct CaptureRulesTests {
         try writer.close(ended: 1_700_000_010)
 
         let reader = try CaptureReader(path: path)
-        #expect(reader.schemaSteps == [CaptureSchema.Step.tables, CaptureSchema.Step.appliedRules])
+        #expect(reader.schemaSteps == [
+            CaptureSchema.Step.tables, CaptureSchema.Step.appliedRules, CaptureSchema.Step.replayOf,
+        ])
         #expect(try reader.exchange(id: 1)?.record.rules == Self.applied)
         #expect(try reader.exchange(id: 2)?.record.rules == [])
         #expect(try reader.summaries().map(\.record.rules) == [[], Self.applied])
@@ -92,7 +94,7 @@ struct CaptureRulesTests {
         let writer = try CaptureWriter.open(path: path, run: Self.run)
         try writer.write([.exchange(Self.exchange(3, ruled: true))])
         try writer.close(ended: 5)
-        #expect(try Self.columns(path) == columns + ["rules"])
+        #expect(try Self.columns(path) == columns + ["rules", "replay_of"])
         let after = try CaptureReader(path: path)
         #expect(try after.exchanges(after: nil).map(\.record.rules) == [[], Self.applied])
     }

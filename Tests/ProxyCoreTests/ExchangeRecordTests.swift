@@ -256,3 +256,70 @@ struct ExchangeRecordTests {
         #expect(t.started < t.ended)
     }
 }
+
+/// The replay marker (issue 34): a loopback client's `X-ATSProxy-Replay-Of` is taken off before the request goes
+/// upstream and recorded as the exchange's `replayOf`, on an h1 and an h2 client leg; another client's is neither.
+@Suite("A replay's marker is recorded and never forwarded, for loopback clients only")
+struct ReplayMarkerTests {
+    /// One GET carrying the marker through a scene; the record, and every byte the origin received in plaintext.
+    fileprivate static func markedGet(clientALPN: String, clientAddress: String) throws -> (ExchangeSummary, String) {
+        let scene = try RecordScene(clientALPN: [clientALPN], originALPN: [clientALPN])
+        scene.session.clientAddress = clientAddress
+        var seen: [UInt8] = []
+        let origin: (RecordScene) -> Void = { scene in
+            guard let h2 = scene.originH2 else {
+                seen += scene.originReceived
+                return ExchangeRecordTests.h1OriginForReplay(scene)
+            }
+            // The h2 origin: its request's fields, decoded, as "name: value" lines.
+            guard !scene.originReceived.isEmpty else { return }
+            do {
+                let events = try h2.receive(scene.originReceived)
+                scene.originReceived = []
+                for case .headers(let id, let fields, .request, _) in events {
+                    seen += Array(fields.map { "\($0.name): \($0.value)\r\n" }.joined().utf8)
+                    try h2.submitResponse(streamID: id, headers: [H2Header(":status", "200")], body: .streaming)
+                    try h2.sendData(streamID: id, Array("ok".utf8), endStream: true)
+                }
+                let out = h2.pendingOutput()
+                if !out.isEmpty { try scene.origin.write(out) }
+            } catch { Issue.record("the h2 origin failed: \(error)") }
+        }
+        scene.connect()
+        scene.run(respond: origin)
+        if let h2 = scene.clientH2 {
+            _ = try h2.submitRequest(
+                [H2Header(":method", "GET"), H2Header(":scheme", "https"), H2Header(":authority", "good.test"),
+                 H2Header(":path", "/x"), H2Header("x-atsproxy-replay-of", "12"), H2Header("x-app", "1")],
+                body: .none)
+            try scene.client.write(h2.pendingOutput())
+        } else {
+            try scene.client.write(Array(
+                "GET /x HTTP/1.1\r\nHost: good.test\r\nX-ATSProxy-Replay-Of: 12\r\nX-App: 1\r\n\r\n".utf8))
+        }
+        scene.run(respond: origin)
+        let record = try #require(scene.exchanges.last, "no exchange was logged")
+        return (record, String(decoding: seen, as: UTF8.self).lowercased())
+    }
+
+    @Test("h1 and h2 client legs, from loopback: recorded as replayOf 12, not forwarded", arguments: ["http/1.1", "h2"])
+    func loopback(alpn: String) throws {
+        let (record, origin) = try Self.markedGet(clientALPN: alpn, clientAddress: "127.0.0.1:50000")
+        #expect(record.replayOf == 12)
+        #expect(record.status == 200)
+        #expect(origin.contains("x-app"), "the request reached the origin")
+        #expect(!origin.contains("replay-of"), "the marker never reaches the origin")
+        #expect(record.consoleLine(colour: false).hasSuffix("(replay of #12)"))
+    }
+
+    @Test("From another address the field is the client's own: forwarded, and nothing recorded")
+    func otherClient() throws {
+        let (record, origin) = try Self.markedGet(clientALPN: "http/1.1", clientAddress: "192.0.2.5:50000")
+        #expect(record.replayOf == nil)
+        #expect(origin.contains("x-atsproxy-replay-of: 12"))
+    }
+}
+
+extension ExchangeRecordTests {
+    fileprivate static func h1OriginForReplay(_ scene: RecordScene) { h1Origin(scene) }
+}

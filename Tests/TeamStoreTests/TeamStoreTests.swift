@@ -166,7 +166,7 @@ import Testing
         let folder = try TestScratch.folder("migrate")
         let proxy = try ProxyProcess(["--capture", pg.uri], folder: folder)
         #expect(proxy.stop() == 0, "\(proxy.stderr)")
-        #expect(try pg.value("SELECT string_agg(step, ',' ORDER BY step) FROM atsproxy_schema") == "1 tables,2 indexes,3 applied rules")
+        #expect(try pg.value("SELECT string_agg(step, ',' ORDER BY step) FROM atsproxy_schema") == "1 tables,2 indexes,3 applied rules,4 replay of")
         #expect(try pg.value("SELECT count(*) FROM pg_indexes WHERE indexname = 'exchanges_problems'") == "1")
         let show = try TeamStoreBinary.run(["show", pg.uri, "--filter", "host:old.example"])
         #expect(show.stdoutText.contains("GET https://old.example/ 200"), "\(show.stdoutText) \(show.stderrText)")

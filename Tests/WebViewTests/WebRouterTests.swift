@@ -257,7 +257,8 @@ struct WebRouterTests {
         #expect(info["proxyAddress"] as? String == "127.0.0.1:8080")
         #expect(info["onboardingURL"] as? String == "http://127.0.0.1:8080/")
         #expect(info["exchanges"] as? Int == 40)
-        #expect(info["features"] as? [String: Bool] == ["har": false, "report": false, "rules": false, "breakpoints": false])
+        #expect(info["features"] as? [String: Bool]
+            == ["har": false, "replay": false, "report": false, "rules": false, "breakpoints": false])
     }
 }
 
