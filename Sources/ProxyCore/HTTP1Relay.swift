@@ -468,9 +468,7 @@ final class HTTP1Relay {
                     sent.headers.replaceOrAdd(name: "Connection", value: "close")
                     framing = .untilClose
                 }
-                if !head.isInterim, let rules = ex.rules, let edited = rules.editResponse(sent, outcome: ex.outcome) {
-                    sent = edited
-                }
+                if !head.isInterim, let rules = ex.rules, applyResponseRules(rules, head, &sent, framing, ex) { continue }
                 let received = sent == head ? responses.lastHeadBytes : nil
                 if head.isInterim {
                     if let received {
@@ -483,14 +481,6 @@ final class HTTP1Relay {
                         }
                         out.toClient += bytes
                     }
-                    continue
-                }
-                if let rules = ex.rules, framing.mayCarryBody, let held = rules.holdBody(for: sent, outcome: ex.outcome) {
-                    // The head waits with the body for the body rules (HeldBody).
-                    ex.heldBody = held
-                    ex.responseWriter = HTTP1BodyWriter(framing: framing)
-                    ex.recorder?.recordResponse(head, toClient: annotated(sent, ex), at: now())
-                    ex.responseVersion = head.version
                     continue
                 }
                 do {
@@ -582,6 +572,22 @@ final class HTTP1Relay {
 
     // Held bodies (HeldBody), out of the pump loops' way: a body rule is rare, and its code inline in the loops cost
     // every keep-alive request copies of the parser's event (benchmarks/core-instructions.sh).
+
+    /// The response head's rules: `sent` changed by the header rules, and true when a body rule holds the response
+    /// (its head then waits with the body: HeldBody).
+    @inline(never)
+    private func applyResponseRules(
+        _ rules: ExchangeRules, _ head: HTTPResponseHead, _ sent: inout HTTPResponseHead, _ framing: HTTP1BodyFraming,
+        _ ex: Exchange
+    ) -> Bool {
+        if let edited = rules.editResponse(sent, outcome: ex.outcome) { sent = edited }
+        guard framing.mayCarryBody, let held = rules.holdBody(for: sent, outcome: ex.outcome) else { return false }
+        ex.heldBody = held
+        ex.responseWriter = HTTP1BodyWriter(framing: framing)
+        ex.recorder?.recordResponse(head, toClient: annotated(sent, ex), at: now())
+        ex.responseVersion = head.version
+        return true
+    }
 
     /// A request body piece for the body rules; false when the relay failed (and said so).
     @inline(never)
