@@ -64,3 +64,46 @@ extension Array where Element == UInt8 {
         return false
     }
 }
+
+extension FilterCondition {
+    /// Whether the condition can still hold once the exchange goes on: false only when the facts known at
+    /// `facts.point` already decide it (a response rule for another host, at the request head), so a rules stage
+    /// drops the rule for this exchange's later points instead of asking it again at each one.
+    public func mayMatch(_ facts: ExchangeFacts) -> Bool { known(facts) != false }
+
+    /// Three-valued: true or false when the facts decide the condition, nil when it reads a field not known yet.
+    func known(_ facts: ExchangeFacts) -> Bool? {
+        switch self {
+        case .host:
+            return matches(facts)
+        case .method, .text:
+            return facts.point >= .request ? matches(facts) : nil
+        case .outcome, .status, .noStatus, .code, .problems:
+            return facts.point >= .response ? matches(facts) : nil
+        case .run:
+            return false
+        case .not(let inner):
+            return inner.known(facts).map { !$0 }
+        case .all(let terms):
+            var unknown = false
+            for term in terms {
+                switch term.known(facts) {
+                case false?: return false
+                case nil: unknown = true
+                case true?: break
+                }
+            }
+            return unknown ? nil : true
+        case .any(let terms):
+            var unknown = false
+            for term in terms {
+                switch term.known(facts) {
+                case true?: return true
+                case nil: unknown = true
+                case false?: break
+                }
+            }
+            return unknown ? nil : false
+        }
+    }
+}

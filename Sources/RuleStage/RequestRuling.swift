@@ -33,9 +33,10 @@ extension RuleSnapshot {
         guard !atRequestHead.isEmpty || !atRequestBody.isEmpty || !atResponseHead.isEmpty || !atResponseBody.isEmpty else {
             return nil
         }
+        // No filter key reads a header (FilterCondition.matches): the facts leave them out, which spares every
+        // request the strings of all its fields.
         let facts = ExchangeFacts(
-            point: .request, host: host, port: port, method: head.method, url: url, path: head.target,
-            requestHeaders: head.headers.map { ($0.name, $0.value) })
+            point: .request, host: host, port: port, method: head.method, url: url, path: head.target)
         var ruling = RequestRuling(head: head, answer: nil, block: nil, response: nil, bodyEdits: nil, applied: [])
         // Header rules first, all together (mitmproxy's remove-then-add), so an answering rule sees the new head.
         var modifications: [(HeaderModification, LoadedRule)] = []
@@ -102,7 +103,13 @@ extension RuleSnapshot {
             }
         }
         if ruling.block == nil, !atResponseHead.isEmpty || !atResponseBody.isEmpty {
-            ruling.response = ResponseRules(facts: facts, candidates: atResponseHead, bodyCandidates: atResponseBody)
+            // Only the response rules the request has not ruled out already (a rule for another host): most
+            // requests then carry none, and their responses pay nothing.
+            let candidates = atResponseHead.filter { $0.rule.filter?.mayMatch(facts) ?? true }
+            let bodyCandidates = atResponseBody.filter { $0.rule.filter?.mayMatch(facts) ?? true }
+            if !candidates.isEmpty || !bodyCandidates.isEmpty {
+                ruling.response = ResponseRules(facts: facts, candidates: candidates, bodyCandidates: bodyCandidates)
+            }
         }
         if ruling.answer == nil, ruling.block == nil, !atRequestBody.isEmpty {
             var rules: [BodyEdits.Rule] = []

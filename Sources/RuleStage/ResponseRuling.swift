@@ -37,7 +37,6 @@ public struct ResponseRules: Sendable {
         var facts = facts
         facts.point = .response
         facts.status = head.status
-        facts.responseHeaders = head.headers.map { ($0.name, $0.value) }
         facts.outcome = outcome
         return facts
     }

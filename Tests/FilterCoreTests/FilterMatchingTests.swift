@@ -119,3 +119,20 @@ struct FilterMatchingTests {
         #expect(try condition("status:4xx method:get").description == "status:4xx method:GET")
     }
 }
+
+@Suite("Filters decided early: what the request already rules out")
+struct FilterMayMatchTests {
+    private func condition(_ text: String) throws -> FilterCondition { try FilterCondition(parsing: text) }
+
+    @Test("At the request point a response key is unknown; a request key that fails decides")
+    func requestPoint() throws {
+        let facts = ExchangeFacts(point: .request, host: "api.test", port: 443, method: "GET", url: "https://api.test/a")
+        #expect(try condition("status:5xx").mayMatch(facts))
+        #expect(try !condition("host:other.test status:5xx").mayMatch(facts))
+        #expect(try condition("host:api.test status:5xx").mayMatch(facts))
+        #expect(try condition("host:other.test or status:5xx").mayMatch(facts))
+        #expect(try !condition("not host:api.test").mayMatch(facts))
+        #expect(try condition("not status:5xx").mayMatch(facts))
+        #expect(try !condition("method:POST problems").mayMatch(facts))
+    }
+}

@@ -55,6 +55,21 @@ struct RuleStageTests {
         #expect(failed.applied.map(\.id) == ["--modify-headers #1", "--modify-headers #2"])
     }
 
+    @Test("Response rules the request already rules out (another host) are not carried: the response pays nothing")
+    func responseRulesRuledOut() throws {
+        let rules = try book([
+            ("--modify-headers", "|host:other.test status:5xx|Retry-After|30"), ("--modify-body", "|host:other.test|a|b"),
+            ("--modify-headers", "|status:5xx|X-Failed|1"),
+        ]).snapshot()
+        let ruling = try #require(rules.atRequestHead(get("/"), url: "https://api.test/", host: "api.test", port: 443))
+        let response = try #require(ruling.response, "the third rule may still hold")
+        #expect(!response.mayEditBody, "the body rule is for another host")
+        let failed = try #require(response.atResponseHead(HTTPResponseHead(status: 503, reason: "Unavailable")))
+        #expect(failed.applied.map(\.id) == ["--modify-headers #2"])
+        let onlyOthers = try book([("--modify-headers", "|host:other.test status:5xx|Retry-After|30")]).snapshot()
+        #expect(onlyOthers.atRequestHead(get("/"), url: "https://api.test/", host: "api.test", port: 443) == nil)
+    }
+
     @Test("A switched-off rule stops acting, and the book's generation moves so sessions look again")
     func switching() throws {
         let rules = try book([("--block-list", "ads.test")])
