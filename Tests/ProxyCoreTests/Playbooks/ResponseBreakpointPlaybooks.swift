@@ -236,4 +236,29 @@ struct ResponseBreakpointPlaybooks {
         #expect(client.messages[held]?.bodyText == "later")
         #expect(client.messages[held]?.fields.first(named: "x-held") == "yes")
     }
+
+    @Test("h1 → h1: a breakpoint with no prefix holds the request, then its response; the record has both notes")
+    func http1Both() throws {
+        let scene = try InterceptScene(rules: [(option: "--breakpoint", value: "text:/held")])
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: "GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << BreakpointPlaybooks.holds(1, "GET", "/held")
+        pb << .startTimer(.hold(1))
+        pb >> .holdReleased(1, .execute())
+        pb << .sendToUpstream(.tls("GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n"))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        pb << Self.holds(2, "/held", status: 200, body: "ok")
+        pb << .startTimer(.hold(2))
+        pb >> .holdReleased(2, .execute())
+        pb << .sendToClient(.tls("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        pb << .log(.exchange("both held") { e in
+            Self.marks(e) == [
+                "[--breakpoint #1] breakpoint: held 0.0 s, executed; response held 0.0 s, executed"
+            ]
+        })
+        pb.check()
+    }
 }
