@@ -176,7 +176,8 @@ final class H1ToH2Relay: ExchangeRelay {
 
     func upstreamEOF() -> RelayOutput {
         upstreamGone = true
-        if exchange?.localAnswer == nil, exchange?.responseEnded == false {
+        // A response a breakpoint holds came whole: it waits for its release.
+        if exchange?.localAnswer == nil, exchange?.responseEnded == false, exchange?.atBreakpoint == nil {
             failExchange(reason: "the upstream closed the connection before the response ended")
         } else if exchange == nil {
             close()

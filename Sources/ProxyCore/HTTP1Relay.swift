@@ -224,7 +224,10 @@ final class HTTP1Relay {
     func upstreamEOF() -> RelayOutput {
         responses.receiveEOF()
         pumpResponses()
-        if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil {
+        // A response a breakpoint holds came whole (a close-delimited one ends with this EOF): it waits for its release.
+        if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil,
+            exchange?.atBreakpoint == nil
+        {
             failExchange(status: 502, reason: "the upstream closed the connection before responding")
         }
         out.closeUpstream = true
@@ -235,7 +238,7 @@ final class HTTP1Relay {
     /// The upstream connection failed (a reset): a response in flight ends here cut off, even a close-delimited one
     /// that an EOF would have completed, and the client is told so by its own connection's reset.
     func upstreamReset(_ reason: String) -> RelayOutput {
-        guard let ex = exchange, !finished, ex.localAnswer == nil else { return upstreamEOF() }
+        guard let ex = exchange, !finished, ex.localAnswer == nil, ex.atBreakpoint == nil else { return upstreamEOF() }
         failExchange(status: 502, reason: reason)
         out.closeUpstream = true
         connectedUpstream = nil

@@ -261,4 +261,26 @@ struct ResponseBreakpointPlaybooks {
         })
         pb.check()
     }
+
+    @Test("h1 → h1: a close-delimited response ends with the upstream's close: held whole, then sent on release")
+    func http1CloseDelimited() throws {
+        let scene = try InterceptScene(rules: Self.rule)
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: "GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .sendToUpstream(.tls("GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n"))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it")
+        pb >> .upstreamClosed(error: nil)
+        pb << Self.holds(1, "/held", status: 200, body: "all of it")
+        pb << .startTimer(.hold(1))
+        pb >> .holdReleased(1, Self.edited)
+        pb << .sendToClient(.tls("HTTP/1.1 503 Service Unavailable\r\nX-Held: yes\r\nContent-Length: 5\r\n\r\nlater"))
+        pb << .log(.exchange("held, then sent") { e in e.status == 503 && e.interruption == nil })
+        pb << .anyLogs
+        pb << .sendToClient(.tlsRecords)
+        pb << .closeClient
+        pb.check()
+    }
 }
