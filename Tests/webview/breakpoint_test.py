@@ -8,7 +8,8 @@ origin gets the edit; answered, curl gets the answer and the origin nothing; abo
 leaves the list; each record (the web view's exchange detail) says how it was released, and an edited one keeps
 both heads (request and forwardedRequest). A held response (`--breakpoint response:text:/late`): the origin got the
 request, curl waits until the release; changed to 503 with a header and a body, curl gets exactly that, and the
-record keeps the origin's response and the client's (clientResponse). Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
+record keeps the origin's response and the client's (clientResponse); an aborted response resets curl's
+connection. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
 process it started is stopped.
 
     breakpoint_test.py --atsproxy .build/debug/atsproxy
@@ -218,6 +219,20 @@ def run(args):
               and " 503" in (detail.get("clientResponse") or {}).get("line", ""),
               "the record keeps the origin's 200 and the client's 503: %r / %r"
               % (detail.get("response"), detail.get("clientResponse")))
+
+        # A held response aborted: curl's connection is reset (HTTP/1.1: the proxy offers the client what this
+        # http/1.1-only origin speaks; the h2 stream reset is in ResponseBreakpointPlaybooks).
+        process, out = start_curl(session, "https://www.tls.test/late/abort")
+        entry = held(session, "/late/abort")
+        check(entry["phase"] == "response", "the response is held: %r" % entry["phase"])
+        status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "abort"})
+        check(status == 200, "the response's abort is accepted: %r" % status)
+        code, text = finish_curl(process, out)
+        check(code != 0 and "late" not in text, "curl's request fails when its response is aborted (exit %d): %r"
+              % (code, text[-160:]))
+        notes = breakpoint_notes(recorded(session, "/late/abort"))
+        check(len(notes) == 1 and notes[0].endswith(" s, aborted") and notes[0].startswith("response held"),
+              "the record says the response was aborted: %r" % notes)
         return 0
     except Exception as failure:  # a failed check, or an unexpected error
         print("FAIL %s: %s" % (type(failure).__name__, str(failure).splitlines()[0] if str(failure) else ""),
