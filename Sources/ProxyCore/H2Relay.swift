@@ -346,7 +346,8 @@ final class H2Relay: ExchangeRelay {
                     if let recorder = s.exchange.recorder {
                         Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
                     }
-                    if let rules = s.exchange.rules, !endStream || rules.mayBreakResponse,
+                    // Not an extended CONNECT's answer (a WebSocket): its body never ends.
+                    if let rules = s.exchange.rules, s.exchange.method != "CONNECT", !endStream || rules.mayBreakResponse,
                         let held = rules.holdBody(for: sent, outcome: s.exchange.outcome)
                     {
                         s.heldBody = endStream ? nil : held

@@ -600,7 +600,8 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 let bodyless = framing == .none
                 let edited = s.exchange.rules?.editResponse(head, outcome: s.exchange.outcome) ?? head
-                if let rules = s.exchange.rules, framing.mayCarryBody || rules.mayBreakResponse,
+                // Not a tunnel's (extended CONNECT) answer: its body never ends.
+                if let rules = s.exchange.rules, !s.isTunnel, framing.mayCarryBody || rules.mayBreakResponse,
                     let held = rules.holdBody(for: edited, outcome: s.exchange.outcome)
                 {
                     // The head waits with the body for the body rules (theory of operation, 9).

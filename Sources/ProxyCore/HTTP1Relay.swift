@@ -586,7 +586,8 @@ final class HTTP1Relay {
         _ ex: Exchange
     ) -> Bool {
         if let edited = rules.editResponse(sent, outcome: ex.outcome) { sent = edited }
-        guard framing.mayCarryBody || rules.mayBreakResponse, let held = rules.holdBody(for: sent, outcome: ex.outcome)
+        // A breakpoint holds a bodiless response too, but never a 101: the connection is the upgrade's from there.
+        guard framing.mayCarryBody || (rules.mayBreakResponse && framing != .switchProtocols), let held = rules.holdBody(for: sent, outcome: ex.outcome)
         else { return false }
         ex.heldBody = held
         ex.responseWriter = HTTP1BodyWriter(framing: framing)
