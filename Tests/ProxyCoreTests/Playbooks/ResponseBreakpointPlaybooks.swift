@@ -283,4 +283,44 @@ struct ResponseBreakpointPlaybooks {
         pb << .closeClient
         pb.check()
     }
+
+    @Test("h1 → h1: a body over the limit is not held: it goes on unchanged, with a note")
+    func http1OverLimit() throws {
+        let scene = try InterceptScene(rules: Self.rule, ruleBodyLimit: 8)
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: "GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .sendToUpstream(.tls("GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n"))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\nhello")
+        pb >> .origin(sends: " world")
+        pb << .sendToClient(.tls("HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\nhello world"))
+        pb >> .origin(sends: "!!!!!")
+        pb << .sendToClient(.tls("!!!!!"))
+        pb << .log(.exchange("not held") { e in
+            Self.marks(e) == [
+                "[--breakpoint #1] breakpoint: the response body is over 8 bytes: not held, went on unchanged"
+            ]
+        })
+        pb.check()
+    }
+
+    @Test("h1 → h1: a body rule and a response breakpoint: the held response is the edited one")
+    func http1BodyRuleFirst() throws {
+        let scene = try InterceptScene(rules: Self.rule + [(option: "--modify-body", value: "/ok/fine")])
+        let pb = Playbook(scene.env, client: try scene.client(), origin: try scene.origin(), now: scene.now)
+        pb.connects(scene)
+        pb.completesHandshakes()
+        pb >> .client(sends: "GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n")
+        pb << .sendToUpstream(.tls("GET /held HTTP/1.1\r\nHost: good.test\r\n\r\n"))
+        pb << .startTimer(.response)
+        pb >> .origin(sends: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        pb << Self.holds(1, "/held", status: 200, body: "fine")
+        pb << .startTimer(.hold(1))
+        pb >> .holdReleased(1, .execute())
+        pb << .sendToClient(.tls("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine"))
+        pb << .anyLogs
+        pb.check()
+    }
 }
