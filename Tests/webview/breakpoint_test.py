@@ -8,8 +8,8 @@ origin gets the edit; answered, curl gets the answer and the origin nothing; abo
 leaves the list; each record (the web view's exchange detail) says how it was released, and an edited one keeps
 both heads (request and forwardedRequest). A held response (`--breakpoint response:text:/late`): the origin got the
 request, curl waits until the release; changed to 503 with a header and a body, curl gets exactly that, and the
-record keeps the origin's response and the client's (clientResponse); an aborted response resets curl's
-connection. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
+record keeps the origin's response and the client's (clientResponse); a plain-HTTP response is held and executed
+as it came; an aborted response resets curl's connection. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
 process it started is stopped.
 
     breakpoint_test.py --atsproxy .build/debug/atsproxy
@@ -219,6 +219,17 @@ def run(args):
               and " 503" in (detail.get("clientResponse") or {}).get("line", ""),
               "the record keeps the origin's 200 and the client's 503: %r / %r"
               % (detail.get("response"), detail.get("clientResponse")))
+
+        # Plain HTTP (the plain layer): the response is held the same way, then executed as it came.
+        process, out = start_curl(session, "http://www.plain.test/late/plain")
+        entry = held(session, "/late/plain")
+        check(entry["phase"] == "response" and entry["url"] == "http://www.plain.test/late/plain",
+              "a plain response is held: %r" % entry["url"])
+        check(process.poll() is None, "curl waits for the held plain response")
+        status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "execute"})
+        check(status == 200, "the plain response's release is accepted: %r" % status)
+        code, text = finish_curl(process, out)
+        check(code == 0 and text == "good:/late/plain:len=0\n200", "curl gets the plain response as it came: %r" % text)
 
         # A held response aborted: curl's connection is reset (HTTP/1.1: the proxy offers the client what this
         # http/1.1-only origin speaks; the h2 stream reset is in ResponseBreakpointPlaybooks).
