@@ -597,7 +597,8 @@ final class H1ToH2Relay: ExchangeRelay {
         ex.atBreakpoint = (head, body)
         exchange = ex
         out.responseHolds.append(
-            ResponseToHold(id: Int(id), rule: rule, rules: rules, method: ex.method, url: ex.url, head: head, body: body))
+            ResponseToHold(
+                id: Int(id), rule: rule, rules: rules, method: ex.method, url: ex.url, head: head, body: body))
         return true
     }
 

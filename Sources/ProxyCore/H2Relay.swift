@@ -347,7 +347,8 @@ final class H2Relay: ExchangeRelay {
                         Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
                     }
                     // Not an extended CONNECT's answer (a WebSocket): its body never ends.
-                    if let rules = s.exchange.rules, s.exchange.method != "CONNECT", !endStream || rules.mayBreakResponse,
+                    if let rules = s.exchange.rules, s.exchange.method != "CONNECT",
+                        !endStream || rules.mayBreakResponse,
                         let held = rules.holdBody(for: sent, outcome: s.exchange.outcome)
                     {
                         s.heldBody = endStream ? nil : held
@@ -388,7 +389,7 @@ final class H2Relay: ExchangeRelay {
                 }
                 s.heldBody = nil
                 book.streams[id] = s
-                endHeld(id, held, fits: fits, endStream: endStream)
+                endHeld(id, held, fits: fits, endStream: endStream, trailers: nil)
                 return
             }
             s.uncreditedToClient += bytes.count
@@ -469,16 +470,13 @@ final class H2Relay: ExchangeRelay {
         return false
     }
 
-    private func endHeld(_ id: Int32, _ held: HeldResponse, fits: Bool, endStream: Bool) {
-        endHeld(id, held, fits: fits, endStream: endStream, trailers: nil)
-    }
-
     func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
         guard !failed, let sid = Int32(exactly: id), let s = book.streams[sid], let held = s.atBreakpoint else {
             return out.take()
         }
         book.streams[sid]?.atBreakpoint = nil
-        guard let (head, body, _) = (release ?? .execute()).response(held.head, held.body, method: s.exchange.method)
+        let method = s.exchange.method
+        guard let (head, body, _) = (release ?? .execute()).response(held.head, held.body, method: method)
         else {
             // Aborted: only this stream is reset; the connection's other streams go on.
             if !s.upstreamEnded, let up = s.upstreamID { reset(upstream, up, .cancel) }

@@ -695,7 +695,8 @@ final class H2ToH1Relay: LaneRelay {
             return out.take()
         }
         book.streams[sid]?.atBreakpoint = nil
-        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: s.exchange.method)
+        let method = s.exchange.method
+        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: method)
         else {
             // Aborted: only this stream is reset; the connection's other streams go on.
             reset(sid, .cancel)

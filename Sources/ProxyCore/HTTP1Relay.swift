@@ -224,7 +224,8 @@ final class HTTP1Relay {
     func upstreamEOF() -> RelayOutput {
         responses.receiveEOF()
         pumpResponses()
-        // A response a breakpoint holds came whole (a close-delimited one ends with this EOF): it waits for its release.
+        // A response a breakpoint holds came whole (a close-delimited one ends with this EOF): it waits for its
+        // release.
         if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil,
             exchange?.atBreakpoint == nil
         {
@@ -587,7 +588,8 @@ final class HTTP1Relay {
     ) -> Bool {
         if let edited = rules.editResponse(sent, outcome: ex.outcome) { sent = edited }
         // A breakpoint holds a bodiless response too, but never a 101: the connection is the upgrade's from there.
-        guard framing.mayCarryBody || (rules.mayBreakResponse && framing != .switchProtocols), let held = rules.holdBody(for: sent, outcome: ex.outcome)
+        guard framing.mayCarryBody || (rules.mayBreakResponse && framing != .switchProtocols),
+            let held = rules.holdBody(for: sent, outcome: ex.outcome)
         else { return false }
         ex.heldBody = held
         ex.responseWriter = HTTP1BodyWriter(framing: framing)
@@ -680,8 +682,11 @@ final class HTTP1Relay {
     }
 
     func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
-        guard !finished, let ex = exchange, ex.number == id, let held = ex.atBreakpoint.take() else { return out.take() }
-        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: ex.method) else {
+        guard !finished, let ex = exchange, ex.number == id, let held = ex.atBreakpoint.take() else {
+            return out.take()
+        }
+        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: ex.method)
+        else {
             // Aborted: the client's connection is reset, as for a response cut off.
             out.closeClient = true
             out.abortClient = true

@@ -116,7 +116,8 @@ extension ExchangeRules {
 
     /// `holdBody` for an HTTP/2 response's fields.
     func holdBody(for fields: [H2Header], outcome: ExchangeSummary.ATSOutcome) -> HeldResponse? {
-        guard let response, response.mayEditBody || response.mayBreak, let head = HTTPResponseHead(h2Response: fields) else { return nil }
+        guard let response, response.mayEditBody || response.mayBreak, let head = HTTPResponseHead(h2Response: fields)
+        else { return nil }
         return holdBody(for: head, outcome: outcome)
     }
 

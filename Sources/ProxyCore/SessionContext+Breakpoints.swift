@@ -111,7 +111,9 @@ extension SessionContext {
         case nil:
             commands.append(.unhold(id))
             note = "response held \(seconds) s with no release: went on unchanged"
-            notice("breakpoint \(held.rule): the response to \(held.method) \(held.url) was held \(seconds) s with no release: it goes on unchanged")
+            notice(
+                "breakpoint \(held.rule): the response to \(held.method) \(held.url) was held \(seconds) s with no "
+                    + "release: it goes on unchanged")
         case .abort?:
             note = "response held \(seconds) s, aborted"
         case let release?:
