@@ -99,6 +99,9 @@ struct RelayOutput {
     var unsolicitedUpstream: UpstreamTarget?
     /// The relay cannot carry the request on this upstream connection: the session sends it again over a new one.
     var retry: RelayRetry?
+    /// Responses a breakpoint holds whole: the session lists each as a hold and hands its release back with
+    /// `ExchangeRelay.releaseResponse` (SessionContext+Breakpoints).
+    var responseHolds: [ResponseToHold] = []
 }
 
 /// What a lane relay asks of the session's extra upstream connections in one step (H2ToH1Relay; its lane `.primary`
@@ -135,7 +138,7 @@ extension RelayOutput {
     var onlyAsks: Bool {
         !toDecide.isEmpty && toClient.isEmpty && toUpstream.isEmpty && exchanges.isEmpty && connect == nil
             && !closeClient && !closeUpstream && !switchedToRaw && lanes.isEmpty && pauseReading.isEmpty
-            && unsolicitedUpstream == nil && retry == nil
+            && unsolicitedUpstream == nil && retry == nil && responseHolds.isEmpty
     }
 
     /// Hands over what a relay step collected and starts afresh.
@@ -200,6 +203,9 @@ protocol ExchangeRelay: AnyObject {
     /// Whether the request `id` still waits for its answer: a request the client gave up meanwhile (an h2 stream it
     /// reset in the same read as its head) is not decided at all, so no rule, trace or notice acts on it.
     func isHolding(_ id: Int) -> Bool
+    /// The release of a response a breakpoint holds (`RelayOutput.responseHolds`, `id` as given there): sent as held
+    /// (`release` nil: the hold timed out), with a person's edits, or reset (abort). An id no longer held is ignored.
+    func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput
     func clientBytes(_ bytes: [UInt8]) -> RelayOutput
     func clientEOF() -> RelayOutput
     /// The client connection is gone (reset, failed, or closed by the proxy's shutdown): nothing more can reach the

@@ -41,11 +41,15 @@ final class ExchangeRules {
     }
 
     /// Adds rules that acted; a rule that already acted on the request (a header rule for both) is listed once,
-    /// with both points.
+    /// with both points (a breakpoint that held both request and response, with both notes).
     func record(_ more: [AppliedRule]) {
         for rule in more {
             if let i = applied.firstIndex(where: { $0.id == rule.id }) {
-                if !applied[i].point.contains(rule.point) { applied[i].point += ", " + rule.point }
+                guard !applied[i].point.contains(rule.point) else { continue }
+                applied[i].point += ", " + rule.point
+                if rule.action == "breakpoint", let note = rule.note {
+                    applied[i].note = applied[i].note.map { $0 + "; " + note } ?? note
+                }
             } else {
                 applied.append(rule)
             }

@@ -71,6 +71,8 @@ final class H1ToH2Relay: ExchangeRelay {
         var rules: ExchangeRules?
         /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
         var heldBody: HeldResponse?
+        /// The whole response a breakpoint holds after the upstream ended it, until `releaseResponse`.
+        var atBreakpoint: (head: HTTPResponseHead, body: [UInt8])?
         /// The request body a body rule holds whole; its stream opens at the body's end.
         var heldRequest: HeldRequest?
         /// The request as received, kept for a retry on a new connection (theory of operation, 6); nil when not
@@ -174,7 +176,8 @@ final class H1ToH2Relay: ExchangeRelay {
 
     func upstreamEOF() -> RelayOutput {
         upstreamGone = true
-        if exchange?.localAnswer == nil, exchange?.responseEnded == false {
+        // A response a breakpoint holds came whole: it waits for its release.
+        if exchange?.localAnswer == nil, exchange?.responseEnded == false, exchange?.atBreakpoint == nil {
             failExchange(reason: "the upstream closed the connection before the response ended")
         } else if exchange == nil {
             close()
@@ -451,13 +454,21 @@ final class H1ToH2Relay: ExchangeRelay {
                 status: translated.status, reason: translated.reason,
                 headers: HTTPHeaders(translated.headers.map { ($0.name, $0.value) }))
             if let rules = ex.rules, let edited = rules.editResponse(head, outcome: ex.outcome) { head = edited }
-            if !endStream, let rules = ex.rules, let held = rules.holdBody(for: head, outcome: ex.outcome) {
+            if let rules = ex.rules, !endStream || rules.mayBreakResponse,
+                let held = rules.holdBody(for: head, outcome: ex.outcome)
+            {
                 // The head waits with the body for the body rules (HeldBody); DATA is credited as it comes anyway.
-                ex.heldBody = held
+                ex.heldBody = endStream ? nil : held
                 if let recorder = ex.recorder, let received = HTTPResponseHead(h2Response: fields) {
                     recorder.recordResponse(received, toClient: head, at: now())
                 }
                 exchange = ex
+                if endStream {
+                    // A bodiless response a breakpoint holds ends here.
+                    let (head, body) = held.release()
+                    if keepAtBreakpoint(held, head, body) { return }
+                    if sendHeld(id, head: head, body: body, knownLength: body.count) { endResponse() }
+                }
                 return
             }
             guard let sent = frameResponseHead(head, &ex, streamID: id, knownLength: endStream ? 0 : nil) else { return }
@@ -476,6 +487,7 @@ final class H1ToH2Relay: ExchangeRelay {
                 H2HeaderTranslation.h1Trailers(from: fields).map { ($0.name, $0.value) })
             if let held = exchange?.heldBody.take() {
                 let (head, body) = held.release()
+                if keepAtBreakpoint(held, head, body) { return }
                 // Trailers need the chunked coding: no Content-Length given.
                 guard sendHeld(id, head: head, body: body, knownLength: nil) else { return }
             }
@@ -492,6 +504,7 @@ final class H1ToH2Relay: ExchangeRelay {
                 let sent: Bool
                 if fits {
                     let (head, body) = held.release()
+                    if keepAtBreakpoint(held, head, body) { return }
                     sent = sendHeld(id, head: head, body: body, knownLength: body.count)
                 } else {
                     sent = sendHeld(id, head: held.head, body: held.spill(), knownLength: nil)
@@ -573,6 +586,41 @@ final class H1ToH2Relay: ExchangeRelay {
         ex.status = head.status
         ex.responseHeadSent = true
         return head
+    }
+
+    /// Keeps a held response whole for its breakpoint (reported in `responseHolds`, numbered by its upstream
+    /// stream); false when no breakpoint holds it.
+    private func keepAtBreakpoint(_ held: HeldResponse, _ head: HTTPResponseHead, _ body: [UInt8]) -> Bool {
+        guard let rule = held.breakpoint, var ex = exchange, let id = ex.streamID, let rules = ex.rules else {
+            return false
+        }
+        ex.atBreakpoint = (head, body)
+        exchange = ex
+        out.responseHolds.append(
+            ResponseToHold(
+                id: Int(id), rule: rule, rules: rules, method: ex.method, url: ex.url, head: head, body: body))
+        return true
+    }
+
+    func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
+        guard !finished, var ex = exchange, let sid = ex.streamID, Int(sid) == id, let held = ex.atBreakpoint else {
+            return out.take()
+        }
+        ex.atBreakpoint = nil
+        exchange = ex
+        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: ex.method)
+        else {
+            // Aborted: the client's connection is reset, as for a response cut off.
+            complete(keepParsing: false, interruption: "aborted at a breakpoint: the connection was reset")
+            close()
+            out.abortClient = true
+            return out.take()
+        }
+        if edited { exchange?.responseTrailers = [] }
+        let trailers = exchange?.responseTrailers.isEmpty == false
+        if sendHeld(sid, head: head, body: body, knownLength: trailers ? nil : body.count) { endResponse() }
+        pump()
+        return out.take()
     }
 
     /// A response head that waited for its body (HeldBody), then the body; false when the exchange failed.

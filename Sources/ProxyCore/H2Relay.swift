@@ -45,6 +45,8 @@ final class H2Relay: ExchangeRelay {
         var upstreamEnded = false
         /// The response body a body rule holds whole, its head waiting with it (HeldBody).
         var heldBody: HeldResponse?
+        /// The whole response a breakpoint holds after the upstream ended it, until `releaseResponse`.
+        var atBreakpoint: (head: HTTPResponseHead, body: [UInt8], trailers: [H2Header]?)?
         /// The request body a body rule holds whole; the upstream stream opens at its end, with the client's fields
         /// (`heldRequestFields`) giving the scheme and authority.
         var heldRequest: HeldRequest?
@@ -344,11 +346,15 @@ final class H2Relay: ExchangeRelay {
                     if let recorder = s.exchange.recorder {
                         Self.record(fields, sent: sent, annotation: s.exchange.annotation, in: recorder, at: now())
                     }
-                    if !endStream, let rules = s.exchange.rules,
+                    // Not an extended CONNECT's answer (a WebSocket): its body never ends.
+                    if let rules = s.exchange.rules, s.exchange.method != "CONNECT",
+                        !endStream || rules.mayBreakResponse,
                         let held = rules.holdBody(for: sent, outcome: s.exchange.outcome)
                     {
-                        s.heldBody = held
+                        s.heldBody = endStream ? nil : held
                         book.streams[id] = s
+                        // A bodiless response a breakpoint holds ends here.
+                        if endStream { endHeld(id, held, fits: true, trailers: nil) }
                         return
                     }
                     book.streams[id] = s
@@ -362,8 +368,7 @@ final class H2Relay: ExchangeRelay {
             book.streams[id]?.upstreamEnded = true
             if let held = book.streams[id]?.heldBody {
                 book.streams[id]?.heldBody = nil
-                let (head, body) = held.release()
-                sendHeld(id, head: head, body: body, endStream: false)
+                if endHeld(id, held, fits: true, trailers: fields) { return }
             }
             do { try client.submitTrailers(streamID: id, fields) } catch { resetBoth(clientID: id) }
         case .data(let up, let bytes, let endStream):
@@ -384,8 +389,7 @@ final class H2Relay: ExchangeRelay {
                 }
                 s.heldBody = nil
                 book.streams[id] = s
-                let (head, body) = fits ? held.release() : (held.head, held.spill())
-                sendHeld(id, head: head, body: body, endStream: endStream)
+                endHeld(id, held, fits: fits, endStream: endStream, trailers: nil)
                 return
             }
             s.uncreditedToClient += bytes.count
@@ -445,6 +449,49 @@ final class H2Relay: ExchangeRelay {
         }
         s.exchange.recorder?.recordForwardedRequest(head)
         if endStream, let recorder = s.exchange.recorder { recorder.requestSent = now() }
+    }
+
+    /// A held response's end (or its spill past the limit): sent on, or kept whole for a breakpoint (reported in
+    /// `responseHolds`); true when kept. With `trailers`, the body ended with them and they are sent (or kept) too.
+    @discardableResult
+    private func endHeld(
+        _ id: Int32, _ held: HeldResponse, fits: Bool, endStream: Bool = true, trailers: [H2Header]?
+    ) -> Bool {
+        let (head, body) = fits ? held.release() : (held.head, held.spill())
+        if fits, let rule = held.breakpoint, let s = book.streams[id], let rules = s.exchange.rules {
+            book.streams[id]?.atBreakpoint = (head, body, trailers)
+            out.responseHolds.append(
+                ResponseToHold(
+                    id: Int(id), rule: rule, rules: rules, method: s.exchange.method, url: s.exchange.url, head: head,
+                    body: body))
+            return true
+        }
+        sendHeld(id, head: head, body: body, endStream: endStream && trailers == nil)
+        return false
+    }
+
+    func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
+        guard !failed, let sid = Int32(exactly: id), let s = book.streams[sid], let held = s.atBreakpoint else {
+            return out.take()
+        }
+        book.streams[sid]?.atBreakpoint = nil
+        let method = s.exchange.method
+        guard let (head, body, _) = (release ?? .execute()).response(held.head, held.body, method: method)
+        else {
+            // Aborted: only this stream is reset; the connection's other streams go on.
+            if !s.upstreamEnded, let up = s.upstreamID { reset(upstream, up, .cancel) }
+            reset(client, sid, .cancel)
+            finish(clientID: sid, interruption: "aborted at a breakpoint: the stream was reset")
+            pump()
+            return out.take()
+        }
+        book.streams[sid]?.exchange.status = head.status
+        sendHeld(sid, head: head, body: body, endStream: held.trailers == nil)
+        if let trailers = held.trailers {
+            do { try client.submitTrailers(streamID: sid, trailers) } catch { resetBoth(clientID: sid) }
+        }
+        pump()
+        return out.take()
     }
 
     /// A response head that waited for its body (HeldBody), then the body: both already credited to the upstream.

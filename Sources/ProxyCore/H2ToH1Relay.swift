@@ -97,6 +97,8 @@ final class H2ToH1Relay: LaneRelay {
         var responseStreaming = false
         /// The response body a body rule holds whole; its head waits with it (`responseHeadSent` is false).
         var heldBody: HeldResponse?
+        /// The whole response a breakpoint holds after its lane ended it (the lane freed), until `releaseResponse`.
+        var atBreakpoint: (head: HTTPResponseHead, body: [UInt8], trailers: HTTPHeaders)?
         /// Why the response was cut off, when it was.
         var interruption: String?
         /// An extended CONNECT: the Sec-WebSocket-Accept the origin's 101 must carry (RFC 6455 §4.2.2).
@@ -598,7 +600,8 @@ final class H2ToH1Relay: LaneRelay {
                 }
                 let bodyless = framing == .none
                 let edited = s.exchange.rules?.editResponse(head, outcome: s.exchange.outcome) ?? head
-                if framing.mayCarryBody, let rules = s.exchange.rules,
+                // Not a tunnel's (extended CONNECT) answer: its body never ends.
+                if let rules = s.exchange.rules, !s.isTunnel, framing.mayCarryBody || rules.mayBreakResponse,
                     let held = rules.holdBody(for: edited, outcome: s.exchange.outcome)
                 {
                     // The head waits with the body for the body rules (theory of operation, 9).
@@ -644,6 +647,18 @@ final class H2ToH1Relay: LaneRelay {
                     s.heldBody = nil
                     book.streams[id] = s
                     let (head, body) = held.release()
+                    if let rule = held.breakpoint, let rules = s.exchange.rules {
+                        // Kept whole for the breakpoint; the lane is free for other streams meanwhile.
+                        s.atBreakpoint = (head, body, trailers)
+                        s.responseEnded = true
+                        book.streams[id] = s
+                        out.responseHolds.append(
+                            ResponseToHold(
+                                id: Int(id), rule: rule, rules: rules, method: s.exchange.method, url: s.exchange.url,
+                                head: head, body: body))
+                        releaseIfDone(lane)
+                        return
+                    }
                     sendHeld(id, head: head, body: body)
                     guard let sent = book.streams[id] else { return }
                     s = sent
@@ -673,6 +688,37 @@ final class H2ToH1Relay: LaneRelay {
                 return
             }
         }
+    }
+
+    func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
+        guard !failed, let sid = Int32(exactly: id), let s = book.streams[sid], let held = s.atBreakpoint else {
+            return out.take()
+        }
+        book.streams[sid]?.atBreakpoint = nil
+        let method = s.exchange.method
+        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: method)
+        else {
+            // Aborted: only this stream is reset; the connection's other streams go on.
+            reset(sid, .cancel)
+            finish(sid, interruption: "aborted at a breakpoint: the stream was reset")
+            pump()
+            return out.take()
+        }
+        book.streams[sid]?.exchange.status = head.status
+        sendHeld(sid, head: head, body: body)
+        if book.streams[sid]?.responseStreaming == true {
+            do {
+                if held.trailers.isEmpty || edited {
+                    try client.sendData(streamID: sid, [], endStream: true)
+                } else {
+                    try client.submitTrailers(streamID: sid, h2Fields(held.trailers))
+                }
+            } catch {
+                // The client reset the stream meanwhile: there is nothing left to end.
+            }
+        }
+        pump()
+        return out.take()
     }
 
     /// A response head that waited for its body (HeldBody), then the body; the stream streams from here on.

@@ -99,6 +99,8 @@ final class HTTP1Relay {
         @exclusivity(unchecked) var heldBody: HeldResponse?
         /// The request body a body rule holds whole; its head waits with it.
         @exclusivity(unchecked) var heldRequest: HeldRequest?
+        /// The whole response a breakpoint holds after the upstream ended it, until `releaseResponse`.
+        @exclusivity(unchecked) var atBreakpoint: (head: HTTPResponseHead, body: [UInt8], trailers: HTTPHeaders)?
 
         init(
             method: String, url: String, outcome: ExchangeSummary.ATSOutcome, codes: [ExchangeError],
@@ -222,7 +224,11 @@ final class HTTP1Relay {
     func upstreamEOF() -> RelayOutput {
         responses.receiveEOF()
         pumpResponses()
-        if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil {
+        // A response a breakpoint holds came whole (a close-delimited one ends with this EOF): it waits for its
+        // release.
+        if exchange != nil, !finished, exchange?.responseHeadSent == false, exchange?.localAnswer == nil,
+            exchange?.atBreakpoint == nil
+        {
             failExchange(status: 502, reason: "the upstream closed the connection before responding")
         }
         out.closeUpstream = true
@@ -233,7 +239,7 @@ final class HTTP1Relay {
     /// The upstream connection failed (a reset): a response in flight ends here cut off, even a close-delimited one
     /// that an EOF would have completed, and the client is told so by its own connection's reset.
     func upstreamReset(_ reason: String) -> RelayOutput {
-        guard let ex = exchange, !finished, ex.localAnswer == nil else { return upstreamEOF() }
+        guard let ex = exchange, !finished, ex.localAnswer == nil, ex.atBreakpoint == nil else { return upstreamEOF() }
         failExchange(status: 502, reason: reason)
         out.closeUpstream = true
         connectedUpstream = nil
@@ -531,7 +537,7 @@ final class HTTP1Relay {
                 }
             case .end(let trailers):
                 guard let ex = exchange else { return }
-                if ex.heldBody != nil, !releaseHeldResponse(ex) { return }
+                if ex.heldBody != nil, !releaseHeldResponse(ex, trailers: trailers) { return }
                 var bytes: [UInt8] = []
                 do { try ex.responseWriter?.finish(trailers: trailers, into: &bytes) } catch {
                     protocolError(error, fromClient: false)
@@ -581,7 +587,10 @@ final class HTTP1Relay {
         _ ex: Exchange
     ) -> Bool {
         if let edited = rules.editResponse(sent, outcome: ex.outcome) { sent = edited }
-        guard framing.mayCarryBody, let held = rules.holdBody(for: sent, outcome: ex.outcome) else { return false }
+        // A breakpoint holds a bodiless response too, but never a 101: the connection is the upgrade's from there.
+        guard framing.mayCarryBody || (rules.mayBreakResponse && framing != .switchProtocols),
+            let held = rules.holdBody(for: sent, outcome: ex.outcome)
+        else { return false }
         ex.heldBody = held
         ex.responseWriter = HTTP1BodyWriter(framing: framing)
         ex.recorder?.recordResponse(head, toClient: annotated(sent, ex), at: now())
@@ -646,11 +655,19 @@ final class HTTP1Relay {
         return true
     }
 
-    /// The held response's end: its edited head and body go to the client; false when the relay failed.
+    /// The held response's end: its edited head and body go to the client; false when the relay failed, or when a
+    /// breakpoint holds the response (it waits whole for `releaseResponse`, the response parser paused at its end).
     @inline(never)
-    private func releaseHeldResponse(_ ex: Exchange) -> Bool {
+    private func releaseHeldResponse(_ ex: Exchange, trailers: HTTPHeaders = []) -> Bool {
         guard let held = ex.heldBody.take() else { return true }
         let (head, body) = held.release()
+        if let rule = held.breakpoint, let rules = ex.rules {
+            ex.atBreakpoint = (head, body, trailers)
+            out.responseHolds.append(
+                ResponseToHold(
+                    id: ex.number, rule: rule, rules: rules, method: ex.method, url: ex.url, head: head, body: body))
+            return false
+        }
         if case .contentLength = ex.responseWriter?.framing {
             ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
         }
@@ -662,6 +679,38 @@ final class HTTP1Relay {
             return false
         }
         return true
+    }
+
+    func releaseResponse(_ id: Int, _ release: HoldRelease?) -> RelayOutput {
+        guard !finished, let ex = exchange, ex.number == id, let held = ex.atBreakpoint.take() else {
+            return out.take()
+        }
+        guard let (head, body, edited) = (release ?? .execute()).response(held.head, held.body, method: ex.method)
+        else {
+            // Aborted: the client's connection is reset, as for a response cut off.
+            out.closeClient = true
+            out.abortClient = true
+            complete(keepParsing: false, interruption: "aborted at a breakpoint: the connection was reset")
+            finished = true
+            return out.take()
+        }
+        if edited, ex.responseWriter?.framing != HTTP1BodyFraming.none {
+            ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+        } else if case .contentLength = ex.responseWriter?.framing {
+            ex.responseWriter = HTTP1BodyWriter(framing: .contentLength(body.count))
+        }
+        do {
+            try sendHeldHead(head, ex)
+            try ex.responseWriter?.write(body, into: &out.toClient)
+            try ex.responseWriter?.finish(
+                trailers: ex.responseWriter?.framing == .chunked ? held.trailers : [], into: &out.toClient)
+        } catch {
+            protocolError(error, fromClient: false)
+            return out.take()
+        }
+        if ex.responseWriter?.framing == .untilClose { out.closeClient = true }
+        complete()
+        return out.take()
     }
 
     /// A response head that waited for its body (HeldBody), annotated, to the client.

@@ -50,16 +50,20 @@ final class HeldBody<Head: HeldHead> {
     /// The head to send (the header rules applied, the proxy's annotation not yet added).
     let head: Head
     let limit: Int
-    private let edits: BodyEdits
+    /// nil when only a breakpoint holds the body.
+    private let edits: BodyEdits?
     private let rules: ExchangeRules
+    /// The breakpoint rule that holds the response (after the edits, at the body's end), if any.
+    let breakpoint: String?
     /// The body so far, as received.
     private(set) var bytes: [UInt8] = []
 
-    init(head: Head, edits: BodyEdits, rules: ExchangeRules, limit: Int) {
+    init(head: Head, edits: BodyEdits?, rules: ExchangeRules, limit: Int, breakpoint: String? = nil) {
         self.head = head
         self.edits = edits
         self.rules = rules
         self.limit = limit
+        self.breakpoint = breakpoint
     }
 
     /// Holds one more piece; false when the body is now over `limit` and should be `spill`ed.
@@ -70,13 +74,24 @@ final class HeldBody<Head: HeldHead> {
 
     /// Gives up holding: the bytes held, to send after `head` unchanged; the rules are marked as having left it.
     func spill() -> [UInt8] {
-        rules.record(edits.leftAlone(over: limit))
+        if let edits { rules.record(edits.leftAlone(over: limit)) }
+        if let breakpoint {
+            rules.record([
+                AppliedRule(
+                    id: breakpoint, action: "breakpoint", point: "response-head",
+                    note: "the response body is over \(limit) bytes: not held, went on unchanged")
+            ])
+        }
         defer { bytes = [] }
         return bytes
     }
 
     /// The body ended: the head and body to send, the edits applied and the rules' marks recorded.
     func release() -> (head: Head, body: [UInt8]) {
+        guard let edits else {
+            defer { bytes = [] }
+            return (head, bytes)
+        }
         let result = Head.edit(edits, head, body: bytes, limit: limit)
         bytes = []
         rules.record(result.applied)
@@ -87,16 +102,22 @@ final class HeldBody<Head: HeldHead> {
 extension ExchangeRules {
     /// A holder for this response's body when a body rule holds for it (`head`: what the client is to get, after
     /// the header rules); nil otherwise, and at once when no body rule was loaded for the request.
+    /// A response breakpoint (`ResponseRules.breakpoint`) holds the same way, its edits (if any) applied first.
     func holdBody(for head: HTTPResponseHead, outcome: ExchangeSummary.ATSOutcome) -> HeldResponse? {
-        guard let response, response.mayEditBody, let edits = response.bodyEdits(at: head, outcome: outcome) else {
-            return nil
-        }
-        return HeldBody(head: head, edits: edits, rules: self, limit: bodyLimit)
+        guard let response, response.mayEditBody || response.mayBreak else { return nil }
+        let edits = response.bodyEdits(at: head, outcome: outcome)
+        let breakpoint = response.breakpoint(at: head, outcome: outcome)
+        guard edits != nil || breakpoint != nil else { return nil }
+        return HeldBody(head: head, edits: edits, rules: self, limit: bodyLimit, breakpoint: breakpoint)
     }
+
+    /// Whether a response breakpoint may hold a response of this exchange (a bodiless one is held too).
+    var mayBreakResponse: Bool { response?.mayBreak == true }
 
     /// `holdBody` for an HTTP/2 response's fields.
     func holdBody(for fields: [H2Header], outcome: ExchangeSummary.ATSOutcome) -> HeldResponse? {
-        guard let response, response.mayEditBody, let head = HTTPResponseHead(h2Response: fields) else { return nil }
+        guard let response, response.mayEditBody || response.mayBreak, let head = HTTPResponseHead(h2Response: fields)
+        else { return nil }
         return holdBody(for: head, outcome: outcome)
     }
 
@@ -123,5 +144,44 @@ extension HTTP1BodyFraming {
         case .contentLength(let length): length > 0
         case .none, .switchProtocols: false
         }
+    }
+}
+
+/// A response a breakpoint holds whole at its end, for the session to list as a hold (`RelayOutput.responseHolds`):
+/// the relay sends it on when the session hands it the release (`ExchangeRelay.releaseResponse`).
+struct ResponseToHold {
+    /// The exchange in its relay: the HTTP/1 exchange's number, the h2 client stream's id.
+    let id: Int
+    let rule: String
+    let rules: ExchangeRules
+    let method: String
+    let url: String
+    /// What the client is to get: the header and body rules applied, the proxy's annotation not yet added.
+    let head: HTTPResponseHead
+    let body: [UInt8]
+}
+
+extension HoldRelease {
+    /// A held response as released: nil to abort; otherwise its head and body (as held when nothing was edited),
+    /// and whether a person edited them. An edited head loses its framing fields, and gets a Content-Length that
+    /// fits the body unless it can carry none (1xx, 204, 304, a HEAD's answer: then it is kept as given).
+    func response(_ head: HTTPResponseHead, _ body: [UInt8], method: String) -> (
+        head: HTTPResponseHead, body: [UInt8], edited: Bool
+    )? {
+        let edited: (HTTPResponseHead?, [UInt8]?)
+        switch self {
+        case .abort: return nil
+        case .execute(_, _, let response, let responseBody): edited = (response, responseBody)
+        case .answer(let response, let responseBody): edited = (response, responseBody)
+        }
+        guard edited.0 != nil || edited.1 != nil else { return (head, body, false) }
+        var sent = edited.0 ?? head
+        let newBody = edited.1 ?? body
+        if sent == head, newBody == body { return (head, body, false) }
+        if method == "HEAD" || sent.status == 204 || sent.status == 304 || sent.status < 200 { return (sent, [], true) }
+        sent.headers.remove(name: "Content-Length")
+        sent.headers.remove(name: "Transfer-Encoding")
+        sent.headers.add(name: "Content-Length", value: String(newBody.count))
+        return (sent, newBody, true)
     }
 }

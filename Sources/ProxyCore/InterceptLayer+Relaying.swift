@@ -79,6 +79,12 @@ extension InterceptLayer {
         apply(ctx, relay.resolve(held.requestID, decision))
     }
 
+    /// A response a breakpoint held is released: handed to its relay, when it is still the one relaying.
+    func releaseResponse(_ ctx: SessionContext, _ hold: ResponseHold, _ release: HoldRelease?) {
+        guard !ctx.isDone, let relay, relay === hold.relay else { return }
+        apply(ctx, relay.releaseResponse(hold.held.id, release))
+    }
+
     /// Carries out one relay step: plaintext through the legs' TLS engines, exchange lines, lanes, a 101's switch
     /// to raw relaying, the client's close.
     private func applyStep(_ ctx: SessionContext, _ o: consuming RelayOutput) {
@@ -101,6 +107,7 @@ extension InterceptLayer {
         // Encrypted, the plaintext arrays are done with.
         if let relay = self.relay { relay.recycle(&o) }
         for exchange in o.exchanges { ctx.logExchange(exchange) }
+        if !o.responseHolds.isEmpty { ctx.holdResponses(o.responseHolds, relay: relay) }
         ctx.applyPauses(o)
         applyLanes(ctx, o)
         if o.switchedToRaw {

@@ -205,6 +205,12 @@ extension PlainLayer {
         apply(ctx, relay.resolve(held.requestID, decision))
     }
 
+    /// A response a breakpoint held is released: handed to its relay, when it is still the one relaying.
+    func releaseResponse(_ ctx: SessionContext, _ hold: ResponseHold, _ release: HoldRelease?) {
+        guard !ctx.isDone, relay === hold.relay else { return }
+        apply(ctx, relay.releaseResponse(hold.held.id, release))
+    }
+
     /// Carries out one relay step: connects, bytes, exchange lines, a 101's hand-off, closes.
     private func applyStep(_ ctx: SessionContext, _ o: consuming RelayOutput) {
         let unsolicited = o.unsolicitedUpstream
@@ -213,6 +219,7 @@ extension PlainLayer {
         if !o.toUpstream.isEmpty { ctx.commands.append(.sendToUpstream(o.toUpstream)) }
         if !o.toClient.isEmpty { ctx.commands.append(.sendToClient(o.toClient)) }
         for exchange in o.exchanges { ctx.logExchange(exchange) }
+        if !o.responseHolds.isEmpty { ctx.holdResponses(o.responseHolds, relay: relay) }
         ctx.applyPauses(o)
         if o.switchedToRaw {
             // The adapter relays both connections raw from now on; the upgraded connection is logged as it ends.

@@ -228,7 +228,7 @@ public final class ProxySession {
 
     private func clientConnectionClosed(_ error: String?) {
         ctx.clientClosed = true
-        if !ctx.breakpointHolds.isEmpty { ctx.dropHolds() }
+        if !ctx.breakpointHolds.isEmpty || !ctx.responseHolds.isEmpty { ctx.dropHolds() }
         ctx.logRefusalIfClientRefused()
         ctx.noteClientClosedWithoutRequest()
         // Exchanges still in flight are cut off: log them as such (nothing can be sent any more).

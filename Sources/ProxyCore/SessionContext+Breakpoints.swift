@@ -24,6 +24,23 @@ import ProxyTrace
 // Each way, the exchange's record gets an `AppliedRule` with action `breakpoint` saying how long it was held and how
 // it was released. The request body is not held with the head: the relay holds it behind the undecided head and
 // sends it as it came once released, so a release edits the head only (`requestBody` is ignored for now).
+//
+// Breakpoints on responses: at the response head the relay asks the rules (`ExchangeRules.holdBody`, with the body
+// rules) and, when a breakpoint holds, keeps head and body whole as a body rule does (HeldBody: h2 bodies credited at
+// once, bounded by the body limit; past it the response goes on unchanged with a note). At the body's end, the body
+// rules applied, the relay reports it (`RelayOutput.responseHolds`) and waits: an HTTP/1 connection waits whole, an
+// h2 connection's other streams go on. The session lists it (`.hold`, phase `response`) with its timer as above,
+// and hands the release to the relay (`ExchangeRelay.releaseResponse`): execute sends it as held or edited (framed
+// by a Content-Length that fits), abort resets the client's stream (h2) or connection (HTTP/1), a timeout sends it
+// unchanged with a notice.
+
+/// A response a breakpoint holds, waiting for a person.
+struct ResponseHold {
+    let held: ResponseToHold
+    /// The relay holding it: a release for a relay that was replaced since is dropped.
+    let relay: AnyObject
+    let heldAt: Double
+}
 
 /// A request a breakpoint holds: what the layer and the rules decided for it, waiting for a person.
 struct BreakpointHold {
@@ -65,9 +82,56 @@ extension SessionContext {
         return true
     }
 
+    /// Lists the responses a relay step holds (`RelayOutput.responseHolds`) as holds, each with its timer.
+    func holdResponses(_ responses: [ResponseToHold], relay: AnyObject?) {
+        guard let relay else { return }
+        let limit = env.breakpointTimeout.components
+        let seconds = Double(limit.seconds) + Double(limit.attoseconds) / 1e18
+        for response in responses {
+            let id = env.holds.makeID()
+            let heldAt = now()
+            responseHolds[id] = ResponseHold(held: response, relay: relay, heldAt: heldAt)
+            let request = HTTPRequestHead(method: response.method, target: response.url)
+            commands.append(
+                .hold(
+                    HeldExchange(
+                        id: id, connectionID: self.id, phase: .response, url: response.url, request: request,
+                        response: response.head, responseBody: response.body, breakpoint: response.rule,
+                        heldAt: heldAt, deadline: heldAt + seconds)))
+            commands.append(.startTimer(.hold(id), after: env.breakpointTimeout))
+        }
+    }
+
+    /// A held response's release: recorded on the exchange, then handed to its relay.
+    private func releaseResponseHold(_ id: UInt64, _ hold: ResponseHold, _ release: HoldRelease?) {
+        let held = hold.held
+        let seconds = String(format: "%.1f", max(0, now() - hold.heldAt))
+        let note: String
+        switch release {
+        case nil:
+            commands.append(.unhold(id))
+            note = "response held \(seconds) s with no release: went on unchanged"
+            notice(
+                "breakpoint \(held.rule): the response to \(held.method) \(held.url) was held \(seconds) s with no "
+                    + "release: it goes on unchanged")
+        case .abort?:
+            note = "response held \(seconds) s, aborted"
+        case let release?:
+            let edited = release.response(held.head, held.body, method: held.method)?.edited ?? false
+            note = "response held \(seconds) s, executed" + (edited ? " edited" : "")
+        }
+        held.rules.record([AppliedRule(id: held.rule, action: "breakpoint", point: "response-head", note: note)])
+        switch phase {
+        case .intercepting(let i): i.releaseResponse(self, hold, release)
+        case .plain(let p): p.releaseResponse(self, hold, release)
+        case .front, .sniffing, .tunnel, .upgraded, .done: break
+        }
+    }
+
     /// The hold `id` ends: released by a person, or (`release` nil) timed out. A hold already ended, or whose
     /// client went, is dropped.
     func releaseHold(_ id: UInt64, _ release: HoldRelease?) {
+        if let hold = responseHolds.removeValue(forKey: id) { return releaseResponseHold(id, hold, release) }
         guard let held = breakpointHolds.removeValue(forKey: id) else { return }
         let seconds = String(format: "%.1f", max(0, now() - held.heldAt))
         guard case .forward(let head, let url, let upstream, let annotation, let outcome, let codes, _) = held.decision
@@ -153,5 +217,7 @@ extension SessionContext {
     func dropHolds() {
         for id in breakpointHolds.keys.sorted() { commands.append(.unhold(id)) }
         breakpointHolds.removeAll()
+        for id in responseHolds.keys.sorted() { commands.append(.unhold(id)) }
+        responseHolds.removeAll()
     }
 }

@@ -62,6 +62,8 @@ final class SessionContext {
     var ruleSnapshot: RuleSnapshot?
     /// The requests breakpoints hold now, by hold id (SessionContext+Breakpoints); empty without breakpoints.
     var breakpointHolds: [UInt64: BreakpointHold] = [:]
+    /// The responses breakpoints hold, by hold id (SessionContext+Breakpoints).
+    var responseHolds: [UInt64: ResponseHold] = [:]
     /// A failure a connection-point rule injects, from the CONNECT that matched it to the client's first bytes
     /// (SessionContext+Faults); nil without one.
     var injected: InjectedFailure?

@@ -15,7 +15,13 @@ public struct ResponseRules: Sendable {
         self.facts = facts
         self.candidates = candidates
         self.bodyCandidates = bodyCandidates
+        mayBreak = candidates.contains {
+            if case .breakpoint = $0.action { true } else { false }
+        }
     }
+
+    /// Whether a breakpoint rule may hold some response of this request: when not, the relays never ask `breakpoint`.
+    public let mayBreak: Bool
 
     /// Whether a body rule may hold for some response of this request: when not, the relays never ask `bodyEdits`.
     public var mayEditBody: Bool { !bodyCandidates.isEmpty }
@@ -41,10 +47,10 @@ public struct ResponseRules: Sendable {
         return facts
     }
 
-    /// The breakpoint rule (its id) that holds a response with this head before it reaches the client, if any. Not
-    /// asked by the relays yet: response holds are the next step (docs/rules.md, Breakpoints).
+    /// The breakpoint rule (its id) that holds a response with this head before it reaches the client, if any: the
+    /// relay then holds the response whole (HeldBody) and hands it to the session as a hold at its end.
     public func breakpoint(at head: HTTPResponseHead, outcome: ExchangeSummary.ATSOutcome? = nil) -> String? {
-        guard !candidates.isEmpty else { return nil }
+        guard mayBreak else { return nil }
         let facts = responseFacts(head, outcome: outcome)
         for loaded in candidates where loaded.rule.applies(to: facts) {
             if case .breakpoint = loaded.action { return loaded.id }

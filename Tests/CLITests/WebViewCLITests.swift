@@ -54,9 +54,10 @@ import Testing
         try WebViewScript.run("rules_browser_test.py", bound: 180)
     }
 
-    /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --web`, curl through it, each held
-    /// request released through the web view's API (GET /api/held, POST /api/held/ID): executed edited, answered,
-    /// aborted, and left to time out (issue 34).
+    /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --breakpoint 'response:text:/late'
+    /// --web`, curl through it, each held request released through the web view's API (GET /api/held,
+    /// POST /api/held/ID): executed edited, answered, aborted, and left to time out; held responses changed to a 503,
+    /// executed as held (plain HTTP), aborted (issue 34).
     @Test("Breakpoints end to end: curl held, released through the web view's API", .timeLimit(.minutes(3)))
     func breakpoints() throws {
         try WebViewScript.run("breakpoint_test.py", bound: 120, artifacts: false)
@@ -65,7 +66,7 @@ import Testing
     /// Tests/webview/hold_browser_test.py: the held-exchange editor in headless Chromium (issue 34): curl's request
     /// held and marked HELD at once, a header added and the URL changed, executed (the origin sees the edit, curl
     /// gets its answer); aborted (curl's connection fails); answered locally; "Break on the next request to this
-    /// URL" from the detail pane. A screenshot of the editor goes to .build/test-artefacts/webview.
+    /// URL" from the detail pane; a held response changed to a 503 in the editor. A screenshot of the editor goes to .build/test-artefacts/webview.
     @Test("The held-exchange editor in a real browser: edited and executed, aborted, answered, break on a URL",
           .timeLimit(.minutes(4)))
     func heldEditorInTheBrowser() throws {

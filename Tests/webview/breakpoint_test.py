@@ -6,7 +6,10 @@ once; a held request (HTTPS or plain HTTP) is listed and does not reach the orig
 origin gets the edit; answered, curl gets the answer and the origin nothing; aborted, curl's connection fails
 (the app's -1005) and the origin gets nothing; unreleased, it goes on unchanged after --breakpoint-timeout and
 leaves the list; each record (the web view's exchange detail) says how it was released, and an edited one keeps
-both heads (request and forwardedRequest). Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
+both heads (request and forwardedRequest). A held response (`--breakpoint response:text:/late`): the origin got the
+request, curl waits until the release; changed to 503 with a header and a body, curl gets exactly that, and the
+record keeps the origin's response and the client's (clientResponse); a plain-HTTP response is held and executed
+as it came; an aborted response resets curl's connection. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run too) and every
 process it started is stopped.
 
     breakpoint_test.py --atsproxy .build/debug/atsproxy
@@ -30,12 +33,12 @@ OVERALL_SECONDS = 120
 TIMEOUT = 4
 
 
-def start_curl(session, url):
+def start_curl(session, url, extra=()):
     """curl for `url` through the proxy, in the background: (process, its output file)."""
     out = tempfile.NamedTemporaryFile(prefix="curl-", dir=session.folder, delete=False)
     process = subprocess.Popen(
         ["curl", "-sS", "-m", "30", "-x", "http://127.0.0.1:%d" % session.port, "--cacert", session.proxy_ca,
-         "-w", "\n%{http_code}", url], stdout=out, stderr=subprocess.STDOUT)
+         "-w", "\n%{http_code}", *extra, url], stdout=out, stderr=subprocess.STDOUT)
     return process, out.name
 
 
@@ -100,6 +103,7 @@ def run(args):
     try:
         # ATS off: a cleartext request is forwarded (ATS would block it, and a block answer is never held).
         session = Session(args, folder, ["--breakpoint", "request:text:/held",
+                                         "--breakpoint", "response:text:/late",
                                          "--breakpoint-timeout", str(TIMEOUT), "--ats", "off"])
         origin = session.tls_origin
 
@@ -184,6 +188,62 @@ def run(args):
               "the record says it timed out and went on unchanged: %r" % notes)
         status, listing = api(session, "/api/held")
         check(listing["held"] == [], "nothing is listed once it went on: %r" % listing["held"])
+
+        # A held response, changed to 503 with a header and a body: curl gets exactly that.
+        mark = origin.mark()
+        process, out = start_curl(session, "https://www.tls.test/late/edit", extra=("-i",))
+        entry = held(session, "/late/edit")
+        check(entry["phase"] == "response" and entry["breakpoint"] == "--breakpoint #2"
+              and (entry.get("response") or {}).get("status") == 200,
+              "the held response is listed with its phase, rule and status: %r"
+              % {k: entry.get(k) for k in ("phase", "breakpoint", "response")})
+        check([r[1] for r in origin.requests(mark)] == [b"/late/edit"], "its request reached the origin")
+        check(process.poll() is None, "curl still waits for the held response")
+        status, answer = api(session, "/api/held/%d" % entry["id"],
+                             {"action": "execute", "response": {"status": 503, "headers": [["X-Held", "yes"]],
+                                                                "body": "held and changed"}})
+        check(status == 200, "the response's release is accepted: %r %r" % (status, answer))
+        code, text = finish_curl(process, out)
+        # curl -i shows the proxy's CONNECT answer first.
+        head, _, rest = text.split("Connection established\r\n\r\n", 1)[-1].partition("\r\n\r\n")
+        fields = {line.split(":", 1)[0].strip().lower(): line.split(":", 1)[1].strip()
+                  for line in head.split("\r\n")[1:] if ":" in line}
+        check(code == 0 and rest == "held and changed\n503", "curl gets the changed response: %r" % text[-200:])
+        check(fields.get("x-held") == "yes" and fields.get("content-length") == str(len("held and changed")),
+              "with the added header and a Content-Length that fits: %r" % fields)
+        detail = recorded(session, "/late/edit")
+        notes = breakpoint_notes(detail)
+        check(len(notes) == 1 and notes[0].startswith("response held ") and notes[0].endswith(" s, executed edited"),
+              "the record says the response was held and executed edited: %r" % notes)
+        check(" 200" in (detail.get("response") or {}).get("line", "")
+              and " 503" in (detail.get("clientResponse") or {}).get("line", ""),
+              "the record keeps the origin's 200 and the client's 503: %r / %r"
+              % (detail.get("response"), detail.get("clientResponse")))
+
+        # Plain HTTP (the plain layer): the response is held the same way, then executed as it came.
+        process, out = start_curl(session, "http://www.plain.test/late/plain")
+        entry = held(session, "/late/plain")
+        check(entry["phase"] == "response" and entry["url"] == "http://www.plain.test/late/plain",
+              "a plain response is held: %r" % entry["url"])
+        check(process.poll() is None, "curl waits for the held plain response")
+        status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "execute"})
+        check(status == 200, "the plain response's release is accepted: %r" % status)
+        code, text = finish_curl(process, out)
+        check(code == 0 and text == "good:/late/plain:len=0\n200", "curl gets the plain response as it came: %r" % text)
+
+        # A held response aborted: curl's connection is reset (HTTP/1.1: the proxy offers the client what this
+        # http/1.1-only origin speaks; the h2 stream reset is in ResponseBreakpointPlaybooks).
+        process, out = start_curl(session, "https://www.tls.test/late/abort")
+        entry = held(session, "/late/abort")
+        check(entry["phase"] == "response", "the response is held: %r" % entry["phase"])
+        status, _ = api(session, "/api/held/%d" % entry["id"], {"action": "abort"})
+        check(status == 200, "the response's abort is accepted: %r" % status)
+        code, text = finish_curl(process, out)
+        check(code != 0 and "late" not in text, "curl's request fails when its response is aborted (exit %d): %r"
+              % (code, text[-160:]))
+        notes = breakpoint_notes(recorded(session, "/late/abort"))
+        check(len(notes) == 1 and notes[0].endswith(" s, aborted") and notes[0].startswith("response held"),
+              "the record says the response was aborted: %r" % notes)
         return 0
     except Exception as failure:  # a failed check, or an unexpected error
         print("FAIL %s: %s" % (type(failure).__name__, str(failure).splitlines()[0] if str(failure) else ""),

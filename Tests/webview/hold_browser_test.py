@@ -7,7 +7,9 @@ Checks: curl's request is held and shows at once in the list, marked HELD, with 
 a header added and the URL's path changed in the editor, Execute sends the edited request (the origin sees the
 header and the path) and curl gets the origin's answer to it; Abort gives curl a connection failure; "Answer
 locally" gives curl the response written in the page, and the origin never sees the request; "Break on the next
-request to this URL" from an exchange's detail pane holds the next request to that URL. A screenshot of the editor
+request to this URL" from an exchange's detail pane holds the next request to that URL; a response held by
+`--breakpoint response:text:/hold-response` shows its status and body in the editor, and changed there to a 503
+with another body, curl gets exactly that. A screenshot of the editor
 at 1280×800 goes to --artifacts. Exits 1 on the first failed check, naming it; every wait is bounded (the whole run
 too) and every process it started is stopped.
 
@@ -73,7 +75,8 @@ def run(args):
     session = None
     curls = []
     try:
-        session = Session(args, folder, ["--breakpoint", "request:host:www.tls.test", "--breakpoint-timeout", "45"])
+        session = Session(args, folder, ["--breakpoint", "request:host:www.tls.test",
+                                         "--breakpoint", "response:text:/hold-response", "--breakpoint-timeout", "45"])
         driver = session.browser()
         driver.get(session.web)
         wait_for(driver, "the live stream", lambda d: "live" in d.find_element(By.ID, "live").text)
@@ -135,6 +138,25 @@ def run(args):
         code, out, err = third.result()
         check(code == 0 and out == "answered here\n503", "curl gets the answer written in the page: %r" % out)
         check(session.tls_origin.requests(mark) == [], "the answered request never reached the origin")
+
+        # A held response: the editor shows the origin's status and body; changed to 503 with another body in the
+        # page, curl gets exactly that.
+        fifth = Curl(session, "https://api.tls.test/hold-response", folder, "fifth")
+        curls.append(fifth)
+        held_editor(driver, "/hold-response")
+        status_box = driver.find_element(By.ID, "held-response-status")
+        body_box = driver.find_element(By.CSS_SELECTOR, "#held-editor textarea.held-body")
+        check(status_box.get_attribute("value") == "200", "the editor shows the held response's status: %r"
+              % status_box.get_attribute("value"))
+        check("/hold-response" in body_box.get_attribute("value"), "the editor shows the held response's body: %r"
+              % body_box.get_attribute("value"))
+        check(fifth.process.poll() is None, "curl waits for the held response")
+        set_value(driver, status_box, "503")
+        set_value(driver, body_box, "changed in the page")
+        driver.find_element(By.ID, "held-execute").click()
+        code, out, err = fifth.result()
+        check(code == 0 and out == "changed in the page\n503", "curl gets the response as changed in the page: %r"
+              % (out[-120:] + err[-120:]))
 
         # "Break on the next request to this URL", from the detail pane of an exchange no breakpoint holds.
         got = subprocess.run(
