@@ -6,7 +6,9 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct WebViewCLITests {
+// Serialized: each browser test starts a headless Chromium, and six of them at once on a 2-core machine starved the
+// other suites' timing-sensitive tests (a 1 s handshake timeout answered after 23 s).
+@Suite(.serialized) struct WebViewCLITests {
     @Test(arguments: [
         (["--web", "0.0.0.0:8081"], "--web 0.0.0.0 is not a loopback address"),
         (["--web", "0.0.0.0:8081", "--allow-lan"], "--web on 0.0.0.0 without credentials"),
@@ -52,6 +54,14 @@ import Testing
           .timeLimit(.minutes(4)))
     func rulesInTheBrowser() throws {
         try WebViewScript.run("rules_browser_test.py", bound: 180)
+    }
+
+    /// Tests/webview/faults_browser_test.py: headless Chromium through `run` with --map-local and --fault rules, its
+    /// certificate store trusting the proxy's CA. Screenshots go to .build/test-artefacts/webview.
+    @Test("Chromium gets the mocked page, a certificate error page for --fault expired, and a version error for tls1.0",
+          .timeLimit(.minutes(4)))
+    func faultsInTheBrowser() throws {
+        try WebViewScript.run("faults_browser_test.py", bound: 150)
     }
 
     /// Tests/webview/breakpoint_test.py: `run --breakpoint 'request:text:/held' --breakpoint 'response:text:/late'
