@@ -98,3 +98,8 @@ static inline int clinux_original_destination(int fd, int ipv6, struct sockaddr_
 static inline int clinux_udp_socket(int domain) {
     return socket(domain, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
+
+/* A connected pair of local stream sockets, both non-blocking and close-on-exec. */
+static inline int clinux_stream_pair(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds);
+}

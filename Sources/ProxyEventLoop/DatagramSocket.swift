@@ -16,7 +16,7 @@ public final class DatagramSocket: @unchecked Sendable {
     let loop: EventLoop
     private let fd: Int32
     private var open = true
-    private let respond: (UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
+    private let respond: (DatagramSocket, UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
     /// Datagrams read per wake-up at most, so a flood cannot starve the loop's connections.
     static let batch = 64
     /// Larger than any datagram of a 1500-byte path; a longer one is cut (MSG_TRUNC), which the responder sees.
@@ -24,7 +24,7 @@ public final class DatagramSocket: @unchecked Sendable {
 
     init(
         address: SocketAddress, loop: EventLoop,
-        respond: @escaping (UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
+        respond: @escaping (DatagramSocket, UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
     ) throws(IOError) {
         guard let fd = try syscall("socket", { clinux_udp_socket(address.family) }) else {
             throw IOError(errnoCode: EAGAIN, call: "socket")
@@ -71,11 +71,20 @@ extension DatagramSocket: BoundSocket {
                 continue
             }
             guard let sender = SocketAddress(storage: storage) else { continue }
-            let reply = buffer.withUnsafeBytes { respond(UnsafeRawBufferPointer(rebasing: $0[..<count]), sender) }
+            let reply = buffer.withUnsafeBytes { respond(self, UnsafeRawBufferPointer(rebasing: $0[..<count]), sender) }
             guard let reply, !reply.isEmpty else { continue }
-            _ = reply.withUnsafeBytes { bytes in
-                sender.withSockaddr { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, $1) }
-            }
+            send(reply, to: sender)
+        }
+    }
+
+    /// The loop the socket lives on (its handlers run there).
+    public var eventLoop: EventLoop { loop }
+
+    /// Sends one datagram, best effort (a full socket buffer drops it, as the network may). Loop thread only.
+    public func send(_ datagram: [UInt8], to destination: SocketAddress) {
+        guard open else { return }
+        _ = datagram.withUnsafeBytes { bytes in
+            destination.withSockaddr { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, $1) }
         }
     }
 }
@@ -86,6 +95,15 @@ extension EventLoopGroup {
     public func bindDatagrams(
         host: String, port: UInt16,
         respond: @escaping @Sendable (UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
+    ) throws(IOError) -> DatagramSocket {
+        try bindDatagrams(host: host, port: port) { _, datagram, sender in respond(datagram, sender) }
+    }
+
+    /// Binds a UDP socket on `host:port` (numeric) on one loop; `respond` gets the socket with each datagram, so
+    /// that it may also send datagrams of its own (`DatagramSocket.send`) on the loop's thread.
+    public func bindDatagrams(
+        host: String, port: UInt16,
+        respond: @escaping @Sendable (DatagramSocket, UnsafeRawBufferPointer, SocketAddress) -> [UInt8]?
     ) throws(IOError) -> DatagramSocket {
         let loop = next()
         let socket = try DatagramSocket(

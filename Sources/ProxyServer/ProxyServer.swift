@@ -117,15 +117,22 @@ final class ClientSide: ConnectionHandler {
     private var finishing: ClientSide?
     /// Accepted on a transparent listener: the session starts at the connection's original destination.
     private let transparent: Bool
+    /// A connection from inside a tunnel (WireGuard mode): where the device was connecting and the device's own
+    /// address, given by the tunnel instead of read from the socket.
+    private let fromTunnel: TunnelledConnection?
     /// The shaped legs once the session said the connection is throttled (ShapedLeg.swift); nil: writes go straight
     /// to the sockets.
     private var throttle: ThrottledConnection?
 
-    init(server: ProxyServer, loop: EventLoop, sessionID: UInt64, transparent: Bool = false) {
+    init(
+        server: ProxyServer, loop: EventLoop, sessionID: UInt64, transparent: Bool = false,
+        tunnelled: TunnelledConnection? = nil
+    ) {
         self.server = server
         self.loop = loop
         self.sessionID = sessionID
         self.transparent = transparent
+        self.fromTunnel = tunnelled
         self.session = ProxySession(
             id: sessionID, environment: server.environment, now: { Date().timeIntervalSince1970 })
     }
@@ -134,6 +141,10 @@ final class ClientSide: ConnectionHandler {
 
     func connectionOpened(_ connection: Connection) {
         client = connection
+        if let fromTunnel {
+            startTunnelled(connection, fromTunnel)
+            return
+        }
         // Only a 407 and the loopback rule need the client's address: without --auth and with loopback listeners
         // only, the getpeername call is not worth making per connection.
         if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
@@ -179,6 +190,21 @@ final class ClientSide: ConnectionHandler {
                 kind: "transparent: no original destination"))
             connection.close()
         }
+    }
+
+    /// A tunnel's connection: the session starts at the destination the device asked for, as a transparent one.
+    private func startTunnelled(_ connection: Connection, _ tunnelled: TunnelledConnection) {
+        session.clientAddress = tunnelled.client.description
+        clientIsLoopback = false
+        if server.environment.autoPassthrough != nil {
+            let host = tunnelled.client.host
+            session.clientHostProvider = { host }
+        }
+        connection.setIdleTimeout(server.environment.timeouts.idle)
+        connection.setQuietNotice(after: ClientSide.quietDelay)
+        if tunnelled.destination.port == 443 { server.noteQUICFallback(client: tunnelled.client.host) }
+        run(session.startTransparent(
+            destinationAddress: tunnelled.destination.host, port: Int(tunnelled.destination.port)))
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {

@@ -1,7 +1,6 @@
-/// The first IP layer above WireGuard: what to do with each packet a device sends into the tunnel. It answers
-/// ICMP echo (ping) sent to the proxy's own tunnel address, so the data path is proven both ways; TCP and UDP are
-/// recognised and reported as not handled yet (no TCP/IP stack is built: docs/wireguard.md); everything else is
-/// dropped with its reason. Sans-io and stateless.
+/// The IP layer above WireGuard: what each packet a device sends into the tunnel is. It answers ICMP echo (ping)
+/// sent to the proxy's own tunnel address, hands TCP segments and UDP datagrams up (checked, with their addresses),
+/// and drops everything else with its reason. Sans-io and stateless.
 public struct TunnelIPLayer: Sendable {
     /// The proxy's IPv4 address inside the tunnel (the devices' DNS address in their configuration).
     public let address: [UInt8]
@@ -12,30 +11,30 @@ public struct TunnelIPLayer: Sendable {
     public enum Verdict: Equatable, Sendable {
         /// Send this packet back to the device (an echo reply).
         case reply([UInt8])
-        /// A TCP or UDP packet (IP protocol `protocolNumber`) to `destination`:`port`: not handled in this version.
-        case unhandled(protocolNumber: UInt8, destination: String, port: UInt16)
+        /// A TCP segment, checked (length, checksum), from `source` to `destination`.
+        case tcp(TCPSegment, source: [UInt8], destination: [UInt8])
+        /// A UDP datagram (header and data) from `source` to `destination`.
+        case udp(IPv4Header, datagram: ArraySlice<UInt8>)
         case dropped(String)
     }
 
     public func handle(_ bytes: [UInt8]) -> Verdict {
         switch TunnelPacket.parse(bytes) {
         case .failure(let malformed): return .dropped("malformed IP packet (\(malformed.rawValue))")
-        case .success(.ipv6(let header, let payload)):
-            if header.nextHeader == TunnelPacket.tcp || header.nextHeader == TunnelPacket.udp, payload.count >= 4 {
-                let port = UInt16(payload[payload.startIndex + 2]) << 8 | UInt16(payload[payload.startIndex + 3])
-                return .unhandled(protocolNumber: header.nextHeader, destination: "IPv6", port: port)
-            }
+        case .success(.ipv6):
             return .dropped("IPv6 (the tunnel gives devices an IPv4 address only)")
         case .success(.ipv4(let header, let payload)):
             switch header.protocolNumber {
             case TunnelPacket.icmp:
                 return echoReply(header, payload) ?? .dropped("ICMP other than an echo request to \(ipv4Text(address))")
-            case TunnelPacket.tcp, TunnelPacket.udp:
-                // The ports are the first 4 bytes of both headers.
-                guard payload.count >= 8 else { return .dropped("truncated TCP or UDP header") }
-                let port = UInt16(payload[payload.startIndex + 2]) << 8 | UInt16(payload[payload.startIndex + 3])
-                return .unhandled(
-                    protocolNumber: header.protocolNumber, destination: ipv4Text(header.destination), port: port)
+            case TunnelPacket.tcp:
+                switch TCPSegment.parse(payload, source: header.source, destination: header.destination) {
+                case .success(let segment): return .tcp(segment, source: header.source, destination: header.destination)
+                case .failure(let malformed): return .dropped("malformed TCP segment (\(malformed.rawValue))")
+                }
+            case TunnelPacket.udp:
+                guard payload.count >= 8 else { return .dropped("truncated UDP header") }
+                return .udp(header, datagram: payload)
             default:
                 return .dropped("IP protocol \(header.protocolNumber)")
             }

@@ -16,7 +16,7 @@ struct RunListeners {
     let transparentLine: String
     /// The banner's lines about WireGuard mode, with the device's QR code (empty without it).
     let wireguardLines: String
-    private let wireguard: WireGuardListening.Running?
+    private let wireguard: WireGuardPort?
     /// The address a device on the network uses (the set-up page's), when the proxy listens on one.
     let networkAddress: String?
     /// The listening host as a URL shows it (`[::1]`).
@@ -40,7 +40,7 @@ struct RunListeners {
             throw failure("atsproxy run: error: \(RunCommand.listenFailure(error, host: host, port: port))")
         }
         transparentLine = try TransparentListening.start(start.modes, server: server, first: listener)
-        let wireguard = try WireGuardListening.start(start.modes, group: group, caDirectory: command.caDir, log: log)
+        let wireguard = try WireGuardListening.start(start.modes, server: server, caDirectory: command.caDir, log: log)
         (wireguardLines, self.wireguard) = (wireguard?.lines ?? "", wireguard?.running)
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         (done, signals) = Self.observeSignals(group: group, shutdownTimeout: command.shutdownTimeout)
