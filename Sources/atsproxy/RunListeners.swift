@@ -40,7 +40,8 @@ struct RunListeners {
             throw failure("atsproxy run: error: \(RunCommand.listenFailure(error, host: host, port: port))")
         }
         transparentLine = try TransparentListening.start(start.modes, server: server, first: listener)
-        let wireguard = try WireGuardListening.start(start.modes, server: server, caDirectory: command.caDir, log: log)
+        let wireguard = try WireGuardListening.start(
+            start.modes, server: server, onboarding: onboarding, caDirectory: command.caDir, log: log)
         (wireguardLines, self.wireguard) = (wireguard?.lines ?? "", wireguard?.running)
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         (done, signals) = Self.observeSignals(group: group, shutdownTimeout: command.shutdownTimeout)

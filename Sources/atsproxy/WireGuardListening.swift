@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Onboarding
 import ProxyEventLoop
 import ProxyServer
 import QRCode
@@ -14,7 +15,8 @@ enum WireGuardListening {
 
     /// Opens the socket and returns the banner's lines and the running port (nil without WireGuard mode).
     static func start(
-        _ modes: ProxyListeners, server: ProxyServer, caDirectory: String, log: ProxyLogSink
+        _ modes: ProxyListeners, server: ProxyServer, onboarding: OnboardingSite, caDirectory: String,
+        log: ProxyLogSink
     ) throws -> (lines: String, running: WireGuardPort)? {
         guard let (host, port) = modes.wireguard else { return nil }
         let keys = try WireGuardKeyFiles(caDirectory: URL(fileURLWithPath: caDirectory))
@@ -34,6 +36,8 @@ enum WireGuardListening {
             throw failure(
                 "atsproxy run: error: --mode wireguard: " + RunCommand.listenFailure(error, host: host, port: port))
         }
+        // The proxy's tunnel address is the proxy: http://198.19.0.1/ is the set-up page, as atsproxy.invalid is.
+        onboarding.addOwnAddress(host: ipv4Text(proxyAddress), port: 80)
         let endpoint = endpointText(socket.address)
         let config = WireGuardClientConfig(
             device: keys.device, proxyPublicKey: keys.proxy.publicKey, endpoint: endpoint,
