@@ -86,6 +86,9 @@ struct WireGuardKeyFilesTests {
         #expect(section.devices.map(\.number) == [1, 2, 3, 4, 5])
         #expect(section.devices.map(\.config) == configs.map(\.text))
         #expect(section.devices[4].address == "198.19.0.6")
+        // The same, from the configurations at hand (what a listener that just wrote them passes).
+        let direct = many.setUpSection(configs)
+        #expect(direct.endpoint == section.endpoint && direct.devices == section.devices)
     }
 
     @Test("The banner: the others one line each (a few) or one line (many), then the first's path and QR code")
