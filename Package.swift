@@ -58,9 +58,11 @@ let package = Package(
         .target(name: "FilterCore", dependencies: ["ProxyTrace"], swiftSettings: strict),
         // Rules that change traffic (issue 33): the rule model, and its parsers for CLI options and rules files.
         .target(name: "TrafficRules", dependencies: ["FilterCore"], swiftSettings: strict),
-        // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check).
-        .target(name: "Onboarding", swiftSettings: strict),
-        // A QR code encoder (byte mode) and its terminal rendering, for the set-up page's address at start-up.
+        // The proxy's own set-up pages for a device (the CA's downloads, the iOS steps, a trust check; in WireGuard
+        // mode the devices' configurations and their QR codes, given as plain text: it needs no WireGuardCore).
+        .target(name: "Onboarding", dependencies: ["QRCode"], swiftSettings: strict),
+        // A QR code encoder (byte mode) and its terminal and SVG renderings (the set-up page's address at start-up,
+        // WireGuard configurations in the banner and on the set-up page).
         .target(name: "QRCode", swiftSettings: strict),
         // WireGuard (Noise IKpsk2 over OpenSSL's primitives) and the tunnel's minimal IP layer: datagrams and a
         // clock in, datagrams and IP packets out (docs/wireguard.md).
@@ -168,7 +170,7 @@ let package = Package(
                 "TrafficActions", "Inflate",
             ],
             swiftSettings: strict),
-        .testTarget(name: "OnboardingTests", dependencies: ["Onboarding"], swiftSettings: strict),
+        .testTarget(name: "OnboardingTests", dependencies: ["Onboarding", "QRCode"], swiftSettings: strict),
         .testTarget(name: "WireGuardCoreTests", dependencies: ["WireGuardCore"], swiftSettings: strict),
         .testTarget(name: "ThrottleTests", dependencies: ["Throttle"], swiftSettings: strict),
         .testTarget(

@@ -11,15 +11,23 @@ enum OnboardingPage {
     ]
 
     /// `showsPolicy`: false for a request without the proxy's credentials (the policy's path names a file on the
-    /// operator's machine, and a device needs only the certificate and the steps).
-    static func render(certificate: OnboardingCertificate, settings: OnboardingSettings, showsPolicy: Bool = true)
-        -> String
-    {
+    /// operator's machine, and a device needs only the certificate and the steps; nor are WireGuard configurations,
+    /// which hold private keys, shown then). `wireGuard`: WireGuard mode's section, beside the Wi-Fi proxy steps.
+    static func render(
+        certificate: OnboardingCertificate, settings: OnboardingSettings, showsPolicy: Bool = true,
+        wireGuard: OnboardingWireGuard? = nil
+    ) -> String {
         let stem = OnboardingSite.fileStem
         let proxy = settings.proxyAddress.map { "<code>\(escape($0))</code>" } ?? "this computer's address and port"
         let simulatorProxy = settings.proxyAddress.map(escape) ?? "HOST:PORT"
         let link = "<a href=\"\(OnboardingSite.url)\">\(OnboardingSite.url)</a>"
         let policy = showsPolicy ? escape(settings.policy) : "shown through the proxy, with its credentials: \(link)"
+        let wireGuardHTML = wireGuard.map { wireGuardSection($0, showsConfig: showsPolicy) } ?? ""
+        let simulatorWireGuard = wireGuard == nil ? "" : """
+            <p class="small">The WireGuard app does not run in the simulator, which uses the Mac's network: use the \
+            Mac's proxy settings as above (apps that ignore them are seen only from a device with WireGuard).</p>
+
+            """
         return document(title: "ATSProxy: set up this device", body: """
             <h1>ATSProxy</h1>
             <p class="lead">Set up this device so that ATSProxy can show the app's traffic and judge it by the app's \
@@ -38,7 +46,7 @@ enum OnboardingPage {
             <p><a class="button secondary" href="/\(stem).cer">Certificate (.cer, DER)</a> \
             <a class="button secondary" href="/\(stem).pem">Certificate (.pem)</a></p>
 
-            <h2>2. iPhone or iPad</h2>
+            <h2>2. iPhone or iPad\(wireGuard == nil ? "" : ": Wi-Fi proxy")</h2>
             <ol>
             <li>Settings › Wi-Fi › the (i) next to the network › Configure Proxy › Manual: server and port \(proxy).</li>
             <li>Open this page in <b>Safari</b> and tap <b>iOS profile</b>; allow the download.</li>
@@ -47,14 +55,14 @@ enum OnboardingPage {
             <b>\(escape(certificate.name))</b>. Without this step apps still refuse the proxy's certificates.</li>
             <li>Come back here: the trust check above turns green.</li>
             </ol>
-
+            \(wireGuardHTML)
             <h2>3. Simulator</h2>
             <p>The simulator uses the Mac's proxy settings (System Settings › Network › Details › Proxies: web and \
             secure web proxy \(escape(simulatorProxy))). On the Mac:</p>
             <pre>curl -o \(stem).pem http://\(escape(simulatorProxy))/\(stem).pem
             xcrun simctl keychain booted add-root-cert \(stem).pem</pre>
             <p class="small">Or, where ATSProxy runs: <code>atsproxy ca export --out \(stem).pem</code>.</p>
-
+            \(simulatorWireGuard)
             <h2>This proxy</h2>
             <dl>
             <dt>Policy</dt><dd>\(policy)</dd>
@@ -113,7 +121,7 @@ enum OnboardingPage {
             """)
     }
 
-    private static func document(title: String, body: String) -> String {
+    static func document(title: String, body: String) -> String {
         """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8">
@@ -135,6 +143,7 @@ enum OnboardingPage {
         word-break:break-all}
         code{font-size:.9em}
         dl{display:grid;grid-template-columns:auto 1fr;gap:4px 12px;margin:0}dt{color:#6e6e73}dd{margin:0}
+        .qr svg{display:block;width:264px;max-width:100%;height:auto;margin:.6em 0}
         .fingerprint{font-family:ui-monospace,Menlo,monospace;font-size:.72em;word-break:break-all}
         @media (prefers-color-scheme: dark){body{background:#000;color:#f5f5f7}.lead{color:#d1d1d6}\
         .check,pre{background:#1c1c1e}a.secondary{background:#2c2c2e;color:#4da3ff}}

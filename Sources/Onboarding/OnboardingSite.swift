@@ -14,6 +14,11 @@ import Foundation
 // - With proxy credentials (`--auth`), a page asked for without them (`credentialed: false`: the proxy's own address
 //   opened directly, as a phone that follows the QR code does before it has any) leaves out the policy's path, which
 //   names a file on the operator's machine; the certificate and the steps are the same.
+// - In WireGuard mode (`setWireGuard`) the page gets a WireGuard section beside the Wi-Fi proxy steps: the first
+//   device's QR code (inline SVG) and download, and a page and a download for each other device. A configuration
+//   holds its device's private key, unlike everything else here: it is served only with `credentialed` (the proxy's
+//   credentials when it requires them, so at least as restricted as the CA, which anyone reaching the site gets);
+//   without, the download is 403 and the page gives the steps without the code.
 
 /// The onboarding site: its names and its pages, built once at start-up from the CA certificate and the settings.
 public final class OnboardingSite: Sendable {
@@ -41,12 +46,17 @@ public final class OnboardingSite: Sendable {
         var page: [UInt8]
         /// The page without the policy's path, for a request without the proxy's credentials.
         var publicPage: [UInt8]
+        var wireGuard: OnboardingWireGuard?
 
-        init(certificate: OnboardingCertificate, settings: OnboardingSettings) {
+        init(certificate: OnboardingCertificate, settings: OnboardingSettings, wireGuard: OnboardingWireGuard? = nil) {
             self.settings = settings
-            page = Array(OnboardingPage.render(certificate: certificate, settings: settings).utf8)
+            self.wireGuard = wireGuard
+            page = Array(
+                OnboardingPage.render(certificate: certificate, settings: settings, wireGuard: wireGuard).utf8)
             publicPage = Array(
-                OnboardingPage.render(certificate: certificate, settings: settings, showsPolicy: false).utf8)
+                OnboardingPage.render(
+                    certificate: certificate, settings: settings, showsPolicy: false, wireGuard: wireGuard
+                ).utf8)
         }
     }
 
@@ -72,10 +82,24 @@ public final class OnboardingSite: Sendable {
             var settings = s.settings
             settings.proxyAddress = authority
             let own = s.ownAuthorities
-            s = State(certificate: certificate, settings: settings)
+            s = State(certificate: certificate, settings: settings, wireGuard: s.wireGuard)
             s.ownAuthorities = own
         }
     }
+
+    /// WireGuard mode's devices, once their configurations are written (the UDP port is bound): the page gets its
+    /// WireGuard section and the site the configurations' downloads. Nil removes them.
+    public func setWireGuard(_ wireGuard: OnboardingWireGuard?) {
+        let certificate = certificate
+        state.update { s in
+            let own = s.ownAuthorities
+            s = State(certificate: certificate, settings: s.settings, wireGuard: wireGuard)
+            s.ownAuthorities = own
+        }
+    }
+
+    /// WireGuard mode's devices as the site serves them (nil without WireGuard mode).
+    public var wireGuard: OnboardingWireGuard? { state.read { $0.wireGuard } }
 
     /// What a request to `host:port` is for the site.
     public func role(ofHost host: String, port: Int) -> Role? {
@@ -105,6 +129,9 @@ public final class OnboardingSite: Sendable {
                 body: Array(OnboardingPage.pointer(from: product).utf8), headers: OnboardingPage.securityHeaders)
         }
         let plainPath = String(path.prefix { $0 != "?" && $0 != "#" })
+        if let wireGuard = state.read({ $0.wireGuard }), let (device, download) = wireGuard.route(path: path) {
+            return wireGuardAnswer(device, download: download, endpoint: wireGuard.endpoint, credentialed: credentialed)
+        }
         switch plainPath {
         case "/", "/index.html", "":
             return OnboardingResponse(
@@ -134,6 +161,27 @@ public final class OnboardingSite: Sendable {
                 status: 404, contentType: "text/html; charset=utf-8",
                 body: Array(OnboardingPage.notFound(path: plainPath).utf8), headers: OnboardingPage.securityHeaders)
         }
+    }
+
+    /// A device's configuration (`download`) or its QR code page; 403 without credentials (it holds the device's
+    /// private key).
+    private func wireGuardAnswer(
+        _ device: OnboardingWireGuard.Device, download: Bool, endpoint: String, credentialed: Bool
+    ) -> OnboardingResponse {
+        guard credentialed else {
+            return OnboardingResponse(
+                status: 403, contentType: "text/html; charset=utf-8",
+                body: Array(OnboardingPage.wireGuardRefused().utf8), headers: OnboardingPage.securityHeaders)
+        }
+        guard download else {
+            return OnboardingResponse(
+                status: 200, contentType: "text/html; charset=utf-8",
+                body: Array(OnboardingPage.wireGuardDevice(device, endpoint: endpoint).utf8),
+                headers: OnboardingPage.securityHeaders)
+        }
+        // text/plain: what the configuration is (the WireGuard app takes a `.conf` file by its extension, from
+        // Files or the share sheet); the file name is the tunnel's name in the app.
+        return self.download(Array(device.config.utf8), type: "text/plain; charset=utf-8", name: device.fileName)
     }
 
     /// The downloads' file name without its extension.

@@ -44,3 +44,30 @@ extension QRCode {
         return Array("P5\n\(extent) \(extent)\n255\n".utf8) + pixels
     }
 }
+
+extension QRCode {
+    /// The code as a standalone SVG image, for a web page (inline or as a file): one module per user unit inside a
+    /// light quiet zone of `quietZone` modules (the standard asks for 4), drawn `pixelSize` CSS pixels wide. The dark
+    /// modules are one path of horizontal runs, with crisp edges so a browser does not blur module borders; the
+    /// light background is a rectangle, so the code reads right on a dark page too.
+    public func svg(quietZone: Int = 4, pixelSize: Int = 256) -> String {
+        let extent = size + 2 * quietZone
+        var path = ""
+        for row in 0..<size {
+            var column = 0
+            while column < size {
+                guard isDark(row: row, column: column) else {
+                    column += 1
+                    continue
+                }
+                let start = column
+                while column < size, isDark(row: row, column: column) { column += 1 }
+                path += "M\(start + quietZone) \(row + quietZone)h\(column - start)v1h-\(column - start)z"
+            }
+        }
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(pixelSize)\" height=\"\(pixelSize)\" "
+            + "viewBox=\"0 0 \(extent) \(extent)\" shape-rendering=\"crispEdges\" role=\"img\">"
+            + "<rect width=\"\(extent)\" height=\"\(extent)\" fill=\"#fff\"/>"
+            + "<path fill=\"#000\" d=\"\(path)\"/></svg>"
+    }
+}

@@ -18,6 +18,15 @@ struct ModeOptions: ParsableArguments {
             valueName: "MODE"))
     var modes: [String] = []
 
+    @Option(
+        name: .customLong("wireguard-devices"),
+        help: ArgumentHelp(
+            "With --mode wireguard: how many devices may join, each with its own key, tunnel address (198.19.0.2, "
+                + ".3, ...) and configuration (device.conf, device-2.conf, ... beside the CA, also on the set-up "
+                + "page); 1 to \(WireGuardKeyFiles.maxDevices) (default: 1). Keys are made on first use and kept.",
+            valueName: "N"))
+    var wireguardDevices: Int?
+
     @Flag(
         name: .customLong("print-nft"),
         help: ArgumentHelp(
@@ -87,13 +96,24 @@ struct ModeOptions: ParsableArguments {
             throw ValidationError(
                 "--print-nft needs the transparent port: 0 is chosen at start; give one (transparent:0.0.0.0:8443)")
         }
+        if let wireguardDevices {
+            guard wireguard != nil else {
+                throw ValidationError("--wireguard-devices goes with --mode wireguard")
+            }
+            guard (1...WireGuardKeyFiles.maxDevices).contains(wireguardDevices) else {
+                throw ValidationError(
+                    "--wireguard-devices \(wireguardDevices): expected 1 to \(WireGuardKeyFiles.maxDevices) (the "
+                        + "devices' tunnel addresses 198.19.0.2 to 198.19.0.\(WireGuardKeyFiles.maxDevices + 1))")
+            }
+        }
         guard NFTRuleset.isInterfaceName(devicesInterface) else {
             throw ValidationError(
                 "--devices-interface '\(devicesInterface)' is no interface name (1 to 15 letters, digits, '.', '-', "
                     + "'_')")
         }
         return ProxyListeners(
-            regular: regular || transparent == nil ? listen : nil, transparent: transparent, wireguard: wireguard)
+            regular: regular || transparent == nil ? listen : nil, transparent: transparent, wireguard: wireguard,
+            wireguardDevices: wireguardDevices ?? 1)
     }
 }
 
@@ -106,6 +126,8 @@ struct ProxyListeners {
     /// The WireGuard UDP socket's address, nil without `--mode wireguard`. It does not replace the explicit proxy:
     /// TCP through the tunnel is not built yet.
     var wireguard: (String, UInt16)? = nil
+    /// `--wireguard-devices`: how many devices WireGuard mode makes keys and configurations for (1 … 250).
+    var wireguardDevices = 1
 }
 
 /// The nftables ruleset of transparent mode: a table of its own, so loading it again replaces it and deleting it

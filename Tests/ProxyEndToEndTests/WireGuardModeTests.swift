@@ -260,4 +260,57 @@ struct WireGuardModeTests {
         #expect(key(second.config, "PublicKey") == key(first.config, "PublicKey"))
         #expect(!second.banner.contains("(new keys"))
     }
+
+    @Test("""
+        --wireguard-devices 3: three device keys (0600); the set-up page through the proxy has the WireGuard section, \
+        and each written configuration is its download, byte for byte
+        """)
+    func severalDevicesOnTheSetUpPage() async throws {
+        let e2e = try E2E.shared()
+        let folder = try e2e.folder()
+        let caDir = folder.appendingPathComponent("wg-ca")
+        let proxy = try TestProcess(
+            e2e.binary,
+            ["run", "--mode", "wireguard:127.0.0.1:0", "--wireguard-devices", "3", "--ca-dir", caDir.path,
+             "--threads", "1", "--listen", "127.0.0.1:0"],
+            in: folder, name: "atsproxy-wireguard-devices")
+        defer { proxy.stop() }
+        let line = try await proxy.waitForLine(startingWith: "ATSProxy listening on 127.0.0.1:")
+        let port = try #require(line.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) })
+        _ = try await proxy.waitForOutput { $0.contains("\nSet-up:") ? $0 : nil }
+        let proxyURL = "http://127.0.0.1:\(port)"
+
+        let wireguardDir = caDir.appendingPathComponent("wireguard")
+        for name in ["proxy.key", "device.key", "device-2.key", "device-3.key"] {
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: wireguardDir.appendingPathComponent(name).path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(name)")
+        }
+
+        let page = try await curl(["-x", proxyURL, "http://atsproxy.invalid/"], in: folder)
+        #expect(page.status == 200)
+        let html = page.bodyText
+        #expect(html.contains("Or: WireGuard"), "\(html)")
+        #expect(html.contains("<svg "))
+        // Every configuration the proxy wrote is offered and downloads as written; the first always is.
+        let written = ["device.conf", "device-2.conf", "device-3.conf"].filter {
+            FileManager.default.fileExists(atPath: wireguardDir.appendingPathComponent($0).path)
+        }
+        #expect(written.first == "device.conf")
+        for name in written {
+            let config = try String(contentsOf: wireguardDir.appendingPathComponent(name), encoding: .utf8)
+            #expect(html.contains("href=\"/wireguard/\(name)\""), "\(name)")
+            let download = try await curl(["-x", proxyURL, "http://atsproxy.invalid/wireguard/\(name)"], in: folder)
+            #expect(download.status == 200, "\(name)")
+            #expect(download.bodyText == config, "\(name)")
+            #expect(download.header("Content-Type") == "text/plain; charset=utf-8")
+            #expect(download.header("Content-Disposition")?.hasPrefix("attachment; filename=\"atsproxy") == true)
+        }
+        // Opened directly on the proxy's address (loopback, no credentials needed): the same download.
+        let direct = try await curl(["\(proxyURL)/wireguard/device.conf"], in: folder)
+        let firstConfig = try String(
+            contentsOf: wireguardDir.appendingPathComponent("device.conf"), encoding: .utf8)
+        #expect(direct.status == 200)
+        #expect(direct.bodyText == firstConfig)
+    }
 }
