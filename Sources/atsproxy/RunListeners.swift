@@ -43,12 +43,6 @@ struct RunListeners {
         let wireguard = try WireGuardListening.start(
             start.modes, server: server, onboarding: onboarding, caDirectory: command.caDir, log: log)
         (wireguardLines, self.wireguard) = (wireguard?.lines ?? "", wireguard?.running)
-        if wireguard != nil {
-            // The configurations the listener just wrote (its socket bound, their endpoint known), on the set-up page.
-            let keys = try WireGuardKeyFiles(
-                caDirectory: URL(fileURLWithPath: command.caDir), deviceCount: start.modes.wireguardDevices)
-            onboarding.setWireGuard(keys.setUpSection())
-        }
         // Before the banner: whoever reads it may stop the proxy at once, and that signal must find the handler.
         (done, signals) = Self.observeSignals(group: group, shutdownTimeout: command.shutdownTimeout)
         networkAddress = DeviceOptions.registerAddresses(site: onboarding, host: host, port: Int(listener.port))

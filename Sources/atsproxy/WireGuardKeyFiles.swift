@@ -104,36 +104,12 @@ struct WireGuardKeyFiles {
         return configs
     }
 
-    /// The configurations this run wrote, read back from the devices' files for the set-up page (each as
-    /// `(device, text)`; a device whose file is missing is left out). Read after the listener wrote them.
-    func writtenConfigs() -> [(device: WireGuardDevice, text: String)] {
-        devices.compactMap { device in
-            (try? String(contentsOfFile: device.configPath, encoding: .utf8)).map { (device, $0) }
-        }
-    }
-
-    /// The set-up page's WireGuard section: each device's configuration as written by this run (`writtenConfigs`),
-    /// nil when none is written. (A listener that has the configurations at hand passes them: `setUpSection(_:)`.)
-    func setUpSection() -> OnboardingWireGuard? {
-        let written = writtenConfigs()
-        guard let first = written.first else { return nil }
-        // The endpoint as the configurations name it (they all share it).
-        let endpoint = first.text.split(separator: "\n").first { $0.hasPrefix("Endpoint = ") }?.dropFirst(11)
-        return Self.section(endpoint: endpoint.map(String.init) ?? "", written)
-    }
-
     /// The set-up page's WireGuard section from `configs`, `devices`' in order (`writeConfigs`' result).
     func setUpSection(_ configs: [WireGuardClientConfig]) -> OnboardingWireGuard {
-        Self.section(endpoint: configs.first?.endpoint ?? "", zip(devices, configs).map { ($0, $1.text) })
-    }
-
-    private static func section(endpoint: String, _ written: [(device: WireGuardDevice, text: String)])
-        -> OnboardingWireGuard
-    {
         OnboardingWireGuard(
-            endpoint: endpoint,
-            devices: written.map {
-                .init(number: $0.device.number, address: ipv4Text($0.device.address), config: $0.text)
+            endpoint: configs.first?.endpoint ?? "",
+            devices: zip(devices, configs).map { device, config in
+                .init(number: device.number, address: ipv4Text(device.address), config: config.text)
             })
     }
 
@@ -174,11 +150,6 @@ struct WireGuardKeyFiles {
             text += "(no QR code: \(error); import \(first.configPath) instead)"
         }
         return text
-    }
-
-    /// Writes the first device's configuration to wireguard/device.conf (0600), replacing the last one.
-    func writeDeviceConfig(_ text: String) throws {
-        try Self.replace(folder.appendingPathComponent(Self.deviceConfigName).path, with: text)
     }
 
     /// `text` written to `path` whole or not at all (a temporary file, O_EXCL and 0600 before any byte, renamed).

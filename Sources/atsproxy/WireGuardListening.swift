@@ -19,13 +19,15 @@ enum WireGuardListening {
         log: ProxyLogSink
     ) throws -> (lines: String, running: WireGuardPort)? {
         guard let (host, port) = modes.wireguard else { return nil }
-        let keys = try WireGuardKeyFiles(caDirectory: URL(fileURLWithPath: caDirectory))
+        let keys = try WireGuardKeyFiles(
+            caDirectory: URL(fileURLWithPath: caDirectory), deviceCount: modes.wireguardDevices)
         let proxyAddress = WireGuardClientConfig.defaultProxyAddress
-        let responder = WireGuardResponder(keyPair: keys.proxy, peers: [keys.device.publicKey])
+        let responder = WireGuardResponder(keyPair: keys.proxy, peers: keys.devices.map(\.keyPair.publicKey))
         let tunnel = WireGuardTunnel(
-            responder: responder, address: proxyAddress, deviceAddresses: [WireGuardClientConfig.defaultDeviceAddress])
+            responder: responder, address: proxyAddress, deviceAddresses: keys.devices.map(\.address))
         let running = WireGuardPort(
-            tunnel: tunnel, server: server, log: log, deviceNames: ["device " + keys.device.publicKeyBase64])
+            tunnel: tunnel, server: server, log: log,
+            deviceNames: keys.devices.map { "\($0.name) \($0.keyPair.publicKeyBase64)" })
         let socket: DatagramSocket
         do {
             socket = try server.group.bindDatagrams(host: host, port: port) { socket, datagram, sender in
@@ -38,24 +40,13 @@ enum WireGuardListening {
         }
         // The proxy's tunnel address is the proxy: http://198.19.0.1/ is the set-up page, as atsproxy.invalid is.
         onboarding.addOwnAddress(host: ipv4Text(proxyAddress), port: 80)
-        let endpoint = endpointText(socket.address)
-        let config = WireGuardClientConfig(
-            device: keys.device, proxyPublicKey: keys.proxy.publicKey, endpoint: endpoint,
-            deviceAddress: ipv4Text(WireGuardClientConfig.defaultDeviceAddress) + "/32", dns: ipv4Text(proxyAddress))
-        try keys.writeDeviceConfig(config.text)
-        let configPath = keys.folder.appendingPathComponent(WireGuardKeyFiles.deviceConfigName).path
-        var text =
+        let configs = try keys.writeConfigs(endpoint: endpointText(socket.address), dns: proxyAddress)
+        onboarding.setWireGuard(keys.setUpSection(configs))
+        let text =
             "\nWireGuard: UDP \(socket.address) (proxy key \(keys.proxy.publicKeyBase64)); the device's TCP is "
             + "intercepted as in transparent mode, DNS to \(ipv4Text(proxyAddress)) answered, QUIC refused"
-            + "\n         device configuration: \(configPath)\(keys.created ? " (new keys: import it again)" : "")"
-            + "; scan this in the WireGuard app (it holds the device's private key):\n"
-        do {
-            let code = try QRCode(text: config.text, errorCorrection: .low)
-            // Without its last newline: the banner's next line follows, and only a blank line ends the banner.
-            text += code.terminalText(quietZone: 2, ansiColors: isatty(STDOUT_FILENO) == 1).dropLast()
-        } catch {
-            text += "(no QR code: \(error); import \(configPath) instead)"
-        }
+            + WireGuardKeyFiles.bannerLines(
+                devices: keys.devices, configs: configs, ansiColors: isatty(STDOUT_FILENO) == 1)
         return (text, running)
     }
 
