@@ -47,15 +47,7 @@ public enum TunnelPacket: Equatable, Sendable {
 
     /// RFC 1071's checksum of `bytes` (0 over a header whose checksum is right), with `initial` a partial sum.
     static func internetChecksum(_ bytes: ArraySlice<UInt8>, initial: UInt32 = 0) -> UInt16 {
-        var sum = initial
-        var index = bytes.startIndex
-        while index + 1 < bytes.endIndex {
-            sum += UInt32(bytes[index]) << 8 | UInt32(bytes[index + 1])
-            index += 2
-        }
-        if index < bytes.endIndex { sum += UInt32(bytes[index]) << 8 }
-        while sum >> 16 != 0 { sum = (sum & 0xFFFF) + (sum >> 16) }
-        return ~UInt16(sum)
+        ~fold(UInt64(initial) + bytes.withUnsafeBytes { onesComplementSum($0) })
     }
 }
 
