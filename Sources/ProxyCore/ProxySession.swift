@@ -151,9 +151,12 @@ public final class ProxySession {
     }
 
     /// Starts a connection the gateway's firewall redirected to the proxy; `address:port` is where the client was
-    /// connecting (numeric). Call once, before the client's first bytes (SessionContext+Transparent).
-    public func startTransparent(destinationAddress address: String, port: Int) -> [ProxyCommand] {
-        ctx.startTransparent(destinationAddress: address, port: port)
+    /// connecting (numeric); `resolvedName` the name the device resolved to it, if known. Call once, before the
+    /// client's first bytes (SessionContext+Transparent).
+    public func startTransparent(destinationAddress address: String, port: Int, resolvedName: String? = nil)
+        -> [ProxyCommand]
+    {
+        ctx.startTransparent(destinationAddress: address, port: port, resolvedName: resolvedName)
         return ctx.takeCommands()
     }
 

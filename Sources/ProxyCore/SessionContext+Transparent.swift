@@ -22,10 +22,11 @@ import TLSCore
 
 extension SessionContext {
     /// Starts a connection the gateway's firewall redirected to the proxy; `address:port` is where the client was
-    /// connecting (numeric). Call once, before the client's first bytes.
-    func startTransparent(destinationAddress address: String, port: Int) {
+    /// connecting (numeric). `resolvedName`: the name the device looked up to get that address (WireGuard mode's
+    /// DNS), which stands in for a missing SNI instead of the address. Call once, before the client's first bytes.
+    func startTransparent(destinationAddress address: String, port: Int, resolvedName: String? = nil) {
         transparentDestination = (address, port)
-        phase = .sniffing(host: address, port: port, buffer: [])
+        phase = .sniffing(host: resolvedName ?? address, port: port, buffer: [])
         startClientHelloDeadline()
     }
 

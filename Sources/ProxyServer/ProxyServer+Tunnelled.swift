@@ -1,14 +1,16 @@
 import ProxyEventLoop
 
 /// A connection that came out of a tunnel the proxy terminates itself (WireGuard mode): the device's address in
-/// the tunnel and the destination it connected to.
+/// the tunnel, the destination it connected to, and the name it resolved to that address (the tunnel's DNS), if any.
 public struct TunnelledConnection: Sendable {
     public let client: SocketAddress
     public let destination: SocketAddress
+    public let resolvedName: String?
 
-    public init(client: SocketAddress, destination: SocketAddress) {
+    public init(client: SocketAddress, destination: SocketAddress, resolvedName: String? = nil) {
         self.client = client
         self.destination = destination
+        self.resolvedName = resolvedName
     }
 }
 

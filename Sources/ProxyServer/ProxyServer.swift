@@ -204,7 +204,8 @@ final class ClientSide: ConnectionHandler {
         connection.setQuietNotice(after: ClientSide.quietDelay)
         if tunnelled.destination.port == 443 { server.noteQUICFallback(client: tunnelled.client.host) }
         run(session.startTransparent(
-            destinationAddress: tunnelled.destination.host, port: Int(tunnelled.destination.port)))
+            destinationAddress: tunnelled.destination.host, port: Int(tunnelled.destination.port),
+            resolvedName: tunnelled.resolvedName))
     }
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) {

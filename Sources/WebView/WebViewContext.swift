@@ -68,7 +68,7 @@ public struct WebViewExtensions: Sendable {
     public var reportFindings: (@Sendable (CaptureReader) throws -> WebReport)?
     /// A HAR 1.2 file of the exchanges matching the filter (`/api/har`).
     public var harExport: (@Sendable (CaptureReader, CaptureFilter) throws -> [UInt8])?
-    /// `--mode transparent`: the QUIC attempts refused so far (`/api/info`'s `quicAttemptsRefused`).
+    /// `--mode transparent` or `wireguard`: the QUIC attempts refused so far (`/api/info`'s `quicAttemptsRefused`).
     public var quicAttemptsRefused: (@Sendable () -> Int)?
     /// `run --web`: the rules in force, listed, switched and made from exchanges (`/api/rules`).
     public var rules: WebRuleControl?

@@ -502,7 +502,8 @@ public struct TunnelTCP: Sendable {
     /// Whether sequence number `a` is after `b` (modulo 2^32).
     static func after(_ a: UInt32, _ b: UInt32) -> Bool { Int32(bitPattern: a &- b) > 0 }
 
-    static func value(_ bytes: [UInt8]) -> UInt32 {
+    /// The 4 bytes of an IPv4 address as one number (as `FlowID` keeps addresses).
+    public static func value(_ bytes: [UInt8]) -> UInt32 {
         UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
     }
 

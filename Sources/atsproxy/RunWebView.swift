@@ -37,7 +37,7 @@ enum RunWebView {
         // Held exchanges (breakpoints): listed and released from the page, pushed to it as they change.
         context.extensions.holds = environment.holds
         context.extensions.replay = replayClient(start, listeners)
-        if start.modes.transparent != nil {
+        if start.modes.transparent != nil || start.modes.wireguard != nil {
             context.extensions.quicAttemptsRefused = { [environment] in environment.quicRefusals.count }
         }
         let web: Listener

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Onboarding
 import ProxyEventLoop
 import ProxyServer
 import Synchronization
@@ -28,6 +29,9 @@ final class WireGuardPort: @unchecked Sendable {
     private var bridges: [BridgeKey: TunnelFlowBridge] = [:]
     private var timer: (deadline: UInt64, id: TimerID)?
     private var warnedUDP = false
+    private var identification: UInt16 = 0
+    /// Per device: the names its DNS queries resolved, by IPv4 address.
+    private var resolvedNames: [[UInt32: String]]
     let tcpConnections = Atomic<Int>(0)
     let droppedUDP = Atomic<Int>(0)
     let droppedPackets = Atomic<Int>(0)
@@ -44,6 +48,7 @@ final class WireGuardPort: @unchecked Sendable {
         self.deviceNames = deviceNames
         endpoints = Array(repeating: nil, count: deviceNames.count)
         announced = Array(repeating: nil, count: deviceNames.count)
+        resolvedNames = Array(repeating: [:], count: deviceNames.count)
     }
 
     private var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -120,7 +125,10 @@ final class WireGuardPort: @unchecked Sendable {
             tcpConnections.add(1, ordering: .relaxed)
             let client = SocketAddress.ipv4(host: ipv4Tuple(flow.deviceBytes), port: flow.devicePort)
             let destination = SocketAddress.ipv4(host: ipv4Tuple(flow.destinationBytes), port: flow.destinationPort)
-            server.serveTunnelled(fd: fd, TunnelledConnection(client: client, destination: destination))
+            server.serveTunnelled(
+                fd: fd,
+                TunnelledConnection(
+                    client: client, destination: destination, resolvedName: resolvedNames[peer][flow.destination]))
         } catch {
             log.notice("WireGuard: \(flow) refused: cannot make a local socket pair (\(error))")
             withTCP(peer) { $0.abort(flow) }
@@ -159,14 +167,100 @@ final class WireGuardPort: @unchecked Sendable {
 
     // MARK: UDP
 
-    private func handleUDP(peer: Int, _ header: IPv4Header, _ datagram: ArraySlice<UInt8>) {
-        droppedUDP.add(1, ordering: .relaxed)
-        guard !warnedUDP else { return }
-        warnedUDP = true
-        let port = UInt16(datagram[datagram.startIndex + 2]) << 8 | UInt16(datagram[datagram.startIndex + 3])
-        log.notice(
-            "WireGuard: UDP to \(ipv4Text(header.destination)):\(port) from \(deviceNames[peer]) dropped: only "
-                + "DNS to the proxy's tunnel address and QUIC (refused) are handled; other UDP is counted")
+    /// DNS to the proxy's tunnel address, QUIC refused, other UDP dropped and counted.
+    private func handleUDP(peer: Int, _ header: IPv4Header, _ segment: ArraySlice<UInt8>) {
+        guard case .success(let datagram) = UDPDatagram.parse(header, segment: segment) else {
+            droppedPackets.add(1, ordering: .relaxed)
+            return
+        }
+        if datagram.destinationPort == TunnelDNS.port, datagram.destination == tunnel.ipLayer.address {
+            answerDNS(peer: peer, datagram)
+        } else if datagram.destinationPort == 443 {
+            refuseQUIC(peer: peer, datagram)
+        } else {
+            droppedUDP.add(1, ordering: .relaxed)
+            guard !warnedUDP else { return }
+            warnedUDP = true
+            log.notice(
+                "WireGuard: UDP to \(ipv4Text(datagram.destination)):\(datagram.destinationPort) from "
+                    + "\(deviceNames[peer]) dropped: only DNS to \(ipv4Text(tunnel.ipLayer.address)) and QUIC (refused) "
+                    + "are handled; other UDP is dropped and counted")
+        }
+    }
+
+    /// Sends `payload` back to the device as the answer to `datagram` (from its destination to its source).
+    private func reply(peer: Int, to datagram: UDPDatagram, _ payload: [UInt8]) {
+        identification &+= 1
+        let packet = TunnelPacket.udpPacket(
+            from: datagram.destination, fromPort: datagram.destinationPort, to: datagram.source,
+            toPort: datagram.sourcePort, payload: payload, identification: identification)
+        if let sealed = tunnel.sendPacket(packet, to: peer, now: now), let endpoint = endpoints[peer] {
+            socket?.send(sealed, to: endpoint)
+        }
+    }
+
+    /// The device's DNS: answered from the host's resolver (TunnelDNS's theory of operation); the proxy's own name
+    /// is its tunnel address. Each A answer is remembered, so a connection to that address is named as the device
+    /// named it (a ClientHello without SNI).
+    private func answerDNS(peer: Int, _ datagram: UDPDatagram) {
+        switch TunnelDNS.parseQuery(datagram.payload) {
+        case .failure(let refusal):
+            if let answer = TunnelDNS.response(to: refusal) { reply(peer: peer, to: datagram, answer) }
+        case .success(let question):
+            switch TunnelDNS.action(for: question) {
+            case .answer(let answer):
+                reply(peer: peer, to: datagram, TunnelDNS.response(to: question, answer: answer))
+            case .lookUp(let name) where name.lowercased() == OnboardingSite.hostName:
+                reply(peer: peer, to: datagram, TunnelDNS.response(
+                    to: question, answer: .addresses([tunnel.ipLayer.address])))
+            case .lookUp(let name):
+                guard let loop else { return }
+                loop.resolve(host: name, port: 0) { [weak self] result in
+                    guard let self else { return }
+                    let answer = self.dnsAnswer(result)
+                    if case .addresses(let addresses) = answer { self.remember(addresses, as: name, peer: peer) }
+                    self.reply(peer: peer, to: datagram, TunnelDNS.response(to: question, answer: answer))
+                }
+            }
+        }
+    }
+
+    /// getaddrinfo's outcome as the device's answer: IPv4 addresses, or why there are none.
+    private func dnsAnswer(_ result: Result<[SocketAddress], ResolveError>) -> DNSAnswer {
+        switch result {
+        case .success(let addresses):
+            let ipv4: [[UInt8]] = addresses.compactMap {
+                guard case .ipv4(let h, _) = $0.unmapped else { return nil }
+                return [h.0, h.1, h.2, h.3]
+            }
+            return ipv4.isEmpty ? .noData : .addresses(ipv4)
+        case .failure(let error) where error.code == EAI_NONAME:
+            return .noSuchName
+        // glibc's EAI_NODATA (-5) and EAI_ADDRFAMILY (-9), GNU extensions Swift does not import.
+        case .failure(let error) where error.code == -5 || error.code == -9:
+            return .noData
+        case .failure:
+            return .serverFailure
+        }
+    }
+
+    /// Names the device resolved, by address (the last name wins); bounded: forgotten all at once when full.
+    private func remember(_ addresses: [[UInt8]], as name: String, peer: Int) {
+        if resolvedNames[peer].count >= Self.resolvedNamesLimit { resolvedNames[peer].removeAll() }
+        for address in addresses where address.count == 4 {
+            resolvedNames[peer][TunnelTCP.value(address)] = name.lowercased()
+        }
+    }
+
+    static let resolvedNamesLimit = 4096
+
+    /// QUIC to UDP 443 anywhere: answered with Version Negotiation at once so the app falls back to TCP, counted
+    /// and said as in transparent mode (`ProxyServer.quicRefusal`).
+    private func refuseQUIC(peer: Int, _ datagram: UDPDatagram) {
+        let answer = datagram.payload.withUnsafeBytes {
+            server.quicRefusal(of: $0, from: ipv4Text(datagram.source), mode: "WireGuard mode")
+        }
+        if let answer { reply(peer: peer, to: datagram, answer) }
     }
 
     // MARK: Time

@@ -199,7 +199,13 @@ struct WireGuardModeTests {
                 "/usr/bin/curl", ["-sS", "--max-time", "10", "\(webURL)\(path)"], in: folder, timeout: .seconds(15))
             return try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         }
-        let rows = try #require(try await webJSON("api/exchanges")["exchanges"] as? [[String: Any]])
+        // The capture takes each record a moment after its response: polled, bounded.
+        var rows: [[String: Any]] = []
+        let listed = ContinuousClock.now + .seconds(10)
+        while !rows.contains(where: { $0["url"] as? String == "https://good.test/again" }), ContinuousClock.now < listed {
+            try await Task.sleep(for: .milliseconds(100))
+            rows = try #require(try await webJSON("api/exchanges")["exchanges"] as? [[String: Any]])
+        }
         let row = try #require(rows.first { $0["url"] as? String == "https://good.test/again" }, "\(rows)")
         #expect(row["verdict"] as? String == "ok", "\(row)")
         let id = try #require(row["id"] as? Int)
@@ -213,7 +219,7 @@ struct WireGuardModeTests {
             text.split(separator: "\n").first { $0.contains("TCP connections through the tunnel") }.map(String.init)
         }
         let connections = summary.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } ?? 0
-        #expect(connections >= 8, "\(summary)")
+        #expect(connections >= 7, "\(summary)")  // curl ×5, Python, s_client
         _ = try await proxy.waitForExit(timeout: .seconds(20))
 
         // The proxy's private key is never printed (the device's is, in its configuration's QR code, by design).
