@@ -28,6 +28,8 @@ final class WireGuardPort: @unchecked Sendable {
     private var announced: [String?]
     private var bridges: [BridgeKey: TunnelFlowBridge] = [:]
     private var timer: (deadline: UInt64, id: TimerID)?
+    /// When a passive keepalive may be due (a device sent data that got no answer: WireGuard's §6.5).
+    private var keepaliveCheck: UInt64?
     private var warnedUDP = false
     private var identification: UInt16 = 0
     /// Per device: the names its DNS queries resolved, by IPv4 address.
@@ -61,8 +63,12 @@ final class WireGuardPort: @unchecked Sendable {
             self.socket = socket
             loop = socket.eventLoop
         }
+        let now = self.now
         let output = tunnel.receive(datagram, now: now)
         for reply in output.replies { socket.send(reply, to: sender) }
+        if output.datagrams.isEmpty, output.replies.isEmpty, keepaliveCheck == nil {
+            keepaliveCheck = now + WireGuardLimits.keepaliveTimeout
+        }
         for event in output.events {
             switch event {
             case .handshake(let peer):
@@ -265,9 +271,9 @@ final class WireGuardPort: @unchecked Sendable {
 
     // MARK: Time
 
-    /// Keeps one loop timer at the tunnel's earliest deadline.
+    /// Keeps one loop timer at the tunnel's earliest deadline (TCP's, or a keepalive check).
     private func armTimer() {
-        guard let loop, let deadline = tunnel.nextDeadline else { return }
+        guard let loop, let deadline = [tunnel.nextDeadline, keepaliveCheck].compactMap({ $0 }).min() else { return }
         if let timer, timer.deadline <= deadline { return }
         if let timer { loop.cancelTimer(timer.id) }
         let now = self.now
@@ -275,7 +281,9 @@ final class WireGuardPort: @unchecked Sendable {
         let id = loop.scheduleTimer(after: .nanoseconds(Int64(delay) + 1_000_000)) { [weak self] in
             guard let self else { return }
             self.timer = nil
-            self.handle(self.tunnel.tick(now: self.now))
+            let now = self.now
+            if let check = self.keepaliveCheck, check <= now { self.keepaliveCheck = nil }
+            self.handle(self.tunnel.tick(now: now))
         }
         timer = (deadline, id)
     }
