@@ -23,6 +23,7 @@ enum WebAssets {
     <div><dt>Profile</dt><dd id="fact-ios">…</dd></div>
     <div><dt>ATS</dt><dd id="fact-ats">…</dd></div>
     <div><dt>Capture</dt><dd id="fact-capture">…</dd></div>
+    <div id="fact-quic-row" hidden><dt>QUIC</dt><dd id="fact-quic">…</dd></div>
   </dl>
   <a id="onboarding" href="#" hidden>Device set-up</a>
   <span id="live" class="live-off" role="status">…</span>
@@ -1689,6 +1690,28 @@ function showTab(name) {
   if (name === "rules") refreshRules();
 }
 
+// ---------------------------------------------------------------- QUIC refusals
+
+// Transparent and WireGuard modes refuse QUIC so that apps fall back to TCP, where the proxy sees them: the header
+// says how many attempts were refused, polled from /api/info (a refusal makes no exchange, so the live feed says
+// nothing of it).
+function showQUIC(count) {
+  $("fact-quic-row").hidden = false;
+  $("fact-quic").textContent = count === 0
+    ? "none refused yet"
+    : `${count} ${count === 1 ? "attempt" : "attempts"} refused; apps fall back to TCP`;
+  if (!state.quicTimer) {
+    state.quicTimer = setInterval(async () => {
+      try {
+        const info = await api("/api/info");
+        if (info.quicAttemptsRefused !== undefined) showQUIC(info.quicAttemptsRefused);
+      } catch (error) {
+        // The proxy stopped: the last count stays.
+      }
+    }, 2000);
+  }
+}
+
 // ---------------------------------------------------------------- start
 
 async function start() {
@@ -1707,6 +1730,7 @@ async function start() {
       $("onboarding").href = info.onboardingURL;
     }
     document.title = `ATSProxy${info.proxyAddress ? " · " + info.proxyAddress : ""}`;
+    if (info.quicAttemptsRefused !== undefined) showQUIC(info.quicAttemptsRefused);
   } catch (error) {
     $("fact-proxy").textContent = `cannot reach the API: ${error.message}`;
   }

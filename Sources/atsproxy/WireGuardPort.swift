@@ -173,13 +173,14 @@ final class WireGuardPort: @unchecked Sendable {
 
     // MARK: UDP
 
-    /// DNS to the proxy's tunnel address, QUIC refused, other UDP dropped and counted.
+    /// DNS (to the proxy's tunnel address, or any other), QUIC refused, other UDP dropped and counted.
     private func handleUDP(peer: Int, _ header: IPv4Header, _ segment: ArraySlice<UInt8>) {
         guard case .success(let datagram) = UDPDatagram.parse(header, segment: segment) else {
             droppedPackets.add(1, ordering: .relaxed)
             return
         }
-        if datagram.destinationPort == TunnelDNS.port, datagram.destination == tunnel.ipLayer.address {
+        if datagram.destinationPort == TunnelDNS.port {
+            // Any address: an app with its own resolver (8.8.8.8 written in) is answered too, from that address.
             answerDNS(peer: peer, datagram)
         } else if datagram.destinationPort == 443 {
             refuseQUIC(peer: peer, datagram)
@@ -189,8 +190,8 @@ final class WireGuardPort: @unchecked Sendable {
             warnedUDP = true
             log.notice(
                 "WireGuard: UDP to \(ipv4Text(datagram.destination)):\(datagram.destinationPort) from "
-                    + "\(deviceNames[peer]) dropped: only DNS to \(ipv4Text(tunnel.ipLayer.address)) and QUIC (refused) "
-                    + "are handled; other UDP is dropped and counted")
+                    + "\(deviceNames[peer]) dropped: only DNS and QUIC (refused) are handled; other UDP is dropped and "
+                    + "counted")
         }
     }
 

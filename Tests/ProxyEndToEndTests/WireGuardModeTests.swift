@@ -177,6 +177,10 @@ struct WireGuardModeTests {
         #expect(try await dns("good.test", "HTTPS") == "0 - 0\n")
         #expect(try await dns("atsproxy.invalid", "A") == "0 \(tunnelAddress) 0\n")
         #expect(try await dns("no-such-name.invalid", "A") == "3 - 0\n")
+        // An app with a resolver of its own is answered too, from the address it asked.
+        let ownResolver = try await inside(
+            ["/usr/bin/python3", E2EScript.path("device_dns.py"), "198.18.255.53", "localhost", "A"]).stdout
+        #expect(ownResolver == "0 127.0.0.1 0\n")
         // The device's own resolver (glibc, through the resolv.conf above) finds the set-up page by its name.
         let setUp = try await deviceCurl(["http://atsproxy.invalid/"])
         #expect(setUp.status == 200, "\(setUp.stderr)")
@@ -192,6 +196,13 @@ struct WireGuardModeTests {
         let info = try await runProcess(
             "/usr/bin/curl", ["-sS", "--max-time", "10", "\(webURL)api/info"], in: folder, timeout: .seconds(15))
         #expect(info.stdout.contains("\"quicAttemptsRefused\":3"), "\(info.stdout)")
+        // The web view's header says it, in a real headless browser (the page fills it from /api/info).
+        let header = try await runProcess(
+            try TestPython.path(),
+            [TestPython.packageRoot.appendingPathComponent("Tests/webview/header_fact.py").path, webURL, "fact-quic",
+             "3 attempts refused; apps fall back to TCP"],
+            in: folder, timeout: .seconds(90))
+        #expect(header.status == 0, "\(header.stdout) \(header.stderr)")
 
         // The web view lists the device's exchanges, judged, with the device's tunnel address as the client.
         func webJSON(_ path: String) async throws -> [String: Any] {

@@ -60,8 +60,8 @@ struct TunnelIPLayerTests {
         )
         .serialized(payloadLength: 20)
         tcp += [0xC0, 0x00, 0x01, 0xBB] + [UInt8](repeating: 0, count: 16)
-        // Checksum zero: the segment is refused as malformed, not taken (a real one is in TunnelTCPPlaybooks).
-        #expect(layer.handle(tcp) == .dropped("malformed TCP segment (badChecksum)"))
+        // A data offset of zero: refused as malformed, not taken (real segments are in TunnelTCPPlaybooks).
+        #expect(layer.handle(tcp) == .dropped("malformed TCP segment (badDataOffset)"))
     }
 
     @Test("Malformed headers are dropped: short, bad version, lengths, checksum, fragments; no input crashes")
