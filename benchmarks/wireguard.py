@@ -39,7 +39,7 @@ Usage: benchmarks/wireguard.py [--rounds 5] [--big-mib 64] [--requests 200] [--p
 pid, the namespace and the veth pair are deleted, also on failure and Ctrl-C.
 Needs: nginx (nginx-light), wireguard-go, wg (wireguard-tools), curl, openssl, iproute2, ping; root.
 """
-import argparse, os, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, queue, random, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -149,6 +149,15 @@ def wait_listening(host, port, timeout=20.0):
     raise RuntimeError(f"nothing listens on {host}:{port} after {timeout}s")
 
 
+def tail(path, lines=5):
+    """The last lines of a log the run wrote (the folder is removed at the end, so errors quote it)."""
+    try:
+        with open(path, errors="replace") as f:
+            return " | ".join(f.read().strip().splitlines()[-lines:]) or "(empty log)"
+    except OSError as e:
+        return f"({e})"
+
+
 def free_port(host):
     with socket.socket() as s:
         s.bind((host, 0))
@@ -207,22 +216,32 @@ class Proxy:
             stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True), log_name)
         self.pid = self.proc.pid
         self.port = self.udp_port = None
+        # Its stdout read on a thread for as long as it runs (the banner's QR code must not fill the pipe), the
+        # banner's lines handed over with a deadline, so a proxy that hangs silently cannot hang the bench.
+        lines = queue.Queue()
+
+        def drain():
+            for line in self.proc.stdout:
+                lines.put(line)
+            lines.put(None)
+        threading.Thread(target=drain, daemon=True).start()
         deadline = time.time() + 60
-        while (self.port is None or self.udp_port is None) and time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"atsproxy exited before its banner; see {d}/{log_name}")
+        while self.port is None or self.udp_port is None:
+            if time.time() > deadline:
+                raise RuntimeError(f"no complete banner from atsproxy in 60 s: {tail(f'{d}/{log_name}')}")
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
+                raise RuntimeError(f"no banner from atsproxy in 60 s: {tail(f'{d}/{log_name}')}")
+            if line is None:
+                raise RuntimeError(f"atsproxy exited ({self.proc.wait(timeout=10)}) before its banner: "
+                                   f"{tail(f'{d}/{log_name}')}")
             m = re.match(r"ATSProxy listening on \S+:(\d+) ", line)
             if m:
                 self.port = int(m.group(1))
             m = re.match(r"WireGuard: UDP \S+:(\d+) ", line)
             if m:
                 self.udp_port = int(m.group(1))
-        if self.port is None or self.udp_port is None:
-            raise RuntimeError("no listening or WireGuard line in atsproxy's banner")
-        # The rest of the banner (the QR code) is not read: drain it so the proxy never blocks on a full pipe.
-        import threading
-        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
         wait_listening(host, self.port)
         self.ca = f"{cadir}/atsproxy-ca.pem"
 
@@ -579,8 +598,8 @@ def print_results(args, started, big_runs, small_runs, memory):
                                    args.requests / 1000)]:
         p, t = runs["proxy"], runs["tunnel"]
         cpu_ratio = sorted(y["cpu"] / x["cpu"] for x, y in zip(p, t) if x["cpu"] > 0)
-        print(f"{name + ' (s)':34} {spread(p, 'cpu', '{:.3f}'):>20} {spread(t, 'cpu', '{:.3f}'):>20} "
-              f"{statistics.median(cpu_ratio):>17.2f}x")
+        ratio = f"{statistics.median(cpu_ratio):.2f}x" if cpu_ratio else "-"
+        print(f"{name + ' (s)':34} {spread(p, 'cpu', '{:.3f}'):>20} {spread(t, 'cpu', '{:.3f}'):>20} {ratio:>18}")
         print(f"{'  per ' + unit.split('/')[1] + ' (' + unit.split('/')[0] + ')':34} "
               f"{med(p, 'cpu') * 1000 / per:>20.2f} {med(t, 'cpu') * 1000 / per:>20.2f}")
         print(f"{'  wireguard-go (device side), s':34} {'':>20} {spread(t, 'device_cpu', '{:.3f}'):>20}")
