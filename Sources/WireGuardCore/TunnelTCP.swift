@@ -286,7 +286,8 @@ public struct TunnelTCP: Sendable {
         let first = initialSequence()
         var flow = Flow(
             sendUnacknowledged: first, receiveNext: segment.sequence &+ 1,
-            mss: Int(min(segment.maximumSegmentSize ?? 536, limits.maximumSegmentSize)), rto: limits.initialRTO)
+            mss: max(Int(min(segment.maximumSegmentSize ?? 536, limits.maximumSegmentSize)), Self.minimumSegmentSize),
+            rto: limits.initialRTO)
         flow.peerWindow = UInt32(segment.window)
         sendSynAck(&flow, id: id, into: &out)
         flow.deadline = now + flow.rto
@@ -498,6 +499,10 @@ public struct TunnelTCP: Sendable {
         flows[id] = nil
         timed.remove(id)
     }
+
+    /// The smallest segment sent whatever MSS the device offers (Linux's TCP_MIN_SND_MSS): an MSS of 0 made
+    /// `transmit` loop for ever on empty segments, and a tiny one would cost a packet per byte.
+    static let minimumSegmentSize = 48
 
     /// Whether sequence number `a` is after `b` (modulo 2^32).
     static func after(_ a: UInt32, _ b: UInt32) -> Bool { Int32(bitPattern: a &- b) > 0 }

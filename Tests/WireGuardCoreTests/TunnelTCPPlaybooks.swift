@@ -485,6 +485,19 @@ struct TunnelTCPPlaybooks {
             """)
     }
 
+    @Test("A SYN offering MSS 0 does not hang the stack (it sent empty segments forever): segments have a floor of 48 bytes")
+    func tinyMSS() {
+        var p = TCPPlaybook()
+        p.handshake(mss: 0)
+        p.send(100)
+        p.expect("""
+            send 100 bytes
+            → ACK seq=1001 ack=501 win=65535 len=48
+            → ACK seq=1049 ack=501 win=65535 len=48
+            → PSH|ACK seq=1097 ack=501 win=65535 len=4
+            """)
+    }
+
     @Test("RTO expiry resends one segment from SND.UNA, the timeout doubling each time")
     func retransmissionTimeout() {
         var p = TCPPlaybook()
