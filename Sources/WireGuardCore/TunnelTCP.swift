@@ -317,7 +317,20 @@ public struct TunnelTCP: Sendable {
         }
         if Self.after(flow.sendUnacknowledged, segment.acknowledgment) { return false }  // an old ACK
         let windowChanged = flow.peerWindow != UInt32(segment.window)
+        let wasClosed = flow.peerWindow == 0
         flow.peerWindow = UInt32(segment.window)
+        if acked == 0, wasClosed {
+            // An answer to a window probe: the device is alive, so probing goes on as long as it answers (RFC 1122
+            // §4.2.2.17); the probe's byte was refused (it would have been acknowledged), so once the window opens,
+            // sending starts again from SND.UNA.
+            flow.retries = 0
+            if flow.peerWindow > 0, flow.sendNext != flow.sendUnacknowledged {
+                flow.sendNext = flow.sendUnacknowledged
+                flow.finSent = false
+                flow.timing = nil
+            }
+            return false
+        }
         if acked == 0 {
             if outstanding > 0, segment.payload.isEmpty, !segment.flags.contains(.fin), !windowChanged {
                 flow.duplicateAcks += 1

@@ -591,6 +591,40 @@ struct TunnelTCPPlaybooks {
         #expect(p.deadline == "none")
     }
 
+    @Test("Zero window: a 1-byte probe on the deadline, kept up as long as the device answers; opened, all is sent")
+    func zeroWindowProbe() {
+        var p = TCPPlaybook()
+        p.handshake()
+        p.device(.ack, seq: 501, ack: 1001, win: 0)
+        p.send(100)
+        p.tickAtDeadline()
+        p.device(.ack, seq: 501, ack: 1001, win: 0)  // the device drops the probe's byte (Linux and BSD do)
+        p.expect("""
+            ← ACK seq=501 ack=1001 win=0
+            send 100 bytes
+            tick at 1.000s
+            → ACK seq=1001 ack=501 win=65535 len=1
+            ← ACK seq=501 ack=1001 win=0
+            """)
+        // RFC 1122 §4.2.2.17: as long as the device acknowledges the probes, the connection stays open.
+        for _ in 0..<12 {
+            p.tickAtDeadline()
+            p.device(.ack, seq: 501, ack: 1001, win: 0)
+        }
+        var probes = 0
+        var resets = 0
+        p.expectLines { lines in
+            probes = lines.filter { $0 == "→ ACK seq=1001 ack=501 win=65535 len=1" }.count
+            resets = lines.filter { $0.contains("RST") || $0.contains("reset") }.count
+        }
+        #expect(probes == 12 && resets == 0 && p.tcp.flowCount == 1)
+        p.device(.ack, seq: 501, ack: 1001, win: 65535)
+        p.expect("""
+            ← ACK seq=501 ack=1001 win=65535
+            → PSH|ACK seq=1001 ack=501 win=65535 len=100
+            """)
+    }
+
     @Test("The session's FIN goes after its queued bytes, when the window lets them out")
     func finishAfterQueuedBytes() {
         var p = TCPPlaybook()
