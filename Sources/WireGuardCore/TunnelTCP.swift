@@ -160,6 +160,7 @@ public struct TunnelTCP: Sendable {
             }
             flow.sendUnacknowledged &+= 1
             flow.sendNext = flow.sendUnacknowledged
+            flow.sendMax = flow.sendUnacknowledged
             flow.state = .established
             flow.retries = 0
             flow.deadline = nil
@@ -205,7 +206,7 @@ public struct TunnelTCP: Sendable {
         guard let flow = flows[id] else { return out }
         forget(id)
         if flow.state != .timeWait {
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
         }
         return out
     }
@@ -240,7 +241,7 @@ public struct TunnelTCP: Sendable {
         }
         if flow.finAcknowledged, !flow.peerFinished {  // FIN-WAIT-2 ran out
             forget(id)
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
             out.events.append(.closed(id))
             return
         }
@@ -248,7 +249,7 @@ public struct TunnelTCP: Sendable {
         if flow.retries > limits.maximumRetransmissions {
             let opened = flow.state != .synReceived
             forget(id)
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
             if opened { out.events.append(.reset(id)) }
             return
         }
@@ -311,7 +312,7 @@ public struct TunnelTCP: Sendable {
         _ segment: TCPSegment, flow: inout Flow, id: FlowID, now: UInt64, into out: inout Output
     ) -> Bool {
         let acked = segment.acknowledgment &- flow.sendUnacknowledged
-        let outstanding = flow.sendNext &- flow.sendUnacknowledged
+        let outstanding = flow.sendMax &- flow.sendUnacknowledged
         if acked > outstanding && !Self.after(flow.sendUnacknowledged, segment.acknowledgment) {
             return true  // acknowledges what was never sent: answer with our ACK and take nothing
         }
@@ -352,15 +353,19 @@ public struct TunnelTCP: Sendable {
         let queued = flow.queuedBytes
         let dataAcked = min(Int(acked), queued)
         flow.dropAcknowledged(dataAcked)
-        if flow.finSent, Int(acked) == queued + 1 { flow.finAcknowledged = true }
+        if flow.finishQueued, Int(acked) == queued + 1 {  // up to SND.MAX: the FIN was sent, maybe before a timeout
+            flow.finAcknowledged = true
+            flow.finSent = true
+        }
         flow.sendUnacknowledged = segment.acknowledgment
+        if Self.after(segment.acknowledgment, flow.sendNext) { flow.sendNext = segment.acknowledgment }
         if let timing = flow.timing, !Self.after(timing.sequence, segment.acknowledgment) {
             sampleRTT(&flow, now &- timing.sentAt)
             flow.timing = nil
         }
         flow.retries = 0
         flow.duplicateAcks = 0
-        flow.deadline = flow.sendNext == flow.sendUnacknowledged ? nil : now + flow.rto
+        flow.deadline = flow.sendMax == flow.sendUnacknowledged ? nil : now + flow.rto
         if flow.senderBlocked, flow.queuedBytes < limits.sendBufferLimit / 2 {
             flow.senderBlocked = false
             out.events.append(.writable(id))
@@ -456,6 +461,7 @@ public struct TunnelTCP: Sendable {
             flow.sendNext = flow.sendUnacknowledged &+ UInt32(queued) &+ 1
             sentSomething = true
         }
+        if Self.after(flow.sendNext, flow.sendMax) { flow.sendMax = flow.sendNext }
         if flow.sendNext != flow.sendUnacknowledged || (queued > offset && flow.peerWindow == 0) {
             if flow.deadline == nil { flow.deadline = now + flow.rto }  // retransmission or window probe
         }
@@ -537,6 +543,8 @@ private struct Flow: Sendable {
     var sendUnacknowledged: UInt32
     /// SND.NXT: the next sequence number to send.
     var sendNext: UInt32 = 0
+    /// SND.MAX: the highest sequence number sent (SND.NXT goes back after a timeout; an ACK up to here is good).
+    var sendMax: UInt32 = 0
     /// The bytes from SND.UNA on, sent or not, starting at `outgoingStart` (compacted as ACKs come).
     var outgoing: [UInt8] = []
     var outgoingStart = 0
@@ -562,6 +570,7 @@ private struct Flow: Sendable {
     init(sendUnacknowledged: UInt32, receiveNext: UInt32, mss: Int, rto: UInt64) {
         self.sendUnacknowledged = sendUnacknowledged
         self.sendNext = sendUnacknowledged
+        self.sendMax = sendUnacknowledged
         self.receiveNext = receiveNext
         self.advertisedEdge = receiveNext
         self.mss = mss

@@ -534,6 +534,36 @@ struct TunnelTCPPlaybooks {
         #expect(p.deadline == "4.700s")
     }
 
+    @Test("An ACK for bytes sent before a timeout (the device's ACK was lost) is taken, not refused as unsent")
+    func ackBeyondRetransmission() {
+        var p = TCPPlaybook()
+        p.handshake()
+        p.send(3000)
+        p.tickAtDeadline()
+        p.device(.ack, seq: 501, ack: 4001)
+        p.expect("""
+            send 3000 bytes
+            → ACK seq=1001 ack=501 win=65535 len=1380
+            → ACK seq=2381 ack=501 win=65535 len=1380
+            → PSH|ACK seq=3761 ack=501 win=65535 len=240
+            tick at 1.000s
+            → ACK seq=1001 ack=501 win=65535 len=1380
+            ← ACK seq=501 ack=4001 win=65535
+            """)
+        #expect(p.deadline == "none")
+        p.finish()
+        p.tickAtDeadline()
+        p.device(.ack, seq: 501, ack: 4002)
+        p.expect("""
+            finish
+            → FIN|ACK seq=4001 ack=501 win=65535
+            tick at 3.000s
+            → FIN|ACK seq=4001 ack=501 win=65535
+            ← ACK seq=501 ack=4002 win=65535
+            """)
+        #expect(p.deadline == "63.000s", "FIN-WAIT-2")
+    }
+
     @Test("8 retransmissions unanswered: RST and reset")
     func retransmissionsExhausted() {
         var p = TCPPlaybook()
