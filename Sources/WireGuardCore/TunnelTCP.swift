@@ -144,7 +144,8 @@ public struct TunnelTCP: Sendable {
                 sendSynAck(&flow, id: id, into: &out)  // our SYN-ACK was lost
                 flows[id] = flow
             } else if flow.state == .timeWait, Self.after(segment.sequence, flow.receiveNext) {
-                forget(id)  // the port used again for a new connection
+                forget(id)  // the port used again for a new connection: the old one's session ends first
+                out.events.append(.closed(id))
                 accept(segment, id: id, now: now, into: &out)
             } else {
                 sendAck(&flow, id: id, into: &out)  // challenge ACK (RFC 5961 §4)

@@ -708,6 +708,31 @@ struct TunnelTCPPlaybooks {
         #expect(p.tcp.flowCount == 0)
     }
 
+    @Test("A new SYN on the port in TIME-WAIT closes the old flow (closed, so its session ends) and opens a new one")
+    func timeWaitReuse() {
+        var p = TCPPlaybook()
+        p.handshake()
+        p.device([.fin, .ack], seq: 501, ack: 1001)
+        p.finish()
+        p.device(.ack, seq: 502, ack: 1002)
+        p.device(.syn, seq: 90000, mss: 1460)
+        p.device(.ack, seq: 90001, ack: 1001)
+        p.expect("""
+            ← FIN|ACK seq=501 ack=1001 win=65535
+            → ACK seq=1001 ack=502 win=65535
+            • finished
+            finish
+            → FIN|ACK seq=1001 ack=502 win=65535
+            ← ACK seq=502 ack=1002 win=65535
+            ← SYN seq=90000 win=65535 mss=1460
+            → SYN|ACK seq=1000 ack=90001 win=65535 mss=1380
+            • closed
+            ← ACK seq=90001 ack=1001 win=65535
+            • opened
+            """)
+        #expect(p.tcp.flowCount == 1 && p.deadline == "none")
+    }
+
     @Test("Both FINs, ours first: FIN-WAIT-2 until the device's FIN, then TIME-WAIT, closed after 2 s")
     func bothFinish() {
         var p = TCPPlaybook()
