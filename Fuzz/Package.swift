@@ -36,6 +36,7 @@ let package = Package(
         harness("filter", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
         harness("web-router", products: ["ATSProxyCores", "ATSProxyCapture"], extra: ["FuzzCapture"]),
         harness("wireguard", products: ["ATSProxyWireGuard"]),
+        harness("tunnel-tcp", products: ["ATSProxyWireGuard"]),
         harness("rules", products: ["ATSProxyRules"]),
     ]
 )

@@ -144,7 +144,8 @@ public struct TunnelTCP: Sendable {
                 sendSynAck(&flow, id: id, into: &out)  // our SYN-ACK was lost
                 flows[id] = flow
             } else if flow.state == .timeWait, Self.after(segment.sequence, flow.receiveNext) {
-                forget(id)  // the port used again for a new connection
+                forget(id)  // the port used again for a new connection: the old one's session ends first
+                out.events.append(.closed(id))
                 accept(segment, id: id, now: now, into: &out)
             } else {
                 sendAck(&flow, id: id, into: &out)  // challenge ACK (RFC 5961 §4)
@@ -160,6 +161,7 @@ public struct TunnelTCP: Sendable {
             }
             flow.sendUnacknowledged &+= 1
             flow.sendNext = flow.sendUnacknowledged
+            flow.sendMax = flow.sendUnacknowledged
             flow.state = .established
             flow.retries = 0
             flow.deadline = nil
@@ -205,7 +207,7 @@ public struct TunnelTCP: Sendable {
         guard let flow = flows[id] else { return out }
         forget(id)
         if flow.state != .timeWait {
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
         }
         return out
     }
@@ -240,7 +242,7 @@ public struct TunnelTCP: Sendable {
         }
         if flow.finAcknowledged, !flow.peerFinished {  // FIN-WAIT-2 ran out
             forget(id)
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
             out.events.append(.closed(id))
             return
         }
@@ -248,7 +250,7 @@ public struct TunnelTCP: Sendable {
         if flow.retries > limits.maximumRetransmissions {
             let opened = flow.state != .synReceived
             forget(id)
-            reset(id: id, sequence: flow.sendNext, acknowledgment: flow.receiveNext, into: &out)
+            reset(id: id, sequence: flow.sendMax, acknowledgment: flow.receiveNext, into: &out)
             if opened { out.events.append(.reset(id)) }
             return
         }
@@ -286,7 +288,8 @@ public struct TunnelTCP: Sendable {
         let first = initialSequence()
         var flow = Flow(
             sendUnacknowledged: first, receiveNext: segment.sequence &+ 1,
-            mss: Int(min(segment.maximumSegmentSize ?? 536, limits.maximumSegmentSize)), rto: limits.initialRTO)
+            mss: max(Int(min(segment.maximumSegmentSize ?? 536, limits.maximumSegmentSize)), Self.minimumSegmentSize),
+            rto: limits.initialRTO)
         flow.peerWindow = UInt32(segment.window)
         sendSynAck(&flow, id: id, into: &out)
         flow.deadline = now + flow.rto
@@ -310,13 +313,26 @@ public struct TunnelTCP: Sendable {
         _ segment: TCPSegment, flow: inout Flow, id: FlowID, now: UInt64, into out: inout Output
     ) -> Bool {
         let acked = segment.acknowledgment &- flow.sendUnacknowledged
-        let outstanding = flow.sendNext &- flow.sendUnacknowledged
+        let outstanding = flow.sendMax &- flow.sendUnacknowledged
         if acked > outstanding && !Self.after(flow.sendUnacknowledged, segment.acknowledgment) {
             return true  // acknowledges what was never sent: answer with our ACK and take nothing
         }
         if Self.after(flow.sendUnacknowledged, segment.acknowledgment) { return false }  // an old ACK
         let windowChanged = flow.peerWindow != UInt32(segment.window)
+        let wasClosed = flow.peerWindow == 0
         flow.peerWindow = UInt32(segment.window)
+        if acked == 0, wasClosed {
+            // An answer to a window probe: the device is alive, so probing goes on as long as it answers (RFC 1122
+            // §4.2.2.17); the probe's byte was refused (it would have been acknowledged), so once the window opens,
+            // sending starts again from SND.UNA.
+            flow.retries = 0
+            if flow.peerWindow > 0, flow.sendNext != flow.sendUnacknowledged {
+                flow.sendNext = flow.sendUnacknowledged
+                flow.finSent = false
+                flow.timing = nil
+            }
+            return false
+        }
         if acked == 0 {
             if outstanding > 0, segment.payload.isEmpty, !segment.flags.contains(.fin), !windowChanged {
                 flow.duplicateAcks += 1
@@ -338,15 +354,19 @@ public struct TunnelTCP: Sendable {
         let queued = flow.queuedBytes
         let dataAcked = min(Int(acked), queued)
         flow.dropAcknowledged(dataAcked)
-        if flow.finSent, Int(acked) == queued + 1 { flow.finAcknowledged = true }
+        if flow.finishQueued, Int(acked) == queued + 1 {  // up to SND.MAX: the FIN was sent, maybe before a timeout
+            flow.finAcknowledged = true
+            flow.finSent = true
+        }
         flow.sendUnacknowledged = segment.acknowledgment
+        if Self.after(segment.acknowledgment, flow.sendNext) { flow.sendNext = segment.acknowledgment }
         if let timing = flow.timing, !Self.after(timing.sequence, segment.acknowledgment) {
             sampleRTT(&flow, now &- timing.sentAt)
             flow.timing = nil
         }
         flow.retries = 0
         flow.duplicateAcks = 0
-        flow.deadline = flow.sendNext == flow.sendUnacknowledged ? nil : now + flow.rto
+        flow.deadline = flow.sendMax == flow.sendUnacknowledged ? nil : now + flow.rto
         if flow.senderBlocked, flow.queuedBytes < limits.sendBufferLimit / 2 {
             flow.senderBlocked = false
             out.events.append(.writable(id))
@@ -442,6 +462,7 @@ public struct TunnelTCP: Sendable {
             flow.sendNext = flow.sendUnacknowledged &+ UInt32(queued) &+ 1
             sentSomething = true
         }
+        if Self.after(flow.sendNext, flow.sendMax) { flow.sendMax = flow.sendNext }
         if flow.sendNext != flow.sendUnacknowledged || (queued > offset && flow.peerWindow == 0) {
             if flow.deadline == nil { flow.deadline = now + flow.rto }  // retransmission or window probe
         }
@@ -499,6 +520,10 @@ public struct TunnelTCP: Sendable {
         timed.remove(id)
     }
 
+    /// The smallest segment sent whatever MSS the device offers (Linux's TCP_MIN_SND_MSS): an MSS of 0 made
+    /// `transmit` loop for ever on empty segments, and a tiny one would cost a packet per byte.
+    static let minimumSegmentSize = 48
+
     /// Whether sequence number `a` is after `b` (modulo 2^32).
     static func after(_ a: UInt32, _ b: UInt32) -> Bool { Int32(bitPattern: a &- b) > 0 }
 
@@ -520,6 +545,8 @@ private struct Flow: Sendable {
     var sendUnacknowledged: UInt32
     /// SND.NXT: the next sequence number to send.
     var sendNext: UInt32 = 0
+    /// SND.MAX: the highest sequence number sent (SND.NXT goes back after a timeout; an ACK up to here is good).
+    var sendMax: UInt32 = 0
     /// The bytes from SND.UNA on, sent or not, starting at `outgoingStart` (compacted as ACKs come).
     var outgoing: [UInt8] = []
     var outgoingStart = 0
@@ -545,6 +572,7 @@ private struct Flow: Sendable {
     init(sendUnacknowledged: UInt32, receiveNext: UInt32, mss: Int, rto: UInt64) {
         self.sendUnacknowledged = sendUnacknowledged
         self.sendNext = sendUnacknowledged
+        self.sendMax = sendUnacknowledged
         self.receiveNext = receiveNext
         self.advertisedEdge = receiveNext
         self.mss = mss

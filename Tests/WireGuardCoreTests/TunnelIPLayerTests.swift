@@ -53,15 +53,32 @@ struct TunnelIPLayerTests {
         }
     }
 
-    @Test("TCP and UDP are recognised by destination and port, not handled")
+    @Test("TCP is handed up checked (with its addresses), UDP with its header; a bad TCP checksum is dropped")
     func transports() {
-        var tcp = IPv4Header(
-            source: device, destination: [93, 184, 216, 34], protocolNumber: 6, ttl: 64, identification: 1
-        )
-        .serialized(payloadLength: 20)
-        tcp += [0xC0, 0x00, 0x01, 0xBB] + [UInt8](repeating: 0, count: 16)
-        // A data offset of zero: refused as malformed, not taken (real segments are in TunnelTCPPlaybooks).
-        #expect(layer.handle(tcp) == .dropped("malformed TCP segment (badDataOffset)"))
+        let destination: [UInt8] = [93, 184, 216, 34]
+        let segment = TCPSegment(
+            sourcePort: 49152, destinationPort: 443, sequence: 500, acknowledgment: 0, flags: .syn, window: 65535,
+            maximumSegmentSize: 1380)
+        let tcp = segment.packet(from: device, to: destination, identification: 1)
+        guard case .tcp(let parsed, let source, let to) = layer.handle(tcp + [0, 0, 0]) else {
+            Issue.record("the TCP segment was not handed up: \(layer.handle(tcp))")
+            return
+        }
+        #expect(parsed == segment && source == device && to == destination)
+
+        var corrupt = tcp
+        corrupt[20 + 4] ^= 0x01  // the sequence number: the TCP checksum no longer matches
+        #expect(layer.handle(corrupt) == .dropped("malformed TCP segment (badChecksum)"))
+
+        let udpHeader = IPv4Header(source: device, destination: proxy, protocolNumber: 17, ttl: 64, identification: 2)
+        let udpPayload: [UInt8] = [0xC0, 0x01, 0x00, 0x35, 0x00, 0x0C, 0x00, 0x00, 1, 2, 3, 4]
+        let udp = udpHeader.serialized(payloadLength: udpPayload.count) + udpPayload
+        #expect(layer.handle(udp) == .udp(udpHeader, datagram: udp[20...]))
+        let truncated = udpHeader.serialized(payloadLength: 4) + [0xC0, 0x01, 0x00, 0x35]
+        #expect(layer.handle(truncated) == .dropped("truncated UDP header"))
+
+        let gre = IPv4Header(source: device, destination: proxy, protocolNumber: 47, ttl: 64, identification: 3)
+        #expect(layer.handle(gre.serialized(payloadLength: 4) + [0, 0, 0, 0]) == .dropped("IP protocol 47"))
     }
 
     @Test("Malformed headers are dropped: short, bad version, lengths, checksum, fragments; no input crashes")
