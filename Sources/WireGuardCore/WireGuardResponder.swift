@@ -27,6 +27,9 @@ public struct WireGuardResponder: Sendable {
         self.random = random
     }
 
+    /// How many devices are configured.
+    public var peerCount: Int { peers.count }
+
     /// The public key of peer `index`.
     public func peerKey(_ index: Int) -> [UInt8] { peers[index].publicKey }
 

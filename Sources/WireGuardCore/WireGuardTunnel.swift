@@ -17,6 +17,7 @@ public struct WireGuardTunnel: Sendable {
     public init(responder: WireGuardResponder, address: [UInt8], deviceAddresses: [[UInt8]],
         limits: TunnelTCP.Limits = TunnelTCP.Limits())
     {
+        precondition(deviceAddresses.count == responder.peerCount, "one tunnel address per configured device")
         self.responder = responder
         ipLayer = TunnelIPLayer(address: address)
         self.deviceAddresses = deviceAddresses
