@@ -142,12 +142,12 @@ final class ClientSide: ConnectionHandler {
     func connectionOpened(_ connection: Connection) {
         client = connection
         if let fromTunnel {
-            // The tunnel says who the device is: there is no socket address to read.
-            session.clientAddress = fromTunnel.client.description
-            clientIsLoopback = false
-        } else if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
-            // Only a 407 and the loopback rule need the client's address: without --auth and with loopback
-            // listeners only, the getpeername call is not worth making per connection.
+            startTunnelled(connection, fromTunnel)
+            return
+        }
+        // Only a 407 and the loopback rule need the client's address: without --auth and with loopback listeners
+        // only, the getpeername call is not worth making per connection.
+        if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
             let remote = connection.remoteAddress
             session.clientAddress = remote?.description
             clientIsLoopback = remote?.isLoopback ?? false
@@ -158,19 +158,11 @@ final class ClientSide: ConnectionHandler {
         if server.environment.autoPassthrough != nil {
             // Asked for by the session only when it needs it (an interception starting, a CONNECT once some host is
             // auto-tunnelled): one getpeername then, none for plain traffic.
-            if let host = fromTunnel?.client.host {
-                session.clientHostProvider = { host }
-            } else {
-                session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
-            }
+            session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
-        if let fromTunnel {
-            startTunnelled(fromTunnel)
-        } else if transparent {
-            startTransparent(connection)
-        }
+        if transparent { startTransparent(connection) }
     }
 
     /// A transparent listener's connection: the session starts at its original destination, read here (the only
@@ -201,7 +193,15 @@ final class ClientSide: ConnectionHandler {
     }
 
     /// A tunnel's connection: the session starts at the destination the device asked for, as a transparent one.
-    private func startTunnelled(_ tunnelled: TunnelledConnection) {
+    private func startTunnelled(_ connection: Connection, _ tunnelled: TunnelledConnection) {
+        session.clientAddress = tunnelled.client.description
+        clientIsLoopback = false
+        if server.environment.autoPassthrough != nil {
+            let host = tunnelled.client.host
+            session.clientHostProvider = { host }
+        }
+        connection.setIdleTimeout(server.environment.timeouts.idle)
+        connection.setQuietNotice(after: ClientSide.quietDelay)
         if tunnelled.destination.port == 443 { server.noteQUICFallback(client: tunnelled.client.host) }
         run(session.startTransparent(
             destinationAddress: tunnelled.destination.host, port: Int(tunnelled.destination.port),
