@@ -104,11 +104,17 @@ def run(args):
         click_row(driver, '#rows tr.row[data-id="%s"]' % badges(driver)[1][0])
 
         def make(button, made_text):
-            maker = wait_for(driver, "the rule maker", lambda d: (lambda e: e[0] if e else None)(
-                d.find_elements(By.ID, button)))
-            driver.execute_script("arguments[0].closest('details').open = true; arguments[0].scrollIntoView();", maker)
-            driver.execute_script("document.querySelector('#detail .rule-made').textContent = '';")
-            maker.click()
+            def click(d):
+                # Found again on each try: the detail pane re-draws as its exchange's record is updated, and an
+                # element found one call earlier may be gone (StaleElementReferenceException, retried).
+                makers = d.find_elements(By.ID, button)
+                if not makers:
+                    return None
+                d.execute_script("arguments[0].closest('details').open = true; arguments[0].scrollIntoView();"
+                                 " document.querySelector('#detail .rule-made').textContent = '';", makers[0])
+                makers[0].click()
+                return True
+            wait_for(driver, "a click on the rule maker " + button, click)
             made = wait_for(driver, "the rule to be made", lambda d: (lambda t: t if t and t != "…" else None)(
                 d.find_element(By.CSS_SELECTOR, "#detail .rule-made").text))
             check(made_text in made, "the detail pane made the rule: %r" % made)
