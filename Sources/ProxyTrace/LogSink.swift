@@ -12,8 +12,9 @@ public protocol LogSink: AnyObject, Sendable {
     /// Takes one entry. Entries a sink has no use for are ignored cheaply (a switch and a return): every sink sees
     /// every entry.
     func consume(_ entry: ProxyLog)
-    /// Whether `consume` does anything with `entry`. A `QueuedSink` asks first, so entries its sink ignores (every
-    /// exchange, for the trace) never take its lock or wake its thread. Default: every entry.
+    /// Whether `consume` does anything with `entry`. A `QueuedSink` asks first, once per entry on the thread that made
+    /// it, so entries its sink ignores (every exchange, for the trace) never take its lock or wake its thread; a sink
+    /// may do the cheap part of its work here (`StandardErrorSink` counts a folded notice). Default: every entry.
     func accepts(_ entry: ProxyLog) -> Bool
     /// Writes out whatever is buffered, and returns when it is written (the proxy calls it before exiting).
     func flush()

@@ -33,14 +33,8 @@ public struct RepeatedNoticeFilter: Sendable {
     /// stay within `capacity`, that notice's pending count.
     public mutating func admit(_ notice: String, kind: String? = nil, now: Double) -> [String] {
         let key = kind.map { "kind:" + $0 } ?? "text:" + notice
-        if var entry = entries[key] {
-            entry.lastSeen = now
-            if now - entry.lastShown < interval {
-                entry.foldedSinceShown += 1
-                if notice != entry.text { entry.variedSinceShown = true }
-                entries[key] = entry
-                return []
-            }
+        if fold(notice, key: key, now: now) { return [] }
+        if let entry = entries[key] {
             let line = Self.line(notice, folded: entry.foldedSinceShown, varied: entry.variedSinceShown)
             entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice)
             return [line]
@@ -56,6 +50,23 @@ public struct RepeatedNoticeFilter: Sendable {
         entries[key] = Entry(lastShown: now, lastSeen: now, foldedSinceShown: 0, text: notice)
         lines.append(notice)
         return lines
+    }
+
+    /// Counts `notice` as folded and returns true when `admit` would fold it at `now` (it, or a notice of its kind,
+    /// was shown less than `interval` ago); otherwise changes nothing and returns false, and the notice is to be
+    /// admitted as usual. For a sink that prints on another thread: the repeats it folds here, on the thread that
+    /// made them, are never queued, and that thread never wakes the printing one for them.
+    public mutating func foldIfShownRecently(_ notice: String, kind: String? = nil, now: Double) -> Bool {
+        fold(notice, key: kind.map { "kind:" + $0 } ?? "text:" + notice, now: now)
+    }
+
+    private mutating func fold(_ notice: String, key: String, now: Double) -> Bool {
+        guard var entry = entries[key], now - entry.lastShown < interval else { return false }
+        entry.lastSeen = now
+        entry.foldedSinceShown += 1
+        if notice != entry.text { entry.variedSinceShown = true }
+        entries[key] = entry
+        return true
     }
 
     /// The notices with folded repeats not yet reported, each with its count (for the proxy's exit), oldest first.

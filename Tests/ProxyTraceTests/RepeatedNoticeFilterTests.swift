@@ -17,6 +17,29 @@ struct RepeatedNoticeFilterTests {
         #expect(filter.admit(untrusted, now: 500) == [untrusted])
     }
 
+    /// What `StandardErrorSink` does on the loop thread before queueing: a repeat it folds there counts as one that
+    /// `admit` folded, and one it does not fold is left to `admit` untouched.
+    @Test func foldingBeforeAdmittingCountsTheSameRepeats() {
+        var filter = RepeatedNoticeFilter(interval: 60)
+        var folded = filter.foldIfShownRecently(untrusted, now: 0)
+        #expect(!folded)  // never shown: to be admitted
+        #expect(filter.admit(untrusted, now: 0) == [untrusted])
+        folded = filter.foldIfShownRecently(untrusted, now: 1)
+        #expect(folded)
+        #expect(filter.admit(untrusted, now: 2) == [])  // queued before the first was shown: admit folds it
+        folded = filter.foldIfShownRecently(untrusted, now: 59.9)
+        #expect(folded)
+        folded = filter.foldIfShownRecently(untrusted, now: 60)
+        #expect(!folded)  // the interval is over: to be shown, with the count
+        #expect(filter.admit(untrusted, now: 60) == [untrusted + " [and 3 more times since it was last shown]"])
+        folded = filter.foldIfShownRecently("of a kind, other text", kind: "k", now: 61)
+        #expect(!folded)
+        #expect(filter.admit("first of the kind", kind: "k", now: 61) == ["first of the kind"])
+        folded = filter.foldIfShownRecently("of a kind, other text", kind: "k", now: 62)
+        #expect(folded)
+        #expect(filter.drain() == ["first of the kind [and 1 more like it since it was last shown]"])
+    }
+
     @Test func differentNoticesAreFoldedSeparately() {
         var filter = RepeatedNoticeFilter(interval: 60)
         let other = "old.test:443: the tunnelled server offers nothing newer than TLS 1.0"

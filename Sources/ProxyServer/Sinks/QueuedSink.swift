@@ -38,6 +38,8 @@ public final class QueuedSink: LogSink, @unchecked Sendable {
         thread.start()
     }
 
+    /// The wrapped sink's answer. `consume` asks it itself, once per entry; a sink may do its cheap part of the work
+    /// there (`StandardErrorSink` folds repeated notices), so ask before `consume` only to learn, not as a filter.
     public func accepts(_ entry: ProxyLog) -> Bool { sink.accepts(entry) }
 
     public func consume(_ entry: ProxyLog) {

@@ -6,9 +6,13 @@ import ProxyTrace
 /// times they were not. Run behind a `QueuedSink` with backpressure: a trace at level 3 writes a lot, and no record
 /// may be lost or reordered.
 public final class StandardErrorSink: LogSink, @unchecked Sendable {
-    // @unchecked: `diagnostics` and `notices` are guarded by `lock`.
+    // @unchecked: `diagnostics` and the writing are guarded by `lock`, `notices` by `noticeLock` (taken inside `lock`
+    // when both are held).
     private let lock = NSLock()
     private var diagnostics: DiagnosticsWriter
+    /// Its own lock, held only for the filter's bookkeeping and never while writing: `accepts` takes it on the loop
+    /// threads, which must not wait behind a slow stderr.
+    private let noticeLock = NSLock()
     private var notices = RepeatedNoticeFilter()
     /// The `--diagnostics` level: records above it are not even queued (a capture makes sessions produce level-1
     /// records whatever the level, and the console's stderr must not change).
@@ -25,8 +29,10 @@ public final class StandardErrorSink: LogSink, @unchecked Sendable {
         case .notice(let text, let kind):
             lock.lock()
             defer { lock.unlock() }
-            let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-            for line in notices.admit(text, kind: kind, now: now) { Self.writeNotice(line) }
+            noticeLock.lock()
+            let lines = notices.admit(text, kind: kind, now: Self.now())
+            noticeLock.unlock()
+            for line in lines { Self.writeNotice(line) }
         case .diagnostics(let record):
             lock.lock()
             defer { lock.unlock() }
@@ -38,11 +44,18 @@ public final class StandardErrorSink: LogSink, @unchecked Sendable {
         }
     }
 
+    /// For a notice, the folding happens here, on the thread that made it (`QueuedSink` asks once per entry, before
+    /// queueing): a repeat shown less than a minute ago is counted and not queued. A notice that recurs on every
+    /// connection (a client's odd SNI, a CA it does not trust) would otherwise wake the stderr thread once per
+    /// connection, and the loop thread would contend with it for the queue's lock, only for the repeat to be folded.
     public func accepts(_ entry: ProxyLog) -> Bool {
         switch entry {
-        case .notice: true
-        case .diagnostics(let record): level > 0 && record.level <= level
-        case .exchange, .event: false
+        case .notice(let text, let kind):
+            noticeLock.lock()
+            defer { noticeLock.unlock() }
+            return !notices.foldIfShownRecently(text, kind: kind, now: Self.now())
+        case .diagnostics(let record): return level > 0 && record.level <= level
+        case .exchange, .event: return false
         }
     }
 
@@ -52,8 +65,14 @@ public final class StandardErrorSink: LogSink, @unchecked Sendable {
     public func flushFoldedNotices() {
         lock.lock()
         defer { lock.unlock() }
-        for line in notices.drain() { Self.writeNotice(line) }
+        noticeLock.lock()
+        let lines = notices.drain()
+        noticeLock.unlock()
+        for line in lines { Self.writeNotice(line) }
     }
+
+    /// Seconds on the monotonic clock the filter's interval is measured on.
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     static func writeNotice(_ line: String) {
         write("atsproxy: " + line + "\n")
