@@ -79,9 +79,12 @@ extension TLSEngine {
         else { return false }
         var offered = cache.take(key)
         if let stored = offered {
-            // SSL_set_session takes its own reference to the copy; the cached session stays private.
+            // SSL_set_session takes its own reference. A session that stays in the cache (TLS ≤ 1.2) is attached as a
+            // copy, so the cached one stays private; a single-use one (a TLS 1.3 ticket) was taken out of the cache
+            // and nothing else holds it, so it is attached as it is (a deep copy per resumed upstream connection
+            // saved).
             OpenSSLError.clear()
-            let copy = TLSSession.copy(of: stored.session.raw)
+            let copy = stored.session.isSingleUse ? stored.session : TLSSession.copy(of: stored.session.raw)
             let attached = copy.map { copy in withExtendedLifetime(copy) { SSL_set_session(ssl, copy.raw) == 1 } }
             if attached != true {
                 ERR_clear_error()

@@ -58,9 +58,10 @@ final class TLSSession: @unchecked Sendable {
 /// every connection, resumed ones included. Any handshake failure or fatal alert on a connection drops every
 /// session of its key (`invalidate`).
 ///
-/// Ownership: the cache holds private copies (`SSL_SESSION_dup`) and offers copies of them. OpenSSL marks the
-/// session attached to a connection unresumable when the connection ends without close_notify (and the proxy
-/// closes upstream connections without it, as most clients do), which would otherwise spoil the cached one.
+/// Ownership: the cache holds private copies (`SSL_SESSION_dup`) and offers copies of the sessions it keeps. OpenSSL
+/// marks the session attached to a connection unresumable when the connection ends without close_notify (and the
+/// proxy closes upstream connections without it, as most clients do), which would otherwise spoil the cached one.
+/// A single-use session leaves the cache when it is offered, so it is attached as it is.
 public final class TLSSessionCache: Sendable {
     /// Keys kept at most by default: one per origin, connect address, ALPN offer and requirement profile.
     public static let defaultCapacity = 1_024
