@@ -7,6 +7,7 @@ public enum IPAddress: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `inet_pton`: no leading zeros in IPv4 octets, no brackets. An IPv6 zone (`fe80::1%en0`) is dropped, since a
     /// connection host may carry one.
     public init?(_ text: String) {
+        guard IPAddress.mayBeLiteral(text) else { return nil }
         if let b = IPAddress.parseV4(Substring(text)) {
             self = .v4(b)
             return
@@ -59,6 +60,19 @@ public enum IPAddress: Sendable, Hashable, Codable, CustomStringConvertible {
         case .v4(let b): b[0] == 10 || (b[0] == 172 && (b[1] & 0xF0) == 16) || (b[0] == 192 && b[1] == 168)
         case .v6(let b): (b[0] & 0xFE) == 0xFC
         }
+    }
+
+    /// False when `text` can be neither literal: it has no colon (every IPv6 literal has one) and a byte other than
+    /// an ASCII digit or a dot (an IPv4 literal has no other). Host names are what callers pass most: a new
+    /// intercepted connection asks five times whether its host is a literal (host tables, the policy's exception
+    /// match, the upstream leg), and the parsers reject a name only after splitting it into substrings.
+    static func mayBeLiteral(_ text: String) -> Bool {
+        var digitsAndDotsOnly = true
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ":") { return true }
+            if byte != UInt8(ascii: "."), byte < UInt8(ascii: "0") || byte > UInt8(ascii: "9") { digitsAndDotsOnly = false }
+        }
+        return digitsAndDotsOnly
     }
 
     static func parseV4(_ s: Substring) -> [UInt8]? {

@@ -149,6 +149,9 @@ struct HostMatchingTests {
         ("127.0.0.1", "127.0.0.1"), ("::1", "0:0:0:0:0:0:0:1"), ("2001:db8::1", "2001:db8:0:0:0:0:0:1"),
         ("::ffff:1.2.3.4", "0:0:0:0:0:ffff:102:304"), ("fe80::1%en0", "fe80:0:0:0:0:0:0:1"), ("01.2.3.4", nil),
         ("256.1.1.1", nil), ("1.2.3", nil), ("1::2::3", nil), ("example.com", nil), ("12345::", nil),
+        // Hex letters are fine where there is a colon; names (letters, no colon) and other digits are not literals.
+        ("a::1", "a:0:0:0:0:0:0:1"), ("1.2.3.4.example", nil), ("1.2.3.4a", nil), ("\u{661}.2.3.4", nil),
+        ("fe80::1%zone.with.dots", "fe80:0:0:0:0:0:0:1"), ("", nil),
     ]
 
     @Test("IP literal parsing", arguments: addresses)
