@@ -888,16 +888,18 @@ def main():
         if args.only and args.only not in idle_row:
             return
         print()
-        print(f"{idle_row}: {args.idle} at once (file limit {file_limit})")
-        if file_limit < 2 * args.idle + 64:
-            print(f"  the file limit allows the proxy about {(file_limit - 64) // 2} connections (two sockets each): "
-                  f"raise the hard limit (ulimit -Hn) or lower --idle")
+        idle_count = min(args.idle, (file_limit - 256) // 2)  # the proxy's own files and some margin
+        print(f"{idle_row}: {idle_count} at once (file limit {file_limit})")
+        if idle_count < args.idle:
+            print(f"  the file limit allows the proxy about {idle_count} connections (two sockets each), not "
+                  f"{args.idle}: raise the hard limit (ulimit -Hn; it takes CAP_SYS_RESOURCE) or lower --idle")
         for label, (proc, address) in [("atsproxy", proxies["off"])] + ([("squid tunnel", proxies["squid"])]
                                                                         if squid else []):
             port = int(address.rsplit(":", 1)[1])
             host = "127.0.0.1" if label.startswith("squid") else None
             rss_before = rss_kib(proc.pid)
-            socks = idle_intercepted(port, tls_port, ca_file if not host else f"{d}/ca.pem", args.idle, host=host)
+            socks = idle_intercepted(port, tls_port, ca_file if not host else f"{d}/ca.pem", idle_count,
+                                     host=host)
             time.sleep(0.5)
             rss_idle = rss_kib(proc.pid)
             # Every connection really held on both legs: the proxy's open sockets.
