@@ -52,6 +52,10 @@ when it is missing: it is optional), the proxy's CPU per new connection with the
 against none (a Python client, connections one after another, CPU from /proc/PID/task/*/schedstat), and the idle
 measure: `--idle N` connections held at once through the proxy and through squid, the RSS growth over N (both legs),
 with the file limit raised in this process (the servers inherit it) as far as the hard limit allows.
+`--many 1000,5000,10000` runs only the many-connections measure (issue 37's third item; see many_connections): per
+N, 100 keep-alive clients' req/s, p50/p99 and the proxy's CPU per request with N intercepted connections held idle
+against a second proxy holding none, interleaved (--rounds), and the proxy's RSS. It is not in the default run
+(opening 10 000 intercepted connections takes half a minute to a minute).
 Needs: nginx (nginx-light), hey, openssl, curl (Debian packages), and the atsproxy-load binary; squid optional.
 """
 import argparse, json, os, re, shutil, signal, socket, ssl, statistics, subprocess, sys, tempfile, time, urllib.request
@@ -108,6 +112,9 @@ events {{ worker_connections 20000; }}
 http {{
   access_log off;
   keepalive_requests 1000000;
+  # The idle and many-connections measures hold connections that send nothing for a minute or more.
+  client_header_timeout 600s;
+  keepalive_timeout 600s;
   server {{
     listen 127.0.0.1:{tls_port} ssl;
     ssl_certificate {d}/origin.pem;
@@ -419,6 +426,69 @@ def idle_intercepted(proxy_port, origin_port, ca_file, count, host=None):
 
 
 
+def proxy_sockets(pid):
+    """The sockets `pid` has open: two per connection the proxy holds (client and upstream legs)."""
+    held = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return held
+
+
+def many_connections(counts, args, load_binary, proxy, proxy_port, proxy_address, reference, tls_port, ca_file, url,
+                     file_limit, clients=100):
+    """Issue 37's third item: N intercepted connections held idle while `clients` keep-alive clients (atsproxy-load,
+    1 KiB responses) load the proxy, against the same load on `reference` (a second proxy, same build and options,
+    holding no idle connections), interleaved: --rounds rounds per N, A B then B A, medians. One line per N: the
+    active clients' req/s, p50 and p99, the proxy's CPU per request (the setup of the `clients` connections
+    included, the same on both sides) and its RSS. N is capped to what the file limit lets the proxy hold (two
+    sockets per connection, plus the active clients' two each)."""
+    n = args.requests
+    ref_proc, ref_address = reference
+    cap = max(0, (file_limit - 64 - 2 * clients) // 2)
+    print(f"many connections: {clients} keep-alive clients, 1 KiB, {n} requests per run, {args.rounds} interleaved "
+          f"rounds, through the proxy holding N intercepted connections idle vs a second proxy holding none "
+          f"(file limit {file_limit}: at most {cap} held)")
+    for address in (proxy_address, ref_address):  # discarded: leaves, TCP state settle
+        load(load_binary, url, max(200, n // 10), clients, proxy=address)
+
+    def measured(proc, address):
+        before = cpu_seconds(proc.pid)
+        r = load(load_binary, url, n, clients, proxy=address)
+        r["cpu_us"] = (settled_cpu_seconds(proc.pid) - before) / n * 1e6
+        return r
+
+    for wanted in counts:
+        count = min(wanted, cap)
+        rss_before = rss_kib(proxy.pid)
+        started = time.monotonic()
+        socks = idle_intercepted(proxy_port, tls_port, ca_file, count)
+        opened_s = time.monotonic() - started
+        time.sleep(0.5)  # past the quiet notice (250 ms): the idle connections' buffers given back
+        rss_idle = rss_kib(proxy.pid)
+        rows = {"with": [], "without": []}
+        for round_ in range(args.rounds):
+            sides = [("with", proxy, proxy_address), ("without", ref_proc, ref_address)]
+            for side, proc, address in sides if round_ % 2 == 0 else reversed(sides):
+                rows[side].append(measured(proc, address))
+        held = proxy_sockets(proxy.pid)  # after the runs: every idle connection still held on both legs
+        for sock in socks:
+            sock.close()
+        time.sleep(0.5)
+        w, r = ({k: statistics.median(x[k] for x in rows[side]) for k in ("rps", "p50", "p99", "cpu_us")}
+                for side in ("with", "without"))
+        errors = "; ".join(x["errors"] for x in rows["with"] + rows["without"] if x["errors"])
+        capped = f" (of {wanted}: file limit)" if count < wanted else ""
+        print(f"  {count}{capped} idle (opened in {opened_s:.0f} s, {held} proxy sockets after the runs): "
+              f"{w['rps']:.0f} vs {r['rps']:.0f} req/s ({w['rps'] / r['rps']:.2f}x), "
+              f"p50 {w['p50']:.2f} vs {r['p50']:.2f} ms, p99 {w['p99']:.2f} vs {r['p99']:.2f} ms, "
+              f"proxy CPU/req {w['cpu_us']:.1f} vs {r['cpu_us']:.1f} µs ({w['cpu_us'] / r['cpu_us']:.2f}x); "
+              f"proxy RSS {rss_idle // 1024} MiB holding them (+{(rss_idle - rss_before) / max(1, count):.1f} KiB "
+              f"each)" + (f"; errors: {errors}" if errors else ""))
+
+
 def raise_file_limit(wanted):
     """Raises this process's RLIMIT_NOFILE (inherited by the servers it starts) to `wanted`, within the hard limit:
     idle runs hold two sockets per connection in the proxy and one here. The tests never do this."""
@@ -428,8 +498,10 @@ def raise_file_limit(wanted):
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))  # as root
             return wanted
-        except (ValueError, OSError):
-            pass
+        except (ValueError, OSError) as error:
+            # Raising a hard limit takes CAP_SYS_RESOURCE, which root in a container may lack (nr_open aside).
+            print(f"file limit: could not raise the hard limit {hard} to {wanted} ({error}; it needs "
+                  f"CAP_SYS_RESOURCE): the idle and many-connections measures are capped by it", file=sys.stderr)
     target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
     if soft != resource.RLIM_INFINITY and soft < target:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
@@ -533,6 +605,7 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build/release/atsproxy"))
     ap.add_argument("--load-binary", help="the atsproxy-load client (default: next to --binary)")
     ap.add_argument("--idle", type=int, default=1000)
+    ap.add_argument("--many", help="comma-separated counts (e.g. 1000,5000,10000): only the many-connections measure")
     ap.add_argument("--only", help="run only the cases whose name contains this text (no idle measure)")
     ap.add_argument("--team-store", help="a postgresql:// URI: add the team store capture row")
     ap.add_argument("--proxy-arg", action="append", default=[],
@@ -541,7 +614,8 @@ def main():
     load_binary = args.load_binary or os.path.join(os.path.dirname(args.binary), "atsproxy-load")
     require_tools(("nginx", "hey", "openssl", "curl"), load_binary)
     # The proxy holds two sockets per idle connection and this process one; the servers inherit the limit.
-    file_limit = raise_file_limit(max(4096, 3 * args.idle + 1024))
+    many = [int(n) for n in args.many.split(",")] if args.many else []
+    file_limit = raise_file_limit(max(4096, 3 * max([args.idle] + many) + 1024))
 
     d = tempfile.mkdtemp(prefix="atsproxy-bench-")
     procs = []
@@ -608,6 +682,15 @@ def main():
 
         direct_1k = f"https://127.0.0.1:{tls_port}/1k"
         proxied_1k = f"https://bench.test:{tls_port}/1k"
+        if many:
+            plain_ref_port = free_port()
+            ref_proxy = start_proxy(args.binary, d, cadir, plain_ref_port, tls_port, h2_port, args.proxy_arg,
+                                    log_name="proxy-reference.log")
+            procs.append(ref_proxy)
+            many_connections(many, args, load_binary, proxy, proxy_port, proxy_address,
+                             (ref_proxy, f"127.0.0.1:{plain_ref_port}"), tls_port, f"{cadir}/atsproxy-ca.pem",
+                             proxied_1k, file_limit)
+            return
         # (name, direct URL, proxied URL, requests, connections, keep-alive, unit, client)
         cases = [
             ("keep-alive HTTPS 1 KiB, 32 conns", direct_1k, proxied_1k, args.requests, 32, True, "rps", "load"),
@@ -805,16 +888,18 @@ def main():
         if args.only and args.only not in idle_row:
             return
         print()
-        print(f"{idle_row}: {args.idle} at once (file limit {file_limit})")
-        if file_limit < 2 * args.idle + 64:
-            print(f"  the file limit allows the proxy about {(file_limit - 64) // 2} connections (two sockets each): "
-                  f"raise the hard limit (ulimit -Hn) or lower --idle")
+        idle_count = min(args.idle, (file_limit - 256) // 2)  # the proxy's own files and some margin
+        print(f"{idle_row}: {idle_count} at once (file limit {file_limit})")
+        if idle_count < args.idle:
+            print(f"  the file limit allows the proxy about {idle_count} connections (two sockets each), not "
+                  f"{args.idle}: raise the hard limit (ulimit -Hn; it takes CAP_SYS_RESOURCE) or lower --idle")
         for label, (proc, address) in [("atsproxy", proxies["off"])] + ([("squid tunnel", proxies["squid"])]
                                                                         if squid else []):
             port = int(address.rsplit(":", 1)[1])
             host = "127.0.0.1" if label.startswith("squid") else None
             rss_before = rss_kib(proc.pid)
-            socks = idle_intercepted(port, tls_port, ca_file if not host else f"{d}/ca.pem", args.idle, host=host)
+            socks = idle_intercepted(port, tls_port, ca_file if not host else f"{d}/ca.pem", idle_count,
+                                     host=host)
             time.sleep(0.5)
             rss_idle = rss_kib(proc.pid)
             # Every connection really held on both legs: the proxy's open sockets.

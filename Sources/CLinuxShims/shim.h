@@ -86,6 +86,12 @@ static inline int clinux_set_heap_thresholds(int trim, int mmap_threshold) {
     return mallopt(M_TRIM_THRESHOLD, trim) == 1 && mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1;
 }
 
+/// glibc's malloc_trim: gives free whole pages inside every heap back to the kernel, keeping `pad` bytes at the top
+/// of each; returns 1 if any memory was released.
+static inline int clinux_trim_heap(size_t pad) {
+    return malloc_trim(pad);
+}
+
 /// Where a TCP connection that netfilter redirected (nftables `redirect`, NAT) was going: SO_ORIGINAL_DST for
 /// IPv4 (linux/netfilter_ipv4.h), IP6T_SO_ORIGINAL_DST for IPv6 (linux/netfilter_ipv6/ip6_tables.h), both 80 and
 /// answered from the connection-tracking table. Returns 0, or -1 with errno (ENOENT: no tracked redirect;

@@ -40,6 +40,8 @@ import ProxyTrace
 public final class ProxySession {
     /// What the layers share: environment, clock, commands, the phase and the connection's facts.
     let ctx: SessionContext
+    /// Set by a peer's quiet notice: `recycle` frees the array it is given instead of keeping it.
+    private var releaseRecycled = false
 
     /// The layer the connection is in, holding its state. Every payload is one reference (the value payloads are
     /// `indirect`), so that reading the phase on the hot path is a retain, not an outlined copy of the largest case.
@@ -144,6 +146,12 @@ public final class ProxySession {
     /// appends to its storage instead of allocating a new one (two events per proxied request). Optional: an array
     /// that is not given back is simply freed.
     public func recycle(_ used: consuming [ProxyCommand]) {
+        // A quiet peer's notice returns the array that held the handshake's commands (grown to some 30 of them,
+        // 1.7 KiB): an idle connection should not keep it, so it is freed and the next event starts a new one.
+        if releaseRecycled {
+            releaseRecycled = false
+            return
+        }
         // A nested event (handled while the caller was still running commands) may already have left one.
         guard ctx.commands.isEmpty, ctx.commands.capacity < used.capacity else { return }
         used.removeAll(keepingCapacity: true)
@@ -185,7 +193,9 @@ public final class ProxySession {
             case .tunnel(let t): t.pinCheckLaneEvent(ctx, event)
             case .front, .sniffing, .plain, .upgraded, .done: break
             }
-        case .peerQuiet(let peer): if let i = ctx.interception { i.releaseBuffers(ctx, of: peer) }
+        case .peerQuiet(let peer):
+            if let i = ctx.interception { i.releaseBuffers(ctx, of: peer) }
+            releaseRecycled = true
         case .stopping: ctx.stopping = true
         case .timerFired(.upstreamHandshake):
             switch ctx.phase {

@@ -79,6 +79,7 @@ extension Connection {
         if quietAfter > 0, !quietNoticed, idle >= quietAfter {
             quietNoticed = true
             handler?.connectionBecameQuiet(self)
+            loop.trimHeapSoon()  // after the handler gave its buffers back
             guard !isClosed else { return }
         }
         if idleTimeout > 0 || (quietAfter > 0 && !quietNoticed) {

@@ -102,6 +102,8 @@ public final class EventLoop: @unchecked Sendable {
     private let yieldsBeforeSleeping: Int
     /// Suspends yielding while something CPU-bound shares the cores.
     private var yieldGovernor = YieldGovernor()
+    /// Whether a heap trim is scheduled on this loop (`trimHeapSoon`).
+    private var heapTrimScheduled = false
 
     init(
         index: Int, writeLimits: WriteBufferLimits, readBufferSize: Int, yieldsBeforeSleeping: Int
@@ -245,6 +247,17 @@ public final class EventLoop: @unchecked Sendable {
     public func cancelTimer(_ timer: TimerID) {
         preconditionInEventLoop()
         timerCallbacks[timer.raw] = nil
+    }
+
+    /// A connection went quiet and gave its buffers back: trim the heap within `HeapTuning.trimDelay`, once for
+    /// all the notices until then (at most five trims a second while connections keep going quiet). Loop thread only.
+    func trimHeapSoon() {
+        guard !heapTrimScheduled, HeapTuning.trimsAfterQuiet.load(ordering: .relaxed) else { return }
+        heapTrimScheduled = true
+        _ = scheduleTimer(after: HeapTuning.trimDelay) { [weak self] in
+            self?.heapTrimScheduled = false
+            HeapTuning.releaseFreePages()
+        }
     }
 
     private func runDueTimers() {
