@@ -45,6 +45,12 @@ fewer requests/s).
 With `--team-store URI` (a postgresql:// team store, docs/team-store.md), a fourth proxy captures into it, and the
 "capture on (team store)" row runs interleaved with the others: the line after the table gives req/s and steady
 proxy CPU per request with no capture, the SQLite capture and the PostgreSQL capture, from the same rounds.
+With `--capture-clients`, issue 37's capture comparison runs too: atsproxy-load -c 32 and hey -c 32 (keep-alive,
+1 KiB) through the proxy without and with the capture, interleaved in each round, with the SQLite floor
+(capture-sqlite-floor.c, built with cc) run in the same rounds. Per client it prints the steady proxy CPU per request
+split between the loops and the capture writer (threads by name, /proc/PID/task/*/schedstat), their context
+switches per request, the client's own CPU per request, and the capture's extra CPU per exchange against the floor.
+`--only "capture clients" --capture-clients` runs it alone.
 Issue 37's references, each printed beside the figure it judges: the crypto floor of one new intercepted connection
 (`openssl speed` on the OpenSSL the proxy links, run right after the new-connection rows; see crypto_floor), the
 squid rows (squid as a plain CONNECT tunnel, its own process, interleaved like the others; "squid not installed"
@@ -404,6 +410,120 @@ def rss_kib(pid):
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
+def thread_stats(pid):
+    """Per thread name of `pid` (the loops share one): CPU seconds (schedstat, ns resolution) and context switches
+    (voluntary, involuntary), summed over its live threads."""
+    stats = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                cpu = int(f.read().split()[0]) / 1e9
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                status = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = re.search(r"Name:\s+(\S*)", status).group(1)
+        v = int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status, re.M).group(1))
+        nv = int(re.search(r"^nonvoluntary_ctxt_switches:\s+(\d+)", status, re.M).group(1))
+        old = stats.get(name, (0.0, 0, 0))
+        stats[name] = (old[0] + cpu, old[1] + v, old[2] + nv)
+    return stats
+
+
+def sqlite_floor(d, rows=30000):
+    """µs of CPU per row of benchmarks/capture-sqlite-floor.c (built here with cc; None without cc or sqlite3's
+    headers), with its file in `d` (the captures' file system)."""
+    binary = f"{d}/capture-sqlite-floor"
+    if not os.path.exists(binary):
+        try:
+            run(["cc", "-O2", "-o", binary, os.path.join(ROOT, "benchmarks/capture-sqlite-floor.c"), "-lsqlite3"])
+        except (OSError, subprocess.CalledProcessError):
+            return None
+    out = run([binary, "full", str(rows), f"{d}/floor.db"]).stdout
+    return float(re.search(r"([\d.]+) us of CPU per row", out).group(1))
+
+
+def capture_clients(load_binary, url, off, on, status_port, n, rounds, d):
+    """Issue 37's capture comparison under both clients, interleaved: in each round atsproxy-load -c 32 and hey
+    -c 32 (keep-alive, the same URL), each through the proxy without a capture (`off`) and with one (`on`), plus the
+    SQLite floor. Each figure is steady CPU per request (a run of n, then n/5, over the same connections: the
+    difference over the difference in requests), for the proxy as a whole and per thread kind (loops, the capture
+    writer), with the threads' context switches and the client's own CPU per request. `off`/`on`: (process,
+    host:port)."""
+    import resource
+
+    def children_cpu():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    def one(kind, which, m):
+        proc, address = which
+        if kind == "load":
+            return load(load_binary, url, m, 32, proxy=address)
+        return hey(url, m, 32, proxy=f"http://{address}")
+
+    def measured(kind, which):
+        pid = which[0].pid
+        short = max(100, n // 5)
+        t0, c0, k0 = task_cpu_seconds(pid), children_cpu(), thread_stats(pid)
+        r = one(kind, which, n)
+        settled_cpu_seconds(pid)
+        t1, c1, k1 = task_cpu_seconds(pid), children_cpu(), thread_stats(pid)
+        one(kind, which, short)
+        settled_cpu_seconds(pid)
+        t2, k2 = task_cpu_seconds(pid), thread_stats(pid)
+
+        def per_request(a, b, c_):
+            # (long run's a->b) minus (short run's b->c), over n - short
+            return ((b - a) - (c_ - b)) / (n - short) * 1e6
+        r["steady_us"] = per_request(t0, t1, t2)
+        r["client_us"] = (c1 - c0) / n * 1e6
+        for name in set(k0) | set(k1) | set(k2):
+            z = (0.0, 0, 0)
+            a, b, c_ = k0.get(name, z), k1.get(name, z), k2.get(name, z)
+            kind_name = "writer" if name == "capture-writer" else "other"
+            cpu = per_request(a[0], b[0], c_[0])
+            switches = ((b[1] + b[2] - a[1] - a[2]) - (c_[1] + c_[2] - b[1] - b[2])) / (n - short)
+            r[kind_name + "_us"] = r.get(kind_name + "_us", 0.0) + cpu
+            r[kind_name + "_cs"] = r.get(kind_name + "_cs", 0.0) + switches
+        return r
+
+    results = {(kind, side): [] for kind in ("load", "hey") for side in ("off", "on")}
+    floors = []
+    for kind in ("load", "hey"):
+        for which in (off, on):
+            one(kind, which, max(200, n // 10))  # settle: contexts, TCP state, the capture's first pages
+    for i in range(rounds):
+        order = [("load", "off"), ("load", "on"), ("hey", "off"), ("hey", "on")]
+        if i % 2:
+            order.reverse()
+        for kind, side in order:
+            results[(kind, side)].append(measured(kind, off if side == "off" else on))
+        floors.append(sqlite_floor(d))
+    print()
+    print("capture under both clients (steady CPU per request; 'other' = the loops and every thread but the writer; "
+          "cs = context switches per request):")
+    med = statistics.median
+    for kind in ("load", "hey"):
+        for side in ("off", "on"):
+            rows = results[(kind, side)]
+            print(f"  {kind:4} capture {side:3}: {med(r['rps'] for r in rows):8.0f} req/s, proxy "
+                  f"{med(r['steady_us'] for r in rows):5.1f} µs (other {med(r.get('other_us', 0) for r in rows):5.1f}, "
+                  f"cs {med(r.get('other_cs', 0) for r in rows):.2f}; writer {med(r.get('writer_us', 0) for r in rows):5.1f}, "
+                  f"cs {med(r.get('writer_cs', 0) for r in rows):.3f}), client {med(r['client_us'] for r in rows):5.1f} µs")
+    floor = [f for f in floors if f is not None]
+    floor_us = med(floor) if floor else None
+    for kind in ("load", "hey"):
+        extra = med(on["steady_us"] - off_["steady_us"] for off_, on in zip(results[(kind, "off")], results[(kind, "on")]))
+        judged = f" = {extra / floor_us:.2f}x the SQLite floor ({floor_us:.1f} µs per row, same rounds; target <= 1.5x)" \
+            if floor_us else " (no SQLite floor: cc or libsqlite3-dev missing)"
+        print(f"  capture's extra proxy CPU per exchange, {kind}: {extra:+.1f} µs (paired by round){judged}")
+    for kind in ("load", "hey"):
+        bad = [r for side in ("off", "on") for r in results[(kind, side)] if set(r["codes"]) - {200} or r["errors"]]
+        for r in bad:
+            print(f"   {kind}: non-200 responses or errors: {r['codes']} {r['errors']}")
+
+
 def idle_intercepted(proxy_port, origin_port, ca_file, count, host=None):
     """Opens `count` CONNECT tunnels through the proxy (to bench.test, or `host`) and completes TLS in each; returns
     the open sockets."""
@@ -608,6 +728,9 @@ def main():
     ap.add_argument("--many", help="comma-separated counts (e.g. 1000,5000,10000): only the many-connections measure")
     ap.add_argument("--only", help="run only the cases whose name contains this text (no idle measure)")
     ap.add_argument("--team-store", help="a postgresql:// URI: add the team store capture row")
+    ap.add_argument("--capture-clients", action="store_true",
+                    help="also compare capture off/on under atsproxy-load and hey (32 keep-alive conns each), "
+                         "interleaved, with the SQLite floor (capture-sqlite-floor.c) of the same rounds")
     ap.add_argument("--proxy-arg", action="append", default=[],
                     help="extra argument for `atsproxy run` (repeatable), e.g. --proxy-arg=--threads=1")
     args = ap.parse_args()
@@ -779,6 +902,11 @@ def main():
                 r["cpu_us"] = (cpu_seconds(proxy.pid) - before) / (n * processes) * 1e6
                 rows["proxy"].append(r)
             results[name] = (rows, "rps")
+
+        if args.capture_clients:
+            capture_clients(load_binary, proxied_1k, proxies["off"], proxies["capture"], http_port, args.requests,
+                            args.rounds, d)
+            captured_requests = None  # the capture file's size per exchange is no longer the rows' alone
 
         print()
         print(f"{'case':44} {'direct':>10} {'proxy':>10} {'ratio':>7} {'rounds':>9} {'p50 d/p':>15} {'p99 d/p':>15} {'proxy CPU/req':>14}"

@@ -129,6 +129,8 @@ final class HTTP1Relay {
     /// As a tunnel holds a client's early bytes (`TunnelLayer`): a slow upstream, or an owner slow to decide, cannot
     /// make the proxy buffer more.
     static let heldLimit = 64 * 1024
+    /// Prepared once: every forwarded request is asked whether it carries one.
+    static let upgrade = HTTPFieldName("Upgrade")
     @exclusivity(unchecked) private(set) var awaitingUpstream = false
     @exclusivity(unchecked) private(set) var connectedUpstream: UpstreamTarget?
     @exclusivity(unchecked) private var finished = false
@@ -368,7 +370,7 @@ final class HTTP1Relay {
             let ex = Exchange(
                 method: head.method, url: url, outcome: outcome, codes: codes, annotation: annotation,
                 started: u.arrived, recorder: ExchangeRecorder.make(recording), number: u.number,
-                asksUpgrade: forwarded.headers.contains(name: "Upgrade"), clientIsHTTP10: head.version.minor == 0)
+                asksUpgrade: forwarded.headers.contains(Self.upgrade), clientIsHTTP10: head.version.minor == 0)
             ex.rules = rules
             ex.recorder?.recordRequest(head, forwarded: forwarded)
             // The body's inactivity counts from the decision: until then the proxy held it.

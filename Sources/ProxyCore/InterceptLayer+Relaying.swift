@@ -16,6 +16,9 @@ import TLSCore
 // - The client's end (close_notify or EOF) ends the connection once the relay is idle; a TLS error ends it at once.
 
 extension InterceptLayer {
+    /// Prepared once: every request is asked whether it carries the proxy's credentials.
+    static let proxyAuthorization = HTTPFieldName("Proxy-Authorization")
+
     /// Picks the relay for the protocols both sides negotiated, translating where they differ.
     func startRelaying(_ ctx: SessionContext, _ engine: TLSEngine) {
         let clientH2 = engine.negotiated?.alpn == "h2"
@@ -164,7 +167,7 @@ extension InterceptLayer {
         // The proxy's credentials never go upstream, whichever leg carried them (a client may repeat them inside the
         // tunnel). Checked first so that the common head is forwarded as the same value, and its bytes as received.
         var forwarded = head
-        if head.headers.contains(name: "Proxy-Authorization") { forwarded.headers.remove(name: "Proxy-Authorization") }
+        if head.headers.contains(Self.proxyAuthorization) { forwarded.headers.remove(Self.proxyAuthorization) }
         return .forward(
             head: forwarded, url: url, upstream: nil, annotation: annotation, outcome: outcome, codes: codes)
     }
