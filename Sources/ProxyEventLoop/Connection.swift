@@ -59,8 +59,12 @@ public final class Connection {
     var idleTimer: TimerID?
     var lastActivity: UInt64 = 0
 
-    /// The peer's address (a getpeername call; nil once closed).
-    public var remoteAddress: SocketAddress? { state == .closed ? nil : Socket.peerAddress(fd) }
+    /// The peer's address as accept4 reported it, for an accepted TCP connection.
+    private let acceptedPeer: SocketAddress?
+    /// The peer's address (from the accept, else a getpeername call; nil once closed).
+    public var remoteAddress: SocketAddress? {
+        state == .closed ? nil : acceptedPeer ?? Socket.peerAddress(fd)
+    }
     /// The local address (a getsockname call; nil once closed).
     public var localAddress: SocketAddress? { state == .closed ? nil : Socket.localAddress(fd) }
 
@@ -71,8 +75,11 @@ public final class Connection {
     /// queued) but a well-behaved producer pauses until `writabilityChanged(true)`.
     public var isWritable: Bool { bufferedWriteBytes < loop.writeLimits.highWater }
 
-    private init(loop: EventLoop, fd: Int32, state: State, handler: any ConnectionHandler) {
+    private init(
+        loop: EventLoop, fd: Int32, state: State, handler: any ConnectionHandler, acceptedPeer: SocketAddress? = nil
+    ) {
         self.loop = loop
+        self.acceptedPeer = acceptedPeer
         self.id = loop.makeConnectionID()
         self.fd = fd
         self.state = state
@@ -81,10 +88,10 @@ public final class Connection {
 
     // MARK: - Creation
 
-    /// Adopts an accepted socket. Loop thread only.
-    static func adopt(fd: Int32, on loop: EventLoop, handler: any ConnectionHandler) {
-        let connection = Connection(loop: loop, fd: fd, state: .open, handler: handler)
-        connection.setNoDelay()
+    /// Adopts an accepted socket (`peer`: its address from accept4) or a local stream socket. No TCP_NODELAY here:
+    /// an accepted socket inherits it from the listener (`Listener`), and a local socket has no Nagle. Loop thread only.
+    static func adopt(fd: Int32, peer: SocketAddress? = nil, on loop: EventLoop, handler: any ConnectionHandler) {
+        let connection = Connection(loop: loop, fd: fd, state: .open, handler: handler, acceptedPeer: peer)
         loop.connections[connection.id] = connection
         do {
             connection.epollData = try loop.register(fd, connection, events: EPOLLIN.rawValue)
