@@ -489,13 +489,10 @@ public final class Connection {
     // MARK: - Events
 
     private func finishConnect(_ events: UInt32) {
-        let code = Socket.pendingError(fd)
-        if code != 0 {
-            fail(IOError(errnoCode: code, call: "connect"))
-            return
-        }
+        // A failed connect always reports EPOLLERR (or EPOLLHUP): only then is SO_ERROR worth a system call.
         if events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
-            fail(IOError(errnoCode: ECONNREFUSED, call: "connect"))
+            let code = Socket.pendingError(fd)
+            fail(IOError(errnoCode: code != 0 ? code : ECONNREFUSED, call: "connect"))
             return
         }
         state = .open
@@ -558,7 +555,10 @@ public final class Connection {
         guard state != .closed else { return }
         state = .closed
         if fd >= 0 {
-            loop.deregister(fd, removeFromEpoll: inEpoll)
+            // No EPOLL_CTL_DEL: closing the only descriptor of the socket takes it out of the epoll set (nothing
+            // dup()s a connection's fd, and the process does not fork), and a stale event for it in the current batch
+            // is dropped by its generation.
+            loop.deregister(fd, removeFromEpoll: false)
             inEpoll = false
             closeDescriptor(fd)
         }
