@@ -6,10 +6,12 @@ import Glibc
 
 /// A listening TCP socket, accepted from by every loop of its group: each loop has the socket in its own epoll set
 /// with `EPOLLEXCLUSIVE`, so the kernel wakes one sleeping loop per new connection (a busy loop finds it on its next
-/// look), and the loop that accepts a connection owns it. The handler for it is made by `makeHandler` on that loop.
+/// look), and the loop that accepts a connection keeps it unless it already has clearly more connections than
+/// another loop (then the connection is handed over). The handler is made by `makeHandler` on the owning loop.
 ///
 /// Why not one accepting loop handing every other connection on: each hand-off was a cross-thread wake-up (an eventfd
-/// write, a context switch), and a round-robin hand-off gives work to a loop that may be the busier one.
+/// write, a context switch). Why hand over at all: a loop that is awake takes a whole burst of connections (32
+/// keep-alive clients starting at once all landed on one loop), which leaves the other core idle afterwards.
 ///
 /// Thread-safety: `address`, `port` and `close()` may be used from any thread.
 public final class Listener: Sendable {
@@ -44,7 +46,7 @@ public final class Listener: Sendable {
         }
         self.address = Socket.localAddress(fd) ?? address
         let socket = ListeningSocket(
-            fd: fd, acceptors: loops.count, onDescriptorsExhausted: onDescriptorsExhausted, makeHandler: makeHandler)
+            fd: fd, loops: loops, onDescriptorsExhausted: onDescriptorsExhausted, makeHandler: makeHandler)
         self.socket = socket
         acceptors = loops.map { Acceptor(loop: $0, socket: socket) }
     }
@@ -77,6 +79,8 @@ public final class Listener: Sendable {
 /// The listening descriptor and what its acceptors share.
 final class ListeningSocket: Sendable {
     let fd: Int32
+    /// The loops that accept from it (all of the group's).
+    let loops: [EventLoop]
     let makeHandler: @Sendable (EventLoop) -> any ConnectionHandler
     /// Called (on a loop thread) each time a reserve answered a client because descriptors ran out.
     let onDescriptorsExhausted: (@Sendable () -> Void)?
@@ -85,13 +89,14 @@ final class ListeningSocket: Sendable {
     private let acceptorsOpen: Atomic<Int>
 
     init(
-        fd: Int32, acceptors: Int, onDescriptorsExhausted: (@Sendable () -> Void)?,
+        fd: Int32, loops: [EventLoop], onDescriptorsExhausted: (@Sendable () -> Void)?,
         makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
     ) {
         self.fd = fd
+        self.loops = loops
         self.makeHandler = makeHandler
         self.onDescriptorsExhausted = onDescriptorsExhausted
-        acceptorsOpen = Atomic(acceptors)
+        acceptorsOpen = Atomic(loops.count)
     }
 
     /// An acceptor has let go of `fd`; the last one closes it.
@@ -167,8 +172,7 @@ extension Acceptor {
             }
             if client >= 0 {
                 // accept4 told us the peer: kept, so asking the connection for it later costs no getpeername.
-                Connection.adopt(
-                    fd: client, peer: SocketAddress(storage: storage), on: loop, handler: socket.makeHandler(loop))
+                place(client, peer: SocketAddress(storage: storage))
                 continue
             }
             let code = errno
@@ -189,6 +193,43 @@ extension Acceptor {
             default:
                 return  // EAGAIN: backlog empty (or another loop took the connection first).
             }
+        }
+    }
+
+    /// A loop with more than this many connections more than another hands what it accepts to that other loop.
+    /// Small enough to even out a burst (a difference of one client connection and its upstream), large enough that
+    /// the usual jitter between busy loops does not turn into hand-offs.
+    static let imbalanceAllowed = 2
+
+    /// Adopts the accepted `client` here, or hands it to the least-loaded loop when this one has more than
+    /// `imbalanceAllowed` connections more.
+    private func place(_ client: Int32, peer: SocketAddress?) {
+        var leastLoaded = loop
+        let mine = loop.acceptLoad
+        var least = mine
+        for other in socket.loops where other !== loop {
+            let load = other.acceptLoad
+            if load < least {
+                least = load
+                leastLoaded = other
+            }
+        }
+        let makeHandler = socket.makeHandler
+        let target = leastLoaded
+        if target === loop || mine <= least + Self.imbalanceAllowed {
+            Connection.adopt(fd: client, peer: peer, on: loop, handler: makeHandler(loop))
+            return
+        }
+        // Counted at once, so the next accepts of this burst see it; the fd travels as a plain integer and the
+        // Connection is created on, and confined to, its own loop.
+        target.incomingConnections.add(1, ordering: .relaxed)
+        let accepted = target.submit {
+            target.incomingConnections.subtract(1, ordering: .relaxed)
+            Connection.adopt(fd: client, peer: peer, on: target, handler: makeHandler(target))
+        }
+        if !accepted {
+            target.incomingConnections.subtract(1, ordering: .relaxed)
+            closeDescriptor(client)
         }
     }
 
