@@ -120,8 +120,9 @@ final class Acceptor: BoundSocket, @unchecked Sendable {
     /// the client waiting in the backlog is answered `503` and closed rather than left hanging; then taken again.
     private var reserve: Int32 = -1
 
-    /// Exclusive: one sleeping loop is woken per new connection, not all of them.
-    private static let events = EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue
+    /// Exclusive: one sleeping loop is woken per new connection, not all of them. A kernel older than 4.5 refuses
+    /// the flag (EINVAL); then every loop is woken and one of them gets the connection.
+    private var events = EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue
 
     init(loop: EventLoop, socket: ListeningSocket) {
         self.loop = loop
@@ -132,7 +133,7 @@ final class Acceptor: BoundSocket, @unchecked Sendable {
     func start() {
         guard !closed, !started else { return }
         do {
-            epollData = try loop.register(socket.fd, self, events: Self.events)
+            epollData = try register()
         } catch {
             closeOnLoop()
             return
@@ -140,6 +141,15 @@ final class Acceptor: BoundSocket, @unchecked Sendable {
         started = true
         loop.boundSockets[ObjectIdentifier(self)] = self
         reserve = Self.openReserve()
+    }
+
+    private func register() throws(IOError) -> UInt64 {
+        do {
+            return try loop.register(socket.fd, self, events: events)
+        } catch where error.errnoCode == EINVAL && events != EPOLLIN.rawValue {
+            events = EPOLLIN.rawValue
+            return try loop.register(socket.fd, self, events: events)
+        }
     }
 
     /// Stops accepting on this loop; the last acceptor to stop closes the socket. Loop thread only (or once the
@@ -255,7 +265,7 @@ extension Acceptor {
             guard let self, !self.closed else { return }
             self.backingOff = false
             do {
-                try self.loop.reAdd(self.socket.fd, data: self.epollData, events: Self.events)
+                try self.loop.reAdd(self.socket.fd, data: self.epollData, events: self.events)
             } catch {
                 self.closeOnLoop()
             }
