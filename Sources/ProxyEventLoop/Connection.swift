@@ -59,8 +59,12 @@ public final class Connection {
     var idleTimer: TimerID?
     var lastActivity: UInt64 = 0
 
-    /// The peer's address (a getpeername call; nil once closed).
-    public var remoteAddress: SocketAddress? { state == .closed ? nil : Socket.peerAddress(fd) }
+    /// The peer's address as accept4 reported it, for an accepted TCP connection.
+    private let acceptedPeer: SocketAddress?
+    /// The peer's address (from the accept, else a getpeername call; nil once closed).
+    public var remoteAddress: SocketAddress? {
+        state == .closed ? nil : acceptedPeer ?? Socket.peerAddress(fd)
+    }
     /// The local address (a getsockname call; nil once closed).
     public var localAddress: SocketAddress? { state == .closed ? nil : Socket.localAddress(fd) }
 
@@ -71,8 +75,11 @@ public final class Connection {
     /// queued) but a well-behaved producer pauses until `writabilityChanged(true)`.
     public var isWritable: Bool { bufferedWriteBytes < loop.writeLimits.highWater }
 
-    private init(loop: EventLoop, fd: Int32, state: State, handler: any ConnectionHandler) {
+    private init(
+        loop: EventLoop, fd: Int32, state: State, handler: any ConnectionHandler, acceptedPeer: SocketAddress? = nil
+    ) {
         self.loop = loop
+        self.acceptedPeer = acceptedPeer
         self.id = loop.makeConnectionID()
         self.fd = fd
         self.state = state
@@ -81,10 +88,10 @@ public final class Connection {
 
     // MARK: - Creation
 
-    /// Adopts an accepted socket. Loop thread only.
-    static func adopt(fd: Int32, on loop: EventLoop, handler: any ConnectionHandler) {
-        let connection = Connection(loop: loop, fd: fd, state: .open, handler: handler)
-        connection.setNoDelay()
+    /// Adopts an accepted socket (`peer`: its address from accept4) or a local stream socket. No TCP_NODELAY here:
+    /// an accepted socket inherits it from the listener (`Listener`), and a local socket has no Nagle. Loop thread only.
+    static func adopt(fd: Int32, peer: SocketAddress? = nil, on loop: EventLoop, handler: any ConnectionHandler) {
+        let connection = Connection(loop: loop, fd: fd, state: .open, handler: handler, acceptedPeer: peer)
         loop.connections[connection.id] = connection
         do {
             connection.epollData = try loop.register(fd, connection, events: EPOLLIN.rawValue)
@@ -482,13 +489,10 @@ public final class Connection {
     // MARK: - Events
 
     private func finishConnect(_ events: UInt32) {
-        let code = Socket.pendingError(fd)
-        if code != 0 {
-            fail(IOError(errnoCode: code, call: "connect"))
-            return
-        }
+        // A failed connect always reports EPOLLERR (or EPOLLHUP): only then is SO_ERROR worth a system call.
         if events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
-            fail(IOError(errnoCode: ECONNREFUSED, call: "connect"))
+            let code = Socket.pendingError(fd)
+            fail(IOError(errnoCode: code != 0 ? code : ECONNREFUSED, call: "connect"))
             return
         }
         state = .open
@@ -551,7 +555,10 @@ public final class Connection {
         guard state != .closed else { return }
         state = .closed
         if fd >= 0 {
-            loop.deregister(fd, removeFromEpoll: inEpoll)
+            // No EPOLL_CTL_DEL: closing the only descriptor of the socket takes it out of the epoll set (nothing
+            // dup()s a connection's fd, and the process does not fork), and a stale event for it in the current batch
+            // is dropped by its generation.
+            loop.deregister(fd, removeFromEpoll: false)
             inEpoll = false
             closeDescriptor(fd)
         }

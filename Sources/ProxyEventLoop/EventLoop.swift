@@ -89,7 +89,17 @@ public final class EventLoop: @unchecked Sendable {
     /// How long a write may be held for the end of its batch.
     static let maximumWriteHold: UInt64 = 1_000_000
 
-    var connections: [ConnectionID: Connection] = [:]
+    var connections: [ConnectionID: Connection] = [:] {
+        didSet { openConnections.store(connections.count, ordering: .relaxed) }
+    }
+    /// `connections.count`, readable from any thread: listeners balance accepted connections by it (`Acceptor`).
+    let openConnections = Atomic<Int>(0)
+    /// Accepted connections handed to this loop by another loop's acceptor and not adopted yet.
+    let incomingConnections = Atomic<Int>(0)
+    /// The connections this loop has or is about to have; from any thread, a moment's snapshot.
+    var acceptLoad: Int {
+        openConnections.load(ordering: .relaxed) + incomingConnections.load(ordering: .relaxed)
+    }
     private var nextConnectionSerial: UInt64 = 0
     /// Listeners and UDP sockets on this loop, kept until they close (BoundSocket).
     var boundSockets: [ObjectIdentifier: any BoundSocket] = [:]

@@ -6,7 +6,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// A set of event loops, one thread each, with round-robin placement of new connections.
+/// A set of event loops, one thread each. Every loop accepts from the group's listeners (see `Listener`); `next()`
+/// places other work round-robin.
 ///
 /// Thread-safety: every method may be called from any thread except `shutdownGracefully`, which blocks and must not
 /// run on one of the group's own loop threads.
@@ -99,23 +100,23 @@ public final class EventLoopGroup: Sendable {
     }
 
     /// Binds and listens on `host:port` (numeric IPv4/IPv6 or `localhost`; port 0 picks a free port, see
-    /// `Listener.port`), with SO_REUSEADDR and the given backlog. Accepted connections are spread round-robin over the
-    /// loops, and `makeHandler` is called on the chosen loop's thread to create each connection's handler.
+    /// `Listener.port`), with SO_REUSEADDR and the given backlog. Every loop accepts for itself (the kernel wakes one
+    /// idle loop per new connection), and `makeHandler` is called on the accepting loop's thread to create each
+    /// connection's handler.
     public func listen(
         host: String, port: UInt16, backlog: Int32 = 511, onDescriptorsExhausted: (@Sendable () -> Void)? = nil,
         makeHandler: @escaping @Sendable (EventLoop) -> any ConnectionHandler
     ) throws(IOError) -> Listener {
         let address = try SocketAddress(numericHost: host, port: port)
-        let loop = next()
         let listener = try Listener(
-            address: address, backlog: backlog, loop: loop, group: self,
+            address: address, backlog: backlog, loops: loops,
             onDescriptorsExhausted: onDescriptorsExhausted, makeHandler: makeHandler)
         let accepted = state.withLock { state -> Bool in
             if state.shutDown { return false }
             state.listeners.append(listener)
             return true
         }
-        guard accepted, loop.submit({ listener.start() }) else {
+        guard accepted, listener.start() else {
             listener.close()
             throw IOError(errnoCode: ESHUTDOWN, call: "listen (event loop group is shut down)")
         }

@@ -116,8 +116,12 @@ public enum SocketAddress: Equatable, Sendable, CustomStringConvertible {
         switch Int32(storage.ss_family) {
         case AF_INET:
             let sin = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self) }
-            let b = withUnsafeBytes(of: sin.sin_addr) { Array($0) }
-            self = .ipv4(host: (b[0], b[1], b[2], b[3]), port: UInt16(bigEndian: sin.sin_port))
+            // The four bytes in network order, read without an intermediate array (this runs once per accept).
+            let a = UInt32(bigEndian: sin.sin_addr.s_addr)
+            self = .ipv4(
+                host: (UInt8(a >> 24), UInt8(truncatingIfNeeded: a >> 16), UInt8(truncatingIfNeeded: a >> 8),
+                    UInt8(truncatingIfNeeded: a)),
+                port: UInt16(bigEndian: sin.sin_port))
         case AF_INET6:
             let sin6 = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }
             self = .ipv6(
