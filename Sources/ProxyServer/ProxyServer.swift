@@ -142,12 +142,12 @@ final class ClientSide: ConnectionHandler {
     func connectionOpened(_ connection: Connection) {
         client = connection
         if let fromTunnel {
-            startTunnelled(connection, fromTunnel)
-            return
-        }
-        // Only a 407 and the loopback rule need the client's address: without --auth and with loopback listeners
-        // only, it is not worth decoding and formatting per connection (accept4 already gave it: no system call).
-        if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
+            // The tunnel says who the device is: there is no socket address to read.
+            session.clientAddress = fromTunnel.client.description
+            clientIsLoopback = false
+        } else if server.environment.credentials != nil || server.admission.listensBeyondLoopback {
+            // Only a 407 and the loopback rule need the client's address: without --auth and with loopback
+            // listeners only, it is not worth decoding and formatting per connection (accept4 already gave it).
             let remote = connection.remoteAddress
             session.clientAddress = remote?.description
             clientIsLoopback = remote?.isLoopback ?? false
@@ -157,12 +157,20 @@ final class ClientSide: ConnectionHandler {
         }
         if server.environment.autoPassthrough != nil {
             // Asked for by the session only when it needs it (an interception starting, a CONNECT once some host is
-            // auto-tunnelled); the address is the one accept4 returned, so it costs no system call.
-            session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
+            // auto-tunnelled); a socket's address is the one accept4 returned, so it costs no system call.
+            if let host = fromTunnel?.client.host {
+                session.clientHostProvider = { host }
+            } else {
+                session.clientHostProvider = { [weak connection] in connection?.remoteAddress?.host }
+            }
         }
         connection.setIdleTimeout(server.environment.timeouts.idle)
         connection.setQuietNotice(after: ClientSide.quietDelay)
-        if transparent { startTransparent(connection) }
+        if let fromTunnel {
+            startTunnelled(fromTunnel)
+        } else if transparent {
+            startTransparent(connection)
+        }
     }
 
     /// A transparent listener's connection: the session starts at its original destination, read here (the only
@@ -193,15 +201,7 @@ final class ClientSide: ConnectionHandler {
     }
 
     /// A tunnel's connection: the session starts at the destination the device asked for, as a transparent one.
-    private func startTunnelled(_ connection: Connection, _ tunnelled: TunnelledConnection) {
-        session.clientAddress = tunnelled.client.description
-        clientIsLoopback = false
-        if server.environment.autoPassthrough != nil {
-            let host = tunnelled.client.host
-            session.clientHostProvider = { host }
-        }
-        connection.setIdleTimeout(server.environment.timeouts.idle)
-        connection.setQuietNotice(after: ClientSide.quietDelay)
+    private func startTunnelled(_ tunnelled: TunnelledConnection) {
         if tunnelled.destination.port == 443 { server.noteQUICFallback(client: tunnelled.client.host) }
         run(session.startTransparent(
             destinationAddress: tunnelled.destination.host, port: Int(tunnelled.destination.port),
