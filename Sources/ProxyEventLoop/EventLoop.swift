@@ -26,6 +26,12 @@
 //    in epoll_wait costs that peer a wake-up (an interrupt to the other core, on a VM an exit to the hypervisor).
 //    When yields start taking milliseconds, a CPU-bound task is getting the core instead, and `YieldGovernor`
 //    suspends yielding for a second.
+// 9. A connection's fd is closed without EPOLL_CTL_DEL: closing the last descriptor of a socket takes it out of every
+//    epoll set, and item 3 drops an event already queued for it. This holds only while nothing else keeps the socket
+//    open: the proxy never dup()s a loop's fd, never passes one over SCM_RIGHTS and never forks (a child spawned by a
+//    test holds the CLOEXEC fds only until its exec, so at worst a closed fd reports a few stale events until then).
+// 10. Every loop accepts from each listening socket itself (`Listener`, `EPOLLEXCLUSIVE`); `tearDown` still runs the
+//    tasks submitted before the queue closed, since a submit that returned true may carry an accepted fd.
 
 import CLinuxShims
 import Synchronization
@@ -427,6 +433,18 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Closes everything still open on this loop. Runs on the loop thread as it exits.
     private func tearDown() {
+        // Tasks submitted before the queue closed still run (a submit that returned true is a promise: an accepted
+        // fd handed over by another loop's acceptor, an acceptor's start or close); what they open is closed below.
+        let lateTasks = tasks.withLock { state -> [@Sendable () -> Void] in
+            state.closed = true
+            let list = state.list
+            state.list = []
+            return list
+        }
+        for task in lateTasks {
+            task()
+            runDeferred()
+        }
         for socket in Array(boundSockets.values) { socket.closeOnLoop() }
         // In the order they were made, so a proxy's client connection closes before the upstream connection it
         // opened, and its exchange in flight is logged as cut off by the shutdown, not by the upstream's close.
@@ -434,10 +452,6 @@ public final class EventLoop: @unchecked Sendable {
         runDeferred()
         timerCallbacks.removeAll()
         pendingResolutions.removeAll()
-        tasks.withLock { state in
-            state.closed = true
-            state.list = []
-        }
         deregister(wakeFD)
         closeDescriptor(wakeFD)
         closeDescriptor(epollFD)

@@ -120,8 +120,9 @@ final class Acceptor: BoundSocket, @unchecked Sendable {
     /// the client waiting in the backlog is answered `503` and closed rather than left hanging; then taken again.
     private var reserve: Int32 = -1
 
-    /// Exclusive: one sleeping loop is woken per new connection, not all of them. A kernel older than 4.5 refuses
-    /// the flag (EINVAL); then every loop is woken and one of them gets the connection.
+    /// Exclusive: one sleeping loop is woken per new connection, not all of them. A kernel older than 4.5 ignores the
+    /// flag (every loop is woken and one of them gets the connection); should one refuse it (EINVAL), the plain
+    /// registration below does the same.
     private var events = EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue
 
     init(loop: EventLoop, socket: ListeningSocket) {
@@ -175,6 +176,8 @@ extension Acceptor {
     func handleEvents(_ events: UInt32) {
         // Accept a bounded batch per wake-up so one busy listener cannot starve the loop's connections.
         for _ in 0..<64 {
+            // A handler may have closed the listener while this batch ran (the last acceptor then closed the fd).
+            guard !closed else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &storage) {
@@ -238,8 +241,9 @@ extension Acceptor {
             Connection.adopt(fd: client, peer: peer, on: target, handler: makeHandler(target))
         }
         if !accepted {
+            // That loop has stopped (shutting down): this one serves the client rather than resetting it.
             target.incomingConnections.subtract(1, ordering: .relaxed)
-            closeDescriptor(client)
+            Connection.adopt(fd: client, peer: peer, on: loop, handler: makeHandler(loop))
         }
     }
 
@@ -264,6 +268,8 @@ extension Acceptor {
         loop.scheduleTimer(after: .milliseconds(100)) { [weak self] in
             guard let self, !self.closed else { return }
             self.backingOff = false
+            // Another loop's accept may have taken the descriptor this one gave up: take a reserve again now.
+            if self.reserve < 0 { self.reserve = Self.openReserve() }
             do {
                 try self.loop.reAdd(self.socket.fd, data: self.epollData, events: self.events)
             } catch {
