@@ -84,6 +84,9 @@ public final class EventLoop: @unchecked Sendable {
     private(set) var isBatchingWrites = false
     /// Connections with writes held for the end of the batch, in the order they were written.
     private var connectionsToFlush: [Connection] = []
+    /// The list being flushed; swapped with `connectionsToFlush` so that neither array is allocated afresh per batch
+    /// (a keep-alive load ends a batch every few requests).
+    private var connectionsFlushing: [Connection] = []
     /// When the oldest held write must go out even if the batch is still running (monotonic nanoseconds).
     private var heldWritesDeadline: UInt64 = 0
     /// How long a write may be held for the end of its batch.
@@ -206,9 +209,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private func flushBatchedWrites() {
         guard !connectionsToFlush.isEmpty else { return }
-        let batch = connectionsToFlush
-        connectionsToFlush = []
-        for connection in batch { connection.flushBatchedWrites() }
+        // A flush may hold new writes (a handler writing from its callback): they go to the emptied list.
+        swap(&connectionsToFlush, &connectionsFlushing)
+        for index in connectionsFlushing.indices { connectionsFlushing[index].flushBatchedWrites() }
+        connectionsFlushing.removeAll(keepingCapacity: true)
         runDeferred()
     }
 
