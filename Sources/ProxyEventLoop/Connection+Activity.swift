@@ -24,11 +24,13 @@ extension Connection {
         restartActivityTimer()
     }
 
-    /// Records progress on the socket. Called by the read and send paths.
+    /// Records progress on the socket. Called by the read and send paths. Stamped with the loop's batch time, not
+    /// the clock: a deadline then counts from at most one batch earlier (microseconds, a few milliseconds when a batch
+    /// signs leaves), one clock read per batch instead of one per read and send.
     @inline(__always)
     func noteActivity() {
         guard idleTimeout > 0 || quietAfter > 0 else { return }
-        lastActivity = monotonicNanoseconds()
+        lastActivity = loop.batchStartTime
         if quietNoticed {
             // Active again after a quiet notice: the pending timer may be as far away as the idle timeout, so the next
             // quiet period needs its own deadline. One timer operation per quiet-to-busy transition.

@@ -105,7 +105,7 @@ final class ClientSide: ConnectionHandler {
     private var clientHeld = false
     private var clientHeldTold = false
     /// The session's pending deadlines.
-    private var timers: [ProxyTimer: TimerID] = [:]
+    private var timers = SessionTimers()
     /// The exchanges this session listed in the hold registry (breakpoints), taken off when it ends.
     private var holds: Set<UInt64> = []
     /// Whether the client connected from this host's loopback (true when every listener is on loopback).
@@ -253,8 +253,7 @@ final class ClientSide: ConnectionHandler {
         }
         lanes = [:]
         client = nil
-        for timer in timers.values { loop.cancelTimer(timer) }
-        timers = [:]
+        for timer in timers.removeAll() { loop.cancelTimer(timer) }
         if let throttle {
             // Records held for bytes that will never go out are written now.
             for leg in throttle.allLegs { retire(leg, into: nil) }
@@ -354,6 +353,28 @@ final class ClientSide: ConnectionHandler {
 
     // MARK: Commands
 
+    /// Schedules the loop timer for a session deadline due at `due` (monotonic nanoseconds), replacing any pending one.
+    private func armSessionTimer(_ timer: ProxyTimer, due: UInt64, now: UInt64) {
+        let loopTimer = loop.scheduleTimer(after: .nanoseconds(Int64(clamping: due &- now))) { [weak self] in
+            self?.sessionTimerFired(timer)
+        }
+        if let replaced = timers.armed(timer, loopTimer: loopTimer, firesAt: due) { loop.cancelTimer(replaced) }
+    }
+
+    /// A deadline's loop timer fired: early when the deadline was restarted later since (re-armed for the rest),
+    /// else the session hears of it.
+    private func sessionTimerFired(_ timer: ProxyTimer) {
+        guard let due = timers.due(timer) else { return }
+        let now = monotonicNanoseconds()
+        if now < due {
+            armSessionTimer(timer, due: due, now: now)
+            return
+        }
+        timers.remove(timer)
+        guard client != nil else { return }
+        run(session.handle(.timerFired(timer)))
+    }
+
     /// Carries out a session's commands, then gives their array back to the session for reuse.
     private func run(_ commands: consuming [ProxyCommand]) {
         // Iterated through a copy (one retain) so that `commands` is still the caller's to hand back below.
@@ -442,11 +463,9 @@ final class ClientSide: ConnectionHandler {
                     }
                 }
             case .startTimer(let timer, let delay):
-                if let pending = timers[timer] { loop.cancelTimer(pending) }
-                timers[timer] = loop.scheduleTimer(after: delay) { [weak self] in
-                    guard let self, self.timers.removeValue(forKey: timer) != nil, self.client != nil else { return }
-                    self.run(self.session.handle(.timerFired(timer)))
-                }
+                let now = monotonicNanoseconds()
+                let due = now &+ SessionTimers.nanoseconds(delay)
+                if !timers.postpone(timer, to: due) { armSessionTimer(timer, due: due, now: now) }
             case .throttle(let order):
                 if throttle == nil { throttle = ThrottledConnection(order) }
             case .log(let entry) where throttle?.client.isEmpty == false && ShapedLeg.waitsForBytes(entry):
@@ -490,7 +509,7 @@ final class ClientSide: ConnectionHandler {
     /// A person released a held exchange (on this loop).
     private func released(_ id: UInt64, _ release: HoldRelease) {
         guard holds.remove(id) != nil, client != nil else { return }
-        if let timer = timers.removeValue(forKey: .hold(id)) { loop.cancelTimer(timer) }
+        if let timer = timers.remove(.hold(id)) { loop.cancelTimer(timer) }
         if holds.isEmpty { client?.setIdleTimeout(server.environment.timeouts.idle) }
         run(session.handle(.holdReleased(id, release)))
     }
