@@ -23,13 +23,20 @@ few=$(( body > 65536 ? 200 : 5000 ))
 bench="$build/proxycore-bench"
 [ -x "$bench" ] || { echo "no $bench: run swift build -c release first" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install -y valgrind)" >&2; exit 1; }
+# The capture encoder, which the loop thread runs per entry under `--capture` (outside ProxySession's entry points).
+encode='$s15proxycore_bench15CaptureEncodingC6encodeyy10ProxyTrace0F3LogOF'
+# Its mangled name follows ProxyLog's module: when it no longer matches, the count silently leaves the encoder out.
+if [ "$capture" != 0 ] && command -v nm >/dev/null && ! nm "$bench" | grep -F "$encode" >/dev/null; then
+    echo "$bench has no $encode: update the encoder's mangled name" >&2
+    exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 count() {
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.$1" \
         '--toggle-collect=$s9ProxyCore0A7SessionC6handleySayAA0A7CommandOGAA0A5EventOF' \
         '--toggle-collect=$s9ProxyCore0A7SessionC14handleReceived_4fromSayAA0A7CommandOGSW_AA0A4PeerOtF' \
-        '--toggle-collect=$s15proxycore_bench15CaptureEncodingC6encodeyy9ProxyCore0F3LogOF' \
+        "--toggle-collect=$encode" \
         "$bench" --requests "$1" --rounds 1 --connections 1 --body "$body" --capture "$capture" >/dev/null 2>"$work/log.$1"
     sed -n 's/.*I *refs: *//p' "$work/log.$1" | tr -d ','
 }

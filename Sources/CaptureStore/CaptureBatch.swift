@@ -110,8 +110,7 @@ public struct CaptureBatch: ~Copyable, Sendable {
     }
 
     mutating func text(utf8: UnsafeRawBufferPointer) {
-        storage.append(Tag.text.rawValue, UInt32(utf8.count))
-        storage.append(utf8)
+        storage.appendText(utf8)
     }
 
     /// A text value assembled by `write` (heads and hosts are written by code that appends to arrays).
@@ -175,6 +174,15 @@ final class BatchBytes: @unchecked Sendable {
         at.storeBytes(of: tag, as: UInt8.self)
         (at + 1).storeBytes(of: value.littleEndian, as: T.self)
         count += 1 + MemoryLayout<T>.size
+    }
+
+    /// A text value: its tag, its length and its bytes, with one capacity check.
+    func appendText(_ bytes: UnsafeRawBufferPointer) {
+        let at = reserve(5 + bytes.count)
+        at.storeBytes(of: CaptureBatch.Tag.text.rawValue, as: UInt8.self)
+        (at + 1).storeBytes(of: UInt32(bytes.count).littleEndian, as: UInt32.self)
+        if let source = bytes.baseAddress, !bytes.isEmpty { (at + 5).copyMemory(from: source, byteCount: bytes.count) }
+        count += 5 + bytes.count
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {

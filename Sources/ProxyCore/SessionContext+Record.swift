@@ -106,8 +106,9 @@ extension SessionContext {
             return exchange.kind == .refusedHandshake ? .blockedHandshake : .blockedAnswer
         case .allowed, .notEvaluated:
             // A status the proxy answered itself before anything went upstream (400, 407, 408…).
-            if exchange.detail?.response == nil, exchange.detail?.clientResponse != nil || exchange.detail == nil,
-                let status = exchange.status, status >= 400
+            // The status first: reading a head copies it out of the record, and most exchanges end below 400.
+            if let status = exchange.status, status >= 400, exchange.detail?.response == nil,
+                exchange.detail?.clientResponse != nil || exchange.detail == nil
             {
                 return .refused
             }
