@@ -210,8 +210,14 @@ public final class EventLoop: @unchecked Sendable {
     private func runSubmittedTasks() {
         var value: UInt64 = 0
         _ = Glibc.read(wakeFD, &value, 8)
+        runTasks(closingQueue: false)
+    }
+
+    /// Takes the submitted tasks (and, when `closingQueue`, refuses any later submit) and runs them in order.
+    private func runTasks(closingQueue: Bool) {
         let batch = tasks.withLock { state -> [@Sendable () -> Void] in
             state.wakePending = false
+            if closingQueue { state.closed = true }
             let list = state.list
             state.list = []
             return list
@@ -445,16 +451,7 @@ public final class EventLoop: @unchecked Sendable {
     private func tearDown() {
         // Tasks submitted before the queue closed still run (a submit that returned true is a promise: an accepted
         // fd handed over by another loop's acceptor, an acceptor's start or close); what they open is closed below.
-        let lateTasks = tasks.withLock { state -> [@Sendable () -> Void] in
-            state.closed = true
-            let list = state.list
-            state.list = []
-            return list
-        }
-        for task in lateTasks {
-            task()
-            runDeferred()
-        }
+        runTasks(closingQueue: true)
         for socket in Array(boundSockets.values) { socket.closeOnLoop() }
         // In the order they were made, so a proxy's client connection closes before the upstream connection it
         // opened, and its exchange in flight is logged as cut off by the shutdown, not by the upstream's close.
