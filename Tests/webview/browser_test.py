@@ -24,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adversarial"))
 import harness  # noqa: E402
+import navigation  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -155,7 +156,7 @@ def run(args):
     try:
         session = Session(args, folder)
         driver = session.browser()
-        driver.get(session.web)
+        navigation.load(driver, session.web)
         wait_for(driver, "the page to load its facts", lambda d: "127.0.0.1:%d" % session.port in
                  d.find_element(By.ID, "fact-proxy").text)
         wait_for(driver, "the live stream", lambda d: "live" in d.find_element(By.ID, "live").text)

@@ -25,9 +25,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adversarial"))
 import harness  # noqa: E402
+import navigation  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 
 OVERALL_SECONDS = 150
@@ -52,16 +52,6 @@ def wait_until(what, predicate, seconds=15):
             return value
         time.sleep(0.1)
     raise Failed("timed out waiting for %s" % what)
-
-
-def navigate(driver, url):
-    """The page a navigation shows, or the net error chromedriver reports for one that failed (a failed TLS
-    handshake ends the navigation with an error rather than an error page)."""
-    try:
-        driver.get(url)
-        return driver.page_source
-    except WebDriverException as error:
-        return str(error)
 
 
 def main():
@@ -121,20 +111,20 @@ def main():
         driver.set_page_load_timeout(30)
 
         mark = origin.mark()
-        driver.get("https://mock.tls.test/")
+        navigation.load(driver, "https://mock.tls.test/")
         check(driver.title == "mocked" and "Served by map local" in driver.page_source,
               "the browser shows the page map local serves")
         check(origin.requests(mark) == [], "the origin was never asked for the mocked page")
         driver.save_screenshot(os.path.join(args.artifacts, "rules-mocked.png"))
 
-        driver.get("https://www.tls.test/plain")
+        navigation.load(driver, "https://www.tls.test/plain")
         check("good:" in driver.page_source, "a host no rule names loads from the origin")
 
-        source = navigate(driver, "https://expired.tls.test/")
+        source = navigation.load(driver, "https://expired.tls.test/")
         driver.save_screenshot(os.path.join(args.artifacts, "rules-fault-expired.png"))
         check("ERR_CERT_DATE_INVALID" in source, "--fault expired: Chromium shows its certificate date error page")
 
-        source = navigate(driver, "https://legacy.tls.test/")
+        source = navigation.load(driver, "https://legacy.tls.test/")
         driver.save_screenshot(os.path.join(args.artifacts, "rules-fault-tls10.png"))
         check("ERR_SSL_VERSION_OR_CIPHER_MISMATCH" in source,
               "--fault tls1.0: Chromium fails with ERR_SSL_VERSION_OR_CIPHER_MISMATCH")

@@ -11,6 +11,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+import navigation
+
 if len(sys.argv) != 4 or sys.argv[1] in ("-h", "--help"):
     sys.exit(__doc__)
 url, element_id, expected = sys.argv[1:]
@@ -22,7 +24,7 @@ for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--dis
 driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
 try:
     driver.set_page_load_timeout(30)
-    driver.get(url)
+    navigation.load(driver, url)
     shown = ""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

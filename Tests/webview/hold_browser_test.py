@@ -26,6 +26,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser_test import Failed, Session, check, click_row, rows, wait_for  # noqa: E402
+import navigation  # noqa: E402
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
@@ -78,7 +79,7 @@ def run(args):
         session = Session(args, folder, ["--breakpoint", "request:host:www.tls.test",
                                          "--breakpoint", "response:text:/hold-response", "--breakpoint-timeout", "45"])
         driver = session.browser()
-        driver.get(session.web)
+        navigation.load(driver, session.web)
         wait_for(driver, "the live stream", lambda d: "live" in d.find_element(By.ID, "live").text)
 
         # Held: the row marked HELD at once, the editor open on it, counting down.

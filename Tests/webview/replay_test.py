@@ -27,6 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser_test import Failed, Session, check, click_row, wait_for  # noqa: E402
+import navigation  # noqa: E402
 import harness  # noqa: E402  (browser_test put Tests/adversarial on the path)
 
 from selenium import webdriver  # noqa: E402
@@ -162,7 +163,7 @@ def run(args):
 
         # The browser: Replay, Edit and replay, Compare, Compose.
         driver = browser(session)
-        driver.get(session.web)
+        navigation.load(driver, session.web)
         wait_for(driver, "the live stream", lambda d: "live" in d.find_element(By.ID, "live").text)
         click_row(driver, 'tr.row[data-id="%d"]' % original)
         wait_for(driver, "the Replay button", lambda d: d.find_elements(By.ID, "replay-send"))

@@ -21,6 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser_test import Failed, Session, check, click_row, rows, wait_for  # noqa: E402
+import navigation  # noqa: E402
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
@@ -54,7 +55,7 @@ def run(args):
             f.write(MOCK)
         session = Session(args, folder, ["--map-local", "|^https://www\\.tls\\.test/profile$|" + mock])
         driver = session.browser()
-        driver.get(session.web)
+        navigation.load(driver, session.web)
         wait_for(driver, "the live stream", lambda d: "live" in d.find_element(By.ID, "live").text)
 
         # Answered by the rule: curl gets the file, the origin sees nothing, the row carries the rule's badge.
